@@ -1,0 +1,19 @@
+//! terraform-provider-fracgpu: fractional GPUs on Kubernetes, declared with Terraform.
+//!
+//! # Layout
+//! - `plugin`: the protocol layer: go-plugin handshake, AutoMTLS, the gRPC services and the conversion
+//!   between protobuf messages and the `tf` model. Knows nothing of GPUs or clouds.
+//! - `tf`: Terraform's data model: values (null, unknown, refined unknown, known), types, the msgpack
+//!   and JSON codecs, attribute paths, diagnostics, the schema builder and plan helpers.
+//! - `provider`: the provider's own schema and configuration, and the registry of its resources,
+//!   data sources and functions.
+//! - `data_sources`: one file per data source.
+//! - `gpu`: the domain, pure: the GPU and machine-type catalog. No I/O.
+//! - `sandbox`: local emulators of the cloud and Kubernetes APIs (served by `fracgpu-sandbox`).
+
+pub mod data_sources;
+pub mod gpu;
+pub mod plugin;
+pub mod provider;
+pub mod sandbox;
+pub mod tf;
