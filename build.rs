@@ -1,7 +1,11 @@
 //! Compiles proto/ with protox (a protobuf compiler in Rust), so a build needs no `protoc`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/tfplugin6.proto", "proto/plugin.proto", "proto/health.proto"];
+    let files = [
+        "proto/tfplugin6.proto",
+        "proto/plugin.proto",
+        "proto/health.proto",
+    ];
     for f in files {
         println!("cargo:rerun-if-changed={f}");
     }

@@ -1,1 +1,9 @@
-//! placeholder
+//! Data sources, one file each.
+
+use std::sync::Arc;
+
+use crate::tf::api::DataSource;
+
+pub fn all() -> Vec<Arc<dyn DataSource>> {
+    Vec::new()
+}

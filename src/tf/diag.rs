@@ -1,0 +1,164 @@
+//! Attribute paths and diagnostics: how problems reach the user, pointing at the attribute.
+
+use std::fmt;
+
+/// One step of an attribute path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Attr(String),
+    Key(String),
+    Index(i64),
+}
+
+/// A path into a configuration value, e.g. `time_slicing[0].replicas` or `labels["team"]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AttrPath(pub Vec<Step>);
+
+impl AttrPath {
+    pub fn root() -> AttrPath {
+        AttrPath(Vec::new())
+    }
+    pub fn attr(name: &str) -> AttrPath {
+        AttrPath(vec![Step::Attr(name.to_string())])
+    }
+    /// A path from dotted attribute names, e.g. `"mig.profile"`; a numeric segment is a list
+    /// index (a block nested as a list is addressed `block[0].attr`).
+    pub fn parse(dotted: &str) -> AttrPath {
+        AttrPath(
+            dotted
+                .split('.')
+                .filter(|s| !s.is_empty())
+                .map(|s| match s.parse::<i64>() {
+                    Ok(i) => Step::Index(i),
+                    Err(_) => Step::Attr(s.to_string()),
+                })
+                .collect(),
+        )
+    }
+    pub fn with_attr(&self, name: &str) -> AttrPath {
+        let mut p = self.clone();
+        p.0.push(Step::Attr(name.to_string()));
+        p
+    }
+    pub fn with_key(&self, key: &str) -> AttrPath {
+        let mut p = self.clone();
+        p.0.push(Step::Key(key.to_string()));
+        p
+    }
+    pub fn with_index(&self, i: usize) -> AttrPath {
+        let mut p = self.clone();
+        p.0.push(Step::Index(i as i64));
+        p
+    }
+}
+
+impl fmt::Display for AttrPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            match step {
+                Step::Attr(a) if i == 0 => write!(f, "{a}")?,
+                Step::Attr(a) => write!(f, ".{a}")?,
+                Step::Key(k) => write!(f, "[{k:?}]")?,
+                Step::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// A short fixed sentence, e.g. "Invalid MIG profile".
+    pub summary: String,
+    /// The cause and the fix, listing valid values where there are few.
+    pub detail: String,
+    pub path: Option<AttrPath>,
+}
+
+impl Diagnostic {
+    pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            summary: summary.into(),
+            detail: detail.into(),
+            path: None,
+        }
+    }
+    pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(summary, detail)
+        }
+    }
+    pub fn at(mut self, path: AttrPath) -> Diagnostic {
+        self.path = Some(path);
+        self
+    }
+}
+
+/// The diagnostics of one call, in the order they were found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn new() -> Diagnostics {
+        Diagnostics(Vec::new())
+    }
+    pub fn push(&mut self, d: Diagnostic) {
+        self.0.push(d);
+    }
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.0.extend(other.0);
+    }
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(|d| d.severity == Severity::Error)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn error(&mut self, summary: impl Into<String>, detail: impl Into<String>) {
+        self.push(Diagnostic::error(summary, detail));
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(d: Diagnostic) -> Diagnostics {
+        Diagnostics(vec![d])
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_print_like_terraform_addresses() {
+        let p = AttrPath::attr("time_slicing")
+            .with_index(0)
+            .with_attr("replicas");
+        assert_eq!(p.to_string(), "time_slicing[0].replicas");
+        assert_eq!(
+            AttrPath::attr("labels").with_key("team").to_string(),
+            "labels[\"team\"]"
+        );
+        assert_eq!(
+            AttrPath::parse("mig.0.profile"),
+            AttrPath::attr("mig").with_index(0).with_attr("profile")
+        );
+    }
+}

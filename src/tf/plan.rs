@@ -1,0 +1,340 @@
+//! The plan framework: from terraform's proposed new state to the planned state, following the
+//! rules terraform enforces (see PlanResourceChange in the protocol notes):
+//! - on create, computed attributes the configuration leaves null become unknown;
+//! - on update, unchanged objects keep their prior computed values (no spurious "known after
+//!   apply"); a changed object gets unknown computed values except where the schema declares
+//!   `use_state_for_unknown`;
+//! - attributes declared `requires_replace` whose value changes are reported as replace paths.
+//!
+//! Also the `timeouts` block shared by resources.
+
+use std::time::Duration;
+
+use super::diag::{AttrPath, Diagnostic, Diagnostics};
+use super::schema::{Attribute, Block, Nesting, PlanModifier, Validator};
+use super::value::Value;
+
+pub struct Planned {
+    pub state: Value,
+    pub requires_replace: Vec<AttrPath>,
+}
+
+pub fn plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> Planned {
+    let mut state = proposed.clone();
+    let create = prior.is_null();
+    let changed = create || proposed != prior;
+    let mut requires_replace = Vec::new();
+    walk(
+        block,
+        prior,
+        &mut state,
+        config,
+        &AttrPath::root(),
+        create,
+        changed,
+        &mut requires_replace,
+    );
+    Planned {
+        state,
+        requires_replace,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    block: &Block,
+    prior: &Value,
+    planned: &mut Value,
+    config: &Value,
+    path: &AttrPath,
+    create: bool,
+    changed: bool,
+    replace: &mut Vec<AttrPath>,
+) {
+    if !planned.is_known() || planned.is_null() {
+        return;
+    }
+    for a in &block.attributes {
+        let p = path.with_attr(&a.name);
+        let cfg = config.get(&a.name);
+        let old = prior.get(&a.name);
+        if let Some(slot) = planned.get_mut(&a.name) {
+            if a.computed && cfg.is_null() && changed {
+                let keep = !create && a.has(PlanModifier::UseStateForUnknown) && !old.is_null();
+                *slot = if keep { old.clone() } else { Value::UNKNOWN };
+            }
+            if !create && a.has(PlanModifier::RequiresReplace) && *slot != *old {
+                replace.push(p);
+            }
+        }
+    }
+    for b in &block.blocks {
+        let p = path.with_attr(&b.name);
+        let cfg = config.get(&b.name);
+        let old = prior.get(&b.name);
+        let Some(slot) = planned.get_mut(&b.name) else {
+            continue;
+        };
+        match b.nesting {
+            Nesting::Single => walk(&b.block, old, slot, cfg, &p, create, changed, replace),
+            Nesting::List | Nesting::Set => {
+                if let Value::List(items) | Value::Set(items) = slot {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        let old_i = old.elements().get(i).unwrap_or(&Value::Null);
+                        let cfg_i = cfg.elements().get(i).unwrap_or(&Value::Null);
+                        walk(
+                            &b.block,
+                            old_i,
+                            item,
+                            cfg_i,
+                            &p.with_index(i),
+                            create || old_i.is_null(),
+                            changed,
+                            replace,
+                        );
+                    }
+                }
+                // A block whose presence changes replaces the object when any of its
+                // attributes would force replacement.
+                if !create
+                    && old.elements().len() != slot.elements().len()
+                    && block_forces_replacement(&b.block)
+                {
+                    replace.push(p);
+                }
+            }
+            Nesting::Map => {}
+        }
+    }
+}
+
+fn block_forces_replacement(block: &Block) -> bool {
+    block
+        .attributes
+        .iter()
+        .any(|a| a.has(PlanModifier::RequiresReplace))
+}
+
+// ---------------------------------------------------------------------------------------------
+// timeouts
+
+/// The `timeouts` block with one optional duration string per operation.
+pub fn timeouts_block(operations: &[&str]) -> Block {
+    let mut b = Block::new(
+        "How long each operation may take before it fails, as a duration like `45m` or `1h30m`.",
+    );
+    for op in operations {
+        b = b.attr(
+            Attribute::string(op)
+                .optional()
+                .describe(&format!("Time limit for {op}, e.g. `30m`."))
+                .validate(DurationString),
+        );
+    }
+    b
+}
+
+/// Reads `timeouts[0].<operation>` from a resource value, falling back to `default`.
+pub fn timeout(value: &Value, operation: &str, default: Duration) -> Duration {
+    value
+        .get("timeouts")
+        .elements()
+        .first()
+        .and_then(|t| t.get(operation).as_str())
+        .and_then(parse_duration)
+        .unwrap_or(default)
+}
+
+/// Parses durations in the notation terraform users know from Go (`90s`, `45m`, `1h30m`, `500ms`).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return None;
+        }
+        let n: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let secs = match &rest[..unit_len] {
+            "ms" => n / 1000.0,
+            "s" => n,
+            "m" => n * 60.0,
+            "h" => n * 3600.0,
+            _ => return None,
+        };
+        total += Duration::try_from_secs_f64(secs).ok()?;
+        rest = &rest[unit_len..];
+    }
+    Some(total)
+}
+
+struct DurationString;
+
+impl Validator for DurationString {
+    fn validate(&self, value: &Value, path: &AttrPath, diags: &mut Diagnostics) {
+        let Some(s) = value.as_str() else { return };
+        if parse_duration(s).is_none() {
+            diags.push(
+                Diagnostic::error(
+                    "Invalid duration",
+                    format!("{path} is {s:?}; write a duration such as \"90s\", \"45m\" or \"1h30m\" (units ms, s, m, h)."),
+                )
+                .at(path.clone()),
+            );
+        }
+    }
+    fn describe(&self) -> String {
+        "A duration such as `45m`.".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tf::schema::Attribute;
+
+    fn schema() -> Block {
+        Block::new("")
+            .attr(Attribute::string("id").computed().use_state_for_unknown())
+            .attr(Attribute::string("name").required().requires_replace())
+            .attr(Attribute::number("count").optional())
+            .attr(Attribute::string("status").computed())
+            .attr(Attribute::number("size").optional().computed())
+            .single_block(
+                "mig",
+                Block::new("").attr(Attribute::string("profile").required().requires_replace()),
+            )
+    }
+
+    fn obj(
+        id: Value,
+        name: &str,
+        count: i64,
+        status: Value,
+        size: Value,
+        mig: Option<&str>,
+    ) -> Value {
+        let mig = Value::List(
+            mig.map(|p| vec![Value::object([("profile", Value::string(p))])])
+                .unwrap_or_default(),
+        );
+        Value::object([
+            ("id", id),
+            ("name", name.into()),
+            ("count", Value::int(count)),
+            ("status", status),
+            ("size", size),
+            ("mig", mig),
+        ])
+    }
+
+    #[test]
+    fn create_marks_computed_unknown() {
+        let cfg = obj(Value::Null, "a", 1, Value::Null, Value::Null, None);
+        let p = plan(&schema(), &Value::Null, &cfg, &cfg);
+        assert_eq!(p.state.get("id"), &Value::UNKNOWN);
+        assert_eq!(p.state.get("status"), &Value::UNKNOWN);
+        assert_eq!(p.state.get("size"), &Value::UNKNOWN);
+        assert!(p.requires_replace.is_empty());
+    }
+
+    #[test]
+    fn unchanged_update_keeps_prior_values() {
+        let prior = obj(
+            "x".into(),
+            "a",
+            1,
+            "ok".into(),
+            Value::int(5),
+            Some("1g.5gb"),
+        );
+        let cfg = obj(
+            Value::Null,
+            "a",
+            1,
+            Value::Null,
+            Value::Null,
+            Some("1g.5gb"),
+        );
+        let p = plan(&schema(), &prior, &prior, &cfg);
+        assert_eq!(p.state, prior);
+        assert!(p.requires_replace.is_empty());
+    }
+
+    #[test]
+    fn changed_update_unknowns_computed_but_keeps_stable_ones() {
+        let prior = obj("x".into(), "a", 1, "ok".into(), Value::int(5), None);
+        let proposed = obj("x".into(), "a", 2, "ok".into(), Value::int(5), None);
+        let cfg = obj(Value::Null, "a", 2, Value::Null, Value::int(5), None);
+        let p = plan(&schema(), &prior, &proposed, &cfg);
+        assert_eq!(p.state.get("id").as_str(), Some("x"));
+        assert_eq!(p.state.get("status"), &Value::UNKNOWN);
+        // Set in config: stays what the user wrote.
+        assert_eq!(p.state.get("size").as_i64(), Some(5));
+        assert!(p.requires_replace.is_empty());
+    }
+
+    #[test]
+    fn replacement_paths() {
+        let prior = obj(
+            "x".into(),
+            "a",
+            1,
+            "ok".into(),
+            Value::int(5),
+            Some("1g.5gb"),
+        );
+        let proposed = obj(
+            "x".into(),
+            "b",
+            1,
+            "ok".into(),
+            Value::int(5),
+            Some("2g.10gb"),
+        );
+        let p = plan(&schema(), &prior, &proposed, &proposed);
+        assert_eq!(
+            p.requires_replace,
+            vec![
+                AttrPath::attr("name"),
+                AttrPath::attr("mig").with_index(0).with_attr("profile")
+            ]
+        );
+        // Adding a block with replace-forcing attributes replaces too.
+        let proposed = obj("x".into(), "a", 1, "ok".into(), Value::int(5), None);
+        let p = plan(&schema(), &prior, &proposed, &proposed);
+        assert_eq!(p.requires_replace, vec![AttrPath::attr("mig")]);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("45m"), Some(Duration::from_secs(2700)));
+        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        for bad in ["", "10", "m", "1x", "-1s", "1h 30m"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        let v = Value::object([(
+            "timeouts",
+            Value::List(vec![Value::object([("create", "2m".into())])]),
+        )]);
+        assert_eq!(
+            timeout(&v, "create", Duration::from_secs(1)),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            timeout(&v, "delete", Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,345 @@
+//! Schemas: attributes, nested attributes and nested blocks, the type each produces, and the
+//! validators and plan behaviour declared on them (like terraform-plugin-framework: plan
+//! behaviour lives in the schema as small reusable pieces, not in each resource).
+
+use std::sync::Arc;
+
+use super::diag::{AttrPath, Diagnostics};
+use super::types::Type;
+use super::value::Value;
+
+/// Checks one known, non-null attribute value. Validators never see null or unknown values.
+pub trait Validator: Send + Sync {
+    fn validate(&self, value: &Value, path: &AttrPath, diags: &mut Diagnostics);
+    /// One sentence for the generated docs, e.g. "One of `single`, `mixed`."
+    fn describe(&self) -> String;
+}
+
+/// Checks relations between the attributes and blocks of one block (exactly one of, conflicts).
+pub trait BlockValidator: Send + Sync {
+    fn validate(&self, block: &Value, path: &AttrPath, diags: &mut Diagnostics);
+}
+
+/// What a change of an attribute means for the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanModifier {
+    /// A change destroys and re-creates the object (`# forces replacement`).
+    RequiresReplace,
+    /// A computed value that never changes once set: keep the prior value instead of unknown.
+    UseStateForUnknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nesting {
+    Single,
+    List,
+    Set,
+    Map,
+}
+
+#[derive(Clone)]
+pub struct Attribute {
+    pub name: String,
+    pub ty: Type,
+    /// Set for nested attributes: the nesting and the inner attributes (the type above is derived).
+    pub nested: Option<(Nesting, Vec<Attribute>)>,
+    pub description: String,
+    pub required: bool,
+    pub optional: bool,
+    pub computed: bool,
+    pub sensitive: bool,
+    pub deprecated: Option<String>,
+    pub validators: Vec<Arc<dyn Validator>>,
+    pub modifiers: Vec<PlanModifier>,
+}
+
+impl Attribute {
+    pub fn new(name: &str, ty: Type) -> Attribute {
+        Attribute {
+            name: name.to_string(),
+            ty,
+            nested: None,
+            description: String::new(),
+            required: false,
+            optional: false,
+            computed: false,
+            sensitive: false,
+            deprecated: None,
+            validators: Vec::new(),
+            modifiers: Vec::new(),
+        }
+    }
+    pub fn string(name: &str) -> Attribute {
+        Attribute::new(name, Type::String)
+    }
+    pub fn number(name: &str) -> Attribute {
+        Attribute::new(name, Type::Number)
+    }
+    pub fn bool(name: &str) -> Attribute {
+        Attribute::new(name, Type::Bool)
+    }
+    /// An attribute whose value is an object (or list/set/map of objects) of `attributes`.
+    pub fn nested(name: &str, nesting: Nesting, attributes: Vec<Attribute>) -> Attribute {
+        let obj = Type::Object(
+            attributes
+                .iter()
+                .map(|a| (a.name.clone(), a.ty.clone()))
+                .collect(),
+        );
+        let ty = match nesting {
+            Nesting::Single => obj,
+            Nesting::List => Type::list(obj),
+            Nesting::Set => Type::set(obj),
+            Nesting::Map => Type::map(obj),
+        };
+        Attribute {
+            nested: Some((nesting, attributes)),
+            ..Attribute::new(name, ty)
+        }
+    }
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+    pub fn optional(mut self) -> Self {
+        self.optional = true;
+        self
+    }
+    pub fn computed(mut self) -> Self {
+        self.computed = true;
+        self
+    }
+    pub fn sensitive(mut self) -> Self {
+        self.sensitive = true;
+        self
+    }
+    pub fn deprecated(mut self, message: &str) -> Self {
+        self.deprecated = Some(message.to_string());
+        self
+    }
+    pub fn describe(mut self, markdown: &str) -> Self {
+        self.description = markdown.to_string();
+        self
+    }
+    pub fn validate(mut self, v: impl Validator + 'static) -> Self {
+        self.validators.push(Arc::new(v));
+        self
+    }
+    pub fn requires_replace(mut self) -> Self {
+        self.modifiers.push(PlanModifier::RequiresReplace);
+        self
+    }
+    pub fn use_state_for_unknown(mut self) -> Self {
+        self.modifiers.push(PlanModifier::UseStateForUnknown);
+        self
+    }
+    pub fn has(&self, m: PlanModifier) -> bool {
+        self.modifiers.contains(&m)
+    }
+}
+
+#[derive(Clone)]
+pub struct NestedBlock {
+    pub name: String,
+    pub nesting: Nesting,
+    pub block: Block,
+    pub min_items: i64,
+    pub max_items: i64,
+}
+
+impl NestedBlock {
+    pub fn ty(&self) -> Type {
+        let obj = self.block.ty();
+        match self.nesting {
+            Nesting::Single => obj,
+            Nesting::List => Type::list(obj),
+            Nesting::Set => Type::set(obj),
+            Nesting::Map => Type::map(obj),
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+pub struct Block {
+    pub description: String,
+    pub deprecated: bool,
+    pub attributes: Vec<Attribute>,
+    pub blocks: Vec<NestedBlock>,
+    pub validators: Vec<Arc<dyn BlockValidator>>,
+}
+
+impl Block {
+    pub fn new(description: &str) -> Block {
+        Block {
+            description: description.to_string(),
+            ..Block::default()
+        }
+    }
+    pub fn attr(mut self, a: Attribute) -> Self {
+        self.attributes.push(a);
+        self
+    }
+    pub fn block(mut self, name: &str, nesting: Nesting, block: Block) -> Self {
+        self.blocks.push(NestedBlock {
+            name: name.to_string(),
+            nesting,
+            block,
+            min_items: 0,
+            max_items: 0,
+        });
+        self
+    }
+    /// A block that may appear at most once (terraform's "list, max 1" convention, which keeps
+    /// `block[0].attr` addressing and works with every terraform version).
+    pub fn single_block(mut self, name: &str, block: Block) -> Self {
+        self.blocks.push(NestedBlock {
+            name: name.to_string(),
+            nesting: Nesting::List,
+            block,
+            min_items: 0,
+            max_items: 1,
+        });
+        self
+    }
+    pub fn validate(mut self, v: impl BlockValidator + 'static) -> Self {
+        self.validators.push(Arc::new(v));
+        self
+    }
+
+    /// The object type a value of this block has.
+    pub fn ty(&self) -> Type {
+        let mut attrs: std::collections::BTreeMap<String, Type> = self
+            .attributes
+            .iter()
+            .map(|a| (a.name.clone(), a.ty.clone()))
+            .collect();
+        for b in &self.blocks {
+            attrs.insert(b.name.clone(), b.ty());
+        }
+        Type::Object(attrs)
+    }
+
+    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+        self.attributes.iter().find(|a| a.name == name)
+    }
+    pub fn nested_block(&self, name: &str) -> Option<&NestedBlock> {
+        self.blocks.iter().find(|b| b.name == name)
+    }
+}
+
+/// A versioned schema: a later version can keep the old schema function to decode old states.
+#[derive(Clone)]
+pub struct Schema {
+    pub version: i64,
+    pub block: Block,
+}
+
+impl Schema {
+    pub fn new(version: i64, block: Block) -> Schema {
+        Schema { version, block }
+    }
+    pub fn ty(&self) -> Type {
+        self.block.ty()
+    }
+}
+
+/// Runs every attribute and block validator over a configuration value. Null and unknown
+/// values are skipped: they are checked again at apply time when they are known.
+pub fn validate_config(block: &Block, value: &Value, path: &AttrPath, diags: &mut Diagnostics) {
+    if value.is_null_or_unknown() {
+        return;
+    }
+    for v in &block.validators {
+        v.validate(value, path, diags);
+    }
+    for a in &block.attributes {
+        validate_attribute(a, value.get(&a.name), &path.with_attr(&a.name), diags);
+    }
+    for b in &block.blocks {
+        let v = value.get(&b.name);
+        let p = path.with_attr(&b.name);
+        match b.nesting {
+            Nesting::Single => validate_config(&b.block, v, &p, diags),
+            Nesting::List | Nesting::Set => {
+                for (i, item) in v.elements().iter().enumerate() {
+                    validate_config(&b.block, item, &p.with_index(i), diags);
+                }
+            }
+            Nesting::Map => {
+                for (k, item) in v.entries().into_iter().flatten() {
+                    validate_config(&b.block, item, &p.with_key(k), diags);
+                }
+            }
+        }
+    }
+}
+
+fn validate_attribute(a: &Attribute, v: &Value, path: &AttrPath, diags: &mut Diagnostics) {
+    if v.is_null_or_unknown() {
+        return;
+    }
+    for val in &a.validators {
+        val.validate(v, path, diags);
+    }
+    if let Some((nesting, inner)) = &a.nested {
+        let each = |obj: &Value, p: &AttrPath, diags: &mut Diagnostics| {
+            for ia in inner {
+                validate_attribute(ia, obj.get(&ia.name), &p.with_attr(&ia.name), diags);
+            }
+        };
+        match nesting {
+            Nesting::Single => each(v, path, diags),
+            Nesting::List | Nesting::Set => {
+                for (i, item) in v.elements().iter().enumerate() {
+                    each(item, &path.with_index(i), diags);
+                }
+            }
+            Nesting::Map => {
+                for (k, item) in v.entries().into_iter().flatten() {
+                    each(item, &path.with_key(k), diags);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_types_follow_nesting() {
+        let b = Block::new("")
+            .attr(Attribute::string("name").required())
+            .attr(Attribute::nested(
+                "taints",
+                Nesting::List,
+                vec![
+                    Attribute::string("key").required(),
+                    Attribute::string("effect").required(),
+                ],
+            ))
+            .single_block(
+                "mig",
+                Block::new("").attr(Attribute::string("profile").required()),
+            )
+            .block(
+                "config",
+                Nesting::Set,
+                Block::new("").attr(Attribute::number("n").optional()),
+            );
+        let expected = Type::object([
+            ("name", Type::String),
+            (
+                "taints",
+                Type::list(Type::object([
+                    ("effect", Type::String),
+                    ("key", Type::String),
+                ])),
+            ),
+            ("mig", Type::list(Type::object([("profile", Type::String)]))),
+            ("config", Type::set(Type::object([("n", Type::Number)]))),
+        ]);
+        assert_eq!(b.ty(), expected);
+    }
+}
