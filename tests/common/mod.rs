@@ -1,0 +1,4 @@
+//! Shared test harness: the provider as a plugin process, and terraform driving it.
+#![allow(dead_code)]
+
+pub mod plugin;
