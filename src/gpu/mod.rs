@@ -5,6 +5,7 @@
 //! a [`DomainError`] into a diagnostic on the attribute named by its [`Field`].
 
 mod catalog;
+pub mod device_plugin;
 mod error;
 
 pub use catalog::*;
