@@ -1,1 +1,33 @@
-//! placeholder
+//! The domain, pure: which GPUs each machine type carries, how a GPU can be shared (MIG, time-slicing, MPS)
+//! on each cloud, what a pool's sharing setup implies for the pods that land on it (resource name, slices,
+//! memory per slice, node selector, tolerations) and the NVIDIA device plugin config that sets it up. No
+//! I/O: the provider's resources, data sources and functions call in here to validate and derive, and turn
+//! a [`DomainError`] into a diagnostic on the attribute named by its [`Field`].
+//!
+//! - `catalog`: GPU models, MIG profiles, machine types per cloud, lookups, the AKS and GKE profile rules,
+//!   and the catalog as markdown for the docs.
+//! - `sharing`: the sharing modes, pool validation and the derived placement facts.
+//! - `placement`: whether a workload fits a pool and what it must request.
+//! - `device_plugin`: the NVIDIA device plugin config document: model, renderer, parser.
+
+mod catalog;
+pub mod device_plugin;
+mod error;
+mod placement;
+mod sharing;
+
+pub use catalog::{
+    AksGpuInstanceProfile, Cloud, GpuModel, Hardware, MAX_GPUS_PER_NODE, MachineType, MemorySource,
+    MigProfile, aks_profile_for, all_gpu_models, all_machine_types, catalog_markdown,
+    compute_share, gpu_model, machine_type, mig_profile_for_aks, resolve_hardware,
+};
+pub use device_plugin::DevicePluginConfig;
+pub use error::{DomainError, Field, summary};
+pub use placement::{WorkloadFit, WorkloadNeed, slices_for, workload_fit};
+pub use sharing::{
+    DEFAULT_GPU_TAINT, DEVICE_PLUGIN_CONFIG_LABEL, Derived, GkeAccelerator, GkeSharing,
+    GkeSharingStrategy, Isolation, MAX_REPLICAS, MIG_CONFIG_LABEL, MIN_REPLICAS, MigStrategy,
+    NamedConfig, PoolSpec, SharingMode, Taint, TaintEffect, Toleration, TolerationOperator,
+    check_aks_os_sku, check_pool_name, device_plugin_config, device_plugin_config_yaml,
+    mig_resource_name, validate,
+};
