@@ -9,9 +9,11 @@
 //!   data sources and functions.
 //! - `data_sources`: one file per data source.
 //! - `gpu`: the domain, pure: the GPU and machine-type catalog. No I/O.
+//! - `demo`: the quick start run by `fracgpu-sandbox demo`.
 //! - `sandbox`: local emulators of the cloud and Kubernetes APIs (served by `fracgpu-sandbox`).
 
 pub mod data_sources;
+pub mod demo;
 pub mod gpu;
 pub mod plugin;
 pub mod provider;

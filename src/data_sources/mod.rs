@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use crate::tf::api::DataSource;
 
+pub mod machine_type;
+
 pub fn all() -> Vec<Arc<dyn DataSource>> {
-    Vec::new()
+    vec![Arc::new(machine_type::MachineTypeDataSource)]
 }

@@ -1,0 +1,137 @@
+//! Driving the real terraform binary against the freshly built provider, offline: the provider
+//! is laid out as a filesystem mirror, a CLI config points terraform at it, and every command
+//! runs with CHECKPOINT_DISABLE=1 in a workspace of its own.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// stdout and stderr together, the way a user reads them.
+    pub fn text(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+pub struct Workspace {
+    _root: tempfile::TempDir,
+    pub dir: PathBuf,
+    cli_config: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn platform() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" => "linux_arm64",
+        _ => "linux_amd64",
+    }
+}
+
+/// Lays out the provider binary as HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/terraform-provider-TYPE_vVERSION.
+pub fn mirror(root: &Path) -> PathBuf {
+    let mirror = root.join("mirror");
+    let pkg = mirror.join(format!("registry.terraform.io/fracgpu/fracgpu/{VERSION}/{}", platform()));
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_terraform-provider-fracgpu"),
+        pkg.join(format!("terraform-provider-fracgpu_v{VERSION}")),
+    )
+    .unwrap();
+    mirror
+}
+
+impl Workspace {
+    pub fn new(main_tf: &str) -> Workspace {
+        let root = tempfile::tempdir().unwrap();
+        let mirror = mirror(root.path());
+        let cli_config = root.path().join("terraformrc");
+        std::fs::write(
+            &cli_config,
+            format!(
+                "provider_installation {{\n  filesystem_mirror {{\n    path = {:?}\n    include = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n  direct {{\n    exclude = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n}}\n",
+                mirror.display().to_string()
+            ),
+        )
+        .unwrap();
+        let dir = root.path().join("work");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.tf"), main_tf).unwrap();
+        Workspace { dir, cli_config, env: Vec::new(), _root: root }
+    }
+
+    pub fn env(mut self, k: &str, v: &str) -> Workspace {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+
+    pub fn write(&self, name: &str, content: &str) {
+        std::fs::write(self.dir.join(name), content).unwrap();
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(terraform());
+        cmd.args(args)
+            .current_dir(&self.dir)
+            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .env("NO_COLOR", "1")
+            .env_remove("TF_LOG");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap_or_else(|e| panic!("could not run terraform: {e}"));
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs a command that must succeed; on failure the test fails with terraform's output.
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert_eq!(out.code, 0, "terraform {} failed:\n{}", args.join(" "), out.text());
+        out
+    }
+
+    pub fn init(&self) -> Output {
+        self.ok(&["init", "-no-color", "-input=false"])
+    }
+
+    pub fn apply(&self) -> Output {
+        self.ok(&["apply", "-no-color", "-auto-approve", "-input=false"])
+    }
+
+    /// `terraform plan -detailed-exitcode`: 0 no changes, 2 changes, 1 error.
+    pub fn plan_exit_code(&self) -> (i32, Output) {
+        let out = self.run(&["plan", "-no-color", "-detailed-exitcode", "-input=false"]);
+        (out.code, out)
+    }
+
+    pub fn show_json(&self) -> serde_json::Value {
+        let out = self.ok(&["show", "-json", "-no-color"]);
+        serde_json::from_str(&out.stdout).expect("terraform show -json prints JSON")
+    }
+
+    pub fn output_json(&self) -> serde_json::Value {
+        let out = self.ok(&["output", "-json", "-no-color"]);
+        serde_json::from_str(&out.stdout).expect("terraform output -json prints JSON")
+    }
+}
+
+/// The terraform binary: TERRAFORM if set, else the one on the PATH.
+pub fn terraform() -> String {
+    std::env::var("TERRAFORM").unwrap_or_else(|_| "terraform".into())
+}
+
+/// The terraform configuration header naming this provider.
+pub const REQUIRED_PROVIDERS: &str = "terraform {\n  required_providers {\n    fracgpu = { source = \"fracgpu/fracgpu\" }\n  }\n}\n";
