@@ -575,8 +575,8 @@ mod tests {
 
         #[test]
         fn render_of_parse_is_stable(config in valid_config(), flow in any::<bool>()) {
-            // Start from hand-written text (flow style with the keys reversed) rather than our own.
-            let text = if flow { to_flow(&config) } else { config.render().unwrap() };
+            // Start from hand-written text: flow style with keys reversed, or block style with comments.
+            let text = if flow { to_flow(&config) } else { with_comments(&config.render().unwrap()) };
             let first = parse(&text).unwrap().render().unwrap();
             prop_assert_eq!(parse(&first).unwrap().render().unwrap(), first.clone());
             prop_assert_eq!(first, config.render().unwrap());
@@ -597,6 +597,16 @@ mod tests {
                 prop_assert_eq!(parse(&first).unwrap().render().unwrap(), first);
             }
         }
+    }
+
+    /// Our layout with a comment on every line and a header comment.
+    fn with_comments(text: &str) -> String {
+        let mut out = String::from("# written by hand\n");
+        for line in text.lines() {
+            out.push_str(line);
+            out.push_str("  # note\n");
+        }
+        out
     }
 
     /// A differently written but equivalent document: flow style, keys in reverse order.

@@ -56,6 +56,19 @@ pub enum MigStrategy {
 }
 
 impl MigStrategy {
+    /// Parses `single` or `mixed` (case-insensitive).
+    pub fn parse(s: &str) -> Result<MigStrategy, DomainError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "single" => Ok(MigStrategy::Single),
+            "mixed" => Ok(MigStrategy::Mixed),
+            _ => Err(DomainError::new(
+                Field::MigStrategy,
+                summary::INVALID_SHARING,
+                format!("\"{s}\" is not a MIG strategy. Valid values: single, mixed."),
+            )),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             MigStrategy::Single => "single",
@@ -72,6 +85,19 @@ pub enum GkeSharingStrategy {
 }
 
 impl GkeSharingStrategy {
+    /// Parses the label spelling (`time-sharing`, `mps`) and the API's (`TIME_SHARING`, `MPS`).
+    pub fn parse(s: &str) -> Result<GkeSharingStrategy, DomainError> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "time-sharing" => Ok(GkeSharingStrategy::TimeSharing),
+            "mps" => Ok(GkeSharingStrategy::Mps),
+            _ => Err(DomainError::new(
+                Field::MigGkeSharing,
+                summary::INVALID_SHARING,
+                format!("\"{s}\" is not a GKE sharing strategy. Valid values: time-sharing, mps."),
+            )),
+        }
+    }
+
     /// The value of the `cloud.google.com/gke-gpu-sharing-strategy` node label.
     pub fn label_value(self) -> &'static str {
         match self {
@@ -536,7 +562,11 @@ fn check_mode(spec: &PoolSpec, errors: &mut Vec<DomainError>) -> Option<ModeFact
             let found = check_mig_profile(spec, profile, errors);
             if let Some(sharing) = gke_sharing {
                 if nvidia_plugin {
-                    errors.push(mig_sharing_off_gke(cloud, *strategy, sharing.strategy));
+                    errors.push(mig_sharing_off_gke(
+                        Some(cloud),
+                        *strategy,
+                        sharing.strategy,
+                    ));
                 } else {
                     check_replicas(
                         sharing.max_clients,
@@ -703,27 +733,29 @@ fn check_mig_profile(
     Some(found)
 }
 
+/// `cloud` is `None` when the caller knows no cloud (the config function), and then the text names both.
 fn mig_sharing_off_gke(
-    cloud: Cloud,
+    cloud: Option<Cloud>,
     strategy: MigStrategy,
     sharing: GkeSharingStrategy,
 ) -> DomainError {
+    let where_ = cloud.map_or("AKS and EKS", cloud_name);
     let detail = match (sharing, strategy) {
         (GkeSharingStrategy::Mps, MigStrategy::Mixed) => format!(
             "MPS cannot be combined with MIG strategy mixed: the NVIDIA device plugin, which shares GPUs on \
              {}, runs MPS on full GPUs only and refuses it with migStrategy mixed. Drop gke_sharing, or use \
              mps without MIG.",
-            cloud_name(cloud)
+            where_
         ),
         (GkeSharingStrategy::Mps, MigStrategy::Single) => format!(
             "MPS does not run on MIG devices with the NVIDIA device plugin, which shares GPUs on {}. Drop \
              gke_sharing, or use mps without MIG.",
-            cloud_name(cloud)
+            where_
         ),
         (GkeSharingStrategy::TimeSharing, _) => format!(
             "Sharing on top of MIG partitions (gke_sharing) is GKE's feature; on {} drop gke_sharing, or use \
              time_slicing on whole GPUs.",
-            cloud_name(cloud)
+            where_
         ),
     };
     DomainError::new(Field::MigGkeSharing, summary::INVALID_SHARING, detail)
@@ -902,7 +934,7 @@ pub fn device_plugin_config(mode: &SharingMode) -> Result<NamedConfig, DomainErr
             ..
         } => {
             if let Some(sharing) = gke_sharing {
-                errors.push(mig_sharing_off_gke(Cloud::Aks, *strategy, sharing.strategy));
+                errors.push(mig_sharing_off_gke(None, *strategy, sharing.strategy));
             }
             NamedConfig {
                 name: format!("mig-{}", strategy.as_str()),
@@ -1431,6 +1463,32 @@ mod tests {
             mig("1g.5gb", MigStrategy::Mixed, sharing),
         ));
         assert!(err.detail.contains("GKE's feature"), "{}", err.detail);
+    }
+
+    #[test]
+    fn strategy_spellings() {
+        assert_eq!(MigStrategy::parse("Single").unwrap(), MigStrategy::Single);
+        assert!(
+            MigStrategy::parse("none")
+                .unwrap_err()
+                .detail
+                .contains("single, mixed")
+        );
+        assert_eq!(
+            GkeSharingStrategy::parse("TIME_SHARING").unwrap(),
+            GkeSharingStrategy::TimeSharing
+        );
+        assert_eq!(
+            GkeSharingStrategy::parse("mps").unwrap(),
+            GkeSharingStrategy::Mps
+        );
+        assert!(GkeSharingStrategy::parse("timeslicing").is_err());
+        let sharing = Some(GkeSharing {
+            strategy: GkeSharingStrategy::TimeSharing,
+            max_clients: 4,
+        });
+        let err = device_plugin_config(&mig("1g.5gb", MigStrategy::Mixed, sharing)).unwrap_err();
+        assert!(err.detail.contains("on AKS and EKS"), "{}", err.detail);
     }
 
     #[test]
