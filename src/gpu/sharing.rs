@@ -366,11 +366,9 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
         }
     }
 
-    let mode = check_mode(spec, &mut errors);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let Some(mode) = mode else {
+    // Labels and selectors follow from the mode, so a broken mode ends here; the problems found so far
+    // (name, taints, mode) are all reported.
+    let Some(mode) = check_mode(spec, &mut errors) else {
         return Err(errors);
     };
 
@@ -1239,6 +1237,20 @@ mod tests {
             [Field::PoolName, Field::Taints, Field::TimeSlicingReplicas],
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn a_bad_name_and_a_label_conflict_are_reported_together() {
+        let mut spec = pool(Cloud::Eks, "g5.xlarge", ts(4));
+        spec.pool_name = "-bad".into();
+        spec.labels
+            .insert(DEVICE_PLUGIN_CONFIG_LABEL.into(), "other".into());
+        let fields: Vec<Field> = validate(&spec)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, [Field::PoolName, Field::Labels]);
     }
 
     #[test]
