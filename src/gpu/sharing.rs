@@ -199,16 +199,23 @@ impl Taint {
         })
     }
 
-    /// The toleration a pod needs to land on nodes with this taint.
+    /// The toleration a pod needs to land on nodes with this taint. The `nvidia.com/gpu` key is tolerated
+    /// whatever its value, as NVIDIA's charts do: GKE taints GPU nodes `nvidia.com/gpu=present` (lowercase)
+    /// on its own, and a pod must land there as well as on our `Present`.
     pub fn toleration(&self) -> Toleration {
+        let any_value = self.value.is_empty() || self.key == DEFAULT_GPU_TAINT.key;
         Toleration {
             key: self.key.to_string(),
-            operator: if self.value.is_empty() {
+            operator: if any_value {
                 TolerationOperator::Exists
             } else {
                 TolerationOperator::Equal
             },
-            value: self.value.to_string(),
+            value: if any_value {
+                String::new()
+            } else {
+                self.value.to_string()
+            },
             effect: self.effect,
         }
     }
@@ -1411,8 +1418,8 @@ mod tests {
             d.tolerations,
             [Toleration {
                 key: "nvidia.com/gpu".into(),
-                operator: TolerationOperator::Equal,
-                value: "Present".into(),
+                operator: TolerationOperator::Exists,
+                value: String::new(),
                 effect: TaintEffect::NoSchedule,
             }]
         );
