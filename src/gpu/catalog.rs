@@ -599,7 +599,7 @@ pub fn machine_type(cloud: Cloud, name: &str) -> Result<&'static MachineType, Do
         .filter(|mt| mt.cloud == cloud)
         .map(|mt| mt.name);
     let mut detail = format!(
-        "\"{name}\" is not a {} GPU machine type in the catalog. Closest known names: {}.",
+        "\"{name}\" is not in the catalog of {} GPU machine types. Closest known names: {}.",
         cloud_title(cloud),
         list(closest(wanted, names, 5))
     );
@@ -614,7 +614,10 @@ pub fn machine_type(cloud: Cloud, name: &str) -> Result<&'static MachineType, Do
                 .iter()
                 .any(|mt| mt.cloud == *c && mt.name.eq_ignore_ascii_case(wanted))
     }) {
-        detail.push_str(&format!(" It is a {} machine type.", cloud_title(other)));
+        detail.push_str(&format!(
+            " It is one of {}'s machine types.",
+            cloud_title(other)
+        ));
     } else {
         detail.push_str(
             " If it is a new size, set gpu_model and gpu_count on the pool to describe its GPUs.",
@@ -753,20 +756,37 @@ pub fn resolve_hardware(
 
 // --- suggestions ------------------------------------------------------------------------------------------
 
-/// The `n` names closest to `wanted` by case-insensitive edit distance, ties in name order.
+/// The `n` names closest to `wanted`: names that start with it first (someone typing `A100` means an
+/// A100, not the A10G one edit away), then by case-insensitive edit distance, then by longer common prefix
+/// (`p5.24xlarge` is nearer `p5.48xlarge` than `g6.24xlarge`).
 pub(crate) fn closest<'a>(
     wanted: &str,
     names: impl IntoIterator<Item = &'a str>,
     n: usize,
 ) -> Vec<&'a str> {
-    let wanted = wanted.to_ascii_lowercase();
-    let mut scored: Vec<(usize, &str)> = names
+    // Suggestions are for typos; a long input would only cost quadratic time.
+    let wanted: String = wanted.to_ascii_lowercase().chars().take(64).collect();
+    let mut scored: Vec<(bool, usize, usize, &str)> = names
         .into_iter()
-        .map(|name| (edit_distance(&wanted, &name.to_ascii_lowercase()), name))
+        .map(|name| {
+            let lower = name.to_ascii_lowercase();
+            let common = wanted
+                .chars()
+                .zip(lower.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let starts = wanted.len() >= 2 && lower.starts_with(&wanted);
+            (
+                !starts,
+                edit_distance(&wanted, &lower),
+                usize::MAX - common,
+                name,
+            )
+        })
         .collect();
     scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(n).map(|(_, name)| name).collect()
+    scored.dedup_by(|a, b| a.3 == b.3);
+    scored.into_iter().take(n).map(|(.., name)| name).collect()
 }
 
 /// Levenshtein distance over chars.
@@ -900,6 +920,13 @@ mod tests {
             "{}",
             err.detail
         );
+        let err = machine_type(Cloud::Eks, "p5.24xlarge").unwrap_err();
+        assert!(
+            err.detail
+                .contains("g5.24xlarge, p5.48xlarge, p4d.24xlarge"),
+            "{}",
+            err.detail
+        );
         let err = machine_type(Cloud::Aks, "Standard_NC24ads_A100").unwrap_err();
         assert!(
             err.detail
@@ -911,7 +938,7 @@ mod tests {
         let err = machine_type(Cloud::Gke, "p4d.24xlarge").unwrap_err();
         assert!(!err.detail.contains("p4d.24xlarge,"), "{}", err.detail);
         assert!(
-            err.detail.contains("It is a EKS machine type"),
+            err.detail.contains("It is one of EKS's machine types"),
             "{}",
             err.detail
         );

@@ -267,7 +267,7 @@ fn sharing_from_raw(kind: SharingKind, raw: RawReplicated) -> Result<Sharing, Do
                  replicas: 2 or more."
             )));
         };
-        let replicas = check_replicas(replicas, &name, key)?;
+        let replicas = check_replicas(replicas.0, &name, key)?;
         resources.push(ReplicatedResource { name, replicas });
     }
     Ok(Sharing {
@@ -387,7 +387,30 @@ struct RawReplicated {
 #[derive(Deserialize)]
 struct RawResource {
     name: Option<String>,
-    replicas: Option<i64>,
+    replicas: Option<Replicas>,
+}
+
+/// An integer written as a YAML number. The plugin decodes through JSON, where `"10"` is a string and does
+/// not go into an int; serde-saphyr would parse the quoted form as a number, so we ask for the token type.
+struct Replicas(i64);
+
+impl<'de> Deserialize<'de> for Replicas {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Replicas;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer number of replicas (not a string or a fraction)")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Replicas, E> {
+                Ok(Replicas(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Replicas, E> {
+                Ok(Replicas(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[cfg(test)]
@@ -511,6 +534,19 @@ mod tests {
                 .contains("no replicas")
         );
         assert!(parse_err("[1, 2]").contains("not a device plugin config"));
+        // The plugin decodes through JSON: a quoted number or a fraction is not an int there.
+        for replicas in ["\"10\"", "10.0"] {
+            let text = format!(
+                "sharing: {{timeSlicing: {{resources: [{{name: gpu, replicas: {replicas}}}]}}}}"
+            );
+            assert!(
+                parse_err(&text).contains("an integer number of replicas"),
+                "{text}"
+            );
+        }
+        let hex =
+            parse("sharing: {timeSlicing: {resources: [{name: gpu, replicas: 0x10}]}}").unwrap();
+        assert_eq!(hex.sharing.unwrap().resources[0].replicas, 16);
     }
 
     #[test]
@@ -575,8 +611,8 @@ mod tests {
 
         #[test]
         fn render_of_parse_is_stable(config in valid_config(), flow in any::<bool>()) {
-            // Start from hand-written text (flow style with the keys reversed) rather than our own.
-            let text = if flow { to_flow(&config) } else { config.render().unwrap() };
+            // Start from hand-written text: flow style with keys reversed, or block style with comments.
+            let text = if flow { to_flow(&config) } else { with_comments(&config.render().unwrap()) };
             let first = parse(&text).unwrap().render().unwrap();
             prop_assert_eq!(parse(&first).unwrap().render().unwrap(), first.clone());
             prop_assert_eq!(first, config.render().unwrap());
@@ -597,6 +633,16 @@ mod tests {
                 prop_assert_eq!(parse(&first).unwrap().render().unwrap(), first);
             }
         }
+    }
+
+    /// Our layout with a comment on every line and a header comment.
+    fn with_comments(text: &str) -> String {
+        let mut out = String::from("# written by hand\n");
+        for line in text.lines() {
+            out.push_str(line);
+            out.push_str("  # note\n");
+        }
+        out
     }
 
     /// A differently written but equivalent document: flow style, keys in reverse order.

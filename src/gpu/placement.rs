@@ -469,7 +469,96 @@ mod tests {
         assert!(slices_for(0, 10, 2).is_err());
     }
 
+    fn any_mode() -> impl Strategy<Value = SharingMode> {
+        let profile = prop::sample::select(vec![
+            "1g.5gb",
+            "1g.10gb",
+            "2g.20gb",
+            "3g.40gb",
+            "1g.20gb",
+            "7g.80gb",
+            "1g.5gb+me",
+            "1g.18gb",
+            "bogus",
+        ]);
+        let gke =
+            prop::option::of(
+                (any::<bool>(), 0u32..60).prop_map(|(mps, max_clients)| GkeSharing {
+                    strategy: if mps {
+                        GkeSharingStrategy::Mps
+                    } else {
+                        GkeSharingStrategy::TimeSharing
+                    },
+                    max_clients,
+                }),
+            );
+        prop_oneof![
+            Just(SharingMode::None),
+            (0u32..60, any::<bool>(), any::<bool>()).prop_map(
+                |(replicas, rename_by_default, fail)| {
+                    SharingMode::TimeSlicing {
+                        replicas,
+                        rename_by_default,
+                        fail_requests_greater_than_one: fail,
+                    }
+                }
+            ),
+            (0u32..60).prop_map(|replicas| SharingMode::Mps { replicas }),
+            (profile, any::<bool>(), gke).prop_map(|(profile, single, gke_sharing)| {
+                SharingMode::Mig {
+                    profile: profile.to_string(),
+                    strategy: if single {
+                        MigStrategy::Single
+                    } else {
+                        MigStrategy::Mixed
+                    },
+                    gke_sharing,
+                }
+            }),
+        ]
+    }
+
     proptest! {
+        // Any pool of the catalog with any mode and any need: no panic, and a fit keeps its promises.
+        #[test]
+        fn fits_keep_their_promises(
+            machine in prop::sample::select(
+                crate::gpu::catalog::all_machine_types().iter().collect::<Vec<_>>()
+            ),
+            mode in any_mode(),
+            need in prop_oneof![
+                (0u64..400_000).prop_map(WorkloadNeed::GpuMemoryMib),
+                Just(WorkloadNeed::MigProfile("1g.10gb".into())),
+            ],
+        ) {
+            let spec = PoolSpec {
+                cloud: machine.cloud,
+                pool_name: "gpupool".into(),
+                hardware: resolve_hardware(machine.cloud, machine.name, None, None).unwrap(),
+                sharing: mode,
+                taints: None,
+                labels: BTreeMap::new(),
+            };
+            let Ok(pool) = validate(&spec) else { return Ok(()) };
+            prop_assert!(pool.slices_per_node >= pool.slices_per_gpu && pool.slices_per_gpu >= 1);
+            prop_assert!(u64::from(pool.memory_per_slice_mib) * u64::from(pool.slices_per_gpu)
+                <= u64::from(pool.gpu.memory_mib) + 1024 * 7);
+            if let Some(named) = &pool.device_plugin_config {
+                let text = named.config.render().unwrap();
+                prop_assert_eq!(&crate::gpu::device_plugin::parse(&text).unwrap(), &named.config);
+            }
+            if let Ok(fit) = workload_fit(&pool, &need) {
+                prop_assert_eq!(fit.fits, fit.reason.is_none());
+                if fit.fits {
+                    prop_assert!(fit.quantity >= 1 && fit.quantity <= pool.slices_per_node);
+                    if let WorkloadNeed::GpuMemoryMib(mib) = need {
+                        prop_assert!(fit.memory_limit_mib >= mib);
+                        prop_assert!(fit.memory_limit_mib <= u64::from(pool.gpu.memory_mib) * u64::from(pool.gpus_per_node));
+                    }
+                }
+            }
+        }
+
         #[test]
         fn slices_for_is_the_smallest_count_that_holds_the_need(
             total in 1024u64..200_000, replicas in 1u32..=48, need_frac in 1u64..=1000

@@ -56,6 +56,19 @@ pub enum MigStrategy {
 }
 
 impl MigStrategy {
+    /// Parses `single` or `mixed` (case-insensitive).
+    pub fn parse(s: &str) -> Result<MigStrategy, DomainError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "single" => Ok(MigStrategy::Single),
+            "mixed" => Ok(MigStrategy::Mixed),
+            _ => Err(DomainError::new(
+                Field::MigStrategy,
+                summary::INVALID_SHARING,
+                format!("\"{s}\" is not a MIG strategy. Valid values: single, mixed."),
+            )),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             MigStrategy::Single => "single",
@@ -72,6 +85,19 @@ pub enum GkeSharingStrategy {
 }
 
 impl GkeSharingStrategy {
+    /// Parses the label spelling (`time-sharing`, `mps`) and the API's (`TIME_SHARING`, `MPS`).
+    pub fn parse(s: &str) -> Result<GkeSharingStrategy, DomainError> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "time-sharing" => Ok(GkeSharingStrategy::TimeSharing),
+            "mps" => Ok(GkeSharingStrategy::Mps),
+            _ => Err(DomainError::new(
+                Field::MigGkeSharing,
+                summary::INVALID_SHARING,
+                format!("\"{s}\" is not a GKE sharing strategy. Valid values: time-sharing, mps."),
+            )),
+        }
+    }
+
     /// The value of the `cloud.google.com/gke-gpu-sharing-strategy` node label.
     pub fn label_value(self) -> &'static str {
         match self {
@@ -173,16 +199,23 @@ impl Taint {
         })
     }
 
-    /// The toleration a pod needs to land on nodes with this taint.
+    /// The toleration a pod needs to land on nodes with this taint. The `nvidia.com/gpu` key is tolerated
+    /// whatever its value, as NVIDIA's charts do: GKE taints GPU nodes `nvidia.com/gpu=present` (lowercase)
+    /// on its own, and a pod must land there as well as on our `Present`.
     pub fn toleration(&self) -> Toleration {
+        let any_value = self.value.is_empty() || self.key == DEFAULT_GPU_TAINT.key;
         Toleration {
             key: self.key.to_string(),
-            operator: if self.value.is_empty() {
+            operator: if any_value {
                 TolerationOperator::Exists
             } else {
                 TolerationOperator::Equal
             },
-            value: self.value.to_string(),
+            value: if any_value {
+                String::new()
+            } else {
+                self.value.to_string()
+            },
             effect: self.effect,
         }
     }
@@ -340,11 +373,9 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
         }
     }
 
-    let mode = check_mode(spec, &mut errors);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let Some(mode) = mode else {
+    // Labels and selectors follow from the mode, so a broken mode ends here; the problems found so far
+    // (name, taints, mode) are all reported.
+    let Some(mode) = check_mode(spec, &mut errors) else {
         return Err(errors);
     };
 
@@ -536,7 +567,11 @@ fn check_mode(spec: &PoolSpec, errors: &mut Vec<DomainError>) -> Option<ModeFact
             let found = check_mig_profile(spec, profile, errors);
             if let Some(sharing) = gke_sharing {
                 if nvidia_plugin {
-                    errors.push(mig_sharing_off_gke(cloud, *strategy, sharing.strategy));
+                    errors.push(mig_sharing_off_gke(
+                        Some(cloud),
+                        *strategy,
+                        sharing.strategy,
+                    ));
                 } else {
                     check_replicas(
                         sharing.max_clients,
@@ -703,27 +738,29 @@ fn check_mig_profile(
     Some(found)
 }
 
+/// `cloud` is `None` when the caller knows no cloud (the config function), and then the text names both.
 fn mig_sharing_off_gke(
-    cloud: Cloud,
+    cloud: Option<Cloud>,
     strategy: MigStrategy,
     sharing: GkeSharingStrategy,
 ) -> DomainError {
+    let where_ = cloud.map_or("AKS and EKS", cloud_name);
     let detail = match (sharing, strategy) {
         (GkeSharingStrategy::Mps, MigStrategy::Mixed) => format!(
             "MPS cannot be combined with MIG strategy mixed: the NVIDIA device plugin, which shares GPUs on \
              {}, runs MPS on full GPUs only and refuses it with migStrategy mixed. Drop gke_sharing, or use \
              mps without MIG.",
-            cloud_name(cloud)
+            where_
         ),
         (GkeSharingStrategy::Mps, MigStrategy::Single) => format!(
             "MPS does not run on MIG devices with the NVIDIA device plugin, which shares GPUs on {}. Drop \
              gke_sharing, or use mps without MIG.",
-            cloud_name(cloud)
+            where_
         ),
         (GkeSharingStrategy::TimeSharing, _) => format!(
             "Sharing on top of MIG partitions (gke_sharing) is GKE's feature; on {} drop gke_sharing, or use \
              time_slicing on whole GPUs.",
-            cloud_name(cloud)
+            where_
         ),
     };
     DomainError::new(Field::MigGkeSharing, summary::INVALID_SHARING, detail)
@@ -902,7 +939,7 @@ pub fn device_plugin_config(mode: &SharingMode) -> Result<NamedConfig, DomainErr
             ..
         } => {
             if let Some(sharing) = gke_sharing {
-                errors.push(mig_sharing_off_gke(Cloud::Aks, *strategy, sharing.strategy));
+                errors.push(mig_sharing_off_gke(None, *strategy, sharing.strategy));
             }
             NamedConfig {
                 name: format!("mig-{}", strategy.as_str()),
@@ -1210,6 +1247,20 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_name_and_a_label_conflict_are_reported_together() {
+        let mut spec = pool(Cloud::Eks, "g5.xlarge", ts(4));
+        spec.pool_name = "-bad".into();
+        spec.labels
+            .insert(DEVICE_PLUGIN_CONFIG_LABEL.into(), "other".into());
+        let fields: Vec<Field> = validate(&spec)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, [Field::PoolName, Field::Labels]);
+    }
+
+    #[test]
     fn gke_time_sharing_facts() {
         let d = validate(&pool(Cloud::Gke, "g2-standard-24", ts(10))).unwrap();
         assert_eq!(d.resource_name, "nvidia.com/gpu");
@@ -1367,8 +1418,8 @@ mod tests {
             d.tolerations,
             [Toleration {
                 key: "nvidia.com/gpu".into(),
-                operator: TolerationOperator::Equal,
-                value: "Present".into(),
+                operator: TolerationOperator::Exists,
+                value: String::new(),
                 effect: TaintEffect::NoSchedule,
             }]
         );
@@ -1431,6 +1482,32 @@ mod tests {
             mig("1g.5gb", MigStrategy::Mixed, sharing),
         ));
         assert!(err.detail.contains("GKE's feature"), "{}", err.detail);
+    }
+
+    #[test]
+    fn strategy_spellings() {
+        assert_eq!(MigStrategy::parse("Single").unwrap(), MigStrategy::Single);
+        assert!(
+            MigStrategy::parse("none")
+                .unwrap_err()
+                .detail
+                .contains("single, mixed")
+        );
+        assert_eq!(
+            GkeSharingStrategy::parse("TIME_SHARING").unwrap(),
+            GkeSharingStrategy::TimeSharing
+        );
+        assert_eq!(
+            GkeSharingStrategy::parse("mps").unwrap(),
+            GkeSharingStrategy::Mps
+        );
+        assert!(GkeSharingStrategy::parse("timeslicing").is_err());
+        let sharing = Some(GkeSharing {
+            strategy: GkeSharingStrategy::TimeSharing,
+            max_clients: 4,
+        });
+        let err = device_plugin_config(&mig("1g.5gb", MigStrategy::Mixed, sharing)).unwrap_err();
+        assert!(err.detail.contains("on AKS and EKS"), "{}", err.detail);
     }
 
     #[test]
