@@ -42,7 +42,9 @@ fn handshake_latency() {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         times.push(start.elapsed());
         let _ = child.kill();
         let _ = child.wait();
@@ -71,11 +73,14 @@ fn plan_rss() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let cli = fracgpu::demo::local_mirror(root.path(), &wrapper).map_err(|e| e.0).unwrap();
+    let cli = fracgpu::demo::local_mirror(root.path(), &wrapper)
+        .map_err(|e| e.0)
+        .unwrap();
     let work = root.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data-sources/fracgpu_machine_type/data-source.tf"),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/data-sources/fracgpu_machine_type/data-source.tf"),
         work.join("main.tf"),
     )
     .unwrap();
@@ -120,18 +125,46 @@ fn codec_throughput() {
         ("name", Type::String),
         ("node_count", Type::Number),
         ("labels", Type::map(Type::String)),
-        ("taints", Type::list(Type::object([("key", Type::String), ("value", Type::String), ("effect", Type::String)]))),
+        (
+            "taints",
+            Type::list(Type::object([
+                ("key", Type::String),
+                ("value", Type::String),
+                ("effect", Type::String),
+            ])),
+        ),
         ("memory_per_slice_mb", Type::Number),
         ("spot", Type::Bool),
     ]);
     let ty = Type::list(pool);
     let one = |i: i64| {
         Value::object([
-            ("id", Value::string(format!("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/agentPools/p{i}"))),
+            (
+                "id",
+                Value::string(format!(
+                    "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/agentPools/p{i}"
+                )),
+            ),
             ("name", Value::string(format!("p{i}"))),
             ("node_count", Value::int(i % 20)),
-            ("labels", Value::Map([("team".to_string(), Value::string("ml")), ("tier".to_string(), Value::string("gpu"))].into())),
-            ("taints", Value::List(vec![Value::object([("key", "nvidia.com/gpu".into()), ("value", "Present".into()), ("effect", "NoSchedule".into())])])),
+            (
+                "labels",
+                Value::Map(
+                    [
+                        ("team".to_string(), Value::string("ml")),
+                        ("tier".to_string(), Value::string("gpu")),
+                    ]
+                    .into(),
+                ),
+            ),
+            (
+                "taints",
+                Value::List(vec![Value::object([
+                    ("key", "nvidia.com/gpu".into()),
+                    ("value", "Present".into()),
+                    ("effect", "NoSchedule".into()),
+                ])]),
+            ),
             ("memory_per_slice_mb", Value::int(8192)),
             ("spot", Value::Bool(i % 2 == 0)),
         ])
@@ -167,7 +200,14 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    println!("terraform-provider-fracgpu foundation benchmarks ({} build)", if cfg!(debug_assertions) { "debug" } else { "release" });
+    println!(
+        "terraform-provider-fracgpu foundation benchmarks ({} build)",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
     handshake_latency();
     plan_rss();
     codec_throughput();

@@ -15,8 +15,11 @@ fn step(msg: &str) {
 
 /// The provider binary next to this one, built with cargo when it is missing or older.
 fn provider_binary() -> Result<PathBuf, DemoError> {
-    let me = std::env::current_exe().map_err(|e| DemoError(format!("cannot locate myself: {e}")))?;
-    let dir = me.parent().ok_or_else(|| DemoError("executable has no directory".into()))?;
+    let me =
+        std::env::current_exe().map_err(|e| DemoError(format!("cannot locate myself: {e}")))?;
+    let dir = me
+        .parent()
+        .ok_or_else(|| DemoError("executable has no directory".into()))?;
     let provider = dir.join("terraform-provider-fracgpu");
     let stale = match (std::fs::metadata(&provider), std::fs::metadata(&me)) {
         (Ok(p), Ok(m)) => p.modified().ok() < m.modified().ok(),
@@ -31,9 +34,13 @@ fn provider_binary() -> Result<PathBuf, DemoError> {
         if release {
             cmd.arg("--release");
         }
-        let status = cmd.status().map_err(|e| DemoError(format!("could not run cargo: {e}")))?;
+        let status = cmd
+            .status()
+            .map_err(|e| DemoError(format!("could not run cargo: {e}")))?;
         if !status.success() {
-            return Err(DemoError("building the provider failed (see cargo's output above)".into()));
+            return Err(DemoError(
+                "building the provider failed (see cargo's output above)".into(),
+            ));
         }
     }
     Ok(provider)
@@ -47,7 +54,11 @@ fn terraform(dir: &Path, cli_config: &Path, args: &[&str]) -> Result<String, Dem
         .env("CHECKPOINT_DISABLE", "1")
         .env("TF_IN_AUTOMATION", "1")
         .output()
-        .map_err(|e| DemoError(format!("could not run terraform ({e}); install Terraform >= 1.8 and put it on the PATH")))?;
+        .map_err(|e| {
+            DemoError(format!(
+                "could not run terraform ({e}); install Terraform >= 1.8 and put it on the PATH"
+            ))
+        })?;
     if !out.status.success() {
         return Err(DemoError(format!(
             "terraform {} failed:\n{}{}",
@@ -62,8 +73,14 @@ fn terraform(dir: &Path, cli_config: &Path, args: &[&str]) -> Result<String, Dem
 /// Writes the mirror layout and a CLI config that installs the provider from it, offline.
 pub fn local_mirror(root: &Path, provider: &Path) -> Result<PathBuf, DemoError> {
     let io = |e: std::io::Error| DemoError(format!("preparing the provider mirror: {e}"));
-    let arch = if cfg!(target_arch = "aarch64") { "linux_arm64" } else { "linux_amd64" };
-    let pkg = root.join(format!("mirror/registry.terraform.io/fracgpu/fracgpu/{VERSION}/{arch}"));
+    let arch = if cfg!(target_arch = "aarch64") {
+        "linux_arm64"
+    } else {
+        "linux_amd64"
+    };
+    let pkg = root.join(format!(
+        "mirror/registry.terraform.io/fracgpu/fracgpu/{VERSION}/{arch}"
+    ));
     std::fs::create_dir_all(&pkg).map_err(io)?;
     let target = pkg.join(format!("terraform-provider-fracgpu_v{VERSION}"));
     let _ = std::fs::remove_file(&target);
@@ -86,19 +103,35 @@ pub fn run() -> Result<(), DemoError> {
     let work = root.join("work");
     std::fs::create_dir_all(&work).map_err(|e| DemoError(e.to_string()))?;
     let cli = local_mirror(&root, &provider)?;
-    std::fs::write(work.join("main.tf"), include_str!("../examples/data-sources/fracgpu_machine_type/data-source.tf"))
-        .map_err(|e| DemoError(e.to_string()))?;
+    std::fs::write(
+        work.join("main.tf"),
+        include_str!("../examples/data-sources/fracgpu_machine_type/data-source.tf"),
+    )
+    .map_err(|e| DemoError(e.to_string()))?;
 
     step("terraform init (offline, from a local provider mirror)");
     terraform(&work, &cli, &["init", "-input=false", "-no-color"])?;
     step("terraform apply: look up the A100 machine types of AKS, GKE and EKS");
-    terraform(&work, &cli, &["apply", "-auto-approve", "-input=false", "-no-color"])?;
+    terraform(
+        &work,
+        &cli,
+        &["apply", "-auto-approve", "-input=false", "-no-color"],
+    )?;
     let out = terraform(&work, &cli, &["output", "-json", "machines"])?;
-    let machines: serde_json::Value = serde_json::from_str(&out).map_err(|e| DemoError(e.to_string()))?;
+    let machines: serde_json::Value =
+        serde_json::from_str(&out).map_err(|e| DemoError(e.to_string()))?;
 
-    println!("\n{:<6} {:<26} {:<32} MIG profiles", "cloud", "machine type", "GPUs");
+    println!(
+        "\n{:<6} {:<26} {:<32} MIG profiles",
+        "cloud", "machine type", "GPUs"
+    );
     for (cloud, m) in machines.as_object().into_iter().flatten() {
-        let profiles: Vec<&str> = m["mig_profiles"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+        let profiles: Vec<&str> = m["mig_profiles"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str())
+            .collect();
         println!(
             "{:<6} {:<26} {:<32} {}",
             cloud,

@@ -56,6 +56,9 @@ impl Provider for FracGpu {
 }
 
 /// A domain error as a diagnostic on the attribute it concerns.
-pub(crate) fn domain_diagnostic(e: &crate::gpu::DomainError, path: crate::tf::AttrPath) -> crate::tf::Diagnostic {
+pub(crate) fn domain_diagnostic(
+    e: &crate::gpu::DomainError,
+    path: crate::tf::AttrPath,
+) -> crate::tf::Diagnostic {
     crate::tf::Diagnostic::error(e.summary, e.detail.clone()).at(path)
 }

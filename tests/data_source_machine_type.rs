@@ -32,7 +32,12 @@ fn init_validate_plan_apply_refresh_destroy() {
     ws.init();
     ws.ok(&["validate", "-no-color"]);
     let (code, plan) = ws.plan_exit_code();
-    assert_eq!(code, 2, "the first plan has outputs to create:\n{}", plan.text());
+    assert_eq!(
+        code,
+        2,
+        "the first plan has outputs to create:\n{}",
+        plan.text()
+    );
     ws.apply();
 
     let out = ws.output_json();
@@ -41,19 +46,40 @@ fn init_validate_plan_apply_refresh_destroy() {
     assert_eq!(gpu["count"], 2);
     assert_eq!(gpu["mig"], true);
     assert!(gpu["memory"].as_i64().unwrap() > 79_000, "{gpu}");
-    let profiles: Vec<&str> = gpu["profiles"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
-    assert!(profiles.contains(&"1g.10gbx7") && profiles.contains(&"7g.80gbx1"), "{profiles:?}");
-    assert_eq!(gpu["aks"], serde_json::json!(["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]));
+    let profiles: Vec<&str> = gpu["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        profiles.contains(&"1g.10gbx7") && profiles.contains(&"7g.80gbx1"),
+        "{profiles:?}"
+    );
+    assert_eq!(
+        gpu["aks"],
+        serde_json::json!(["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"])
+    );
 
     // The data source is in state with every computed attribute known.
     let state = ws.show_json();
     let res = &state["values"]["root_module"]["resources"][0];
     assert_eq!(res["type"], "fracgpu_machine_type");
-    assert_eq!(res["values"]["gpu_product"].as_str().map(|s| s.starts_with("NVIDIA-A100")), Some(true));
+    assert_eq!(
+        res["values"]["gpu_product"]
+            .as_str()
+            .map(|s| s.starts_with("NVIDIA-A100")),
+        Some(true)
+    );
 
     ws.ok(&["apply", "-refresh-only", "-auto-approve", "-no-color"]);
     let (code, plan) = ws.plan_exit_code();
-    assert_eq!(code, 0, "nothing changes on a second plan:\n{}", plan.text());
+    assert_eq!(
+        code,
+        0,
+        "nothing changes on a second plan:\n{}",
+        plan.text()
+    );
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(ws.show_json()["values"].is_null());
 }
@@ -78,8 +104,14 @@ fn unknown_machine_type_names_the_attribute_and_suggests_names() {
     let text = out.text();
     assert!(text.contains("Unknown machine type"), "{text}");
     // terraform points at the offending line of the configuration.
-    assert!(text.contains(r#"name  = "Standard_NC24ads_A100_v5""#), "{text}");
-    assert!(text.contains("Standard_NC24ads_A100_v4"), "closest name suggested:\n{text}");
+    assert!(
+        text.contains(r#"name  = "Standard_NC24ads_A100_v5""#),
+        "{text}"
+    );
+    assert!(
+        text.contains("Standard_NC24ads_A100_v4"),
+        "closest name suggested:\n{text}"
+    );
 }
 
 #[test]
@@ -99,8 +131,12 @@ fn schema_is_published() {
     ws.init();
     let out = ws.ok(&["providers", "schema", "-json"]);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let ds = &v["provider_schemas"]["registry.terraform.io/fracgpu/fracgpu"]["data_source_schemas"]["fracgpu_machine_type"];
+    let ds = &v["provider_schemas"]["registry.terraform.io/fracgpu/fracgpu"]["data_source_schemas"]
+        ["fracgpu_machine_type"];
     assert_eq!(ds["block"]["attributes"]["cloud"]["required"], true);
     assert_eq!(ds["block"]["attributes"]["mig_profiles"]["computed"], true);
-    assert_eq!(ds["block"]["attributes"]["mig_profiles"]["nested_type"]["nesting_mode"], "list");
+    assert_eq!(
+        ds["block"]["attributes"]["mig_profiles"]["nested_type"]["nesting_mode"],
+        "list"
+    );
 }

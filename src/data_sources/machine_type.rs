@@ -53,16 +53,21 @@ impl DataSource for MachineTypeDataSource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let (Some(cloud), Some(name)) = (config.get("cloud").as_str(), config.get("name").as_str()) {
+        if let (Some(cloud), Some(name)) =
+            (config.get("cloud").as_str(), config.get("name").as_str())
+        {
             lookup(cloud, name, diags);
         }
     }
 
     async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value {
-        let (Some(cloud), Some(name)) = (config.get("cloud").as_str(), config.get("name").as_str()) else {
+        let (Some(cloud), Some(name)) = (config.get("cloud").as_str(), config.get("name").as_str())
+        else {
             return Value::Null;
         };
-        let Some(mt) = lookup(cloud, name, diags) else { return Value::Null };
+        let Some(mt) = lookup(cloud, name, diags) else {
+            return Value::Null;
+        };
         let gpu = mt.gpu;
         let profiles = gpu
             .mig_profiles
@@ -73,8 +78,14 @@ impl DataSource for MachineTypeDataSource {
                     ("instances_per_gpu", Value::int(p.max_instances.into())),
                     ("memory_mb", Value::int(p.memory_mib.into())),
                     ("compute_share", gpu::compute_share(gpu, p).into()),
-                    ("aks_gpu_instance_profile", Value::opt_string(p.aks.map(|a| a.as_str()))),
-                    ("gke_partition_size", Value::Bool(p.gke && gpu.gke_accelerator.is_some())),
+                    (
+                        "aks_gpu_instance_profile",
+                        Value::opt_string(p.aks.map(|a| a.as_str())),
+                    ),
+                    (
+                        "gke_partition_size",
+                        Value::Bool(p.gke && gpu.gke_accelerator.is_some()),
+                    ),
                 ])
             })
             .collect();

@@ -738,7 +738,8 @@ mod tests {
         }
         async fn create(&self, planned: &Value, _: &mut Diagnostics) -> Value {
             let mut v = planned.clone();
-            *v.get_mut("id").unwrap() = Value::string(format!("id-{}", planned.get("name").as_str().unwrap()));
+            *v.get_mut("id").unwrap() =
+                Value::string(format!("id-{}", planned.get("name").as_str().unwrap()));
             *v.get_mut("status").unwrap() = "created".into();
             v
         }
@@ -752,7 +753,10 @@ mod tests {
         }
         async fn delete(&self, _: &Value, _: &mut Diagnostics) {}
         async fn import(&self, id: &str, _: &mut Diagnostics) -> Option<Value> {
-            Some(Value::object([("id", Value::string(id)), ("name", "imported".into())]))
+            Some(Value::object([
+                ("id", Value::string(id)),
+                ("name", "imported".into()),
+            ]))
         }
     }
 
@@ -779,7 +783,11 @@ mod tests {
         }
         fn signature(&self) -> FunctionSignature {
             FunctionSignature {
-                parameters: vec![Parameter { name: "n", ty: Type::Number, description: "" }],
+                parameters: vec![Parameter {
+                    name: "n",
+                    ty: Type::Number,
+                    description: "",
+                }],
                 returns: Type::Number,
                 summary: "",
                 description: "",
@@ -788,7 +796,10 @@ mod tests {
         fn call(&self, args: &[Value]) -> Result<Value, FunctionError> {
             match args[0].as_i64() {
                 Some(n) if n >= 0 => Ok(Value::int(n * 2)),
-                _ => Err(FunctionError { argument: Some(0), text: "n must be a non-negative integer".into() }),
+                _ => Err(FunctionError {
+                    argument: Some(0),
+                    text: "n must be a non-negative integer".into(),
+                }),
             }
         }
     }
@@ -830,7 +841,12 @@ mod tests {
     }
 
     fn cfg(name: &str, count: i64) -> Value {
-        Value::object([("id", Value::Null), ("name", name.into()), ("count", Value::int(count)), ("status", Value::Null)])
+        Value::object([
+            ("id", Value::Null),
+            ("name", name.into()),
+            ("count", Value::int(count)),
+            ("status", Value::Null),
+        ])
     }
 
     #[tokio::test]
@@ -852,7 +868,10 @@ mod tests {
         let planned = val(&plan.planned_state, &ty);
         assert_eq!(planned.get("id"), &Value::UNKNOWN);
         assert_eq!(planned.get("status"), &Value::UNKNOWN);
-        assert_eq!(plan.planned_private, b"private", "planned_private passes through");
+        assert_eq!(
+            plan.planned_private, b"private",
+            "planned_private passes through"
+        );
 
         let applied = svc
             .apply_resource_change(Request::new(pb::apply_resource_change::Request {
@@ -899,9 +918,16 @@ mod tests {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(plan.requires_replace, vec![convert::path(&AttrPath::attr("name"))]);
+        assert_eq!(
+            plan.requires_replace,
+            vec![convert::path(&AttrPath::attr("name"))]
+        );
         let planned = val(&plan.planned_state, &ty);
-        assert_eq!(planned.get("id").as_str(), Some("id-a"), "use_state_for_unknown keeps the id");
+        assert_eq!(
+            planned.get("id").as_str(),
+            Some("id-a"),
+            "use_state_for_unknown keeps the id"
+        );
         assert_eq!(planned.get("status"), &Value::UNKNOWN);
 
         // A vanished object reads as null.
@@ -927,7 +953,12 @@ mod tests {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(val(&imported.imported_resources[0].state, &ty).get("id").as_str(), Some("xyz"));
+        assert_eq!(
+            val(&imported.imported_resources[0].state, &ty)
+                .get("id")
+                .as_str(),
+            Some("xyz")
+        );
     }
 
     #[tokio::test]
@@ -938,7 +969,8 @@ mod tests {
                 type_name: "test_echo".into(),
                 version: 0,
                 raw_state: Some(pb::RawState {
-                    json: br#"{"id":"i","name":"n","count":12345678901234567890,"status":"ok"}"#.to_vec(),
+                    json: br#"{"id":"i","name":"n","count":12345678901234567890,"status":"ok"}"#
+                        .to_vec(),
                     flatmap: Default::default(),
                 }),
             }))
@@ -946,7 +978,10 @@ mod tests {
             .unwrap()
             .into_inner();
         let v = val(&r.upgraded_state, &ty);
-        assert_eq!(v.get("count").as_number().unwrap().to_decimal(), "12345678901234567890");
+        assert_eq!(
+            v.get("count").as_number().unwrap().to_decimal(),
+            "12345678901234567890"
+        );
         let newer = svc
             .upgrade_resource_state(Request::new(pb::upgrade_resource_state::Request {
                 type_name: "test_echo".into(),
@@ -976,7 +1011,11 @@ mod tests {
         assert_eq!(r.diagnostics[0].summary, "Provider internal error");
         assert!(r.diagnostics[0].detail.contains("kaboom"));
         // The service keeps working afterwards.
-        assert!(svc.get_metadata(Request::new(pb::get_metadata::Request {})).await.is_ok());
+        assert!(
+            svc.get_metadata(Request::new(pb::get_metadata::Request {}))
+                .await
+                .is_ok()
+        );
     }
 
     #[tokio::test]
@@ -986,9 +1025,20 @@ mod tests {
             name: "twice".into(),
             arguments: vec![encode(&Value::int(n), &Type::Number).unwrap()],
         };
-        let ok = svc.call_function(Request::new(call(21))).await.unwrap().into_inner();
-        assert_eq!(msgpack::decode(&ok.result.unwrap().msgpack, &Type::Number).unwrap(), Value::int(42));
-        let bad = svc.call_function(Request::new(call(-1))).await.unwrap().into_inner();
+        let ok = svc
+            .call_function(Request::new(call(21)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            msgpack::decode(&ok.result.unwrap().msgpack, &Type::Number).unwrap(),
+            Value::int(42)
+        );
+        let bad = svc
+            .call_function(Request::new(call(-1)))
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(bad.error.unwrap().function_argument, Some(0));
     }
 }

@@ -28,9 +28,20 @@ pub fn client_cert() -> ClientCert {
     let cert = params.self_signed(&key).unwrap();
     let der = cert.der().to_vec();
     let b64 = base64::engine::general_purpose::STANDARD.encode(&der);
-    let body: Vec<&str> = b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
-    let pem = format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", body.join("\n"));
-    ClientCert { pem, der, key_der: key.serialize_der() }
+    let body: Vec<&str> = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let pem = format!(
+        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+        body.join("\n")
+    );
+    ClientCert {
+        pem,
+        der,
+        key_der: key.serialize_der(),
+    }
 }
 
 pub struct Handshake {
@@ -48,7 +59,11 @@ pub fn parse_handshake(line: &str) -> Handshake {
     let server_cert_der = base64::engine::general_purpose::STANDARD_NO_PAD
         .decode(parts[5])
         .expect("certificate is unpadded standard base64");
-    Handshake { network: parts[2].into(), address: parts[3].into(), server_cert_der }
+    Handshake {
+        network: parts[2].into(),
+        address: parts[3].into(),
+        server_cert_der,
+    }
 }
 
 pub struct Plugin {
@@ -78,7 +93,9 @@ pub fn start(client: &ClientCert, extra_env: &[(&str, &str)]) -> Plugin {
     }
     let mut child = cmd.spawn().expect("provider binary starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let handshake = parse_handshake(&line);
     Plugin { child, handshake }
 }
@@ -99,7 +116,9 @@ impl ServerCertVerifier for ExactServerCert {
         if end_entity.as_ref() == self.0.as_slice() {
             Ok(ServerCertVerified::assertion())
         } else {
-            Err(rustls::Error::General("unexpected server certificate".into()))
+            Err(rustls::Error::General(
+                "unexpected server certificate".into(),
+            ))
         }
     }
     fn verify_tls12_signature(
@@ -135,7 +154,10 @@ pub enum Auth<'a> {
 
 pub async fn connect(h: &Handshake, auth: Auth<'_>) -> Result<Channel, tonic::transport::Error> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = Arc::new(ExactServerCert(h.server_cert_der.clone(), provider.signature_verification_algorithms));
+    let verifier = Arc::new(ExactServerCert(
+        h.server_cert_der.clone(),
+        provider.signature_verification_algorithms,
+    ));
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
@@ -168,7 +190,10 @@ pub async fn connect(h: &Handshake, auth: Auth<'_>) -> Result<Channel, tonic::tr
                     Box::new(tokio::net::TcpStream::connect(&address).await?)
                 };
                 let io: Box<dyn IoStream> = match tls {
-                    Some(t) => Box::new(t.connect(ServerName::try_from("localhost").unwrap(), io).await?),
+                    Some(t) => Box::new(
+                        t.connect(ServerName::try_from("localhost").unwrap(), io)
+                            .await?,
+                    ),
                     None => io,
                 };
                 Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(io))

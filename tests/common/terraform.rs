@@ -37,7 +37,10 @@ fn platform() -> &'static str {
 /// Lays out the provider binary as HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/terraform-provider-TYPE_vVERSION.
 pub fn mirror(root: &Path) -> PathBuf {
     let mirror = root.join("mirror");
-    let pkg = mirror.join(format!("registry.terraform.io/fracgpu/fracgpu/{VERSION}/{}", platform()));
+    let pkg = mirror.join(format!(
+        "registry.terraform.io/fracgpu/fracgpu/{VERSION}/{}",
+        platform()
+    ));
     std::fs::create_dir_all(&pkg).unwrap();
     std::os::unix::fs::symlink(
         env!("CARGO_BIN_EXE_terraform-provider-fracgpu"),
@@ -63,7 +66,12 @@ impl Workspace {
         let dir = root.path().join("work");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("main.tf"), main_tf).unwrap();
-        Workspace { dir, cli_config, env: Vec::new(), _root: root }
+        Workspace {
+            dir,
+            cli_config,
+            env: Vec::new(),
+            _root: root,
+        }
     }
 
     pub fn env(mut self, k: &str, v: &str) -> Workspace {
@@ -88,7 +96,9 @@ impl Workspace {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let out = cmd.output().unwrap_or_else(|e| panic!("could not run terraform: {e}"));
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("could not run terraform: {e}"));
         Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -99,7 +109,13 @@ impl Workspace {
     /// Runs a command that must succeed; on failure the test fails with terraform's output.
     pub fn ok(&self, args: &[&str]) -> Output {
         let out = self.run(args);
-        assert_eq!(out.code, 0, "terraform {} failed:\n{}", args.join(" "), out.text());
+        assert_eq!(
+            out.code,
+            0,
+            "terraform {} failed:\n{}",
+            args.join(" "),
+            out.text()
+        );
         out
     }
 
@@ -134,4 +150,5 @@ pub fn terraform() -> String {
 }
 
 /// The terraform configuration header naming this provider.
-pub const REQUIRED_PROVIDERS: &str = "terraform {\n  required_providers {\n    fracgpu = { source = \"fracgpu/fracgpu\" }\n  }\n}\n";
+pub const REQUIRED_PROVIDERS: &str =
+    "terraform {\n  required_providers {\n    fracgpu = { source = \"fracgpu/fracgpu\" }\n  }\n}\n";
