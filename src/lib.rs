@@ -8,13 +8,21 @@
 //! - `provider`: the provider's own schema and configuration, and the registry of its resources,
 //!   data sources and functions.
 //! - `data_sources`: one file per data source.
-//! - `gpu`: the domain, pure: the GPU and machine-type catalog. No I/O.
+//! - `functions`: provider-defined functions (`provider::fracgpu::...`).
+//! - `gpu`: the domain, pure: the GPU and machine-type catalog, the sharing model (validation and
+//!   derived placement facts), workload fit, device plugin config documents. No I/O.
+//! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,
+//!   taints, domain errors as diagnostics).
+//! - `docs`: registry-style documentation rendered from the schemas and the examples.
 //! - `demo`: the quick start run by `fracgpu-sandbox demo`.
 //! - `sandbox`: local emulators of the cloud and Kubernetes APIs (served by `fracgpu-sandbox`).
 
 pub mod data_sources;
 pub mod demo;
+pub mod docs;
+pub mod functions;
 pub mod gpu;
+pub mod model;
 pub mod plugin;
 pub mod provider;
 pub mod sandbox;

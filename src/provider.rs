@@ -51,14 +51,6 @@ impl Provider for FracGpu {
     }
 
     fn functions(&self) -> Vec<Arc<dyn Function>> {
-        Vec::new()
+        crate::functions::all()
     }
-}
-
-/// A domain error as a diagnostic on the attribute it concerns.
-pub(crate) fn domain_diagnostic(
-    e: &crate::gpu::DomainError,
-    path: crate::tf::AttrPath,
-) -> crate::tf::Diagnostic {
-    crate::tf::Diagnostic::error(e.summary, e.detail.clone()).at(path)
 }

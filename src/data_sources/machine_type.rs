@@ -3,11 +3,11 @@
 use async_trait::async_trait;
 
 use crate::gpu::{self, Cloud, Field};
-use crate::provider::domain_diagnostic;
+use crate::model::domain_diagnostic;
 use crate::tf::api::DataSource;
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 use crate::tf::validators::OneOf;
-use crate::tf::{AttrPath, Diagnostics, Value};
+use crate::tf::{Diagnostics, Value};
 
 pub struct MachineTypeDataSource;
 
@@ -25,7 +25,7 @@ pub fn schema() -> Schema {
     Schema::new(
         0,
         Block::new("The GPUs of a cloud machine type (VM size, instance type) and the MIG profiles they can be split into, from the provider's catalog.")
-            .attr(Attribute::string("cloud").required().describe("`aks`, `gke` or `eks`.").validate(OneOf(&["aks", "gke", "eks"])))
+            .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&["aks", "gke", "eks"])))
             .attr(
                 Attribute::string("name")
                     .required()
@@ -105,18 +105,18 @@ impl DataSource for MachineTypeDataSource {
 }
 
 fn lookup(cloud: &str, name: &str, diags: &mut Diagnostics) -> Option<&'static gpu::MachineType> {
-    let path = |f: Field| AttrPath::attr(if f == Field::Cloud { "cloud" } else { "name" });
+    let rename = [(Field::MachineType, "name")];
     let cloud = match Cloud::parse(cloud) {
         Ok(c) => c,
         Err(e) => {
-            diags.push(domain_diagnostic(&e, path(e.field)));
+            diags.push(domain_diagnostic(&e, &rename));
             return None;
         }
     };
     match gpu::machine_type(cloud, name) {
         Ok(mt) => Some(mt),
         Err(e) => {
-            diags.push(domain_diagnostic(&e, path(e.field)));
+            diags.push(domain_diagnostic(&e, &rename));
             None
         }
     }

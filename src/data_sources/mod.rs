@@ -5,7 +5,11 @@ use std::sync::Arc;
 use crate::tf::api::DataSource;
 
 pub mod machine_type;
+pub mod workload;
 
 pub fn all() -> Vec<Arc<dyn DataSource>> {
-    vec![Arc::new(machine_type::MachineTypeDataSource)]
+    vec![
+        Arc::new(machine_type::MachineTypeDataSource),
+        Arc::new(workload::WorkloadDataSource),
+    ]
 }

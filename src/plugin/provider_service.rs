@@ -636,10 +636,11 @@ impl pb::provider_server::Provider for ProviderService {
         let reg = self.registry.clone();
         let handle = tokio::spawn(async move {
             let req = req.into_inner();
+            // Terraform ends the sentence itself ("Invalid value for \"x\" parameter: <text>.").
             let fail = |argument: Option<usize>, text: String| pb::call_function::Response {
                 result: None,
                 error: Some(pb::FunctionError {
-                    text,
+                    text: text.trim_end_matches('.').to_string(),
                     function_argument: argument.map(|a| a as i64),
                 }),
             };
