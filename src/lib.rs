@@ -7,6 +7,8 @@
 //!   and JSON codecs, attribute paths, diagnostics, the schema builder and plan helpers.
 //! - `provider`: the provider's own schema and configuration, and the registry of its resources,
 //!   data sources and functions.
+//! - `cloud`: one `NodePools` trait and a client per cloud (AKS, GKE, EKS): mapping, long-running
+//!   operations, retries, error mapping.
 //! - `data_sources`: one file per data source.
 //! - `functions`: provider-defined functions (`provider::fracgpu::...`).
 //! - `gpu`: the domain, pure: the GPU and machine-type catalog, the sharing model (validation and
@@ -17,6 +19,7 @@
 //! - `demo`: the quick start run by `fracgpu-sandbox demo`.
 //! - `sandbox`: local emulators of the cloud and Kubernetes APIs (served by `fracgpu-sandbox`).
 
+pub mod cloud;
 pub mod data_sources;
 pub mod demo;
 pub mod docs;

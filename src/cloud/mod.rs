@@ -1,0 +1,211 @@
+//! The clouds' node pool APIs behind one trait. A resource hands over a cloud-neutral
+//! [`PoolSpec`] (already validated by `gpu`); each client maps it to its API (`aks`: ARM REST,
+//! `gke`: GKE v1, `eks`: EKS managed node groups), waits for the long-running operation, retries
+//! what is worth retrying, and reads the pool back as a [`Pool`] in the same neutral terms so that
+//! drift is a plain comparison.
+
+pub mod poll;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use poll::{OpCtx, StopSignal};
+
+/// Where a pool lives.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Location {
+    Aks {
+        subscription_id: String,
+        resource_group: String,
+        cluster: String,
+    },
+    Gke {
+        project: String,
+        location: String,
+        cluster: String,
+    },
+    Eks {
+        region: String,
+        cluster: String,
+    },
+}
+
+impl Location {
+    pub fn cloud(&self) -> &'static str {
+        match self {
+            Location::Aks { .. } => "aks",
+            Location::Gke { .. } => "gke",
+            Location::Eks { .. } => "eks",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scaling {
+    Fixed { nodes: u32 },
+    Auto { min: u32, max: u32 },
+}
+
+/// A node taint in Kubernetes terms (`NoSchedule`, `PreferNoSchedule`, `NoExecute`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PoolTaint {
+    pub key: String,
+    /// Empty for a taint without value.
+    pub value: String,
+    pub effect: String,
+}
+
+/// GKE's time-sharing or MPS on the pool's GPUs or partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GkeSharing {
+    TimeSharing { max_clients: u32 },
+    Mps { max_clients: u32 },
+}
+
+/// The GPU part of a pool, as the cloud APIs express it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolGpu {
+    /// GPUs per node (GKE's acceleratorCount; informational elsewhere).
+    pub count: u32,
+    /// GKE's acceleratorType, e.g. `nvidia-tesla-a100`.
+    pub gke_accelerator_type: Option<String>,
+    /// GKE's gpuPartitionSize, e.g. `1g.5gb`.
+    pub gke_partition_size: Option<String>,
+    pub gke_sharing: Option<GkeSharing>,
+    /// AKS's gpuInstanceProfile, e.g. `MIG1g`.
+    pub aks_gpu_instance_profile: Option<String>,
+}
+
+/// EKS fields that have no counterpart on the other clouds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EksPoolFields {
+    pub node_role_arn: String,
+    pub subnet_ids: Vec<String>,
+    pub ami_type: String,
+}
+
+/// A node pool as the user declared it, resolved for the cloud API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolSpec {
+    pub location: Location,
+    pub name: String,
+    pub machine_type: String,
+    pub scaling: Scaling,
+    pub spot: bool,
+    /// None leaves the cloud's default.
+    pub disk_size_gb: Option<u32>,
+    /// Every label the nodes must carry: the user's and the ones sharing needs
+    /// (e.g. `nvidia.com/device-plugin.config`). Labels the cloud adds itself are not here.
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<PoolTaint>,
+    pub gpu: PoolGpu,
+    /// AKS osSKU (e.g. `Ubuntu`, `AzureLinux`); None leaves the cloud's default.
+    pub os_sku: Option<String>,
+    pub eks: Option<EksPoolFields>,
+}
+
+/// A node pool as the cloud reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pool {
+    /// The cloud's own ID: the ARM resource ID, `projects/P/locations/L/clusters/C/nodePools/N`,
+    /// or `cluster:nodegroup` on EKS.
+    pub id: String,
+    pub spec: PoolSpec,
+    /// The cloud's provisioning state or status, as it spells it (`Succeeded`, `RUNNING`, `ACTIVE`).
+    pub status: String,
+}
+
+/// What went wrong talking to a cloud. API errors keep the cloud's own code and message so a
+/// diagnostic can quote them.
+#[derive(Debug)]
+pub enum CloudError {
+    /// The API answered with an error.
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    /// The long-running operation ended in failure.
+    OperationFailed { code: String, message: String },
+    /// Credentials could not be obtained or were refused.
+    Auth(String),
+    /// The request never got an answer (connection refused or dropped, TLS, bad URL).
+    Transport(String),
+    /// An answer that does not parse, or is too large.
+    BadResponse(String),
+    /// The `timeouts` limit ran out while waiting.
+    Timeout {
+        waited: Duration,
+        waiting_for: String,
+    },
+    /// Terraform asked the provider to stop (Ctrl-C).
+    Stopped,
+}
+
+impl fmt::Display for CloudError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloudError::Api {
+                status,
+                code,
+                message,
+            } => write!(f, "the API answered {status} {code}: {message}"),
+            CloudError::OperationFailed { code, message } => {
+                write!(f, "the operation failed with {code}: {message}")
+            }
+            CloudError::Auth(m) => write!(f, "authentication failed: {m}"),
+            CloudError::Transport(m) => write!(f, "the API could not be reached: {m}"),
+            CloudError::BadResponse(m) => {
+                write!(f, "the API sent an answer the provider cannot read: {m}")
+            }
+            CloudError::Timeout {
+                waited,
+                waiting_for,
+            } => {
+                write!(
+                    f,
+                    "gave up after {}s waiting for {waiting_for}",
+                    waited.as_secs()
+                )
+            }
+            CloudError::Stopped => write!(
+                f,
+                "stopped by terraform (interrupt) before the operation finished"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CloudError {}
+
+impl CloudError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, CloudError::Api { status: 404, .. })
+    }
+}
+
+/// The node pool API of one cloud.
+#[async_trait]
+pub trait NodePools: Send + Sync {
+    /// The pool, or None when it does not exist (or is being deleted and gone for the user).
+    async fn get(&self, location: &Location, name: &str) -> Result<Option<Pool>, CloudError>;
+
+    /// Creates the pool and waits until it is ready. A pool of that name that a previous attempt
+    /// of the same create left behind is adopted rather than reported as a conflict.
+    async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError>;
+
+    /// Brings an existing pool to `spec` in place. Only fields the cloud can change in place
+    /// differ between `current.spec` and `spec` (the plan replaced the pool otherwise).
+    async fn update(
+        &self,
+        current: &Pool,
+        spec: &PoolSpec,
+        ctx: &OpCtx,
+    ) -> Result<Pool, CloudError>;
+
+    /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
+    async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
+}
