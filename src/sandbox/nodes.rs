@@ -1,0 +1,92 @@
+//! The hand-off from the cloud emulators to the Kubernetes twin: when a pool reaches a terminal state
+//! or disappears, the sandbox describes the nodes the cloud would have created and tells a `NodeSink`.
+//! The sandbox itself never creates Node objects; the Kubernetes emulator does, from these calls.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// A pool's nodes as the cloud creates them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolNodes {
+    /// "aks" | "gke" | "eks"
+    pub cloud: &'static str,
+    pub cluster: String,
+    pub pool: String,
+    /// The node count, or the autoscaling minimum; at least 1 so the twin always has a node to inspect.
+    pub node_count: u32,
+    /// Labels as the cloud sets them on nodes, plus the pool's own labels.
+    pub labels: BTreeMap<String, String>,
+    /// (key, value, Kubernetes effect NoSchedule | PreferNoSchedule | NoExecute)
+    pub taints: Vec<(String, String, String)>,
+    /// `nvidia.com/gpu.product` as GPU feature discovery reports it, e.g. NVIDIA-A100-SXM4-80GB.
+    pub gpu_product: Option<String>,
+    pub gpus_per_node: u32,
+    pub gpu_memory_mib: u64,
+    /// MIG profile the cloud partitions every GPU into (AKS gpuInstanceProfile, GKE gpuPartitionSize), e.g. 1g.10gb.
+    pub mig_profile: Option<String>,
+    pub mig_instances_per_gpu: u32,
+    /// GKE's own GPU sharing: (TIME_SHARING | MPS, max shared clients per GPU).
+    pub gke_sharing: Option<(String, u32)>,
+}
+
+pub trait NodeSink: Send + Sync {
+    fn pool_changed(&self, nodes: &PoolNodes);
+    fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str);
+}
+
+/// What happened to a pool, collected while the world is locked and delivered after it is released
+/// (a sink may call back into the sandbox).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeEvent {
+    Changed(PoolNodes),
+    Deleted {
+        cloud: &'static str,
+        cluster: String,
+        pool: String,
+    },
+}
+
+/// A sink that records every call, for tests.
+#[derive(Default)]
+pub struct RecordingSink {
+    pub events: Mutex<Vec<NodeEvent>>,
+}
+
+impl RecordingSink {
+    pub fn take(&self) -> Vec<NodeEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl NodeSink for RecordingSink {
+    fn pool_changed(&self, nodes: &PoolNodes) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(NodeEvent::Changed(nodes.clone()));
+    }
+    fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str) {
+        let cloud = match cloud {
+            "aks" => "aks",
+            "gke" => "gke",
+            _ => "eks",
+        };
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(NodeEvent::Deleted {
+                cloud,
+                cluster: cluster.to_string(),
+                pool: pool.to_string(),
+            });
+    }
+}
+
+/// Kubernetes taint effect from the GKE/EKS enum spelling.
+pub fn k8s_effect(cloud_effect: &str) -> &'static str {
+    match cloud_effect {
+        "NO_EXECUTE" | "NoExecute" => "NoExecute",
+        "PREFER_NO_SCHEDULE" | "PreferNoSchedule" => "PreferNoSchedule",
+        _ => "NoSchedule",
+    }
+}
