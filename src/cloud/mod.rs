@@ -209,3 +209,14 @@ pub trait NodePools: Send + Sync {
     /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
 }
+
+/// Builds the node pool client of a cloud from the provider's settings.
+pub async fn connect(
+    cloud: &str,
+    settings: &crate::provider::Settings,
+) -> Result<std::sync::Arc<dyn NodePools>, CloudError> {
+    let _ = settings;
+    Err(CloudError::Auth(format!(
+        "the {cloud} client is not built into this provider yet"
+    )))
+}

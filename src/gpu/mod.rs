@@ -9,10 +9,12 @@
 //! - `sharing`: the sharing modes, pool validation and the derived placement facts.
 //! - `placement`: whether a workload fits a pool and what it must request.
 //! - `device_plugin`: the NVIDIA device plugin config document: model, renderer, parser.
+//! - `observed`: the way back, from what a cloud reports to the sharing mode that produced it.
 
 mod catalog;
 pub mod device_plugin;
 mod error;
+mod observed;
 mod placement;
 mod sharing;
 
@@ -23,6 +25,7 @@ pub use catalog::{
 };
 pub use device_plugin::DevicePluginConfig;
 pub use error::{DomainError, Field, summary};
+pub use observed::{Observed, parse_config_name, sharing_from_observed};
 pub use placement::{WorkloadFit, WorkloadNeed, slices_for, workload_fit};
 pub use sharing::{
     DEFAULT_GPU_TAINT, DEVICE_PLUGIN_CONFIG_LABEL, Derived, GkeAccelerator, GkeSharing,

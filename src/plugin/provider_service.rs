@@ -447,6 +447,8 @@ impl pb::provider_server::Provider for ProviderService {
                 &mut planned,
                 &mut diags,
             );
+            let replace = plan::replace_paths(&schema.block, &prior, &planned.state);
+            planned.requires_replace.extend(replace);
             let state = try_diag!(
                 encode(&planned.state, &ty).map_err(|e| codec_diag("planned state", &e)),
                 R

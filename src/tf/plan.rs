@@ -19,64 +19,50 @@ pub struct Planned {
     pub requires_replace: Vec<AttrPath>,
 }
 
+/// The planned state before the resource's own plan hook runs. Replacement is decided after the
+/// hook (see [`replace_paths`]), once defaults of optional+computed attributes are filled in.
 pub fn plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> Planned {
     let mut state = proposed.clone();
     let create = prior.is_null();
     let changed = create || proposed != prior;
-    let mut requires_replace = Vec::new();
-    walk(
-        block,
-        prior,
-        &mut state,
-        config,
-        &AttrPath::root(),
-        create,
-        changed,
-        &mut requires_replace,
-    );
+    walk(block, prior, &mut state, config, create, changed);
     Planned {
         state,
-        requires_replace,
+        requires_replace: Vec::new(),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn walk(
     block: &Block,
     prior: &Value,
     planned: &mut Value,
     config: &Value,
-    path: &AttrPath,
     create: bool,
     changed: bool,
-    replace: &mut Vec<AttrPath>,
 ) {
     if !planned.is_known() || planned.is_null() {
         return;
     }
     for a in &block.attributes {
-        let p = path.with_attr(&a.name);
         let cfg = config.get(&a.name);
         let old = prior.get(&a.name);
-        if let Some(slot) = planned.get_mut(&a.name) {
-            if a.computed && cfg.is_null() && changed {
-                let keep = !create && a.has(PlanModifier::UseStateForUnknown) && !old.is_null();
-                *slot = if keep { old.clone() } else { Value::UNKNOWN };
-            }
-            if !create && a.has(PlanModifier::RequiresReplace) && *slot != *old {
-                replace.push(p);
-            }
+        if let Some(slot) = planned.get_mut(&a.name)
+            && a.computed
+            && cfg.is_null()
+            && changed
+        {
+            let keep = !create && a.has(PlanModifier::UseStateForUnknown) && !old.is_null();
+            *slot = if keep { old.clone() } else { Value::UNKNOWN };
         }
     }
     for b in &block.blocks {
-        let p = path.with_attr(&b.name);
         let cfg = config.get(&b.name);
         let old = prior.get(&b.name);
         let Some(slot) = planned.get_mut(&b.name) else {
             continue;
         };
         match b.nesting {
-            Nesting::Single => walk(&b.block, old, slot, cfg, &p, create, changed, replace),
+            Nesting::Single => walk(&b.block, old, slot, cfg, create, changed),
             Nesting::List | Nesting::Set => {
                 if let Value::List(items) | Value::Set(items) = slot {
                     for (i, item) in items.iter_mut().enumerate() {
@@ -87,20 +73,57 @@ fn walk(
                             old_i,
                             item,
                             cfg_i,
-                            &p.with_index(i),
                             create || old_i.is_null(),
                             changed,
-                            replace,
                         );
                     }
                 }
-                // A block whose presence changes replaces the object when any of its
-                // attributes would force replacement.
-                if !create
-                    && old.elements().len() != slot.elements().len()
-                    && block_forces_replacement(&b.block)
-                {
-                    replace.push(p);
+            }
+            Nesting::Map => {}
+        }
+    }
+}
+
+/// The attributes declared `requires_replace` whose planned value differs from the prior one
+/// (an unknown planned value may differ, so it counts). A nested block that appears or
+/// disappears counts when it holds such attributes.
+pub fn replace_paths(block: &Block, prior: &Value, planned: &Value) -> Vec<AttrPath> {
+    let mut out = Vec::new();
+    if !prior.is_null() && !planned.is_null() {
+        replace_walk(block, prior, planned, &AttrPath::root(), &mut out);
+    }
+    out
+}
+
+fn replace_walk(
+    block: &Block,
+    prior: &Value,
+    planned: &Value,
+    path: &AttrPath,
+    out: &mut Vec<AttrPath>,
+) {
+    if !planned.is_known() {
+        return;
+    }
+    for a in &block.attributes {
+        if a.has(PlanModifier::RequiresReplace) && planned.get(&a.name) != prior.get(&a.name) {
+            out.push(path.with_attr(&a.name));
+        }
+    }
+    for b in &block.blocks {
+        let p = path.with_attr(&b.name);
+        let (old, new) = (prior.get(&b.name), planned.get(&b.name));
+        match b.nesting {
+            Nesting::Single => replace_walk(&b.block, old, new, &p, out),
+            Nesting::List | Nesting::Set => {
+                if old.elements().len() != new.elements().len() {
+                    if block_forces_replacement(&b.block) {
+                        out.push(p);
+                    }
+                    continue;
+                }
+                for (i, (o, n)) in old.elements().iter().zip(new.elements()).enumerate() {
+                    replace_walk(&b.block, o, n, &p.with_index(i), out);
                 }
             }
             Nesting::Map => {}
@@ -304,16 +327,21 @@ mod tests {
         );
         let p = plan(&schema(), &prior, &proposed, &proposed);
         assert_eq!(
-            p.requires_replace,
+            replace_paths(&schema(), &prior, &p.state),
             vec![
                 AttrPath::attr("name"),
                 AttrPath::attr("mig").with_index(0).with_attr("profile")
             ]
         );
-        // Adding a block with replace-forcing attributes replaces too.
+        // Removing a block with replace-forcing attributes replaces too.
         let proposed = obj("x".into(), "a", 1, "ok".into(), Value::int(5), None);
         let p = plan(&schema(), &prior, &proposed, &proposed);
-        assert_eq!(p.requires_replace, vec![AttrPath::attr("mig")]);
+        assert_eq!(
+            replace_paths(&schema(), &prior, &p.state),
+            vec![AttrPath::attr("mig")]
+        );
+        // Nothing is replaced on create.
+        assert!(replace_paths(&schema(), &Value::Null, &p.state).is_empty());
     }
 
     #[test]

@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod plugin;
+pub mod sandbox;
 pub mod terraform;

@@ -1,0 +1,12 @@
+//! Resources, one file each.
+
+use std::sync::Arc;
+
+use crate::provider::ProviderState;
+use crate::tf::api::Resource;
+
+pub mod nodepool;
+
+pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Resource>> {
+    vec![Arc::new(nodepool::NodePool::new(state.clone()))]
+}
