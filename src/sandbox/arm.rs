@@ -274,17 +274,16 @@ pub(crate) fn valid_label_key(k: &str) -> bool {
         Some((p, n)) => (Some(p), n),
         None => (None, k),
     };
-    if let Some(p) = prefix {
-        if p.is_empty()
+    if let Some(p) = prefix
+        && (p.is_empty()
             || p.len() > 253
             || !p.split('.').all(|l| {
                 !l.is_empty()
                     && l.bytes()
                         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            })
-        {
-            return false;
-        }
+            }))
+    {
+        return false;
     }
     !name.is_empty() && valid_label_value(name)
 }
@@ -348,9 +347,16 @@ pub fn error_body(code: &str, message: &str) -> Value {
 /// except the secret "invalid", so tests can exercise the failure path.
 pub async fn token(
     State(sb): State<Sandbox>,
+    method: Method,
     axum::extract::Path(tenant): axum::extract::Path<String>,
     body: Bytes,
 ) -> Response {
+    if method != Method::POST {
+        return json_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &json!({"error": "invalid_request", "error_description": "AADSTS900561: The endpoint only accepts POST requests.", "error_codes": [900561]}),
+        );
+    }
     let form = parse_pairs(&String::from_utf8_lossy(&body), true);
     let get = |k: &str| {
         form.iter()
@@ -1088,15 +1094,16 @@ fn parse_props(
     }
     let mut spot_max_price = spot_max_price;
     if spot {
-        if let Some(p) = spot_max_price {
-            if p != -1.0 && p <= 0.0 {
-                return Err(invalid(
-                    "properties.spotMaxPrice",
-                    format!(
-                        "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price greater than 0."
-                    ),
-                ));
-            }
+        if let Some(p) = spot_max_price
+            && p != -1.0
+            && p <= 0.0
+        {
+            return Err(invalid(
+                "properties.spotMaxPrice",
+                format!(
+                    "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price greater than 0."
+                ),
+            ));
         }
         if mode == "System" {
             return Err(invalid(
@@ -1281,12 +1288,12 @@ fn async_headers(
     )) {
         h.insert("azure-asyncoperation", v);
     }
-    if location {
-        if let Ok(v) = HeaderValue::from_str(&format!(
+    if location
+        && let Ok(v) = HeaderValue::from_str(&format!(
             "{prefix}/operationresults/{op}?api-version={api_version}"
-        )) {
-            h.insert("location", v);
-        }
+        ))
+    {
+        h.insert("location", v);
     }
     h.insert("retry-after", HeaderValue::from(retry));
 }
@@ -1337,8 +1344,8 @@ fn put_pool(
         let key = cluster_key(sub, rg, cluster);
         let c = find_cluster(w, sub, rg, cluster)?;
         let existing = c.pools.get(name).cloned();
-        if let Some(p) = &existing {
-            if let Some(pending) = &p.pending {
+        if let Some(p) = &existing
+            && let Some(pending) = &p.pending {
                 let what = match pending.kind {
                     OpKind::Create => "creating",
                     OpKind::Update => "updating",
@@ -1350,10 +1357,9 @@ fn put_pool(
                     format!("Operation is not allowed because there's an in progress {what} agent pool operation on agent pool '{name}'. Please wait for it to finish before starting a new operation."),
                 ));
             }
-        }
         let props = parse_props(name, body, existing.as_ref().map(|p| &p.props))?;
-        if let Some(old) = &existing {
-            if let Some((field, a, b)) = immutable_changes(&old.props, &props) {
+        if let Some(old) = &existing
+            && let Some((field, a, b)) = immutable_changes(&old.props, &props) {
                 return Err(ArmError {
                     status: StatusCode::BAD_REQUEST,
                     code: "PropertyChangeNotAllowed",
@@ -1361,7 +1367,6 @@ fn put_pool(
                     target: Some(field.into()),
                 });
             }
-        }
         let (kind, status, state) = if existing.is_some() { (OpKind::Update, StatusCode::OK, "Updating") } else { (OpKind::Create, StatusCode::CREATED, "Creating") };
         let pending = new_op(w, ctx, &key, name, kind);
         let op = pending.op.clone();
@@ -1392,15 +1397,14 @@ fn delete_pool(
             // ARM DELETE is idempotent: a missing resource is 204.
             return Ok(Response::builder().status(StatusCode::NO_CONTENT).body(axum::body::Body::empty()).unwrap_or_default());
         };
-        if let Some(pending) = &p.pending {
-            if pending.kind == OpKind::Delete {
+        if let Some(pending) = &p.pending
+            && pending.kind == OpKind::Delete {
                 let op = pending.op.clone();
                 let deadline = pending.deadline;
                 let mut r = Response::builder().status(StatusCode::ACCEPTED).body(axum::body::Body::empty()).unwrap_or_default();
                 async_headers(&mut r, base, c, &op, api_version, retry_after_secs(ctx.now, deadline), true);
                 return Ok(r);
             }
-        }
         if p.props.mode == "System" && !c.pools.values().any(|o| o.name != name && o.props.mode == "System") {
             return Err(err(StatusCode::BAD_REQUEST, "OperationNotAllowed", format!("Cannot delete agent pool '{name}': it is the last System mode agent pool of the cluster.")));
         }

@@ -674,12 +674,12 @@ fn parse_create(req: &Map<String, Value>) -> Result<(String, NgSpec, Option<Stri
             "Disk size must be specified within the launch template.",
         ));
     }
-    if let Some(d) = disk_size {
-        if !(1..=16384).contains(&d) {
-            return Err(invalid(format!(
-                "diskSize {d} is invalid: it must be between 1 and 16384 GiB."
-            )));
-        }
+    if let Some(d) = disk_size
+        && !(1..=16384).contains(&d)
+    {
+        return Err(invalid(format!(
+            "diskSize {d} is invalid: it must be between 1 and 16384 GiB."
+        )));
     }
     let labels = str_map(req.get("labels"), "labels")?;
     check_labels(&labels)?;
@@ -1138,14 +1138,14 @@ fn update_config(
             }
             check_scaling(spec.min_size, spec.max_size, spec.desired_size)?;
         }
-        if let Some(Value::Object(u)) = req.get("updateConfig") {
-            if let Some(m) = opt_int(u, "maxUnavailable")? {
-                if !(1..=100).contains(&m) {
-                    return Err(invalid("maxUnavailable must be between 1 and 100."));
-                }
-                spec.max_unavailable = m;
-                params.push(("MaxUnavailable".to_string(), m.to_string()));
+        if let Some(Value::Object(u)) = req.get("updateConfig")
+            && let Some(m) = opt_int(u, "maxUnavailable")?
+        {
+            if !(1..=100).contains(&m) {
+                return Err(invalid("maxUnavailable must be between 1 and 100."));
             }
+            spec.max_unavailable = m;
+            params.push(("MaxUnavailable".to_string(), m.to_string()));
         }
         if params.is_empty() {
             return Err(invalid(

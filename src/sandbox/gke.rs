@@ -533,7 +533,7 @@ fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autoscaling>, GErr
     } else {
         (min.unwrap_or(0), max.unwrap_or(0))
     };
-    if lo < 0 || hi < 1 || hi > 1000 {
+    if lo < 0 || !(1..=1000).contains(&hi) {
         return Err(invalid(format!(
             "Autoscaling max node count must be between 1 and 1000 and min node count must not be negative (got min {lo}, max {hi})."
         )));
@@ -612,17 +612,17 @@ fn parse_accelerators(v: Option<&Value>, machine_type: &str) -> Result<Vec<Accel
         let partition = string(a, "gpuPartitionSize")?
             .filter(|p| !p.is_empty())
             .map(str::to_string);
-        if let Some(p) = &partition {
-            if catalog::gke_partition(info, p).is_none() {
-                let valid = if info.partitions.is_empty() {
-                    "none (the GPU does not support MIG)".to_string()
-                } else {
-                    info.partitions.join(", ")
-                };
-                return Err(invalid(format!(
-                    "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: {valid}."
-                )));
-            }
+        if let Some(p) = &partition
+            && catalog::gke_partition(info, p).is_none()
+        {
+            let valid = if info.partitions.is_empty() {
+                "none (the GPU does not support MIG)".to_string()
+            } else {
+                info.partitions.join(", ")
+            };
+            return Err(invalid(format!(
+                "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: {valid}."
+            )));
         }
         let sharing = match object(a, "gpuSharingConfig")? {
             None => None,
@@ -1235,15 +1235,15 @@ fn apply_update(spec: &mut PoolSpec, req: &Map<String, Value>) -> Result<(), GEr
                 driver_version: None,
             }];
         }
-    } else if let Some(a) = spec.accelerators.first() {
-        if !spec.machine_type.starts_with(
+    } else if let Some(a) = spec.accelerators.first()
+        && !spec.machine_type.starts_with(
             catalog::gke_accelerator(&a.accelerator_type).map_or("", |i| i.machine_prefix),
-        ) {
-            return Err(invalid(format!(
-                "Accelerator type {} cannot be attached to machine type {}.",
-                a.accelerator_type, spec.machine_type
-            )));
-        }
+        )
+    {
+        return Err(invalid(format!(
+            "Accelerator type {} cannot be attached to machine type {}.",
+            a.accelerator_type, spec.machine_type
+        )));
     }
     Ok(())
 }

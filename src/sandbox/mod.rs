@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get};
 use serde::{Deserialize, Serialize};
 
 pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
@@ -289,7 +289,7 @@ impl Sandbox {
             .route("/_sandbox/health", get(|| async { "ok" }))
             .route("/_sandbox/inventory", get(faults::inventory))
             .route("/_sandbox/faults", any(faults::faults_endpoint))
-            .route("/{tenant}/oauth2/v2.0/token", post(arm::token))
+            .route("/{tenant}/oauth2/v2.0/token", any(arm::token))
             .route("/subscriptions/{*rest}", any(arm::handle))
             .route("/v1/{*rest}", any(gke::handle))
             .route("/clusters", any(eks::handle))
