@@ -1167,6 +1167,8 @@ enum Mutation {
     Delete,
     SetSize,
     SetAutoscaling,
+    /// clusters.update with desiredNodePoolAutoscaling: the same change, reported as UPDATE_CLUSTER.
+    ClusterAutoscaling,
     SetManagement,
 }
 
@@ -1289,10 +1291,11 @@ fn mutate(
                 spec.node_count = n;
                 ("SET_NODE_POOL_SIZE", Kind::Update)
             }
-            Mutation::SetAutoscaling => {
+            Mutation::SetAutoscaling | Mutation::ClusterAutoscaling => {
                 let a = object(&req, "autoscaling")?.ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
                 spec.autoscaling = parse_autoscaling(a)?;
-                ("SET_NODE_POOL_AUTOSCALING", Kind::Update)
+                let t = if m == Mutation::ClusterAutoscaling { "UPDATE_CLUSTER" } else { "SET_NODE_POOL_AUTOSCALING" };
+                (t, Kind::Update)
             }
             Mutation::SetManagement => {
                 let mg = object(&req, "management")?.ok_or_else(|| invalid("Required field 'management' is missing."))?;
@@ -1343,7 +1346,7 @@ fn update_cluster(
             Value::Object(body).to_string().as_bytes(),
             base,
             fail,
-            Mutation::SetAutoscaling,
+            Mutation::ClusterAutoscaling,
         );
     }
     sb.with_world_opts(fail, |w, ctx| {
