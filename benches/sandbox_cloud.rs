@@ -115,9 +115,23 @@ async fn measure(
     )
 }
 
+async fn token(client: &HttpClient, base: &str) -> String {
+    let req = Request::post(format!("{base}/t/oauth2/v2.0/token"))
+        .body(Full::new(Bytes::from_static(
+            b"grant_type=client_credentials&client_id=a&client_secret=b&scope=https%3A%2F%2Fmanagement.azure.com%2F.default",
+        )))
+        .expect("request");
+    let resp = client.request(req).await.expect("token");
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["access_token"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let rss0 = rss_kib();
+    let rss_start = rss_kib();
     let sb = Sandbox::open(Config::instant()).expect("sandbox");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -128,39 +142,50 @@ async fn main() {
         let _ = axum::serve(listener, router).await;
     });
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
-    let token_req = Request::post(format!("{base}/t/oauth2/v2.0/token"))
-        .body(Full::new(Bytes::from_static(b"grant_type=client_credentials&client_id=a&client_secret=b&scope=https%3A%2F%2Fmanagement.azure.com%2F.default")))
-        .expect("request");
-    let resp = client.request(token_req).await.expect("token");
-    let body = resp.into_body().collect().await.expect("body").to_bytes();
-    let token = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v["access_token"].as_str().map(str::to_string))
-        .unwrap_or_default();
-    let t = Target { base, token };
+    let t = Target {
+        token: token(&client, &base).await,
+        base,
+    };
+    println!(
+        "fracgpu-sandbox benchmark ({} build), loopback HTTP/1.1 with keep-alive",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
+
+    // Memory first, in a fresh process and world: exactly 1,000 pools, a third per cloud.
+    let rss_empty = rss_kib();
+    let mut created = 0;
+    for i in 0..1000u64 {
+        let cloud = ["aks", "gke", "eks"][(i % 3) as usize];
+        if (200..300).contains(&send(&client, t.request(cloud, true, 1_000_000 + i)).await) {
+            created += 1;
+        }
+    }
+    sb.settle();
+    let rss_full = rss_kib();
+    let listed = sb.inventory()["pools"].as_array().map_or(0, |a| a.len());
+    println!(
+        "RSS: process start {rss_start} KiB, serving an empty world {rss_empty} KiB, with 1,000 pools {rss_full} KiB (+{} KiB; {created} created, inventory lists {listed})",
+        rss_full.saturating_sub(rss_empty)
+    );
+
     // Fixed pools for the GETs.
-    for (cloud, path) in [("aks", "fixed"), ("gke", "fixed"), ("eks", "fixed")] {
+    for cloud in ["aks", "gke", "eks"] {
         let mut req = t.request(cloud, true, 0);
-        let uri = req.uri().to_string().replace("/p0?", &format!("/{path}?"));
+        let uri = req.uri().to_string().replace("/p0?", "/fixed?");
         *req.uri_mut() = uri.parse().expect("uri");
-        let body =
-            String::from_utf8_lossy(&req.body().clone().collect().await.expect("body").to_bytes())
-                .replace("\"p0\"", "\"fixed\"");
+        let body = req.body().clone().collect().await.expect("body").to_bytes();
+        let body = String::from_utf8_lossy(&body).replace("\"p0\"", "\"fixed\"");
         *req.body_mut() = Full::new(Bytes::from(body));
         assert!(
             (200..300).contains(&send(&client, req).await),
             "fixture {cloud}"
         );
     }
-    println!(
-        "fracgpu-sandbox benchmark ({} build), {} ms per figure, loopback HTTP/1.1 with keep-alive",
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        },
-        RUN.as_millis()
-    );
+    println!("{} ms per figure", RUN.as_millis());
     println!(
         "{:<5} {:<7} {:>9} {:>12} {:>7}",
         "cloud", "op", "clients", "req/s", "errors"
@@ -171,60 +196,9 @@ async fn main() {
             for clients in [1, 16] {
                 let (rps, errors) =
                     measure(&t, &client, cloud, create, clients, counter.clone()).await;
-                println!(
-                    "{:<5} {:<7} {:>9} {:>12.0} {:>7}",
-                    cloud,
-                    if create { "create" } else { "get" },
-                    clients,
-                    rps,
-                    errors
-                );
+                let op = if create { "create" } else { "get" };
+                println!("{cloud:<5} {op:<7} {clients:>9} {rps:>12.0} {errors:>7}");
             }
         }
     }
-    // RSS with exactly 1,000 pools: start again from an empty world.
-    drop(sb);
-    let sb = Sandbox::open(Config::instant()).expect("sandbox");
-    let before = rss_kib();
-    let mut w = 0;
-    sb.with_world(|_, _| ());
-    let router = sb.router();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    let t2 = Target {
-        base,
-        token: t.token.clone(),
-    };
-    // The new world has not seen the token; fetch one.
-    let resp = client
-        .request(Request::post(format!("{}/t/oauth2/v2.0/token", t2.base)).body(Full::new(Bytes::from_static(b"grant_type=client_credentials&client_id=a&client_secret=b&scope=https%3A%2F%2Fmanagement.azure.com%2F.default"))).expect("req"))
-        .await
-        .expect("token");
-    let body = resp.into_body().collect().await.expect("body").to_bytes();
-    let t2 = Target {
-        token: serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["access_token"].as_str().map(str::to_string))
-            .unwrap_or_default(),
-        ..t2
-    };
-    for i in 0..1000u64 {
-        let cloud = ["aks", "gke", "eks"][(i % 3) as usize];
-        if (200..300).contains(&send(&client, t2.request(cloud, true, 100_000 + i)).await) {
-            w += 1;
-        }
-    }
-    sb.settle();
-    let inv = sb.inventory();
-    let pools = inv["pools"].as_array().map_or(0, |a| a.len());
-    let after = rss_kib();
-    println!(
-        "pools created: {w} (inventory lists {pools}); RSS: start {rss0} KiB, before pools {before} KiB, with 1,000 pools {after} KiB (+{} KiB)",
-        after.saturating_sub(before)
-    );
 }

@@ -34,6 +34,9 @@ pub struct AksWorld {
     pub ops: BTreeMap<String, ArmOp>,
     /// Access tokens the token endpoint issued (kept across restarts so clients' cached tokens stay valid).
     pub tokens: BTreeSet<String>,
+    /// Unfinished operations by (deadline, id), so settling looks only at what is due.
+    #[serde(default)]
+    pub pending: BTreeSet<(u64, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -123,8 +126,15 @@ impl AksWorld {
 
     pub(crate) fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let mut changed = false;
-        for op in self.ops.values_mut() {
-            if op.end.is_some() || op.deadline > now {
+        while let Some((deadline, id)) = self.pending.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_first();
+            let Some(op) = self.ops.get_mut(&id) else {
+                continue;
+            };
+            if op.end.is_some() {
                 continue;
             }
             changed = true;
@@ -894,8 +904,10 @@ fn valid_pool_name(name: &str, windows: bool) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
-/// Parse and validate a PUT body into properties. `existing` is the pool being updated, whose values
-/// fill in omitted immutable fields (as `az aks nodepool update` relies on).
+/// Parse and validate a PUT body into properties. `existing` is the pool being updated: its values
+/// fill in an omitted vmSize, osType, osSKU, count, mode and orchestratorVersion (clients send the
+/// pool they read back, but a partial PUT must not resize or re-image a pool by accident); the
+/// other properties follow PUT's replace semantics (omitted labels and taints are cleared).
 fn parse_props(
     name: &str,
     body: &[u8],
@@ -973,8 +985,9 @@ fn parse_props(
     })?;
     let vm_size = machine.name.to_string();
     let mode = enum_field(o, "mode", &["System", "User", "Gateway"])?
-        .unwrap_or("User")
-        .to_string();
+        .map(str::to_string)
+        .or_else(|| existing.map(|e| e.mode.clone()))
+        .unwrap_or_else(|| "User".into());
     let enable_auto_scaling = bool_field(o, "enableAutoScaling")?.unwrap_or(false);
     let count = int_field(o, "count")?;
     let min_count = int_field(o, "minCount")?;
@@ -1024,7 +1037,7 @@ fn parse_props(
                 "minCount and maxCount can only be set when enableAutoScaling is true.",
             ));
         }
-        count.unwrap_or(1)
+        count.unwrap_or(existing.map_or(1, |e| e.count))
     };
     if mode == "System" {
         if windows {
@@ -1305,6 +1318,7 @@ fn new_op(w: &mut World, ctx: &mut Ctx, key: &str, pool: &str, kind: OpKind) -> 
         fastrand::u64(..) & 0xffff_ffff_ffff
     );
     let deadline = ctx.deadline();
+    w.aks.pending.insert((deadline, id.clone()));
     w.aks.ops.insert(
         id.clone(),
         ArmOp {

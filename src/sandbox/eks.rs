@@ -28,6 +28,9 @@ pub struct EksWorld {
     /// Keyed by "region/cluster".
     pub clusters: BTreeMap<String, EksCluster>,
     pub updates: BTreeMap<String, EksUpdate>,
+    /// Node groups with an operation in flight, by (deadline, cluster key, node group).
+    #[serde(default)]
+    pub pending: std::collections::BTreeSet<(u64, String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,19 +121,22 @@ impl EksWorld {
 
     pub(crate) fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let mut changed = false;
-        for c in self.clusters.values_mut() {
-            let due: Vec<String> = c
-                .nodegroups
-                .values()
-                .filter(|n| n.pending.as_ref().is_some_and(|p| p.deadline <= now))
-                .map(|n| n.name.clone())
-                .collect();
-            for name in due {
+        while let Some((deadline, key, name)) = self.pending.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_first();
+            let Some(c) = self.clusters.get_mut(&key) else {
+                continue;
+            };
+            {
                 changed = true;
                 let Some(ng) = c.nodegroups.get_mut(&name) else {
                     continue;
                 };
-                let Some(p) = ng.pending.take() else { continue };
+                let Some(p) = ng.pending.take_if(|p| p.deadline <= now) else {
+                    continue;
+                };
                 ng.modified_at = now;
                 let update = p.update_id.as_ref().and_then(|id| self.updates.get_mut(id));
                 if p.fail {
@@ -919,6 +925,7 @@ fn create(
         };
         ctx.schedule(deadline);
         let key = format!("{region}/{c}");
+        w.eks.pending.insert((deadline, key.clone(), name.clone()));
         let cm = w.eks.clusters.get_mut(&key).expect("found above");
         let doc = nodegroup_json(cm, &ng);
         cm.nodegroups.insert(name, ng);
@@ -977,6 +984,9 @@ fn delete(sb: &Sandbox, region: &str, c: &str, ng: &str, fail: bool) -> Result<R
         }
         let deadline = ctx.deadline();
         ctx.schedule(deadline);
+        w.eks
+            .pending
+            .insert((deadline, format!("{region}/{c}"), ng.to_string()));
         let cm = w
             .eks
             .clusters
@@ -1010,6 +1020,9 @@ fn start_update(
     let deadline = ctx.deadline();
     let id = uuid(ctx);
     ctx.schedule(deadline);
+    w.eks
+        .pending
+        .insert((deadline, key.to_string(), ng.to_string()));
     w.eks.updates.insert(
         id.clone(),
         EksUpdate {

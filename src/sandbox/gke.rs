@@ -30,6 +30,9 @@ pub struct GkeWorld {
     /// Keyed by "project/location/cluster".
     pub clusters: BTreeMap<String, GkeCluster>,
     pub ops: BTreeMap<String, GkeOp>,
+    /// Unfinished operations by (deadline, name), so settling looks only at what is due.
+    #[serde(default)]
+    pub pending: std::collections::BTreeSet<(u64, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,8 +140,15 @@ impl GkeWorld {
 
     pub(crate) fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let mut changed = false;
-        for op in self.ops.values_mut() {
-            if op.end.is_some() || op.deadline > now {
+        while let Some((deadline, name)) = self.pending.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_first();
+            let Some(op) = self.ops.get_mut(&name) else {
+                continue;
+            };
+            if op.end.is_some() {
                 continue;
             }
             changed = true;
@@ -1098,6 +1108,7 @@ fn new_op(
         deadline,
         error: None,
     };
+    w.gke.pending.insert((deadline, name.clone()));
     w.gke.ops.insert(name, op.clone());
     ctx.schedule(deadline);
     op
