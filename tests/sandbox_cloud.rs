@@ -295,7 +295,7 @@ async fn gke_node_pool_lifecycle_accepts_int_enums_and_string_int64() {
     let s = start(200).await;
     // As google-cloud-container-v1 sends it: enum-encoding=int, int64 as strings.
     let create = json!({"nodePool": {"name": "shared", "initialNodeCount": "2",
-        "config": {"machineType": "g2-standard-8", "labels": {"team": "ml"},
+        "config": {"machineType": "g2-standard-8", "labels": {"team": "ml"}, "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"], "serviceAccount": "nodes@p.iam.gserviceaccount.com",
             "taints": [{"key": "gpu", "value": "l4", "effect": 1}],
             "accelerators": [{"acceleratorCount": "1", "acceleratorType": "nvidia-l4",
                 "gpuSharingConfig": {"gpuSharingStrategy": 1, "maxSharedClientsPerGpu": "10"},
@@ -356,6 +356,14 @@ async fn gke_node_pool_lifecycle_accepts_int_enums_and_string_int64() {
     );
     assert_eq!(p["config"]["taints"][0]["effect"], "NO_SCHEDULE");
     assert_eq!(p["initialNodeCount"], 2);
+    assert_eq!(
+        p["config"]["oauthScopes"],
+        json!(["https://www.googleapis.com/auth/cloud-platform"])
+    );
+    assert_eq!(
+        p["config"]["serviceAccount"],
+        "nodes@p.iam.gserviceaccount.com"
+    );
 
     // The cluster lists its pools (gcloud's resize reads them there).
     let c = s.gke(Method::GET, GKE_CLUSTER, None).await.body;
@@ -2196,4 +2204,67 @@ async fn bad_requests_get_the_real_status_and_error_shape() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, vec!["dup", "dup"]);
+}
+
+#[tokio::test]
+async fn extra_routes_are_served_behind_the_fault_layer() {
+    use axum::routing::get;
+    let sb = Sandbox::open(Config::instant()).unwrap();
+    let extra = axum::Router::new().route(
+        "/k8s/aks/sandbox-aks/version",
+        get(|| async { "{\"gitVersion\":\"v1.33.3\"}" }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let router = sb.router_with(extra);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let s = start(0).await; // only for its HTTP client
+    let r = s
+        .call(
+            Method::GET,
+            &format!("{base}/k8s/aks/sandbox-aks/version"),
+            &[],
+            b"",
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["gitVersion"].as_str()),
+        (StatusCode::OK, Some("v1.33.3"))
+    );
+    let f = s
+        .call(
+            Method::POST,
+            &format!("{base}/_sandbox/faults"),
+            &[],
+            br#"{"match": {"path_contains": "/k8s/"}, "kind": "503"}"#,
+        )
+        .await;
+    assert_eq!(f.status, StatusCode::CREATED);
+    assert_eq!(
+        s.call(
+            Method::GET,
+            &format!("{base}/k8s/aks/sandbox-aks/version"),
+            &[],
+            b""
+        )
+        .await
+        .status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // The cloud APIs are still there, and unknown paths get a JSON 404.
+    assert_eq!(
+        s.call(Method::GET, &format!("{base}{GKE_CLUSTER}"), &[], b"")
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let r = s
+        .call(Method::GET, &format!("{base}/nowhere"), &[], b"")
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("NotFound"))
+    );
 }

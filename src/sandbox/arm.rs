@@ -113,6 +113,10 @@ pub struct PoolProps {
 }
 
 impl AksWorld {
+    pub fn has_cluster(&self, sub: &str, rg: &str, name: &str) -> bool {
+        self.clusters.contains_key(&cluster_key(sub, rg, name))
+    }
+
     pub fn add_cluster(&mut self, sub: &str, rg: &str, name: &str, location: &str) {
         let c = AksCluster {
             subscription: sub.into(),

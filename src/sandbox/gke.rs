@@ -87,6 +87,10 @@ pub struct PoolSpec {
     pub auto_repair: bool,
     pub auto_upgrade: bool,
     pub version: String,
+    #[serde(default)]
+    pub oauth_scopes: Vec<String>,
+    #[serde(default)]
+    pub service_account: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -770,6 +774,19 @@ fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), GError> {
             auto_repair,
             auto_upgrade,
             version,
+            oauth_scopes: match config.get("oauthScopes") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_str().map(str::to_string).ok_or_else(|| {
+                            invalid("Invalid value at 'oauthScopes': expected strings.")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err(invalid("Invalid value at 'oauthScopes': expected a list.")),
+            },
+            service_account: string(config, "serviceAccount")?.unwrap_or("").to_string(),
         },
     ))
 }
@@ -804,7 +821,16 @@ pub fn pool_json(c: &GkeCluster, p: &NodePool) -> Value {
         .collect();
     let mut config = json!({
         "machineType": s.machine_type, "diskSizeGb": s.disk_size_gb, "diskType": s.disk_type, "imageType": s.image_type,
-        "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"], "serviceAccount": "default",
+        "oauthScopes": if s.oauth_scopes.is_empty() { vec![
+            // GKE's default scopes when the request names none.
+            "https://www.googleapis.com/auth/devstorage.read_only".to_string(),
+            "https://www.googleapis.com/auth/logging.write".to_string(),
+            "https://www.googleapis.com/auth/monitoring".to_string(),
+            "https://www.googleapis.com/auth/service.management.readonly".to_string(),
+            "https://www.googleapis.com/auth/servicecontrol".to_string(),
+            "https://www.googleapis.com/auth/trace.append".to_string(),
+        ] } else { s.oauth_scopes.clone() },
+        "serviceAccount": if s.service_account.is_empty() { "default" } else { s.service_account.as_str() },
         "metadata": {"disable-legacy-endpoints": "true"},
     });
     if !s.labels.is_empty() {

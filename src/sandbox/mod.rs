@@ -70,6 +70,10 @@ impl Config {
 }
 
 /// A cluster of the world. Node pools live inside clusters; clusters themselves are fixed.
+/// In a `--clusters` file: `[{"cloud": "aks", "resource_group": "rg", "name": "c"},
+/// {"cloud": "gke", "project": "p", "location": "europe-west4", "name": "c"},
+/// {"cloud": "eks", "region": "eu-west-1", "name": "c"}]` (AKS subscription and location default to
+/// the sandbox subscription and eastus).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cloud", rename_all = "lowercase")]
 pub enum ClusterSpec {
@@ -113,6 +117,14 @@ impl ClusterSpec {
     }
 }
 
+fn default_subscription() -> String {
+    DEFAULT_SUBSCRIPTION.into()
+}
+
+fn default_azure_location() -> String {
+    "eastus".into()
+}
+
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 /// The fake AWS account id of every ARN the sandbox makes.
 pub const AWS_ACCOUNT: &str = "123456789012";
@@ -130,6 +142,12 @@ pub struct World {
 impl World {
     pub fn new(clusters: &[ClusterSpec]) -> World {
         let mut w = World::default();
+        w.ensure_clusters(clusters);
+        w
+    }
+
+    /// Add the clusters that the world does not have yet (a restored world keeps its own pools).
+    pub fn ensure_clusters(&mut self, clusters: &[ClusterSpec]) {
         for c in clusters {
             match c {
                 ClusterSpec::Aks {
@@ -137,18 +155,32 @@ impl World {
                     resource_group,
                     name,
                     location,
-                } => w
-                    .aks
-                    .add_cluster(subscription, resource_group, name, location),
+                } => {
+                    if !self.aks.has_cluster(subscription, resource_group, name) {
+                        self.aks
+                            .add_cluster(subscription, resource_group, name, location)
+                    }
+                }
                 ClusterSpec::Gke {
                     project,
                     location,
                     name,
-                } => w.gke.add_cluster(project, location, name),
-                ClusterSpec::Eks { region, name } => w.eks.add_cluster(region, name),
+                } => {
+                    if !self
+                        .gke
+                        .clusters
+                        .contains_key(&format!("{project}/{location}/{name}"))
+                    {
+                        self.gke.add_cluster(project, location, name)
+                    }
+                }
+                ClusterSpec::Eks { region, name } => {
+                    if !self.eks.clusters.contains_key(&format!("{region}/{name}")) {
+                        self.eks.add_cluster(region, name)
+                    }
+                }
             }
         }
-        w
     }
 
     /// Finish every operation whose time has come. Returns whether anything changed.
@@ -263,7 +295,10 @@ impl Sandbox {
         let world = match &config.state_file {
             Some(p) if p.exists() => {
                 let text = std::fs::read(p).map_err(|e| SandboxError::Io(p.clone(), e))?;
-                serde_json::from_slice(&text).map_err(|e| SandboxError::Corrupt(p.clone(), e))?
+                let mut w: World = serde_json::from_slice(&text)
+                    .map_err(|e| SandboxError::Corrupt(p.clone(), e))?;
+                w.ensure_clusters(&config.clusters);
+                w
             }
             _ => World::new(&config.clusters),
         };
@@ -285,6 +320,12 @@ impl Sandbox {
     }
 
     pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
+    /// the fault-injection layer so faults can target any API.
+    pub fn router_with(&self, extra: Router) -> Router {
         Router::new()
             .route("/_sandbox/health", get(|| async { "ok" }))
             .route("/_sandbox/inventory", get(faults::inventory))
@@ -294,12 +335,13 @@ impl Sandbox {
             .route("/v1/{*rest}", any(gke::handle))
             .route("/clusters", any(eks::handle))
             .route("/clusters/{*rest}", any(eks::handle))
+            .with_state(self.clone())
+            .merge(extra)
             .fallback(util::not_found)
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 faults::middleware,
             ))
-            .with_state(self.clone())
     }
 
     pub fn op_time(&self) -> Duration {
