@@ -590,6 +590,12 @@ async fn gke_partitioned_pool_and_builtin_accelerators() {
         p["config"]["accelerators"][0],
         json!({"acceleratorCount": "2", "acceleratorType": "nvidia-a100-80gb"})
     );
+    assert_eq!(p["config"]["serviceAccount"], "default");
+    assert_eq!(
+        p["config"]["oauthScopes"].as_array().map(|a| a.len()),
+        Some(6),
+        "GKE's default scopes"
+    );
 }
 
 #[tokio::test]
