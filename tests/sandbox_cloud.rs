@@ -2274,3 +2274,101 @@ async fn extra_routes_are_served_behind_the_fault_layer() {
         (StatusCode::NOT_FOUND, Some("NotFound"))
     );
 }
+
+#[tokio::test]
+async fn restart_replays_the_nodes_of_restored_pools() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("world.json");
+    let cfg = |ms: u64| Config {
+        op_time: Duration::from_millis(ms),
+        state_file: Some(file.clone()),
+        ..Config::default()
+    };
+    {
+        let s = start_with(cfg(0)).await;
+        let tok = s.azure_token().await;
+        let r = s
+            .arm(
+                &tok,
+                Method::PUT,
+                &format!("{}/a1?{API}", aks_pools("sandbox-aks")),
+                Some(&json!({"properties": {"count": 2}})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let r = s.eks(Method::POST, "/clusters/sandbox-eks/node-groups", Some(&json!({"nodegroupName": "e1", "nodeRole": "arn:aws:iam::1:role/r", "subnets": ["subnet-1"]}))).await;
+        assert_eq!(r.status, StatusCode::OK);
+        s.sb.settle();
+        // One more pool whose creation is still running when the process stops: no nodes yet.
+        let _ = s;
+    }
+    {
+        let s = start_with(cfg(3_600_000)).await;
+        let r = s
+            .gke(
+                Method::POST,
+                &format!("{GKE_CLUSTER}/nodePools"),
+                Some(&json!({"nodePool": {"name": "slow", "initialNodeCount": 1}})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK);
+        let replayed: Vec<String> = s
+            .sink
+            .take()
+            .iter()
+            .filter_map(|e| match e {
+                NodeEvent::Changed(n) => Some(n.pool.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            replayed,
+            vec!["a1".to_string(), "e1".to_string()],
+            "restored pools' nodes told to the new sink"
+        );
+    }
+    let s = start_with(cfg(3_600_000)).await;
+    let mut replayed: Vec<(&str, String, u32)> = s
+        .sink
+        .take()
+        .iter()
+        .filter_map(|e| match e {
+            NodeEvent::Changed(n) => Some((n.cloud, n.pool.clone(), n.node_count)),
+            _ => None,
+        })
+        .collect();
+    replayed.sort();
+    assert_eq!(
+        replayed,
+        vec![("aks", "a1".to_string(), 2), ("eks", "e1".to_string(), 2)],
+        "the GKE pool is still PROVISIONING"
+    );
+    assert_eq!(s.sb.replay_nodes(), 2);
+}
+
+#[tokio::test]
+async fn restored_operations_in_flight_finish_on_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("world.json");
+    let cfg = || Config {
+        op_time: Duration::from_millis(400),
+        state_file: Some(file.clone()),
+        ..Config::default()
+    };
+    {
+        let ng = json!({"nodegroupName": "late", "nodeRole": "arn:aws:iam::1:role/r", "subnets": ["subnet-1"]});
+        let srv = start_with(cfg()).await;
+        let r = srv
+            .eks(Method::POST, "/clusters/sandbox-eks/node-groups", Some(&ng))
+            .await;
+        assert_eq!(r.body["nodegroup"]["status"], "CREATING");
+    }
+    // The new process gets no request at all; its timer settles the restored operation.
+    let s = start_with(cfg()).await;
+    let ev = eventually(5, || async {
+        let e = s.sink.take();
+        (!e.is_empty()).then_some(e)
+    })
+    .await;
+    assert_eq!(changed(&ev, "late").len(), 1);
+}

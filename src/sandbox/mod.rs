@@ -14,7 +14,8 @@
 //! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations ([`gke`])
 //! - `/clusters/...`: EKS clusters, node groups and updates ([`eks`])
 //! - `/_sandbox/faults`, `/_sandbox/inventory`, `/_sandbox/health`: control plane ([`faults`])
-//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately).
+//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately),
+//!   mounted with [`Sandbox::router_with`] and fed pools' nodes through a [`NodeSink`].
 
 pub mod arm;
 pub mod catalog;
@@ -183,6 +184,57 @@ impl World {
         }
     }
 
+    /// The nodes of every pool that has nodes now: created and not failed at creation (pools being
+    /// updated or deleted still have their nodes).
+    pub fn current_nodes(&self) -> Vec<PoolNodes> {
+        let mut out = Vec::new();
+        for c in self.aks.clusters.values() {
+            for p in c.pools.values().filter(|p| {
+                matches!(
+                    p.provisioning_state.as_str(),
+                    "Succeeded" | "Updating" | "Deleting"
+                )
+            }) {
+                out.push(arm::pool_nodes(&c.name, p));
+            }
+        }
+        for c in self.gke.clusters.values() {
+            for p in c.pools.values().filter(|p| {
+                matches!(
+                    p.status.as_str(),
+                    "RUNNING" | "RECONCILING" | "STOPPING" | "RUNNING_WITH_ERROR"
+                )
+            }) {
+                out.push(gke::pool_nodes(&c.name, p));
+            }
+        }
+        for c in self.eks.clusters.values() {
+            for p in c.nodegroups.values().filter(|p| {
+                matches!(
+                    p.status.as_str(),
+                    "ACTIVE" | "UPDATING" | "DELETING" | "DEGRADED" | "DELETE_FAILED"
+                )
+            }) {
+                out.push(eks::pool_nodes(&c.name, p));
+            }
+        }
+        out
+    }
+
+    fn pending_deadlines(&self) -> Vec<u64> {
+        let mut d: Vec<u64> = self
+            .aks
+            .pending
+            .iter()
+            .map(|p| p.0)
+            .chain(self.gke.pending.iter().map(|p| p.0))
+            .chain(self.eks.pending.iter().map(|p| p.0))
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+
     /// Finish every operation whose time has come. Returns whether anything changed.
     fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let a = self.aks.settle(now, events);
@@ -292,6 +344,7 @@ pub(crate) fn now_ms() -> u64 {
 impl Sandbox {
     /// Build the world, restoring it from `config.state_file` when that file exists.
     pub fn open(config: Config) -> Result<Sandbox, SandboxError> {
+        let restored = config.state_file.as_ref().is_some_and(|p| p.exists());
         let world = match &config.state_file {
             Some(p) if p.exists() => {
                 let text = std::fs::read(p).map_err(|e| SandboxError::Io(p.clone(), e))?;
@@ -313,9 +366,16 @@ impl Sandbox {
                 version: AtomicU64::new(0),
             }),
         };
-        // Operations that were in flight when the previous process stopped finish now (their deadline
-        // has usually passed); anything still ahead gets a timer once a runtime is there.
-        sb.with_world(|_, _| ());
+        // Operations that were in flight when the previous process stopped finish now if their time
+        // has passed; the others get timers (when a runtime is running) or settle on the next request.
+        let deadlines = sb.with_world(|w, _| w.pending_deadlines());
+        for d in deadlines {
+            sb.wake_at(d);
+        }
+        // A restored world's nodes are told to the sink again: it may be new (an in-memory twin).
+        if restored {
+            sb.replay_nodes();
+        }
         Ok(sb)
     }
 
@@ -429,6 +489,18 @@ impl Sandbox {
             }
             sb.with_world(|_, _| ());
         });
+    }
+
+    /// Tell the node sink about every pool that has nodes now (as `pool_changed`), e.g. after the
+    /// world was restored from a state file. Returns how many pools were reported.
+    pub fn replay_nodes(&self) -> usize {
+        let nodes = self.with_world(|w, _| w.current_nodes());
+        if let Some(sink) = &self.inner.sink {
+            for n in &nodes {
+                sink.pool_changed(n);
+            }
+        }
+        nodes.len()
     }
 
     /// Settle due operations now (tests use it to avoid waiting for a timer task).
