@@ -157,6 +157,25 @@ async fn aks_agent_pool_lifecycle_with_async_operations() {
         assert_eq!(r.body["error"]["target"], field);
     }
 
+    // A partial PUT (only labels) keeps the count, the VM size and the MIG profile, and replaces the labels.
+    let r = s.arm(&tok, Method::PUT, &pool, Some(&json!({"properties": {"nodeLabels": {"team": "infra"}, "enableAutoScaling": true, "minCount": 1, "maxCount": 4}}))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let p = &r.body["properties"];
+    assert_eq!(
+        (
+            p["count"].as_i64(),
+            p["vmSize"].as_str(),
+            p["gpuInstanceProfile"].as_str()
+        ),
+        (Some(3), Some("Standard_NC24ads_A100_v4"), Some("MIG1g"))
+    );
+    assert_eq!(p["nodeLabels"], json!({"team": "infra"}));
+    assert!(
+        p.get("nodeTaints").is_none(),
+        "omitted taints are cleared by PUT"
+    );
+    s.sb.settle();
+
     // Delete: 202 with Location; Location polling answers 202 then 204.
     let d = s.arm(&tok, Method::DELETE, &pool, None).await;
     assert_eq!(d.status, StatusCode::ACCEPTED);
@@ -1994,6 +2013,22 @@ async fn bad_requests_get_the_real_status_and_error_shape() {
             eks_ng(json!({"subnets": []})),
             400,
             "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"scalingConfig": {"minSize": 1, "maxSize": 100000, "desiredSize": 1}})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "arm",
+            M::PUT,
+            pool("p"),
+            props(json!({"gpuProfile": {"driver": "Maybe"}})),
+            400,
+            "InvalidParameter",
         ),
         case(
             "eks",

@@ -910,8 +910,9 @@ fn valid_pool_name(name: &str, windows: bool) -> bool {
 
 /// Parse and validate a PUT body into properties. `existing` is the pool being updated: its values
 /// fill in an omitted vmSize, osType, osSKU, count, mode and orchestratorVersion (clients send the
-/// pool they read back, but a partial PUT must not resize or re-image a pool by accident); the
-/// other properties follow PUT's replace semantics (omitted labels and taints are cleared).
+/// pool they read back, but a partial PUT must not resize or re-image a pool by accident), and the
+/// other immutable properties keep their value when omitted too; the remaining properties follow
+/// PUT's replace semantics (omitted labels and taints are cleared).
 fn parse_props(
     name: &str,
     body: &[u8],
@@ -1024,7 +1025,11 @@ fn parse_props(
                 format!("minCount ({min}) must be less than or equal to maxCount ({max})."),
             ));
         }
-        let c = count.unwrap_or(min);
+        // An omitted count keeps the current size when it fits the new range.
+        let current = existing
+            .map(|e| e.count)
+            .filter(|c| (min..=max).contains(c));
+        let c = count.or(current).unwrap_or(min);
         if c < min || c > max {
             return Err(invalid(
                 "properties.count",
@@ -1214,7 +1219,7 @@ fn parse_props(
         ));
     }
     let tags = string_map(o, "tags")?;
-    Ok(PoolProps {
+    let mut props = PoolProps {
         vm_size,
         count,
         enable_auto_scaling,
@@ -1236,13 +1241,47 @@ fn parse_props(
         max_pods: max_pods as u32,
         availability_zones,
         tags,
-    })
+    };
+    // Immutable properties a client leaves out keep their value instead of reading as a change.
+    if let Some(e) = existing {
+        let given = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
+        if !given("osDiskSizeGB") {
+            props.os_disk_size_gb = e.os_disk_size_gb;
+        }
+        if !given("scaleSetPriority") {
+            props.scale_set_priority = e.scale_set_priority.clone();
+        }
+        if !given("scaleSetEvictionPolicy") {
+            props.scale_set_eviction_policy = e.scale_set_eviction_policy.clone();
+        }
+        if !given("spotMaxPrice") {
+            props.spot_max_price = e.spot_max_price;
+        }
+        if !given("gpuInstanceProfile") {
+            props.gpu_instance_profile = e.gpu_instance_profile.clone();
+        }
+        if !given("gpuProfile") {
+            props.gpu_driver = e.gpu_driver.clone();
+        }
+        if !given("maxPods") {
+            props.max_pods = e.max_pods;
+        }
+        if !given("availabilityZones") {
+            props.availability_zones = e.availability_zones.clone();
+        }
+    }
+    Ok(props)
 }
 
 /// Fields AKS refuses to change on an existing pool ("PropertyChangeNotAllowed"); azurerm replaces
 /// the pool when one of them changes.
 fn immutable_changes(old: &PoolProps, new: &PoolProps) -> Option<(&'static str, String, String)> {
-    let checks: [(&'static str, String, String); 9] = [
+    let checks: [(&'static str, String, String); 10] = [
+        (
+            "gpuProfile.driver",
+            format!("{:?}", old.gpu_driver),
+            format!("{:?}", new.gpu_driver),
+        ),
         ("vmSize", old.vm_size.clone(), new.vm_size.clone()),
         ("osType", old.os_type.clone(), new.os_type.clone()),
         (

@@ -21,6 +21,8 @@ use super::util::{json_response, query_get, segments};
 use super::{AWS_ACCOUNT, Ctx, Sandbox, World};
 
 pub const EKS_VERSION: &str = "1.33";
+/// EKS service quota: nodes per managed node group.
+pub const MAX_NODES: i64 = 450;
 pub const RELEASE_VERSION: &str = "1.33.5-20251120";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -564,6 +566,11 @@ fn check_scaling(min: i64, max: i64, desired: i64) -> Result<(), AwsError> {
         return Err(invalid(
             "Minimum capacity and desired size must be at least 0 and maximum capacity at least 1.",
         ));
+    }
+    if max > MAX_NODES {
+        return Err(invalid(format!(
+            "Maximum capacity {max} exceeds the limit of {MAX_NODES} nodes per managed node group."
+        )));
     }
     if min > max {
         return Err(invalid(format!(
