@@ -131,56 +131,54 @@ impl EksWorld {
             let Some(c) = self.clusters.get_mut(&key) else {
                 continue;
             };
-            {
-                changed = true;
-                let Some(ng) = c.nodegroups.get_mut(&name) else {
-                    continue;
-                };
-                let Some(p) = ng.pending.take_if(|p| p.deadline <= now) else {
-                    continue;
-                };
-                ng.modified_at = now;
-                let update = p.update_id.as_ref().and_then(|id| self.updates.get_mut(id));
-                if p.fail {
-                    let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!("Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient {} capacity in the Availability Zone you requested (sandbox fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
-                    match p.kind {
-                        Kind::Create => {
-                            ng.status = "CREATE_FAILED".into();
-                            ng.health_issues = vec![issue];
+            changed = true;
+            let Some(ng) = c.nodegroups.get_mut(&name) else {
+                continue;
+            };
+            let Some(p) = ng.pending.take_if(|p| p.deadline <= now) else {
+                continue;
+            };
+            ng.modified_at = now;
+            let update = p.update_id.as_ref().and_then(|id| self.updates.get_mut(id));
+            if p.fail {
+                let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!("Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient {} capacity in the Availability Zone you requested (sandbox fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
+                match p.kind {
+                    Kind::Create => {
+                        ng.status = "CREATE_FAILED".into();
+                        ng.health_issues = vec![issue];
+                    }
+                    Kind::Update => {
+                        if let Some(prev) = p.previous {
+                            ng.spec = *prev;
                         }
-                        Kind::Update => {
-                            if let Some(prev) = p.previous {
-                                ng.spec = *prev;
-                            }
-                            ng.status = "ACTIVE".into();
-                            if let Some(u) = update {
-                                u.status = "Failed".into();
-                                u.errors = vec![
-                                    json!({"errorCode": "AsgInstanceLaunchFailures", "errorMessage": issue["message"], "resourceIds": issue["resourceIds"]}),
-                                ];
-                            }
-                        }
-                        Kind::Delete => {
-                            ng.status = "DELETE_FAILED".into();
-                            ng.health_issues = vec![issue];
+                        ng.status = "ACTIVE".into();
+                        if let Some(u) = update {
+                            u.status = "Failed".into();
+                            u.errors = vec![
+                                json!({"errorCode": "AsgInstanceLaunchFailures", "errorMessage": issue["message"], "resourceIds": issue["resourceIds"]}),
+                            ];
                         }
                     }
-                    continue;
+                    Kind::Delete => {
+                        ng.status = "DELETE_FAILED".into();
+                        ng.health_issues = vec![issue];
+                    }
                 }
-                if let Some(u) = update {
-                    u.status = "Successful".into();
-                }
-                if p.kind == Kind::Delete {
-                    c.nodegroups.remove(&name);
-                    events.push(NodeEvent::Deleted {
-                        cloud: "eks",
-                        cluster: c.name.clone(),
-                        pool: name,
-                    });
-                } else {
-                    ng.status = "ACTIVE".into();
-                    events.push(NodeEvent::Changed(pool_nodes(&c.name, ng)));
-                }
+                continue;
+            }
+            if let Some(u) = update {
+                u.status = "Successful".into();
+            }
+            if p.kind == Kind::Delete {
+                c.nodegroups.remove(&name);
+                events.push(NodeEvent::Deleted {
+                    cloud: "eks",
+                    cluster: c.name.clone(),
+                    pool: name,
+                });
+            } else {
+                ng.status = "ACTIVE".into();
+                events.push(NodeEvent::Changed(pool_nodes(&c.name, ng)));
             }
         }
         changed
