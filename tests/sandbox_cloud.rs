@@ -2407,3 +2407,53 @@ async fn restored_operations_in_flight_finish_on_their_own() {
     .await;
     assert_eq!(changed(&ev, "late").len(), 1);
 }
+
+#[tokio::test]
+async fn gke_limits_concurrent_operations_per_cluster() {
+    let s = start(3_600_000).await;
+    for i in 0..5 {
+        let r = s
+            .gke(
+                Method::POST,
+                &format!("{GKE_CLUSTER}/nodePools"),
+                Some(&json!({"nodePool": {"name": format!("p{i}"), "initialNodeCount": 1}})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{GKE_CLUSTER}/nodePools"),
+            Some(&json!({"nodePool": {"name": "p5", "initialNodeCount": 1}})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["status"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("RESOURCE_EXHAUSTED"))
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("concurrent operations quota 5")
+    );
+    // A pool with an operation in flight refuses another one with FAILED_PRECONDITION.
+    let r = s
+        .gke(Method::DELETE, &format!("{GKE_CLUSTER}/nodePools/p0"), None)
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["status"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("FAILED_PRECONDITION"))
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is currently creating a node pool")
+    );
+    assert_eq!(
+        s.sb.inventory()["pools"].as_array().map(|a| a.len()),
+        Some(5)
+    );
+}

@@ -329,9 +329,7 @@ fn invalid(message: impl Into<String>) -> GError {
 
 fn status_name(code: u16, message: &str) -> &'static str {
     match code {
-        400 if message.starts_with("Cluster is running") || message.contains("currently") => {
-            "FAILED_PRECONDITION"
-        }
+        400 if message.contains(" is currently ") => "FAILED_PRECONDITION",
         400 => "INVALID_ARGUMENT",
         401 => "UNAUTHENTICATED",
         403 => "PERMISSION_DENIED",
@@ -1106,6 +1104,35 @@ fn pool_missing(c: &GkeCluster, name: &str) -> GError {
     )
 }
 
+/// GKE runs at most this many operations on one cluster at a time.
+pub const MAX_CONCURRENT_OPS: usize = 5;
+
+/// The cluster's concurrent-operations quota: a sixth running operation is refused with 429.
+fn check_concurrent_ops(w: &World, c: &GkeCluster) -> Result<(), GError> {
+    let running = w
+        .gke
+        .pending
+        .iter()
+        .filter_map(|(_, name)| w.gke.ops.get(name))
+        .filter(|o| {
+            o.end.is_none()
+                && o.project == c.project
+                && o.location == c.location
+                && o.cluster == c.name
+        })
+        .count();
+    if running >= MAX_CONCURRENT_OPS {
+        return Err(gerr(
+            429,
+            format!(
+                "Too many operations: cluster \"{}\" hits the concurrent operations quota {MAX_CONCURRENT_OPS}, please try again later.",
+                c.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn new_op(
     w: &mut World,
     ctx: &mut Ctx,
@@ -1165,6 +1192,7 @@ fn create(
             ));
         }
         let cl = full.clone_shallow();
+        check_concurrent_ops(w, &cl)?;
         let op = new_op(w, ctx, &cl, Some(&name), "CREATE_NODE_POOL");
         let key = format!("{p}/{l}/{c}");
         let pool = NodePool {
@@ -1310,7 +1338,15 @@ fn mutate(
         if let Some(pending) = &pool.pending {
             return Err(gerr(
                 400,
-                format!("Cluster is running incompatible operation {}: node pool {name} is currently {}.", pending.op, pool.status),
+                format!(
+                    "Operation {} is currently {} a node pool for cluster {c}. Please wait and try again once it is done.",
+                    pending.op,
+                    match pending.kind {
+                        Kind::Create => "creating",
+                        Kind::Update => "updating",
+                        Kind::Delete => "deleting",
+                    }
+                ),
             ));
         }
         let mut spec = pool.spec.clone();
@@ -1342,6 +1378,7 @@ fn mutate(
             }
         };
         let shallow = cl.clone_shallow();
+        check_concurrent_ops(w, &shallow)?;
         let op = new_op(w, ctx, &shallow, Some(name), op_type);
         let cm = w.gke.clusters.get_mut(&format!("{p}/{l}/{c}")).expect("found above");
         let pool = cm.pools.get_mut(name).expect("found above");
@@ -1388,6 +1425,7 @@ fn update_cluster(
     }
     sb.with_world_opts(fail, |w, ctx| {
         let cl = cluster(w, p, l, c)?.clone_shallow();
+        check_concurrent_ops(w, &cl)?;
         let op = new_op(w, ctx, &cl, None, "UPDATE_CLUSTER");
         Ok(json_response(StatusCode::OK, &op_json(base, &op)))
     })
