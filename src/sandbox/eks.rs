@@ -726,7 +726,20 @@ fn parse_create(req: &Map<String, Value>) -> Result<(String, NgSpec, Option<Stri
             },
             remote_access: req.get("remoteAccess").filter(|v| !v.is_null()).cloned(),
             launch_template,
-            tags: str_map(req.get("tags"), "tags")?,
+            tags: {
+                let tags = str_map(req.get("tags"), "tags")?;
+                if let Some(k) = tags.keys().find(|k| {
+                    k.to_ascii_lowercase().starts_with("aws:") || k.is_empty() || k.len() > 128
+                }) {
+                    return Err(invalid(format!(
+                        "Tag key '{k}' is invalid: keys are 1-128 characters and the aws: prefix is reserved."
+                    )));
+                }
+                if tags.len() > 50 {
+                    return Err(invalid("A resource can have at most 50 tags."));
+                }
+                tags
+            },
             version: version.to_string(),
             release_version: if version == EKS_VERSION {
                 RELEASE_VERSION.to_string()
