@@ -2465,3 +2465,35 @@ async fn gke_limits_concurrent_operations_per_cluster() {
         Some(5)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_creates_of_one_name_make_one_pool() {
+    let s = std::sync::Arc::new(start(3_600_000).await);
+    let tok = s.azure_token().await;
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (s, tok) = (s.clone(), tok.clone());
+        tasks.push(tokio::spawn(async move {
+            match i % 3 {
+                0 => s.arm(&tok, Method::PUT, &format!("{}/race?{API}", aks_pools("sandbox-aks")), Some(&json!({"properties": {"count": 1}}))).await.status,
+                1 => s.gke(Method::POST, &format!("{GKE_CLUSTER}/nodePools"), Some(&json!({"nodePool": {"name": "race", "initialNodeCount": 1}}))).await.status,
+                _ => s.eks(Method::POST, "/clusters/sandbox-eks/node-groups", Some(&json!({"nodegroupName": "race", "nodeRole": "arn:aws:iam::1:role/r", "subnets": ["subnet-1"]}))).await.status,
+            }
+        }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap().as_u16());
+    }
+    let ok = statuses.iter().filter(|s| **s == 200 || **s == 201).count();
+    // One winner per cloud; the losers see the pool busy (ARM 409), existing (GKE 409) or in use (EKS 409).
+    assert_eq!(ok, 3, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [200, 201, 409].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        s.sb.inventory()["pools"].as_array().map(|a| a.len()),
+        Some(3)
+    );
+}
