@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use fracgpu::sandbox::{Config, Sandbox};
 
-const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE]\n       fracgpu-sandbox demo [same flags]";
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
 
 struct Args {
     demo: bool,
     port: u16,
     op_seconds: f64,
     state: Option<PathBuf>,
+    clusters: Option<PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -31,6 +32,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         port: 8787,
         op_seconds: 2.0,
         state: None,
+        clusters: None,
     };
     while let Some(flag) = it.next() {
         let (flag, inline) = match flag.split_once('=') {
@@ -53,6 +55,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 a.op_seconds = v;
             }
             "--state" => a.state = Some(PathBuf::from(value()?)),
+            "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
         }
     }
@@ -98,7 +101,15 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let mut clusters = fracgpu::sandbox::ClusterSpec::defaults();
+    if let Some(path) = &args.clusters {
+        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let extra: Vec<fracgpu::sandbox::ClusterSpec> = serde_json::from_slice(&text)
+            .map_err(|e| format!("{}: not a JSON list of clusters: {e}", path.display()))?;
+        clusters.extend(extra);
+    }
     let config = Config {
+        clusters,
         op_time: Duration::from_secs_f64(args.op_seconds),
         state_file: args.state.clone(),
         ..Config::default()
@@ -124,6 +135,17 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "  EKS            : {base}/clusters/sandbox-eks/node-groups   (AWS_ENDPOINT_URL_EKS={base}, region us-east-1)"
     );
     println!("  control        : {base}/_sandbox/inventory  {base}/_sandbox/faults");
+    for c in sandbox.inventory()["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        println!(
+            "  cluster        : {} {}",
+            c["cloud"].as_str().unwrap_or(""),
+            c["name"].as_str().unwrap_or("")
+        );
+    }
     if let Some(s) = &args.state {
         println!("  state file     : {}", s.display());
     }
