@@ -1,0 +1,237 @@
+//! An in-memory Kubernetes API server, one per emulated cluster, served over HTTP under
+//! `/k8s/{cloud}/{cluster}/` so that kubectl and the kube crate can talk to it.
+//!
+//! It holds namespaces, configmaps, secrets, nodes, apps/v1 daemonsets, the apiextensions CRD of the NVIDIA
+//! ClusterPolicy and nvidia.com/v1 clusterpolicies, with the real server's write semantics (resourceVersion
+//! conflicts, generation, managedFields and server-side apply conflicts, Status errors, name and key
+//! validation). Its nodes are a digital twin of the cloud's node pools: they advertise the GPU resources the
+//! real stack would, including the GPU operator's habit of ignoring a changed device plugin config until the
+//! device plugin daemonset is restarted.
+//!
+//! It is an independent oracle: every type here is its own, written from the public Kubernetes API and NVIDIA
+//! documents; nothing is shared with the provider's client code.
+//!
+//! Documented simplifications: lists are atomic for field ownership; strategic merge patch is a merge patch;
+//! no watch; namespace deletion is immediate; a device plugin that refuses its config (bad YAML, unknown
+//! key, missing ConfigMap) leaves the node's advertisement as it was and notes the reason in the node
+//! annotation `sandbox.fracgpu.dev/device-plugin-error`.
+
+mod http;
+mod kinds;
+mod patch;
+mod status;
+mod store;
+pub mod twin;
+mod util;
+mod validate;
+
+pub use status::ApiError;
+pub use store::Cluster;
+
+use axum::http::HeaderMap;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The nodes of one node pool as the cloud created them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolNodes {
+    pub cloud: &'static str,
+    pub cluster: String,
+    pub pool: String,
+    pub node_count: u32,
+    /// The cloud's node labels + the pool's labels.
+    pub labels: BTreeMap<String, String>,
+    /// key, value, effect (NoSchedule | PreferNoSchedule | NoExecute)
+    pub taints: Vec<(String, String, String)>,
+    pub gpu_product: Option<String>,
+    pub gpus_per_node: u32,
+    pub gpu_memory_mib: u64,
+    /// AKS gpuInstanceProfile or GKE partition, as a profile name like 1g.10gb.
+    pub mig_profile: Option<String>,
+    pub mig_instances_per_gpu: u32,
+    /// (TIME_SHARING | MPS, max clients per GPU)
+    pub gke_sharing: Option<(String, u32)>,
+}
+
+/// All clusters' API servers.
+pub struct KubeApi {
+    clusters: Mutex<BTreeMap<String, Cluster>>,
+}
+
+fn cluster_key(cloud: &str, cluster: &str) -> String {
+    format!("{cloud}/{cluster}")
+}
+
+impl KubeApi {
+    pub fn new() -> Arc<Self> {
+        Arc::new(KubeApi {
+            clusters: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Cluster>> {
+        // A panic in one request must not take the whole sandbox down with a poisoned lock.
+        self.clusters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds a cluster with the GPU operator installed (namespaces default, kube-system, gpu-operator; the
+    /// ClusterPolicy CRD and `cluster-policy`; the device plugin daemonset). Adding an existing cluster is a no-op.
+    pub fn add_cluster(&self, cloud: &str, cluster: &str) {
+        self.lock()
+            .entry(cluster_key(cloud, cluster))
+            .or_insert_with(|| Cluster::new(cloud, cluster));
+    }
+
+    pub fn has_cluster(&self, cloud: &str, cluster: &str) -> bool {
+        self.lock().contains_key(&cluster_key(cloud, cluster))
+    }
+
+    pub fn clusters(&self) -> Vec<(String, String)> {
+        self.lock()
+            .values()
+            .map(|c| (c.cloud.clone(), c.name.clone()))
+            .collect()
+    }
+
+    /// Creates, relabels or removes the Node objects of one pool (and adds the cluster if it is new).
+    pub fn pool_changed(&self, nodes: &PoolNodes) {
+        let mut g = self.lock();
+        let c = g
+            .entry(cluster_key(nodes.cloud, &nodes.cluster))
+            .or_insert_with(|| Cluster::new(nodes.cloud, &nodes.cluster));
+        c.pool_changed(nodes);
+    }
+
+    pub fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str) {
+        if let Some(c) = self.lock().get_mut(&cluster_key(cloud, cluster)) {
+            c.pool_deleted(pool);
+        }
+    }
+
+    /// Every cluster with every object, for persistence and the inventory endpoint.
+    pub fn snapshot(&self) -> Value {
+        let g = self.lock();
+        let clusters: Vec<Value> = g
+            .values()
+            .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+            .collect();
+        json!({"version": 1, "clusters": clusters})
+    }
+
+    /// Replaces all clusters with a snapshot's.
+    pub fn restore(&self, v: &Value) -> Result<(), String> {
+        let list = v
+            .get("clusters")
+            .and_then(Value::as_array)
+            .ok_or("kube snapshot: no clusters list")?;
+        let mut m = BTreeMap::new();
+        for c in list {
+            let c: Cluster =
+                serde_json::from_value(c.clone()).map_err(|e| format!("kube snapshot: {e}"))?;
+            m.insert(cluster_key(&c.cloud, &c.name), c);
+        }
+        *self.lock() = m;
+        Ok(())
+    }
+
+    /// A kubeconfig for one cluster, with its bearer token; `base_url` is where the router is served.
+    pub fn kubeconfig(&self, cloud: &str, cluster: &str, base_url: &str) -> String {
+        let token = self
+            .lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| c.token.clone())
+            .unwrap_or_default();
+        let name = format!("{cloud}-{cluster}");
+        let server = format!("{}/k8s/{cloud}/{cluster}", base_url.trim_end_matches('/'));
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}-admin\n    namespace: default\ncurrent-context: {name}\nusers:\n- name: {name}-admin\n  user:\n    token: {token}\npreferences: {{}}\n"
+        )
+    }
+
+    /// The bearer token of a cluster (what the kubeconfig carries).
+    pub fn token(&self, cloud: &str, cluster: &str) -> Option<String> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| c.token.clone())
+    }
+
+    /// Serves `/k8s/{cloud}/{cluster}/...`; the sandbox's main app nests or merges it.
+    pub fn router(self: &Arc<Self>) -> axum::Router {
+        http::router(self.clone())
+    }
+
+    fn authorize(&self, cloud: &str, cluster: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+        let want = self
+            .token(cloud, cluster)
+            .ok_or_else(ApiError::unauthorized)?;
+        let got = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if got.map(str::trim) == Some(want.as_str()) {
+            Ok(())
+        } else {
+            Err(ApiError::unauthorized())
+        }
+    }
+
+    fn with_cluster<T>(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        f: impl FnOnce(&Cluster) -> T,
+    ) -> Option<T> {
+        self.lock().get(&cluster_key(cloud, cluster)).map(f)
+    }
+
+    /// Runs a write; a dry run works on a copy that is then dropped.
+    fn with_cluster_mut<T>(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        dry_run: bool,
+        f: &mut dyn FnMut(&mut Cluster) -> T,
+    ) -> Option<T> {
+        let mut g = self.lock();
+        let c = g.get_mut(&cluster_key(cloud, cluster))?;
+        if dry_run {
+            let mut copy = c.clone();
+            Some(f(&mut copy))
+        } else {
+            Some(f(c))
+        }
+    }
+
+    /// Reads one object straight from the store (tests and the inventory): `kind` is the plural resource
+    /// name, qualified with its group when it has one (`configmaps`, `clusterpolicies.nvidia.com`).
+    pub fn object(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))?
+            .objects
+            .get(kind)?
+            .get(&store::key(namespace, name))
+            .cloned()
+    }
+
+    /// The Node objects of one pool, by name.
+    pub fn pool_node_names(&self, cloud: &str, cluster: &str, pool: &str) -> Vec<String> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| {
+                c.twins
+                    .iter()
+                    .filter(|(_, t)| t.pool == pool)
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
