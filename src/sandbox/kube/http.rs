@@ -203,6 +203,14 @@ fn json_body(kind: Kind, bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
     }
+    if bytes.starts_with(b"k8s\0") {
+        return super::proto::decode(bytes).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                kind.kind, kind.version, kind.kind
+            ))
+        });
+    }
     serde_json::from_slice(bytes)
         .or_else(|_| {
             std::str::from_utf8(bytes)

@@ -19,16 +19,20 @@
 mod http;
 mod kinds;
 mod patch;
+mod proto;
 mod status;
 mod store;
+mod tls;
 pub mod twin;
 mod util;
 mod validate;
 
 pub use status::ApiError;
 pub use store::Cluster;
+pub use tls::{TlsIdentity, TlsListener};
 
 use axum::http::HeaderMap;
+use base64::Engine as _;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -57,6 +61,7 @@ pub struct PoolNodes {
 /// All clusters' API servers.
 pub struct KubeApi {
     clusters: Mutex<BTreeMap<String, Cluster>>,
+    tls: Mutex<TlsIdentity>,
 }
 
 fn cluster_key(cloud: &str, cluster: &str) -> String {
@@ -65,8 +70,11 @@ fn cluster_key(cloud: &str, cluster: &str) -> String {
 
 impl KubeApi {
     pub fn new() -> Arc<Self> {
+        // Key generation cannot fail with the built-in provider; if it ever did, the sandbox could not serve.
+        let tls = TlsIdentity::generate().expect("sandbox TLS identity");
         Arc::new(KubeApi {
             clusters: Mutex::new(BTreeMap::new()),
+            tls: Mutex::new(tls),
         })
     }
 
@@ -116,7 +124,9 @@ impl KubeApi {
             .values()
             .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
             .collect();
-        json!({"version": 1, "clusters": clusters})
+        let tls = serde_json::to_value(&*self.tls.lock().unwrap_or_else(|p| p.into_inner()))
+            .unwrap_or(Value::Null);
+        json!({"version": 1, "clusters": clusters, "tls": tls})
     }
 
     /// Replaces all clusters with a snapshot's.
@@ -131,11 +141,18 @@ impl KubeApi {
                 serde_json::from_value(c.clone()).map_err(|e| format!("kube snapshot: {e}"))?;
             m.insert(cluster_key(&c.cloud, &c.name), c);
         }
+        if let Some(t) = v.get("tls").filter(|t| !t.is_null()) {
+            let t: TlsIdentity =
+                serde_json::from_value(t.clone()).map_err(|e| format!("kube snapshot tls: {e}"))?;
+            *self.tls.lock().unwrap_or_else(|p| p.into_inner()) = t;
+        }
         *self.lock() = m;
         Ok(())
     }
 
     /// A kubeconfig for one cluster, with its bearer token; `base_url` is where the router is served.
+    /// kubectl sends the token only to an https server: serve with [`KubeApi::serve_tls`] (or a
+    /// [`TlsListener`]) and pass `https://127.0.0.1:PORT`; the kubeconfig then carries the sandbox CA.
     pub fn kubeconfig(&self, cloud: &str, cluster: &str, base_url: &str) -> String {
         let token = self
             .lock()
@@ -144,9 +161,35 @@ impl KubeApi {
             .unwrap_or_default();
         let name = format!("{cloud}-{cluster}");
         let server = format!("{}/k8s/{cloud}/{cluster}", base_url.trim_end_matches('/'));
+        let ca = if server.starts_with("https://") {
+            let pem = base64::engine::general_purpose::STANDARD.encode(self.ca_pem());
+            format!("\n    certificate-authority-data: {pem}")
+        } else {
+            String::new()
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}-admin\n    namespace: default\ncurrent-context: {name}\nusers:\n- name: {name}-admin\n  user:\n    token: {token}\npreferences: {{}}\n"
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}-admin\n    namespace: default\ncurrent-context: {name}\nusers:\n- name: {name}-admin\n  user:\n    token: {token}\npreferences: {{}}\n"
         )
+    }
+
+    /// The sandbox CA that signs the API servers' certificate (PEM).
+    pub fn ca_pem(&self) -> String {
+        self.tls.lock().unwrap_or_else(|p| p.into_inner()).ca_pem()
+    }
+
+    /// The TLS identity the API servers present (for a main app that serves everything over one listener).
+    pub fn tls_identity(&self) -> TlsIdentity {
+        self.tls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Serves [`KubeApi::router`] over HTTPS on `listener` until the task is dropped.
+    pub async fn serve_tls(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<()> {
+        let tls =
+            TlsListener::new(listener, &self.tls_identity()).map_err(std::io::Error::other)?;
+        axum::serve(tls, self.router()).await
     }
 
     /// The bearer token of a cluster (what the kubeconfig carries).
