@@ -604,18 +604,1014 @@ fn kubectl_server_side_apply_and_conflicts() {
     assert!(!ok && err.contains("configmaps \"dp\" not found"), "{err}");
 }
 
+fn gke_pool(
+    pool: &str,
+    gpus: u32,
+    partition: Option<(&str, u32)>,
+    sharing: Option<(&str, u32)>,
+) -> PoolNodes {
+    PoolNodes {
+        cloud: "gke",
+        cluster: "sandbox-gke".into(),
+        pool: pool.into(),
+        node_count: 1,
+        labels: BTreeMap::from([(
+            "cloud.google.com/gke-nodepool".to_string(),
+            pool.to_string(),
+        )]),
+        taints: vec![(
+            "nvidia.com/gpu".into(),
+            "present".into(),
+            "NoSchedule".into(),
+        )],
+        gpu_product: Some("nvidia-tesla-a100".into()),
+        gpus_per_node: gpus,
+        gpu_memory_mib: 40960,
+        mig_profile: partition.map(|(p, _)| p.to_string()),
+        mig_instances_per_gpu: partition.map(|(_, n)| n).unwrap_or(0),
+        gke_sharing: sharing.map(|(s, n)| (s.to_string(), n)),
+    }
+}
+
+impl Server {
+    fn get_in(&self, cloud: &str, cluster: &str, path: &str) -> Resp {
+        let tok = self.token(cloud, cluster);
+        self.raw(
+            "GET",
+            &format!("{}{path}", self.prefix(cloud, cluster)),
+            "",
+            b"",
+            Some(&tok),
+        )
+    }
+
+    fn send_in(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        method: &str,
+        path: &str,
+        ctype: &str,
+        body: &str,
+    ) -> Resp {
+        let tok = self.token(cloud, cluster);
+        self.raw(
+            method,
+            &format!("{}{path}", self.prefix(cloud, cluster)),
+            ctype,
+            body.as_bytes(),
+            Some(&tok),
+        )
+    }
+}
+
+fn items(r: &Resp) -> Vec<Value> {
+    assert_eq!(r.code, 200, "{}", r.body);
+    r.body["items"].as_array().cloned().unwrap_or_default()
+}
+
 #[test]
-#[ignore]
-fn debug_kubectl() {
+fn gke_sharing_and_partitions_advertise_at_once() {
     let srv = serve();
-    let k = Kubectl::new(&srv, "aks", "sandbox-aks").unwrap();
-    eprintln!("{}", std::fs::read_to_string(&k.config).unwrap());
-    let args: Vec<String> = std::env::var("KARGS")
-        .unwrap()
-        .split(' ')
-        .map(str::to_string)
+    srv.api
+        .pool_changed(&gke_pool("shared", 2, None, Some(("TIME_SHARING", 4))));
+    srv.api
+        .pool_changed(&gke_pool("parted", 1, Some(("1g.5gb", 7)), None));
+    srv.api
+        .pool_changed(&gke_pool("both", 1, Some(("3g.20gb", 2)), Some(("MPS", 3))));
+    let list = srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Dshared",
+    );
+    let nodes = items(&list);
+    assert_eq!(nodes.len(), 1);
+    let n = &nodes[0];
+    let name = n["metadata"]["name"].as_str().unwrap_or_default();
+    assert!(name.starts_with("gke-sandbox-gke-shared-"), "{name}");
+    assert_eq!(allocatable(n, "nvidia.com/gpu").as_deref(), Some("8"));
+    assert_eq!(
+        label(n, "cloud.google.com/gke-gpu-sharing-strategy").as_deref(),
+        Some("time-sharing")
+    );
+    assert_eq!(
+        label(n, "cloud.google.com/gke-max-shared-clients-per-gpu").as_deref(),
+        Some("4")
+    );
+    assert_eq!(n["spec"]["taints"][0]["key"], "nvidia.com/gpu");
+    let parted = items(&srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Dparted",
+    ));
+    assert_eq!(
+        allocatable(&parted[0], "nvidia.com/gpu").as_deref(),
+        Some("7")
+    );
+    assert_eq!(
+        label(&parted[0], "cloud.google.com/gke-gpu-partition-size").as_deref(),
+        Some("1g.5gb")
+    );
+    let both = items(&srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool+in+(both,nothing)",
+    ));
+    assert_eq!(
+        allocatable(&both[0], "nvidia.com/gpu").as_deref(),
+        Some("6")
+    );
+    assert_eq!(
+        label(&both[0], "cloud.google.com/gke-gpu-sharing-strategy").as_deref(),
+        Some("mps")
+    );
+    // GKE's device plugin is not the operator's: restarting the daemonset or a ClusterPolicy config changes nothing.
+    let r = srv.send_in(
+        "gke",
+        "sandbox-gke",
+        "PATCH",
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "application/merge-patch+json",
+        r#"{"spec":{"devicePlugin":{"config":{"name":"nope","default":"x"}}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = srv.send_in("gke", "sandbox-gke", "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/strategic-merge-patch+json", r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"now"}}}}}"#);
+    assert_eq!(r.code, 200, "{}", r.body);
+    let all = items(&srv.get_in("gke", "sandbox-gke", "/api/v1/nodes"));
+    let mut got: Vec<String> = all
+        .iter()
+        .filter_map(|n| allocatable(n, "nvidia.com/gpu"))
         .collect();
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (_, o, e) = k.run(&a);
-    eprintln!("{o}\n{e}");
+    got.sort();
+    assert_eq!(got, ["6", "7", "8"]);
+}
+
+#[test]
+fn eks_mig_manager_and_strategies() {
+    let srv = serve();
+    let pool = PoolNodes {
+        cloud: "eks",
+        cluster: "sandbox-eks".into(),
+        pool: "p4d".into(),
+        node_count: 1,
+        labels: BTreeMap::from([(
+            "nvidia.com/mig.config".to_string(),
+            "all-1g.5gb".to_string(),
+        )]),
+        taints: vec![],
+        gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()),
+        gpus_per_node: 8,
+        gpu_memory_mib: 40960,
+        mig_profile: None,
+        mig_instances_per_gpu: 0,
+        gke_sharing: None,
+    };
+    srv.api.pool_changed(&pool);
+    let n = &items(&srv.get_in(
+        "eks",
+        "sandbox-eks",
+        "/api/v1/nodes?labelSelector=eks.amazonaws.com%2Fnodegroup%3Dp4d",
+    ))[0];
+    let name = n["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        name.starts_with("ip-10-") && name.ends_with(".ec2.internal"),
+        "{name}"
+    );
+    // The chart's default strategy is single: 8 GPUs x 7 instances as nvidia.com/gpu.
+    assert_eq!(
+        label(n, "nvidia.com/mig.config.state").as_deref(),
+        Some("success")
+    );
+    assert_eq!(allocatable(n, "nvidia.com/gpu").as_deref(), Some("56"));
+    assert_eq!(
+        label(n, "nvidia.com/gpu.product").as_deref(),
+        Some("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
+    );
+    // Switch to mixed; it takes effect at the next restart.
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "PATCH",
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "application/json-patch+json",
+        r#"[{"op":"replace","path":"/spec/mig/strategy","value":"mixed"}]"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    let n = srv
+        .get_in("eks", "sandbox-eks", &format!("/api/v1/nodes/{name}"))
+        .body;
+    assert_eq!(allocatable(&n, "nvidia.com/gpu").as_deref(), Some("56"));
+    let r = srv.send_in("eks", "sandbox-eks", "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/strategic-merge-patch+json", r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"t1"}}}}}"#);
+    assert_eq!(r.code, 200);
+    let n = srv
+        .get_in("eks", "sandbox-eks", &format!("/api/v1/nodes/{name}"))
+        .body;
+    assert_eq!(
+        allocatable(&n, "nvidia.com/mig-1g.5gb").as_deref(),
+        Some("56"),
+        "{n}"
+    );
+    assert_eq!(allocatable(&n, "nvidia.com/gpu"), None);
+    assert_eq!(
+        label(&n, "nvidia.com/mig-1g.5gb.count").as_deref(),
+        Some("56")
+    );
+    // A profile this GPU does not have: the MIG manager fails and the GPUs stay whole.
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "PATCH",
+        &format!("/api/v1/nodes/{name}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"nvidia.com/mig.config":"all-1g.20gb"}}}"#,
+    );
+    assert_eq!(r.code, 200);
+    assert_eq!(
+        label(&r.body, "nvidia.com/mig.config.state").as_deref(),
+        Some("failed")
+    );
+    assert_eq!(allocatable(&r.body, "nvidia.com/gpu").as_deref(), Some("8"));
+    assert_eq!(allocatable(&r.body, "nvidia.com/mig-1g.5gb"), None);
+}
+
+#[test]
+fn aks_mig_pool_with_time_slicing_and_default_config() {
+    let srv = serve();
+    let mut pool = aks_a100_pool(None);
+    pool.pool = "mig".into();
+    pool.gpus_per_node = 2;
+    pool.mig_profile = Some("1g.10gb".into());
+    pool.mig_instances_per_gpu = 7;
+    srv.api.pool_changed(&pool);
+    let n = &items(&srv.call("GET", "/api/v1/nodes?labelSelector=agentpool%3Dmig", None))[0];
+    let name = n["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(allocatable(n, "nvidia.com/gpu").as_deref(), Some("14"));
+    // A config named by the ClusterPolicy default (the node has no label), rename by default.
+    let cfg = "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n";
+    let r = srv.call("POST", "/api/v1/namespaces/gpu-operator/configmaps",
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dp"}, "data": {"ts3": cfg, "all": ""}})));
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Server-side apply with a JSON body, as kube-rs sends it.
+    let r = srv.patch("/apis/nvidia.com/v1/clusterpolicies/cluster-policy?fieldManager=fracgpu&force=true", "application/apply-patch+yaml",
+        &json!({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+            "spec": {"devicePlugin": {"config": {"name": "dp", "default": "ts3"}}}}).to_string());
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = srv.patch(
+        "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/merge-patch+json",
+        r#"{"spec":{"template":{"metadata":{"annotations":{"fracgpu.dev/restartedAt":"1"}}}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        r.body["status"]["numberReady"], 2,
+        "the rollout reports both GPU nodes"
+    );
+    let n = srv.call("GET", &format!("/api/v1/nodes/{name}"), None).body;
+    assert_eq!(
+        allocatable(&n, "nvidia.com/gpu.shared").as_deref(),
+        Some("42"),
+        "{n}"
+    );
+    assert_eq!(allocatable(&n, "nvidia.com/gpu"), None);
+    assert_eq!(
+        label(&n, "nvidia.com/gpu.product").as_deref(),
+        Some("NVIDIA-A100-80GB-PCIe-MIG-1g.10gb")
+    );
+    assert_eq!(label(&n, "nvidia.com/gpu.replicas").as_deref(), Some("3"));
+}
+
+#[test]
+fn pool_lifecycle_keeps_api_labels_and_names() {
+    let srv = serve();
+    let mut pool = aks_a100_pool(None);
+    pool.node_count = 3;
+    srv.api.pool_changed(&pool);
+    let names = srv.api.pool_node_names("aks", "sandbox-aks", "gpua100");
+    assert_eq!(names.len(), 3);
+    let first = names[0].clone();
+    let r = srv.patch(
+        &format!("/api/v1/nodes/{first}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"added-by":"kubectl"}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    pool.node_count = 1;
+    pool.labels = BTreeMap::from([("team".to_string(), "infra".to_string())]);
+    srv.api.pool_changed(&pool);
+    assert_eq!(
+        srv.api.pool_node_names("aks", "sandbox-aks", "gpua100"),
+        vec![first.clone()]
+    );
+    let n = srv
+        .call("GET", &format!("/api/v1/nodes/{first}"), None)
+        .body;
+    assert_eq!(label(&n, "team").as_deref(), Some("infra"));
+    assert_eq!(label(&n, "added-by").as_deref(), Some("kubectl"));
+    assert_eq!(
+        label(&n, "kubernetes.azure.com/agentpool").as_deref(),
+        Some("gpua100")
+    );
+    srv.api.pool_deleted("aks", "sandbox-aks", "gpua100");
+    assert_eq!(
+        srv.call("GET", &format!("/api/v1/nodes/{first}"), None)
+            .code,
+        404
+    );
+    assert!(items(&srv.call("GET", "/api/v1/nodes", None)).is_empty());
+}
+
+#[test]
+fn api_semantics_discovery_versions_and_persistence() {
+    let srv = serve();
+    let v = srv.get_in("aks", "sandbox-aks", "/version");
+    assert_eq!(v.body["major"], "1");
+    assert_eq!(srv.call("GET", "/api", None).body["versions"][0], "v1");
+    let groups = srv.call("GET", "/apis", None).body;
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(names, ["apps", "apiextensions.k8s.io", "nvidia.com"]);
+    let core = srv.call("GET", "/api/v1", None).body;
+    assert!(
+        core["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .any(|r| r["name"] == "configmaps" && r["namespaced"] == true)
+    );
+    let nv = srv.call("GET", "/apis/nvidia.com/v1", None).body;
+    assert_eq!(nv["resources"][0]["kind"], "ClusterPolicy");
+    assert_eq!(nv["resources"][0]["namespaced"], false);
+
+    // Create: uid, resourceVersion, creationTimestamp, generation, managedFields from the user agent.
+    let r = srv.call(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some(json!({"metadata": {"name": "a", "labels": {"tier": "x"}}, "data": {"k": "v"}})),
+    );
+    assert_eq!(r.code, 201, "{}", r.body);
+    let m = &r.body["metadata"];
+    assert!(m["uid"].as_str().is_some_and(|u| u.len() == 36));
+    assert!(
+        m["creationTimestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    assert_eq!(m["generation"], 1);
+    assert_eq!(m["managedFields"][0]["manager"], "sandbox-test");
+    let rv1: u64 = m["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("rv");
+    // A no-op patch keeps the resourceVersion; a change bumps it and the generation.
+    let same = srv.patch(
+        "/api/v1/namespaces/default/configmaps/a",
+        "application/merge-patch+json",
+        r#"{"data":{"k":"v"}}"#,
+    );
+    assert_eq!(
+        same.body["metadata"]["resourceVersion"],
+        m["resourceVersion"]
+    );
+    let changed = srv.patch(
+        "/api/v1/namespaces/default/configmaps/a",
+        "application/merge-patch+json",
+        r#"{"data":{"k":"w"}}"#,
+    );
+    let rv2: u64 = changed.body["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("rv");
+    assert!(rv2 > rv1);
+    assert_eq!(changed.body["metadata"]["generation"], 2);
+    // PUT with the current resourceVersion succeeds.
+    let mut obj = changed.body.clone();
+    obj["data"]["k2"] = json!("z");
+    let put = srv.call("PUT", "/api/v1/namespaces/default/configmaps/a", Some(obj));
+    assert_eq!(put.code, 200, "{}", put.body);
+    // Label and field selectors.
+    srv.call(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some(json!({"metadata": {"name": "b", "labels": {"tier": "y"}}})),
+    );
+    let sel = |q: &str| -> Vec<String> {
+        items(&srv.call(
+            "GET",
+            &format!("/api/v1/namespaces/default/configmaps?{q}"),
+            None,
+        ))
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+    };
+    assert_eq!(sel("labelSelector=tier%3Dx"), ["a"]);
+    assert_eq!(sel("labelSelector=tier+notin+(x)"), ["b"]);
+    assert_eq!(sel("labelSelector=tier%2C%21nothing"), ["a", "b"]);
+    assert_eq!(sel("fieldSelector=metadata.name%3Db"), ["b"]);
+    assert_eq!(sel("fieldSelector=metadata.name%21%3Db"), ["a"]);
+    assert_eq!(
+        items(&srv.call("GET", "/api/v1/configmaps?labelSelector=tier", None)).len(),
+        2
+    );
+    // Dry run persists nothing.
+    let dry = srv.call(
+        "POST",
+        "/api/v1/namespaces/default/configmaps?dryRun=All",
+        Some(json!({"metadata": {"name": "dry"}})),
+    );
+    assert_eq!(dry.code, 201);
+    assert_eq!(
+        srv.call("GET", "/api/v1/namespaces/default/configmaps/dry", None)
+            .code,
+        404
+    );
+    // Secrets: stringData folds into base64 data; a helm release secret is stored as is.
+    let s = srv.call("POST", "/api/v1/namespaces/default/secrets", Some(json!({"metadata": {"name": "sh.helm.release.v1.op.v1",
+        "labels": {"owner": "helm", "status": "deployed", "name": "op", "version": "1"}}, "type": "helm.sh/release.v1", "data": {"release": "SDRzSQ=="}, "stringData": {"x": "y"}})));
+    assert_eq!(s.code, 201, "{}", s.body);
+    assert_eq!(s.body["data"], json!({"release": "SDRzSQ==", "x": "eQ=="}));
+    assert_eq!(s.body["type"], "helm.sh/release.v1");
+    // Delete answers a Success Status; deleting a namespace takes its objects along.
+    let d = srv.call("DELETE", "/api/v1/namespaces/default/configmaps/b", None);
+    assert_eq!((d.code, d.body["status"].as_str()), (200, Some("Success")));
+    assert_eq!(
+        srv.call(
+            "POST",
+            "/api/v1/namespaces",
+            Some(json!({"metadata": {"name": "tmp"}}))
+        )
+        .code,
+        201
+    );
+    srv.call(
+        "POST",
+        "/api/v1/namespaces/tmp/configmaps",
+        Some(json!({"metadata": {"name": "c"}})),
+    );
+    assert_eq!(srv.call("DELETE", "/api/v1/namespaces/tmp", None).code, 200);
+    assert!(
+        items(&srv.call(
+            "GET",
+            "/api/v1/configmaps?fieldSelector=metadata.namespace%3Dtmp",
+            None
+        ))
+        .is_empty()
+    );
+
+    // Snapshot and restore into a new API: same objects, same token, same CA.
+    srv.api.pool_changed(&aks_a100_pool(None));
+    let snap = srv.api.snapshot();
+    let other = KubeApi::new();
+    other.restore(&snap).expect("restore");
+    assert_eq!(other.snapshot(), snap);
+    assert_eq!(
+        other.token("aks", "sandbox-aks"),
+        srv.api.token("aks", "sandbox-aks")
+    );
+    assert_eq!(other.ca_pem(), srv.api.ca_pem());
+    assert_eq!(
+        other
+            .object("aks", "sandbox-aks", "configmaps", "default", "a")
+            .map(|o| o["data"]["k2"].clone()),
+        Some(json!("z"))
+    );
+    assert!(other.restore(&json!({"clusters": 3})).is_err());
+    assert!(
+        srv.api
+            .kubeconfig("aks", "sandbox-aks", &srv.base)
+            .contains("certificate-authority-data: ")
+    );
+}
+
+struct Bad {
+    what: &'static str,
+    method: &'static str,
+    path: String,
+    ctype: &'static str,
+    body: String,
+    token: Option<&'static str>,
+    code: u16,
+    reason: &'static str,
+    message: &'static str,
+}
+
+#[allow(clippy::too_many_arguments)] // one table row, read left to right
+fn bad(
+    what: &'static str,
+    method: &'static str,
+    path: &str,
+    ctype: &'static str,
+    body: Value,
+    code: u16,
+    reason: &'static str,
+    message: &'static str,
+) -> Bad {
+    let body = match body {
+        Value::Null => String::new(),
+        Value::String(s) => s,
+        v => v.to_string(),
+    };
+    Bad {
+        what,
+        method,
+        path: path.to_string(),
+        ctype,
+        body,
+        token: None,
+        code,
+        reason,
+        message,
+    }
+}
+
+#[test]
+fn bad_requests_answer_with_status_objects() {
+    let srv = serve();
+    let j = "application/json";
+    let merge = "application/merge-patch+json";
+    let apply = "application/apply-patch+yaml";
+    let cms = "/api/v1/namespaces/gpu-operator/configmaps";
+    let cp = "/apis/nvidia.com/v1/clusterpolicies/cluster-policy";
+    let created = srv.call(
+        "POST",
+        cms,
+        Some(json!({"metadata": {"name": "exists"}, "data": {"a": "1"}})),
+    );
+    assert_eq!(created.code, 201);
+    let stale_rv = created.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    srv.patch(&format!("{cms}/exists"), merge, r#"{"data":{"a":"2"}}"#);
+    srv.call(
+        "POST",
+        cms,
+        Some(json!({"metadata": {"name": "frozen"}, "data": {"a": "1"}, "immutable": true})),
+    );
+    srv.patch(
+        &format!("{cms}/exists?fieldManager=tf"),
+        apply,
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"exists"},"data":{"b":"1"}}"#,
+    );
+    srv.patch(&format!("{cms}/exists"), merge, r#"{"data":{"b":"hand"}}"#);
+
+    let mut table = vec![
+        Bad {
+            token: Some(""),
+            ..bad(
+                "no token",
+                "GET",
+                "/api/v1/nodes",
+                "",
+                Value::Null,
+                401,
+                "Unauthorized",
+                "Unauthorized",
+            )
+        },
+        Bad {
+            token: Some("wrong"),
+            ..bad(
+                "wrong token",
+                "GET",
+                "/api/v1/nodes",
+                "",
+                Value::Null,
+                401,
+                "Unauthorized",
+                "Unauthorized",
+            )
+        },
+        bad(
+            "missing object",
+            "GET",
+            &format!("{cms}/nope"),
+            "",
+            Value::Null,
+            404,
+            "NotFound",
+            "configmaps \"nope\" not found",
+        ),
+        bad(
+            "unknown resource",
+            "GET",
+            "/api/v1/pods",
+            "",
+            Value::Null,
+            404,
+            "NotFound",
+            "could not find the requested resource",
+        ),
+        bad(
+            "unknown group",
+            "GET",
+            "/apis/batch/v1/jobs",
+            "",
+            Value::Null,
+            404,
+            "NotFound",
+            "could not find the requested resource",
+        ),
+        bad(
+            "duplicate",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "exists"}}),
+            409,
+            "AlreadyExists",
+            "configmaps \"exists\" already exists",
+        ),
+        bad(
+            "bad name",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "Bad_Name"}}),
+            422,
+            "Invalid",
+            "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain",
+        ),
+        bad(
+            "missing name",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {}}),
+            422,
+            "Invalid",
+            "metadata.name: Required value",
+        ),
+        bad(
+            "bad key",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "k"}, "data": {"a/b": "x"}}),
+            422,
+            "Invalid",
+            "data[a/b]: Invalid value: \"a/b\": a valid config key",
+        ),
+        bad(
+            "long key",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "k"}, "data": {"k".repeat(254): "x"}}),
+            422,
+            "Invalid",
+            "must be no more than 253 characters",
+        ),
+        bad(
+            "bad label",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "k", "labels": {"nvidia.com/device-plugin.config": "-x"}}}),
+            422,
+            "Invalid",
+            "metadata.labels[nvidia.com/device-plugin.config]",
+        ),
+        bad(
+            "bad namespace name",
+            "POST",
+            "/api/v1/namespaces",
+            j,
+            json!({"metadata": {"name": "a.b"}}),
+            422,
+            "Invalid",
+            "RFC 1123 label",
+        ),
+        bad(
+            "missing namespace",
+            "POST",
+            "/api/v1/namespaces/ghost/configmaps",
+            j,
+            json!({"metadata": {"name": "k"}}),
+            404,
+            "NotFound",
+            "namespaces \"ghost\" not found",
+        ),
+        bad(
+            "malformed JSON",
+            "POST",
+            cms,
+            j,
+            Value::String("{\"metadata\": ".into()),
+            400,
+            "BadRequest",
+            "cannot be handled as a ConfigMap",
+        ),
+        bad(
+            "wrong kind",
+            "POST",
+            cms,
+            j,
+            json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "k"}}),
+            400,
+            "BadRequest",
+            "but a ConfigMap was expected",
+        ),
+        bad(
+            "namespace mismatch",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "k", "namespace": "default"}}),
+            400,
+            "BadRequest",
+            "does not match the namespace",
+        ),
+        bad(
+            "name mismatch",
+            "PUT",
+            &format!("{cms}/exists"),
+            j,
+            json!({"metadata": {"name": "other"}}),
+            400,
+            "BadRequest",
+            "does not match the name on the URL",
+        ),
+        bad(
+            "stale resourceVersion",
+            "PUT",
+            &format!("{cms}/exists"),
+            j,
+            json!({"metadata": {"name": "exists", "resourceVersion": stale_rv}}),
+            409,
+            "Conflict",
+            "the object has been modified",
+        ),
+        bad(
+            "stale resourceVersion in a patch",
+            "PATCH",
+            &format!("{cms}/exists"),
+            merge,
+            json!({"metadata": {"resourceVersion": stale_rv}}),
+            409,
+            "Conflict",
+            "Operation cannot be fulfilled on configmaps \"exists\"",
+        ),
+        bad(
+            "put of a missing object",
+            "PUT",
+            &format!("{cms}/nope"),
+            j,
+            json!({"metadata": {"name": "nope"}}),
+            404,
+            "NotFound",
+            "not found",
+        ),
+        bad(
+            "custom resource PUT without resourceVersion",
+            "PUT",
+            cp,
+            j,
+            json!({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"}, "spec": {}}),
+            422,
+            "Invalid",
+            "must be specified for an update",
+        ),
+        bad(
+            "bad MIG strategy",
+            "PATCH",
+            cp,
+            merge,
+            json!({"spec": {"mig": {"strategy": "half"}}}),
+            422,
+            "Invalid",
+            "spec.mig.strategy: Unsupported value: \"half\"",
+        ),
+        bad(
+            "unsupported patch type",
+            "PATCH",
+            &format!("{cms}/exists"),
+            "text/plain",
+            json!({}),
+            415,
+            "UnsupportedMediaType",
+            "unknown format",
+        ),
+        bad(
+            "json patch test fails",
+            "PATCH",
+            &format!("{cms}/exists"),
+            "application/json-patch+json",
+            json!([{"op": "test", "path": "/data/a", "value": "9"}]),
+            422,
+            "Invalid",
+            "testing value /data/a failed",
+        ),
+        bad(
+            "json patch not a list",
+            "PATCH",
+            &format!("{cms}/exists"),
+            "application/json-patch+json",
+            json!({"op": "add"}),
+            400,
+            "BadRequest",
+            "must be a list",
+        ),
+        bad(
+            "apply without fieldManager",
+            "PATCH",
+            &format!("{cms}/exists"),
+            apply,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}}),
+            422,
+            "Invalid",
+            "fieldManager: Required value",
+        ),
+        bad(
+            "apply without kind",
+            "PATCH",
+            &format!("{cms}/exists?fieldManager=tf"),
+            apply,
+            json!({"metadata": {"name": "exists"}}),
+            400,
+            "BadRequest",
+            "apiVersion must be set",
+        ),
+        bad(
+            "apply conflict",
+            "PATCH",
+            &format!("{cms}/exists?fieldManager=tf"),
+            apply,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}, "data": {"b": "2"}}),
+            409,
+            "Conflict",
+            "Apply failed with 1 conflict: conflict with \"sandbox-test\" using v1: .data.b",
+        ),
+        bad(
+            "immutable ConfigMap",
+            "PATCH",
+            &format!("{cms}/frozen"),
+            merge,
+            json!({"data": {"a": "2"}}),
+            422,
+            "Invalid",
+            "field is immutable when `immutable` is set",
+        ),
+        bad(
+            "secret with bad base64",
+            "POST",
+            "/api/v1/namespaces/default/secrets",
+            j,
+            json!({"metadata": {"name": "s"}, "data": {"k": "!!"}}),
+            400,
+            "BadRequest",
+            "illegal base64 data",
+        ),
+        bad(
+            "daemonset selector mismatch",
+            "POST",
+            "/apis/apps/v1/namespaces/default/daemonsets",
+            j,
+            json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "c"}}}}}),
+            422,
+            "Invalid",
+            "`selector` does not match template `labels`",
+        ),
+        bad(
+            "bad label selector",
+            "GET",
+            &format!("{cms}?labelSelector=%3D%3Dx"),
+            "",
+            Value::Null,
+            400,
+            "BadRequest",
+            "unable to parse requirement",
+        ),
+        bad(
+            "unsupported field selector",
+            "GET",
+            &format!("{cms}?fieldSelector=spec.x%3D1"),
+            "",
+            Value::Null,
+            400,
+            "BadRequest",
+            "field label not supported: spec.x",
+        ),
+        bad(
+            "watch",
+            "GET",
+            &format!("{cms}?watch=true"),
+            "",
+            Value::Null,
+            400,
+            "BadRequest",
+            "watch is not supported",
+        ),
+        bad(
+            "delete collection",
+            "DELETE",
+            cms,
+            "",
+            Value::Null,
+            405,
+            "MethodNotAllowed",
+            "does not allow this method",
+        ),
+        bad(
+            "body too large",
+            "POST",
+            cms,
+            j,
+            Value::String(format!(
+                "{{\"data\":{{\"k\":\"{}\"}}}}",
+                "x".repeat(3 * 1024 * 1024 + 10)
+            )),
+            413,
+            "RequestEntityTooLarge",
+            "larger than",
+        ),
+        bad(
+            "data over 1 MiB",
+            "POST",
+            cms,
+            j,
+            json!({"metadata": {"name": "big"}, "data": {"k": "x".repeat(1024 * 1024 + 1)}}),
+            422,
+            "Invalid",
+            "Too long: must have at most 1048576 bytes",
+        ),
+    ];
+    // Another cluster's token does not open this one.
+    let eks = srv.token("eks", "sandbox-eks");
+    let eks: &'static str = Box::leak(eks.into_boxed_str());
+    table.push(Bad {
+        token: Some(eks),
+        ..bad(
+            "another cluster's token",
+            "GET",
+            "/api/v1/nodes",
+            "",
+            Value::Null,
+            401,
+            "Unauthorized",
+            "Unauthorized",
+        )
+    });
+
+    let aks = srv.prefix("aks", "sandbox-aks");
+    let mut failures = Vec::new();
+    for b in &table {
+        let r = srv.raw(
+            b.method,
+            &format!("{aks}{}", b.path),
+            b.ctype,
+            b.body.as_bytes(),
+            b.token,
+        );
+        let msg = r.body["message"].as_str().unwrap_or_default();
+        let ok = r.code == b.code
+            && r.body["kind"] == "Status"
+            && r.body["apiVersion"] == "v1"
+            && r.body["status"] == "Failure"
+            && r.body["reason"] == b.reason
+            && r.body["code"] == b.code
+            && msg.contains(b.message);
+        if !ok {
+            failures.push(format!("{}: got {} {}", b.what, r.code, r.body));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} bad requests answered wrongly:\n{}",
+        failures.len(),
+        table.len(),
+        failures.join("\n")
+    );
+    assert!(table.len() >= 12);
+
+    // Deleting the ClusterPolicy CRD takes the resource out of discovery and the API.
+    let d = srv.call(
+        "DELETE",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterpolicies.nvidia.com",
+        None,
+    );
+    assert_eq!(d.code, 200, "{}", d.body);
+    let r = srv.call("GET", cp, None);
+    assert_eq!((r.code, r.body["reason"].as_str()), (404, Some("NotFound")));
+    assert_eq!(srv.call("GET", "/apis/nvidia.com/v1", None).code, 404);
+    let names: Vec<Value> = srv.call("GET", "/apis", None).body["groups"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(names.iter().all(|g| g["name"] != "nvidia.com"));
+    // An unknown cluster is not there at all.
+    let r = srv.raw("GET", "/k8s/aks/ghost/api/v1/nodes", "", b"", None);
+    assert_eq!(r.code, 404);
 }
