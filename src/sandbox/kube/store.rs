@@ -518,7 +518,7 @@ impl Cluster {
         if kind == kinds::NODES {
             self.twins.remove(name);
         }
-        self.reconcile();
+        self.reconcile(None);
         let uid = meta_str(&old, "uid").unwrap_or_default();
         Ok(
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -663,7 +663,7 @@ impl Cluster {
                 .entry(kinds::CLUSTERPOLICIES.qualified())
                 .or_default();
         }
-        self.reconcile();
+        self.reconcile((kind == kinds::NODES).then_some(name));
         // The twin may have rewritten the object (a node's labels): answer with what is stored.
         Ok(self.get_ref(kind, ns, name).cloned().unwrap_or(new))
     }
@@ -723,15 +723,25 @@ impl Cluster {
         }
     }
 
-    /// Brings the nodes' advertisements up to date after any change.
-    pub fn reconcile(&mut self) {
+    /// Brings the nodes' advertisements up to date after a write: every node when the device plugin
+    /// daemonset was restarted, else only the node that was written (its labels may select another config).
+    /// ConfigMap and ClusterPolicy writes change no node by themselves: that is the operator's behaviour.
+    pub fn reconcile(&mut self, written_node: Option<&str>) {
         let marker = self.daemonset_marker();
         let restarted = marker.is_some() && marker != self.restart_marker;
         if marker.is_some() {
             self.restart_marker = marker;
         }
         let current = self.current_inputs();
-        let names: Vec<String> = self.twins.keys().cloned().collect();
+        let names: Vec<String> = if restarted {
+            self.twins.keys().cloned().collect()
+        } else {
+            written_node
+                .filter(|n| self.twins.contains_key(*n))
+                .map(str::to_string)
+                .into_iter()
+                .collect()
+        };
         for n in names {
             let Some(node) = self.get_ref(kinds::NODES, "", &n).cloned() else {
                 self.twins.remove(&n);
@@ -832,8 +842,11 @@ impl Cluster {
                 }
             }
             labels.extend(p.labels.clone());
-            if t.cloud == "eks" && old_twin.is_none() {
-                t.seen_mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
+            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
+            if t.cloud == "eks" && mig_label != t.seen_mig_label {
+                // The MIG manager repartitions and restarts the device plugin on this node.
+                t.loaded = current.clone();
+                t.seen_mig_label = mig_label;
             }
             node["metadata"]["labels"] = json!(labels);
             let taints: Vec<Value> = p
@@ -853,7 +866,7 @@ impl Cluster {
                 self.put_internal(kinds::NODES, "", n, rendered);
             }
         }
-        self.reconcile();
+        self.reconcile(None);
     }
 
     pub fn pool_deleted(&mut self, pool: &str) {
