@@ -466,7 +466,6 @@ fn kubectl_server_side_apply_and_conflicts() {
     let fp = f.display().to_string();
     let out = k.ok(&[
         "apply",
-        "--validate=false",
         "--server-side",
         "--field-manager",
         "fracgpu",
@@ -503,7 +502,6 @@ fn kubectl_server_side_apply_and_conflicts() {
     std::fs::write(&f, cm("b")).expect("write");
     let (ok, _, err) = k.run(&[
         "apply",
-        "--validate=false",
         "--server-side",
         "--field-manager",
         "fracgpu",
@@ -517,7 +515,6 @@ fn kubectl_server_side_apply_and_conflicts() {
     );
     k.ok(&[
         "apply",
-        "--validate=false",
         "--server-side",
         "--field-manager",
         "fracgpu",
@@ -534,7 +531,6 @@ fn kubectl_server_side_apply_and_conflicts() {
     std::fs::write(&f, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dp\n  namespace: gpu-operator\ndata:\n  all: \"\"\n").expect("write");
     k.ok(&[
         "apply",
-        "--validate=false",
         "--server-side",
         "--field-manager",
         "fracgpu",
@@ -550,7 +546,6 @@ fn kubectl_server_side_apply_and_conflicts() {
     std::fs::write(&cp, "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: cluster-policy\nspec:\n  devicePlugin:\n    config:\n      name: dp\n      default: all\n").expect("write");
     k.ok(&[
         "apply",
-        "--validate=false",
         "--server-side",
         "--field-manager",
         "fracgpu",
@@ -570,7 +565,6 @@ fn kubectl_server_side_apply_and_conflicts() {
     std::fs::write(&cp, "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: cluster-policy\nspec:\n  mig:\n    strategy: mixed\n").expect("write");
     let (ok, _, err) = k.run(&[
         "apply",
-        "--validate=false",
         "--server-side",
         "--field-manager",
         "fracgpu",
@@ -580,6 +574,35 @@ fn kubectl_server_side_apply_and_conflicts() {
     assert!(
         !ok && err.contains("\"helm\"") && err.contains(".spec.mig.strategy"),
         "{err}"
+    );
+
+    // Client-side apply (kubectl's default, validated through the OpenAPI v3 verifier), twice: create, then
+    // a strategic merge patch carrying the last-applied annotation.
+    let ca = k.dir().join("ca.yaml");
+    let ds = |img: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  selector:\n    matchLabels:\n      app: probe\n  template:\n    metadata:\n      labels:\n        app: probe\n    spec:\n      containers:\n      - name: c\n        image: {img}\n"
+        )
+    };
+    std::fs::write(&ca, ds("busybox:1")).expect("write");
+    assert!(
+        k.ok(&["apply", "-f", &ca.display().to_string()])
+            .contains("created")
+    );
+    std::fs::write(&ca, ds("busybox:2")).expect("write");
+    assert!(
+        k.ok(&["apply", "-f", &ca.display().to_string()])
+            .contains("configured")
+    );
+    let got = k.json(&["get", "ds", "probe"]);
+    assert_eq!(
+        got["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "c", "image": "busybox:2"}])
+    );
+    assert_eq!(got["metadata"]["generation"], 2);
+    assert!(
+        got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
     );
 
     // kubectl get for the other kinds, and delete.

@@ -31,6 +31,32 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// Strategic merge patch reduced to a merge patch: `$patch: delete` removes a map, other directives
+/// (`$setElementOrder/..`, `$retainKeys`, `$deleteFromPrimitiveList/..`, `$patch: replace|merge`) are dropped.
+/// kubectl's client-side apply sends such directives; without list keys, lists are replaced whole.
+pub fn strategic_to_merge(patch: &Value) -> Value {
+    match patch {
+        Value::Object(m) => {
+            if m.get("$patch").and_then(Value::as_str) == Some("delete") {
+                return Value::Null;
+            }
+            let out: Map<String, Value> = m
+                .iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), strategic_to_merge(v)))
+                .collect();
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .filter(|v| v.get("$patch").is_none())
+                .map(strategic_to_merge)
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 #[derive(Debug)]
 pub enum JsonPatchError {
     /// The body is not a list of operations.
@@ -356,6 +382,15 @@ mod tests {
         let mut t = json!({"a": "b", "c": {"d": "e", "f": "g"}});
         merge_patch(&mut t, &json!({"a": "z", "c": {"f": null}}));
         assert_eq!(t, json!({"a": "z", "c": {"d": "e"}}));
+    }
+
+    #[test]
+    fn strategic_directives() {
+        let p = json!({"spec": {"$setElementOrder/containers": [{"name": "a"}], "template": {"$patch": "delete"}, "x": [{"$patch": "delete", "name": "b"}, 1]}});
+        assert_eq!(
+            strategic_to_merge(&p),
+            json!({"spec": {"template": null, "x": [1]}})
+        );
     }
 
     #[test]

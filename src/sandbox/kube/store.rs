@@ -365,7 +365,11 @@ impl Cluster {
                 if !body.is_object() {
                     return Err(ApiError::bad_request("a merge patch must be a JSON object"));
                 }
-                patch::merge_patch(&mut new, body);
+                if ptype == PatchType::Strategic {
+                    patch::merge_patch(&mut new, &patch::strategic_to_merge(body));
+                } else {
+                    patch::merge_patch(&mut new, body);
+                }
             }
             PatchType::Json => patch::json_patch(&mut new, body).map_err(|e| match e {
                 patch::JsonPatchError::Malformed(m) => ApiError::bad_request(m),
