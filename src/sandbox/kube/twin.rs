@@ -96,23 +96,16 @@ pub fn parse_config(yaml: &str) -> Result<DpConfig, String> {
     let sharing = match m.get("sharing") {
         None | Some(Value::Null) => None,
         Some(s) => {
-            let ts = s.get("timeSlicing").filter(|x| !x.is_null());
-            let mps = s.get("mps").filter(|x| !x.is_null());
-            let has = |x: Option<&Value>| {
-                x.and_then(|x| x.get("resources"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty())
+            // Each section present must parse; with both, the plugin's active strategy is MPS.
+            let ts = match s.get("timeSlicing") {
+                None | Some(Value::Null) => None,
+                Some(t) => Some(parse_sharing("time-slicing", t)?),
             };
-            match (ts, mps) {
-                (Some(_), Some(_)) if has(ts) && has(mps) => {
-                    return Err("time-slicing and MPS are mutually exclusive".into());
-                }
-                (Some(t), _) if mps.is_none() || !has(mps) => {
-                    Some(parse_sharing("time-slicing", t)?)
-                }
-                (_, Some(p)) => Some(parse_sharing("mps", p)?),
-                _ => None,
-            }
+            let mps = match s.get("mps") {
+                None | Some(Value::Null) => None,
+                Some(m) => Some(parse_sharing("mps", m)?),
+            };
+            mps.or(ts)
         }
     };
     Ok(DpConfig {
@@ -160,6 +153,13 @@ fn parse_sharing(strategy: &'static str, v: &Value) -> Result<Sharing, String> {
             return Err(format!(
                 "MPS sharing is only supported for nvidia.com/gpu, not {raw:?}"
             ));
+        }
+        match r.get("devices") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(d)) if d == "all" => {}
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {}
+            Some(Value::Array(_)) => {}
+            Some(other) => return Err(format!("unrecognized type for devices spec: {other}")),
         }
         let replicas = r
             .get("replicas")
@@ -557,6 +557,9 @@ mod tests {
         assert!(parse_config("sharing:\n  mps:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n").is_err());
         assert!(parse_config("flags:\n  migStrategy: weird\n").is_err());
         assert!(parse_config(": : :\n- [").is_err());
+        assert!(parse_config("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n      devices: some\n").is_err());
+        let both = "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n  mps:\n    resources:\n    - name: gpu\n      replicas: 4\n";
+        assert_eq!(parse_config(both).unwrap().sharing.unwrap().strategy, "mps");
         assert_eq!(parse_config("").unwrap(), DpConfig::default());
         let short = parse_config(
             "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 3\n",
