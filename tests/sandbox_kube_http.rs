@@ -605,6 +605,25 @@ fn kubectl_server_side_apply_and_conflicts() {
             .is_string()
     );
 
+    // Namespaces, labels and deletes through kubectl's typed (protobuf) and patch paths.
+    k.ok(&["create", "namespace", "team-a"]);
+    k.ok(&["label", "namespace", "team-a", "tier=gpu"]);
+    assert_eq!(
+        k.json(&["get", "ns", "-l", "tier=gpu"])["items"][0]["metadata"]["name"],
+        "team-a"
+    );
+    k.ok(&[
+        "create",
+        "configmap",
+        "c",
+        "-n",
+        "team-a",
+        "--from-literal=k=v",
+    ]);
+    k.ok(&["delete", "namespace", "team-a"]);
+    let (ok, _, err) = k.run(&["get", "cm", "c", "-n", "team-a"]);
+    assert!(!ok && err.contains("not found"), "{err}");
+
     // kubectl get for the other kinds, and delete.
     assert!(k.ok(&["get", "namespaces"]).contains("gpu-operator"));
     assert!(

@@ -621,6 +621,58 @@ mod tests {
     }
 
     #[test]
+    fn mixed_mig_time_sliced_and_config_selection() {
+        let mut t = twin("aks");
+        t.mig_profile = Some("3g.40gb".into());
+        t.mig_instances_per_gpu = 2;
+        t.loaded = PluginInputs {
+            config_name: "cfg".into(),
+            config_default: String::new(),
+            mig_strategy: "mixed".into(),
+            configmap: Some(BTreeMap::from([
+                ("default".to_string(), String::new()),
+                ("mig-ts".to_string(), "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-3g.40gb\n      replicas: 3\n".to_string()),
+            ])),
+        };
+        // No label and no ClusterPolicy default: the key named "default".
+        let a = advertise(&t, &BTreeMap::new()).unwrap();
+        assert_eq!(
+            a.resources,
+            BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 2)])
+        );
+        let label = BTreeMap::from([(CONFIG_LABEL.to_string(), "mig-ts".to_string())]);
+        let a = advertise(&t, &label).unwrap();
+        assert_eq!(
+            a.resources,
+            BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 6)])
+        );
+        assert_eq!(a.labels["nvidia.com/mig-3g.40gb.replicas"], "3");
+        // Two keys, neither named default, no label, no default: the plugin cannot choose.
+        t.loaded.configmap = Some(BTreeMap::from([
+            ("a".to_string(), String::new()),
+            ("b".to_string(), String::new()),
+        ]));
+        assert!(advertise(&t, &BTreeMap::new()).is_err());
+        // One key: that one.
+        t.loaded.configmap = Some(BTreeMap::from([("only".to_string(), String::new())]));
+        assert!(advertise(&t, &BTreeMap::new()).is_ok());
+        // MPS on MIG devices is refused.
+        t.loaded.configmap = Some(BTreeMap::from([(
+            "m".to_string(),
+            "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
+                .to_string(),
+        )]));
+        assert!(advertise(&t, &BTreeMap::new()).unwrap_err().contains("MPS"));
+        // A missing ConfigMap: refused (the plugin pod cannot mount it).
+        t.loaded.configmap = None;
+        assert!(
+            advertise(&t, &BTreeMap::new())
+                .unwrap_err()
+                .contains("not found")
+        );
+    }
+
+    #[test]
     fn gke_math() {
         let mut t = twin("gke");
         t.gpus = 2;
