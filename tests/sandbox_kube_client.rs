@@ -240,6 +240,37 @@ async fn kube_client_drives_the_device_plugin_config_flow() {
         Some(b"H4sI\x00payload".to_vec())
     );
 
+    // A watch from the list's resourceVersion sees the next change.
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
+    let mut stream = Box::pin(
+        cms.watch(&kube::api::WatchParams::default().timeout(5), &rv)
+            .await
+            .expect("watch"),
+    );
+    let mut w = ConfigMap::default();
+    w.metadata.name = Some("watched".into());
+    cms.create(&PostParams::default(), &w)
+        .await
+        .expect("create");
+    let ev = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio_stream::StreamExt::next(&mut stream),
+    )
+    .await
+    .expect("an event in time");
+    match ev {
+        Some(Ok(kube::api::WatchEvent::Added(cm))) => {
+            assert_eq!(cm.metadata.name.as_deref(), Some("watched"))
+        }
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+
     // Without the token, the server says Unauthorized.
     let kc = api
         .kubeconfig("aks", "sandbox-aks", &base)

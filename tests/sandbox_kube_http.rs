@@ -352,6 +352,16 @@ fn kubectl_time_slicing_twin_scenario() {
         "-n",
         "gpu-operator",
     ]);
+    // rollout status watches the daemonset until the rollout is done.
+    let out = k.ok(&[
+        "rollout",
+        "status",
+        "daemonset/nvidia-device-plugin-daemonset",
+        "-n",
+        "gpu-operator",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("successfully rolled out"), "{out}");
     let ds = k.json(&[
         "get",
         "daemonset",
@@ -1547,14 +1557,14 @@ fn bad_requests_answer_with_status_objects() {
             "field label not supported: spec.x",
         ),
         bad(
-            "watch",
+            "watch from a bad resourceVersion",
             "GET",
-            &format!("{cms}?watch=true"),
+            &format!("{cms}?watch=true&resourceVersion=abc"),
             "",
             Value::Null,
             400,
             "BadRequest",
-            "watch is not supported",
+            "invalid resource version: abc",
         ),
         bad(
             "delete collection",
@@ -1656,4 +1666,83 @@ fn bad_requests_answer_with_status_objects() {
     // An unknown cluster is not there at all.
     let r = srv.raw("GET", "/k8s/aks/ghost/api/v1/nodes", "", b"", None);
     assert_eq!(r.code, 404);
+}
+
+#[test]
+fn watches_stream_changes_and_expire() {
+    let srv = serve();
+    let list = srv.call("GET", "/api/v1/namespaces/gpu-operator/configmaps", None);
+    let rv = list.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // Changes after the list's resourceVersion, filtered by label, then the stream ends at timeoutSeconds.
+    srv.call(
+        "POST",
+        "/api/v1/namespaces/gpu-operator/configmaps",
+        Some(json!({"metadata": {"name": "w1", "labels": {"w": "yes"}}})),
+    );
+    srv.call(
+        "POST",
+        "/api/v1/namespaces/gpu-operator/configmaps",
+        Some(json!({"metadata": {"name": "w2"}})),
+    );
+    srv.patch(
+        "/api/v1/namespaces/gpu-operator/configmaps/w1",
+        "application/merge-patch+json",
+        r#"{"data":{"a":"b"}}"#,
+    );
+    srv.call(
+        "DELETE",
+        "/api/v1/namespaces/gpu-operator/configmaps/w1",
+        None,
+    );
+    let r = srv.call("GET", &format!("/api/v1/namespaces/gpu-operator/configmaps?watch=true&resourceVersion={rv}&labelSelector=w%3Dyes&timeoutSeconds=1"), None);
+    assert_eq!(r.code, 200);
+    let text = r
+        .body
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| r.body.to_string());
+    let events: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("event JSON"))
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"], "{text}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["object"]["metadata"]["name"] == "w1")
+    );
+    // Without a resourceVersion: the current objects first.
+    let r = srv.call("GET", "/api/v1/namespaces?watch=1&timeoutSeconds=1", None);
+    let text = r
+        .body
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| r.body.to_string());
+    assert!(
+        text.lines().filter(|l| l.contains("\"ADDED\"")).count() >= 5,
+        "{text}"
+    );
+    // History does not survive a restore: resuming from before it is 410 Expired.
+    srv.api.restore(&srv.api.snapshot()).expect("restore");
+    let r = srv.call("GET", &format!("/api/v1/namespaces/gpu-operator/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=1"), None);
+    let text = r
+        .body
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| r.body.to_string());
+    let e: Value =
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("one event");
+    assert_eq!(
+        (
+            e["type"].as_str(),
+            e["object"]["code"].as_i64(),
+            e["object"]["reason"].as_str()
+        ),
+        (Some("ERROR"), Some(410), Some("Expired"))
+    );
 }

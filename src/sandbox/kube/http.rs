@@ -114,6 +114,12 @@ async fn handle(
     let crd = api
         .with_cluster(&cloud, &cluster, |c| c.crd_present())
         .unwrap_or(false);
+    if method == Method::GET && query.get("watch").is_some_and(|w| w == "true" || w == "1") {
+        return match watch_target(&segs, crd) {
+            Some((kind, ns)) => watch(api, cloud, cluster, kind, ns, &query).await,
+            None => err(ApiError::method_not_allowed("WATCH")),
+        };
+    }
     let result = match segs.as_slice() {
         ["api"] => Ok((
             200,
@@ -342,11 +348,6 @@ fn resource(
     };
     match (method.clone(), name) {
         (Method::GET, None) => {
-            if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
-                return Err(ApiError::bad_request(
-                    "watch is not supported by the sandbox API server",
-                ));
-            }
             let sel = Selector::parse(
                 query
                     .get("labelSelector")
@@ -439,6 +440,131 @@ fn resource(
         }
         (m, _) => Err(ApiError::method_not_allowed(m.as_str())),
     }
+}
+
+/// A watchable collection: `{prefix}/{plural}` or `{prefix}/namespaces/{ns}/{plural}`.
+fn watch_target(segs: &[&str], crd: bool) -> Option<(Kind, Option<String>)> {
+    let (group, version, rest) = match segs {
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] if *g != "nvidia.com" || crd => (*g, *v, rest),
+        _ => return None,
+    };
+    match rest {
+        ["namespaces", ns, plural] => by(group, version, plural)
+            .filter(|k| k.namespaced)
+            .map(|k| (k, Some(ns.to_string()))),
+        [plural] => by(group, version, plural).map(|k| (k, None)),
+        _ => None,
+    }
+}
+
+/// Streams watch events (newline-delimited JSON) until `timeoutSeconds` or the client goes away.
+/// Without a resourceVersion (or with "0") the current objects come first as ADDED; from a
+/// resourceVersion older than the remembered history, a 410 Expired ERROR event, as the real server does.
+async fn watch(
+    api: Arc<KubeApi>,
+    cloud: String,
+    cluster: String,
+    kind: Kind,
+    ns: Option<String>,
+    query: &BTreeMap<String, String>,
+) -> Response {
+    let sel = match Selector::parse(
+        query
+            .get("labelSelector")
+            .map(String::as_str)
+            .unwrap_or_default(),
+    ) {
+        Ok(s) => s,
+        Err(e) => return err(e),
+    };
+    let fields = match FieldReq::parse(
+        kind,
+        query
+            .get("fieldSelector")
+            .map(String::as_str)
+            .unwrap_or_default(),
+    ) {
+        Ok(f) => f,
+        Err(e) => return err(e),
+    };
+    let from: Option<u64> = match query.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(v) => match v.parse() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                return err(ApiError::bad_request(format!(
+                    "invalid resource version: {v}"
+                )));
+            }
+        },
+    };
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(1800)
+        .min(1800);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::convert::Infallible>>(64);
+    let mut changes = api.subscribe();
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(timeout);
+        let matches = |o: &Value| {
+            sel.matches(&super::store::labels_of(o)) && fields.iter().all(|f| f.matches(o))
+        };
+        let line = |t: &str, o: &Value| {
+            Ok(Bytes::from(format!(
+                "{}\n",
+                json!({"type": t, "object": o})
+            )))
+        };
+        let mut last = match from {
+            Some(rv) => rv,
+            None => {
+                let Some((items, rv)) = api.with_cluster(&cloud, &cluster, |c| {
+                    (c.list(kind, ns.as_deref(), &sel, &fields), c.rv)
+                }) else {
+                    return;
+                };
+                for o in items["items"].as_array().cloned().unwrap_or_default() {
+                    if tx.send(line("ADDED", &o)).await.is_err() {
+                        return;
+                    }
+                }
+                rv
+            }
+        };
+        loop {
+            let Some(batch) = api.with_cluster(&cloud, &cluster, |c| {
+                c.events_since(last, kind, ns.as_deref()).map(|e| (e, c.rv))
+            }) else {
+                return;
+            };
+            let Some((events, rv)) = batch else {
+                let gone =
+                    ApiError::new(410, "Expired", format!("too old resource version: {last}"))
+                        .to_json();
+                let _ = tx.send(line("ERROR", &gone)).await;
+                return;
+            };
+            for e in events.iter().filter(|e| matches(&e.object)) {
+                if tx.send(line(e.event_type, &e.object)).await.is_err() {
+                    return;
+                }
+            }
+            last = rv;
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep_until(deadline) => return,
+                _ = tx.closed() => return,
+            }
+        }
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)),
+    )
+        .into_response()
 }
 
 fn by(group: &str, version: &str, plural: &str) -> Option<Kind> {

@@ -62,6 +62,8 @@ pub struct PoolNodes {
 pub struct KubeApi {
     clusters: Mutex<BTreeMap<String, Cluster>>,
     tls: Mutex<TlsIdentity>,
+    /// Bumped after every change, to wake watches.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 fn cluster_key(cloud: &str, cluster: &str) -> String {
@@ -72,10 +74,21 @@ impl KubeApi {
     pub fn new() -> Arc<Self> {
         // Key generation cannot fail with the built-in provider; if it ever did, the sandbox could not serve.
         let tls = TlsIdentity::generate().expect("sandbox TLS identity");
+        let (changes, _) = tokio::sync::watch::channel(0);
         Arc::new(KubeApi {
             clusters: Mutex::new(BTreeMap::new()),
             tls: Mutex::new(tls),
+            changes,
         })
+    }
+
+    /// Wakes the watches (after any change).
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Cluster>> {
@@ -89,6 +102,7 @@ impl KubeApi {
         self.lock()
             .entry(cluster_key(cloud, cluster))
             .or_insert_with(|| Cluster::new(cloud, cluster));
+        self.changed();
     }
 
     pub fn has_cluster(&self, cloud: &str, cluster: &str) -> bool {
@@ -109,12 +123,15 @@ impl KubeApi {
             .entry(cluster_key(nodes.cloud, &nodes.cluster))
             .or_insert_with(|| Cluster::new(nodes.cloud, &nodes.cluster));
         c.pool_changed(nodes);
+        drop(g);
+        self.changed();
     }
 
     pub fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str) {
         if let Some(c) = self.lock().get_mut(&cluster_key(cloud, cluster)) {
             c.pool_deleted(pool);
         }
+        self.changed();
     }
 
     /// Every cluster with every object, for persistence and the inventory endpoint.
@@ -137,8 +154,9 @@ impl KubeApi {
             .ok_or("kube snapshot: no clusters list")?;
         let mut m = BTreeMap::new();
         for c in list {
-            let c: Cluster =
+            let mut c: Cluster =
                 serde_json::from_value(c.clone()).map_err(|e| format!("kube snapshot: {e}"))?;
+            c.after_restore();
             m.insert(cluster_key(&c.cloud, &c.name), c);
         }
         if let Some(t) = v.get("tls").filter(|t| !t.is_null()) {
@@ -147,6 +165,7 @@ impl KubeApi {
             *self.tls.lock().unwrap_or_else(|p| p.into_inner()) = t;
         }
         *self.lock() = m;
+        self.changed();
         Ok(())
     }
 
@@ -242,7 +261,10 @@ impl KubeApi {
             let mut copy = c.clone();
             Some(f(&mut copy))
         } else {
-            Some(f(c))
+            let out = f(c);
+            drop(g);
+            self.changed();
+            Some(out)
         }
     }
 

@@ -10,7 +10,7 @@ use super::validate;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub const OPERATOR_NS: &str = "gpu-operator";
 pub const DEVICE_PLUGIN_DS: &str = "nvidia-device-plugin-daemonset";
@@ -29,9 +29,28 @@ pub struct Cluster {
     pub objects: BTreeMap<String, BTreeMap<String, Value>>,
     /// node name -> its hardware and device plugin state
     pub twins: BTreeMap<String, NodeTwin>,
-    /// The device plugin daemonset's pod template annotations as last seen; a change is a restart.
+    /// The device plugin daemonset's pod template as last seen; a change is a restart.
     pub restart_marker: Option<String>,
+    /// Recent changes for watches (not persisted: a restored cluster starts a new history).
+    #[serde(skip)]
+    pub events: VecDeque<WatchEvent>,
+    /// Watches may resume from any resourceVersion at or after this one.
+    #[serde(skip)]
+    pub events_base: u64,
 }
+
+/// One change, as a watch streams it.
+#[derive(Debug, Clone)]
+pub struct WatchEvent {
+    pub rv: u64,
+    pub kind: String,
+    pub namespace: String,
+    pub event_type: &'static str,
+    pub object: Value,
+}
+
+/// How many changes a cluster remembers for watches that resume from a resourceVersion.
+const MAX_EVENTS: usize = 1024;
 
 pub fn key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
@@ -77,6 +96,8 @@ impl Cluster {
             objects: BTreeMap::new(),
             twins: BTreeMap::new(),
             restart_marker: None,
+            events: VecDeque::new(),
+            events_base: 0,
         };
         c.seed();
         c
@@ -505,19 +526,40 @@ impl Cluster {
                 ),
             ));
         }
-        self.objects
-            .get_mut(&kind.qualified())
-            .map(|m| m.remove(&key(ns, name)));
-        self.next_rv();
+        self.unstore(&kind.qualified(), ns, name);
         if kind == kinds::NAMESPACES {
             for k in kinds::ALL.iter().filter(|k| k.namespaced) {
-                if let Some(m) = self.objects.get_mut(&k.qualified()) {
-                    m.retain(|_, o| meta_str(o, "namespace") != Some(name));
+                let q = k.qualified();
+                let inside: Vec<String> = self
+                    .objects
+                    .get(&q)
+                    .map(|m| {
+                        m.values()
+                            .filter(|o| meta_str(o, "namespace") == Some(name))
+                            .filter_map(|o| meta_str(o, "name").map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for n in inside {
+                    self.unstore(&q, name, &n);
                 }
             }
         }
         if kind == kinds::CRDS && name == kinds::CLUSTERPOLICY_CRD {
-            self.objects.remove(&kinds::CLUSTERPOLICIES.qualified());
+            let q = kinds::CLUSTERPOLICIES.qualified();
+            let all: Vec<String> = self
+                .objects
+                .get(&q)
+                .map(|m| {
+                    m.values()
+                        .filter_map(|o| meta_str(o, "name").map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for n in all {
+                self.unstore(&q, "", &n);
+            }
+            self.objects.remove(&q);
         }
         if kind == kinds::NODES {
             self.twins.remove(name);
@@ -656,12 +698,7 @@ impl Cluster {
             // A no-op write does not bump resourceVersion, as on the real server.
             return Ok(old.unwrap_or(new));
         }
-        let rv = self.next_rv();
-        meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
-        self.objects
-            .entry(kind.qualified())
-            .or_default()
-            .insert(key(ns, name), new.clone());
+        let new = self.store(&kind.qualified(), ns, name, new);
         if kind == kinds::CRDS && name == kinds::CLUSTERPOLICY_CRD {
             self.objects
                 .entry(kinds::CLUSTERPOLICIES.qualified())
@@ -673,19 +710,76 @@ impl Cluster {
     }
 
     /// Internal write that skips validation and managedFields: the kubelet and feature discovery.
-    fn put_internal(&mut self, kind: Kind, ns: &str, name: &str, mut obj: Value) {
+    fn put_internal(&mut self, kind: Kind, ns: &str, name: &str, obj: Value) {
+        self.store(&kind.qualified(), ns, name, obj);
+    }
+
+    /// Stores an object under a fresh resourceVersion and records the change for watches.
+    fn store(&mut self, kind_q: &str, ns: &str, name: &str, mut obj: Value) -> Value {
         let rv = self.next_rv();
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv));
+        let existed = self
+            .objects
+            .get(kind_q)
+            .is_some_and(|m| m.contains_key(&key(ns, name)));
+        self.record(kind_q, ns, if existed { "MODIFIED" } else { "ADDED" }, &obj);
         self.objects
-            .entry(kind.qualified())
+            .entry(kind_q.to_string())
             .or_default()
-            .insert(key(ns, name), obj);
+            .insert(key(ns, name), obj.clone());
+        obj
+    }
+
+    /// Removes an object; its last state, under a fresh resourceVersion, is the DELETED event.
+    fn unstore(&mut self, kind_q: &str, ns: &str, name: &str) -> Option<Value> {
+        let mut obj = self.objects.get_mut(kind_q)?.remove(&key(ns, name))?;
+        let rv = self.next_rv();
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv));
+        self.record(kind_q, ns, "DELETED", &obj);
+        Some(obj)
+    }
+
+    fn record(&mut self, kind_q: &str, ns: &str, event_type: &'static str, obj: &Value) {
+        self.events.push_back(WatchEvent {
+            rv: self.rv,
+            kind: kind_q.to_string(),
+            namespace: ns.to_string(),
+            event_type,
+            object: obj.clone(),
+        });
+        while self.events.len() > MAX_EVENTS {
+            if let Some(e) = self.events.pop_front() {
+                self.events_base = e.rv;
+            }
+        }
+    }
+
+    /// Changes after `rv` to objects of one kind (and namespace), or None when they are no longer known.
+    pub fn events_since(&self, rv: u64, kind: Kind, ns: Option<&str>) -> Option<Vec<WatchEvent>> {
+        if rv < self.events_base {
+            return None;
+        }
+        let q = kind.qualified();
+        Some(
+            self.events
+                .iter()
+                .filter(|e| e.rv > rv && e.kind == q && ns.is_none_or(|n| e.namespace == n))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// A restored cluster has no history: watches resume only from now on.
+    pub fn after_restore(&mut self) {
+        self.events.clear();
+        self.events_base = self.rv;
     }
 
     fn daemonset_marker(&self) -> Option<String> {
         self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+            // Any pod template change rolls the pods (a restart bumps an annotation of it).
             .map(|d| {
-                d.pointer("/spec/template/metadata/annotations")
+                d.pointer("/spec/template")
                     .cloned()
                     .unwrap_or(Value::Null)
                     .to_string()
@@ -765,22 +859,24 @@ impl Cluster {
                 self.put_internal(kinds::NODES, "", &n, updated);
             }
         }
-        if restarted {
-            let gpu_nodes = self
-                .twins
-                .values()
-                .filter(|t| t.gpus > 0 && t.cloud != "gke")
-                .count();
-            if let Some(mut ds) = self
-                .get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+        // The daemonset controller: the rollout completes at once, on every non-GKE GPU node.
+        let gpu_nodes = self
+            .twins
+            .values()
+            .filter(|t| t.gpus > 0 && t.cloud != "gke")
+            .count();
+        if let Some(mut ds) = self
+            .get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+            .cloned()
+        {
+            let generation = ds
+                .pointer("/metadata/generation")
                 .cloned()
-            {
-                let generation = ds
-                    .pointer("/metadata/generation")
-                    .cloned()
-                    .unwrap_or(json!(1));
-                ds["status"] = json!({"currentNumberScheduled": gpu_nodes, "desiredNumberScheduled": gpu_nodes, "numberReady": gpu_nodes,
-                    "numberAvailable": gpu_nodes, "updatedNumberScheduled": gpu_nodes, "numberMisscheduled": 0, "observedGeneration": generation});
+                .unwrap_or(json!(1));
+            let status = json!({"currentNumberScheduled": gpu_nodes, "desiredNumberScheduled": gpu_nodes, "numberReady": gpu_nodes,
+                "numberAvailable": gpu_nodes, "updatedNumberScheduled": gpu_nodes, "numberMisscheduled": 0, "observedGeneration": generation});
+            if ds.get("status") != Some(&status) {
+                ds["status"] = status;
                 self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS, ds);
             }
         }
@@ -797,10 +893,7 @@ impl Cluster {
             .collect();
         for n in stale {
             self.twins.remove(&n);
-            self.objects
-                .get_mut("nodes")
-                .map(|m| m.remove(&key("", &n)));
-            self.next_rv();
+            self.unstore("nodes", "", &n);
         }
         let current = self.current_inputs();
         for (i, n) in names.iter().enumerate() {
@@ -882,10 +975,7 @@ impl Cluster {
             .collect();
         for n in gone {
             self.twins.remove(&n);
-            self.objects
-                .get_mut("nodes")
-                .map(|m| m.remove(&key("", &n)));
-            self.next_rv();
+            self.unstore("nodes", "", &n);
         }
     }
 }
@@ -1495,7 +1585,7 @@ impl FieldReq {
         Ok(out)
     }
 
-    fn matches(&self, o: &Value) -> bool {
+    pub fn matches(&self, o: &Value) -> bool {
         let have = match o.pointer(self.path) {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Bool(b)) => b.to_string(),
