@@ -41,7 +41,7 @@ impl Kind {
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": ["create", "delete", "get", "list", "patch", "update"],
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
             "shortNames": self.short_names,
         })
     }

@@ -1,20 +1,24 @@
-//! An in-memory Kubernetes API server, one per emulated cluster, served over HTTP under
-//! `/k8s/{cloud}/{cluster}/` so that kubectl and the kube crate can talk to it.
+//! An in-memory Kubernetes API server, one per emulated cluster, served under `/k8s/{cloud}/{cluster}/`
+//! so that kubectl and the kube crate can talk to it. Serve it over HTTPS ([`KubeApi::serve_tls`] or a
+//! [`TlsListener`]): kubectl only sends a kubeconfig's bearer token to an https server.
 //!
 //! It holds namespaces, configmaps, secrets, nodes, apps/v1 daemonsets, the apiextensions CRD of the NVIDIA
-//! ClusterPolicy and nvidia.com/v1 clusterpolicies, with the real server's write semantics (resourceVersion
-//! conflicts, generation, managedFields and server-side apply conflicts, Status errors, name and key
-//! validation). Its nodes are a digital twin of the cloud's node pools: they advertise the GPU resources the
-//! real stack would, including the GPU operator's habit of ignoring a changed device plugin config until the
-//! device plugin daemonset is restarted.
+//! ClusterPolicy and nvidia.com/v1 clusterpolicies, with the real server's semantics: resourceVersion
+//! conflicts, generation, managedFields and server-side apply conflicts, watches, Status errors, name and
+//! key validation, discovery and enough OpenAPI v3 for kubectl's server-side field validation. Its nodes are
+//! a digital twin of the cloud's node pools: they advertise the GPU resources the real stack would,
+//! including the GPU operator's habit of ignoring a changed device plugin config until the device plugin
+//! daemonset is restarted.
 //!
 //! It is an independent oracle: every type here is its own, written from the public Kubernetes API and NVIDIA
 //! documents; nothing is shared with the provider's client code.
 //!
-//! Documented simplifications: lists are atomic for field ownership; strategic merge patch is a merge patch;
-//! no watch; namespace deletion is immediate; a device plugin that refuses its config (bad YAML, unknown
-//! key, missing ConfigMap) leaves the node's advertisement as it was and notes the reason in the node
-//! annotation `sandbox.fracgpu.dev/device-plugin-error`.
+//! Documented simplifications: lists are atomic for field ownership; strategic merge patch is a merge patch
+//! (directives dropped, lists replaced whole); watches filter events by selector but do not turn an object
+//! leaving the selection into DELETED; namespace deletion is immediate; no pagination (`limit` is ignored);
+//! a device plugin that refuses its config (bad YAML, unknown key, missing ConfigMap) leaves the node's
+//! advertisement as it was and notes the reason in the node annotation
+//! `sandbox.fracgpu.dev/device-plugin-error`.
 
 mod http;
 mod kinds;
