@@ -109,6 +109,15 @@ impl KubeApi {
         self.changed();
     }
 
+    /// Adds a cluster without the GPU operator (no gpu-operator namespace, ClusterPolicy CRD or daemonset),
+    /// for the provider's "operator missing" paths.
+    pub fn add_cluster_without_operator(&self, cloud: &str, cluster: &str) {
+        self.lock()
+            .entry(cluster_key(cloud, cluster))
+            .or_insert_with(|| Cluster::without_operator(cloud, cluster));
+        self.changed();
+    }
+
     pub fn has_cluster(&self, cloud: &str, cluster: &str) -> bool {
         self.lock().contains_key(&cluster_key(cloud, cluster))
     }

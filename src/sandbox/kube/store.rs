@@ -103,6 +103,14 @@ impl Cluster {
         c
     }
 
+    /// A cluster without the GPU operator: no gpu-operator namespace, CRD, ClusterPolicy or daemonset.
+    pub fn without_operator(cloud: &str, name: &str) -> Self {
+        let mut c = Cluster::new(cloud, name);
+        let _ = c.delete(kinds::CRDS, "", kinds::CLUSTERPOLICY_CRD, None);
+        let _ = c.delete(kinds::NAMESPACES, "", OPERATOR_NS, None);
+        c
+    }
+
     /// What a fresh cluster with the GPU operator chart installed holds.
     fn seed(&mut self) {
         for ns in [
@@ -1593,5 +1601,204 @@ impl FieldReq {
             _ => String::new(),
         };
         (have == self.value) != self.negate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(m: &str) -> WriteCtx<'_> {
+        WriteCtx {
+            manager: m,
+            apply: None,
+        }
+    }
+
+    fn cp_apply(spec: Value) -> Value {
+        json!({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": CLUSTER_POLICY}, "spec": spec})
+    }
+
+    #[test]
+    fn apply_owns_removes_and_prunes() {
+        let mut c = Cluster::new("aks", "t");
+        let p = kinds::CLUSTERPOLICIES;
+        let v = c
+            .apply(
+                p,
+                "",
+                CLUSTER_POLICY,
+                cp_apply(json!({"devicePlugin": {"config": {"name": "cm", "default": "all"}}})),
+                "fracgpu",
+                false,
+            )
+            .unwrap();
+        assert_eq!(
+            v["spec"]["devicePlugin"]["config"],
+            json!({"name": "cm", "default": "all"})
+        );
+        assert_eq!(v["spec"]["devicePlugin"]["enabled"], true);
+        let mine = managed_entries(&v)
+            .into_iter()
+            .find(|e| e.manager == "fracgpu")
+            .unwrap();
+        assert_eq!(mine.operation, "Apply");
+        assert_eq!(mine.fields.len(), 2);
+        // Applying an empty configuration gives the fields up: removed, and the empty map with them.
+        let v = c
+            .apply(p, "", CLUSTER_POLICY, cp_apply(json!({})), "fracgpu", false)
+            .unwrap();
+        assert!(v["spec"]["devicePlugin"].get("config").is_none(), "{v}");
+        assert_eq!(
+            v["spec"]["devicePlugin"]["enabled"], true,
+            "helm's fields stay"
+        );
+        assert!(managed_entries(&v).iter().all(|e| e.manager != "fracgpu"));
+    }
+
+    #[test]
+    fn updates_steal_fields_and_apply_conflicts_until_forced() {
+        let mut c = Cluster::new("aks", "t");
+        let p = kinds::CLUSTERPOLICIES;
+        c.apply(
+            p,
+            "",
+            CLUSTER_POLICY,
+            cp_apply(json!({"devicePlugin": {"config": {"name": "cm"}}})),
+            "fracgpu",
+            false,
+        )
+        .unwrap();
+        c.patch(
+            p,
+            "",
+            CLUSTER_POLICY,
+            PatchType::Merge,
+            &json!({"spec": {"devicePlugin": {"config": {"name": "other"}}}}),
+            &ctx("kubectl-patch"),
+        )
+        .unwrap();
+        let same = c.apply(
+            p,
+            "",
+            CLUSTER_POLICY,
+            cp_apply(json!({"devicePlugin": {"config": {"name": "other"}}})),
+            "fracgpu",
+            false,
+        );
+        assert!(same.is_ok(), "same value: shared ownership, no conflict");
+        let e = c
+            .apply(
+                p,
+                "",
+                CLUSTER_POLICY,
+                cp_apply(json!({"devicePlugin": {"config": {"name": "cm"}}})),
+                "fracgpu",
+                false,
+            )
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (409, "Conflict"));
+        assert!(
+            e.message.contains("\"kubectl-patch\"")
+                && e.message.contains(".spec.devicePlugin.config.name"),
+            "{}",
+            e.message
+        );
+        let v = c
+            .apply(
+                p,
+                "",
+                CLUSTER_POLICY,
+                cp_apply(json!({"devicePlugin": {"config": {"name": "cm"}}})),
+                "fracgpu",
+                true,
+            )
+            .unwrap();
+        assert_eq!(v["spec"]["devicePlugin"]["config"]["name"], "cm");
+        let theirs = managed_entries(&v)
+            .into_iter()
+            .find(|e| e.manager == "kubectl-patch");
+        assert!(theirs.is_none_or(|e| !e.fields.contains(&vec![
+            "spec".to_string(),
+            "devicePlugin".into(),
+            "config".into(),
+            "name".into()
+        ])));
+    }
+
+    #[test]
+    fn generation_resource_version_and_restart() {
+        let mut c = Cluster::new("eks", "t");
+        let ds = c
+            .get(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+            .unwrap();
+        let g = ds["metadata"]["generation"].as_i64().unwrap();
+        let rv0 = c.rv;
+        let v = c
+            .patch(
+                kinds::DAEMONSETS,
+                OPERATOR_NS,
+                DEVICE_PLUGIN_DS,
+                PatchType::Merge,
+                &json!({"metadata": {"labels": {"x": "y"}}}),
+                &ctx("t"),
+            )
+            .unwrap();
+        assert_eq!(
+            v["metadata"]["generation"].as_i64(),
+            Some(g),
+            "labels are not spec"
+        );
+        assert!(c.rv > rv0);
+        let v = c.patch(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS, PatchType::Strategic,
+            &json!({"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "now"}}}}}), &ctx("t")).unwrap();
+        assert_eq!(v["metadata"]["generation"].as_i64(), Some(g + 1));
+        let ds = c
+            .get(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+            .unwrap();
+        assert_eq!(ds["status"]["observedGeneration"].as_i64(), Some(g + 1));
+        // Status through the main resource is ignored.
+        let v = c
+            .patch(
+                kinds::DAEMONSETS,
+                OPERATOR_NS,
+                DEVICE_PLUGIN_DS,
+                PatchType::Merge,
+                &json!({"status": {"numberReady": 99}}),
+                &ctx("t"),
+            )
+            .unwrap();
+        assert_ne!(v["status"]["numberReady"], 99);
+    }
+
+    #[test]
+    fn bare_cluster_has_no_operator() {
+        let c = Cluster::without_operator("aks", "bare");
+        assert!(!c.crd_present());
+        assert!(c.get(kinds::NAMESPACES, "", OPERATOR_NS).is_err());
+        assert!(c.get(kinds::NAMESPACES, "", "default").is_ok());
+        assert!(c.get(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY).is_err());
+    }
+
+    #[test]
+    fn node_names_look_like_the_clouds() {
+        let aks = node_names("aks", "c", "gpu", 2);
+        assert!(
+            aks[0].starts_with("aks-gpu-")
+                && aks[0].ends_with("-vmss000000")
+                && aks[1].ends_with("-vmss000001"),
+            "{aks:?}"
+        );
+        let gke = node_names("gke", "sandbox-gke", "pool", 1);
+        assert!(
+            gke[0].starts_with("gke-sandbox-gke-pool-")
+                && gke[0].len() == "gke-sandbox-gke-pool-".len() + 13,
+            "{gke:?}"
+        );
+        let eks = node_names("eks", "c", "ng", 300);
+        assert!(eks[0].starts_with("ip-10-") && eks[0].ends_with(".ec2.internal"));
+        let unique: BTreeSet<&String> = eks.iter().collect();
+        assert_eq!(unique.len(), 300);
+        assert_eq!(node_names("aks", "c", "gpu", 2), aks, "stable");
     }
 }
