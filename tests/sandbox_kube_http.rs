@@ -1077,6 +1077,16 @@ fn api_semantics_discovery_versions_and_persistence() {
         items(&srv.call("GET", "/api/v1/configmaps?labelSelector=tier", None)).len(),
         2
     );
+    // Server-side apply with a YAML body (what a hand-written apply sends).
+    let yaml =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  cfg: |\n    version: v1\n";
+    let r = srv.patch(
+        "/api/v1/namespaces/default/configmaps/y?fieldManager=me",
+        "application/apply-patch+yaml",
+        yaml,
+    );
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert_eq!(r.body["data"]["cfg"], "version: v1\n");
     // Dry run persists nothing.
     let dry = srv.call(
         "POST",
@@ -1565,6 +1575,26 @@ fn bad_requests_answer_with_status_objects() {
             400,
             "BadRequest",
             "invalid resource version: abc",
+        ),
+        bad(
+            "delete a protected namespace",
+            "DELETE",
+            "/api/v1/namespaces/kube-system",
+            "",
+            Value::Null,
+            403,
+            "Forbidden",
+            "this namespace may not be deleted",
+        ),
+        bad(
+            "apply body that is neither JSON nor YAML",
+            "PATCH",
+            &format!("{cms}/exists?fieldManager=tf"),
+            apply,
+            Value::String("kind: [unclosed".into()),
+            400,
+            "BadRequest",
+            "cannot be handled as a ConfigMap",
         ),
         bad(
             "delete collection",

@@ -521,6 +521,15 @@ impl Cluster {
         name: &str,
         precondition_rv: Option<&str>,
     ) -> Result<Value, ApiError> {
+        if kind == kinds::NAMESPACES && ["default", "kube-system", "kube-public"].contains(&name) {
+            // The namespace lifecycle admission plugin protects these.
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            )
+            .with_details(json!({"name": name, "kind": "namespaces"})));
+        }
         let old = self.get(kind, ns, name)?;
         if let Some(rv) = precondition_rv
             && Some(rv) != meta_str(&old, "resourceVersion")
