@@ -299,8 +299,30 @@ fn kubectl_time_slicing_twin_scenario() {
         allocatable(&items[0], "nvidia.com/gpu").as_deref(),
         Some("1")
     );
-    let table = k.ok(&["get", "nodes"]);
-    assert!(table.contains(&name), "{table}");
+    // Server-side printing: the columns kubectl users know.
+    let table = k.ok(&["get", "nodes", "-L", "nvidia.com/gpu.replicas"]);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "GPU.REPLICAS"],
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&name) && l.contains(" Ready ") && l.trim_end().ends_with(" 1")),
+        "{table}"
+    );
+    let described = k.ok(&["describe", "node", &name]);
+    assert!(
+        described.contains("nvidia.com/gpu:") && described.contains("Non-terminated Pods:"),
+        "{described}"
+    );
 
     // NVIDIA's documented steps: the ConfigMap from a file, then point the ClusterPolicy at it.
     let file = k.dir().join("time-sliced-10");
@@ -1269,7 +1291,7 @@ fn bad_requests_answer_with_status_objects() {
         bad(
             "unknown resource",
             "GET",
-            "/api/v1/pods",
+            "/api/v1/services",
             "",
             Value::Null,
             404,
@@ -1595,6 +1617,16 @@ fn bad_requests_answer_with_status_objects() {
             400,
             "BadRequest",
             "cannot be handled as a ConfigMap",
+        ),
+        bad(
+            "create a pod (the sandbox runs no workloads)",
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            j,
+            json!({"metadata": {"name": "p"}}),
+            405,
+            "MethodNotAllowed",
+            "does not allow this method",
         ),
         bad(
             "delete collection",

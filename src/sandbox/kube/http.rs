@@ -4,6 +4,7 @@ use super::KubeApi;
 use super::kinds::{self, Kind};
 use super::status::ApiError;
 use super::store::{FieldReq, PatchType, Selector, WriteCtx};
+use super::table;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
@@ -336,7 +337,14 @@ fn resource(
     if kind.namespaced && ns.is_none() && name.is_some() {
         return Err(ApiError::no_such_path());
     }
+    if kind.read_only && *method != Method::GET {
+        return Err(ApiError::method_not_allowed(method.as_str()));
+    }
     let ns_str = ns.unwrap_or_default();
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
     let dry_run = query.get("dryRun").is_some_and(|d| d == "All");
     let manager = field_manager(query, headers);
     let ctx = WriteCtx {
@@ -364,12 +372,32 @@ fn resource(
             let v = api
                 .with_cluster(cloud, cluster, |c| c.list(kind, ns, &sel, &fields))
                 .ok_or_else(ApiError::no_such_path)?;
+            if table::wants_table(accept) {
+                let items = v["items"].as_array().cloned().unwrap_or_default();
+                return Ok((
+                    200,
+                    table::table(
+                        kind,
+                        &items,
+                        v["metadata"]["resourceVersion"]
+                            .as_str()
+                            .unwrap_or_default(),
+                    ),
+                ));
+            }
             Ok((200, v))
         }
         (Method::GET, Some(n)) => {
             let v = api
                 .with_cluster(cloud, cluster, |c| c.get(kind, ns_str, n))
                 .ok_or_else(ApiError::no_such_path)??;
+            if table::wants_table(accept) && sub.is_none() {
+                let rv = v["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                return Ok((200, table::table(kind, &[v], &rv)));
+            }
             Ok((200, v))
         }
         (Method::POST, None) => {

@@ -15,6 +15,9 @@ pub struct Kind {
     pub status_subresource: bool,
     /// A PUT without metadata.resourceVersion is accepted (false for custom resources).
     pub unconditional_update: bool,
+    /// Served for reading only, always empty: the sandbox runs no workloads, but `kubectl describe node`
+    /// lists a node's pods and events.
+    pub read_only: bool,
 }
 
 impl Kind {
@@ -41,8 +44,9 @@ impl Kind {
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            "verbs": if self.read_only { json!(["get", "list", "watch"]) } else { json!(["create", "delete", "get", "list", "patch", "update", "watch"]) },
             "shortNames": self.short_names,
+            "categories": if self.kind == "DaemonSet" || self.kind == "Pod" { json!(["all"]) } else { json!([]) },
         })
     }
 }
@@ -57,6 +61,7 @@ pub const NAMESPACES: Kind = Kind {
     short_names: &["ns"],
     status_subresource: true,
     unconditional_update: true,
+    read_only: false,
 };
 pub const CONFIGMAPS: Kind = Kind {
     group: "",
@@ -68,6 +73,7 @@ pub const CONFIGMAPS: Kind = Kind {
     short_names: &["cm"],
     status_subresource: false,
     unconditional_update: true,
+    read_only: false,
 };
 pub const SECRETS: Kind = Kind {
     group: "",
@@ -79,6 +85,7 @@ pub const SECRETS: Kind = Kind {
     short_names: &[],
     status_subresource: false,
     unconditional_update: true,
+    read_only: false,
 };
 pub const NODES: Kind = Kind {
     group: "",
@@ -90,6 +97,7 @@ pub const NODES: Kind = Kind {
     short_names: &["no"],
     status_subresource: true,
     unconditional_update: true,
+    read_only: false,
 };
 pub const DAEMONSETS: Kind = Kind {
     group: "apps",
@@ -101,6 +109,7 @@ pub const DAEMONSETS: Kind = Kind {
     short_names: &["ds"],
     status_subresource: true,
     unconditional_update: true,
+    read_only: false,
 };
 pub const CLUSTERPOLICIES: Kind = Kind {
     group: "nvidia.com",
@@ -112,6 +121,7 @@ pub const CLUSTERPOLICIES: Kind = Kind {
     short_names: &[],
     status_subresource: true,
     unconditional_update: false,
+    read_only: false,
 };
 pub const CRDS: Kind = Kind {
     group: "apiextensions.k8s.io",
@@ -123,13 +133,41 @@ pub const CRDS: Kind = Kind {
     short_names: &["crd", "crds"],
     status_subresource: true,
     unconditional_update: true,
+    read_only: false,
 };
 
-pub const ALL: [Kind; 7] = [
+pub const PODS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "pods",
+    singular: "pod",
+    kind: "Pod",
+    namespaced: true,
+    short_names: &["po"],
+    status_subresource: true,
+    unconditional_update: true,
+    read_only: true,
+};
+pub const EVENTS: Kind = Kind {
+    group: "",
+    version: "v1",
+    plural: "events",
+    singular: "event",
+    kind: "Event",
+    namespaced: true,
+    short_names: &["ev"],
+    status_subresource: false,
+    unconditional_update: true,
+    read_only: true,
+};
+
+pub const ALL: [Kind; 9] = [
     NAMESPACES,
     CONFIGMAPS,
     SECRETS,
     NODES,
+    PODS,
+    EVENTS,
     DAEMONSETS,
     CLUSTERPOLICIES,
     CRDS,

@@ -26,6 +26,7 @@ mod patch;
 mod proto;
 mod status;
 mod store;
+mod table;
 mod tls;
 pub mod twin;
 mod util;

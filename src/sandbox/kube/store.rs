@@ -1587,6 +1587,12 @@ impl FieldReq {
                 "metadata.namespace" => "/metadata/namespace",
                 "type" if kind == kinds::SECRETS => "/type",
                 "spec.unschedulable" if kind == kinds::NODES => "/spec/unschedulable",
+                "spec.nodeName" if kind == kinds::PODS => "/spec/nodeName",
+                "status.phase" if kind == kinds::PODS => "/status/phase",
+                "involvedObject.kind" if kind == kinds::EVENTS => "/involvedObject/kind",
+                "involvedObject.name" if kind == kinds::EVENTS => "/involvedObject/name",
+                "involvedObject.namespace" if kind == kinds::EVENTS => "/involvedObject/namespace",
+                "involvedObject.uid" if kind == kinds::EVENTS => "/involvedObject/uid",
                 other => {
                     return Err(ApiError::bad_request(format!(
                         "field label not supported: {other}"
