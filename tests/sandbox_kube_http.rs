@@ -1619,6 +1619,16 @@ fn bad_requests_answer_with_status_objects() {
             "cannot be handled as a ConfigMap",
         ),
         bad(
+            "spec that is not an object",
+            "PUT",
+            "/api/v1/nodes/any",
+            j,
+            json!({"metadata": {"name": "any"}, "spec": "x"}),
+            400,
+            "BadRequest",
+            "spec must be an object",
+        ),
+        bad(
             "create a pod (the sandbox runs no workloads)",
             "POST",
             "/api/v1/namespaces/default/pods",

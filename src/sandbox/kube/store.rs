@@ -275,11 +275,21 @@ impl Cluster {
                 )));
             }
         }
-        if body
-            .get("metadata")
-            .is_some_and(|m| !m.is_object() && !m.is_null())
-        {
-            return Err(ApiError::bad_request("metadata must be an object"));
+        // The typed decoder of the real server rejects these shapes before anything else looks at them.
+        for f in [
+            "metadata",
+            "spec",
+            "status",
+            "data",
+            "binaryData",
+            "stringData",
+        ] {
+            if body.get(f).is_some_and(|m| !m.is_object() && !m.is_null()) {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: {f} must be an object",
+                    kind.kind, kind.version, kind.kind
+                )));
+            }
         }
         body["kind"] = json!(kind.kind);
         body["apiVersion"] = json!(kind.api_version());
@@ -1793,6 +1803,71 @@ mod tests {
         assert!(c.get(kinds::NAMESPACES, "", OPERATOR_NS).is_err());
         assert!(c.get(kinds::NAMESPACES, "", "default").is_ok());
         assert!(c.get(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY).is_err());
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z./-]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("metadata".to_string()),
+                        Just("spec".to_string()),
+                        Just("data".to_string()),
+                        Just("labels".to_string()),
+                        Just("name".to_string()),
+                        Just("status".to_string()),
+                        Just("template".to_string()),
+                        "[a-z.$/]{1,6}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Whatever arrives, every verb answers (Ok or a Status error) and the twin keeps working.
+        #[test]
+        fn arbitrary_bodies_never_panic(body in arb_json(), patch in arb_json()) {
+            let mut c = Cluster::new("eks", "fuzz");
+            let pool = crate::sandbox::kube::PoolNodes {
+                cloud: "eks", cluster: "fuzz".into(), pool: "ng".into(), node_count: 1, labels: BTreeMap::new(), taints: vec![],
+                gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()), gpus_per_node: 8, gpu_memory_mib: 40960,
+                mig_profile: None, mig_instances_per_gpu: 0, gke_sharing: None,
+            };
+            c.pool_changed(&pool);
+            let node = node_names("eks", "fuzz", "ng", 1).remove(0);
+            for kind in kinds::ALL {
+                let ns = if kind.namespaced { OPERATOR_NS } else { "" };
+                let name = match kind {
+                    k if k == kinds::NODES => node.as_str(),
+                    k if k == kinds::DAEMONSETS => DEVICE_PLUGIN_DS,
+                    k if k == kinds::CLUSTERPOLICIES => CLUSTER_POLICY,
+                    _ => "x",
+                };
+                let _ = c.create(kind, ns, body.clone(), &ctx("fuzz"));
+                let _ = c.replace(kind, ns, name, body.clone(), &ctx("fuzz"));
+                for t in [PatchType::Merge, PatchType::Json, PatchType::Strategic] {
+                    let _ = c.patch(kind, ns, name, t, &patch, &ctx("fuzz"));
+                }
+                let _ = c.apply(kind, ns, name, patch.clone(), "fuzz", false);
+                let _ = c.apply(kind, ns, name, body.clone(), "fuzz", true);
+            }
+            c.pool_changed(&pool);
+            proptest::prop_assert!(c.get(kinds::NODES, "", &node).is_ok() || c.twins.is_empty());
+        }
     }
 
     #[test]
