@@ -1172,6 +1172,19 @@ fn api_semantics_discovery_versions_and_persistence() {
         Some(json!("z"))
     );
     assert!(other.restore(&json!({"clusters": 3})).is_err());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let written = srv
+        .api
+        .write_kubeconfigs(dir.path(), &srv.base)
+        .expect("kubeconfigs");
+    assert_eq!(written.len(), 3);
+    let aks = written.iter().find(|(c, _, _)| c == "aks").expect("aks");
+    assert!(aks.2.ends_with("aks-sandbox-aks.kubeconfig"));
+    assert!(
+        std::fs::read_to_string(&aks.2)
+            .expect("read")
+            .contains(&srv.token("aks", "sandbox-aks"))
+    );
     assert!(
         srv.api
             .kubeconfig("aks", "sandbox-aks", &srv.base)

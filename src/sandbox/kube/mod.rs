@@ -205,6 +205,30 @@ impl KubeApi {
         )
     }
 
+    /// Writes `{cloud}-{cluster}.kubeconfig` for every cluster into `dir` (mode 0600, atomically: a
+    /// temporary file renamed into place) and returns (cloud, cluster, path) for each.
+    pub fn write_kubeconfigs(
+        &self,
+        dir: &std::path::Path,
+        base_url: &str,
+    ) -> std::io::Result<Vec<(String, String, std::path::PathBuf)>> {
+        std::fs::create_dir_all(dir)?;
+        let mut out = Vec::new();
+        for (cloud, cluster) in self.clusters() {
+            let path = dir.join(format!("{cloud}-{cluster}.kubeconfig"));
+            let tmp = dir.join(format!(".{cloud}-{cluster}.kubeconfig.tmp"));
+            std::fs::write(&tmp, self.kubeconfig(&cloud, &cluster, base_url))?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+            }
+            std::fs::rename(&tmp, &path)?;
+            out.push((cloud, cluster, path));
+        }
+        Ok(out)
+    }
+
     /// The sandbox CA that signs the API servers' certificate (PEM).
     pub fn ca_pem(&self) -> String {
         self.tls.lock().unwrap_or_else(|p| p.into_inner()).ca_pem()
