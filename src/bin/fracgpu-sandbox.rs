@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use fracgpu::sandbox::{Config, Sandbox};
+use fracgpu::sandbox::Config;
 
 const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
 
@@ -114,10 +114,9 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         state_file: args.state.clone(),
         ..Config::default()
     };
-    let sandbox = Sandbox::open(config)?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
-    let addr = listener.local_addr()?;
-    let base = format!("http://{addr}");
+    let stack = fracgpu::sandbox::stack::Stack::start(config, args.port).await?;
+    let sandbox = &stack.sandbox;
+    let base = stack.cloud_url();
     println!(
         "fracgpu-sandbox listening on {base} (operations take {}s)",
         args.op_seconds
@@ -135,15 +134,21 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "  EKS            : {base}/clusters/sandbox-eks/node-groups   (AWS_ENDPOINT_URL_EKS={base}, region us-east-1)"
     );
     println!("  control        : {base}/_sandbox/inventory  {base}/_sandbox/faults");
-    for c in sandbox.inventory()["clusters"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    println!(
+        "  Kubernetes     : {}/k8s/<cloud>/<cluster>  (HTTPS, sandbox CA in each kubeconfig)",
+        stack.kube_url()
+    );
+    let kube_dir = args
+        .state
+        .as_ref()
+        .and_then(|s| s.parent().map(|d| d.join("kubeconfigs")))
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("fracgpu-sandbox-{}", stack.cloud_addr.port()))
+        });
+    for (cloud, cluster, path) in stack.write_kubeconfigs(&kube_dir)? {
         println!(
-            "  cluster        : {} {}",
-            c["cloud"].as_str().unwrap_or(""),
-            c["name"].as_str().unwrap_or("")
+            "  cluster        : {cloud} {cluster}   kubeconfig {}",
+            path.display()
         );
     }
     if let Some(s) = &args.state {
@@ -152,9 +157,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.demo {
         println!("{}", serde_json::to_string_pretty(&sandbox.inventory())?);
     }
-    axum::serve(listener, sandbox.router())
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    shutdown().await;
     println!("fracgpu-sandbox: stopped");
     Ok(())
 }

@@ -22,7 +22,9 @@ pub mod catalog;
 pub mod eks;
 pub mod faults;
 pub mod gke;
+pub mod kube;
 pub mod nodes;
+pub mod stack;
 mod util;
 
 use std::path::{Path, PathBuf};
@@ -116,14 +118,6 @@ impl ClusterSpec {
             },
         ]
     }
-}
-
-fn default_subscription() -> String {
-    DEFAULT_SUBSCRIPTION.into()
-}
-
-fn default_azure_location() -> String {
-    "eastus".into()
 }
 
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
