@@ -7,15 +7,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use fracgpu::sandbox::{Config, Sandbox};
+use fracgpu::sandbox::Config;
 
-const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE]\n       fracgpu-sandbox demo [same flags]";
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
 
 struct Args {
     demo: bool,
     port: u16,
     op_seconds: f64,
     state: Option<PathBuf>,
+    clusters: Option<PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -31,6 +32,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         port: 8787,
         op_seconds: 2.0,
         state: None,
+        clusters: None,
     };
     while let Some(flag) = it.next() {
         let (flag, inline) = match flag.split_once('=') {
@@ -53,6 +55,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 a.op_seconds = v;
             }
             "--state" => a.state = Some(PathBuf::from(value()?)),
+            "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
         }
     }
@@ -98,15 +101,22 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let mut clusters = fracgpu::sandbox::ClusterSpec::defaults();
+    if let Some(path) = &args.clusters {
+        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let extra: Vec<fracgpu::sandbox::ClusterSpec> = serde_json::from_slice(&text)
+            .map_err(|e| format!("{}: not a JSON list of clusters: {e}", path.display()))?;
+        clusters.extend(extra);
+    }
     let config = Config {
+        clusters,
         op_time: Duration::from_secs_f64(args.op_seconds),
         state_file: args.state.clone(),
         ..Config::default()
     };
-    let sandbox = Sandbox::open(config)?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
-    let addr = listener.local_addr()?;
-    let base = format!("http://{addr}");
+    let stack = fracgpu::sandbox::stack::Stack::start(config, args.port).await?;
+    let sandbox = &stack.sandbox;
+    let base = stack.cloud_url();
     println!(
         "fracgpu-sandbox listening on {base} (operations take {}s)",
         args.op_seconds
@@ -124,15 +134,30 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "  EKS            : {base}/clusters/sandbox-eks/node-groups   (AWS_ENDPOINT_URL_EKS={base}, region us-east-1)"
     );
     println!("  control        : {base}/_sandbox/inventory  {base}/_sandbox/faults");
+    println!(
+        "  Kubernetes     : {}/k8s/<cloud>/<cluster>  (HTTPS, sandbox CA in each kubeconfig)",
+        stack.kube_url()
+    );
+    let kube_dir = args
+        .state
+        .as_ref()
+        .and_then(|s| s.parent().map(|d| d.join("kubeconfigs")))
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("fracgpu-sandbox-{}", stack.cloud_addr.port()))
+        });
+    for (cloud, cluster, path) in stack.write_kubeconfigs(&kube_dir)? {
+        println!(
+            "  cluster        : {cloud} {cluster}   kubeconfig {}",
+            path.display()
+        );
+    }
     if let Some(s) = &args.state {
         println!("  state file     : {}", s.display());
     }
     if args.demo {
         println!("{}", serde_json::to_string_pretty(&sandbox.inventory())?);
     }
-    axum::serve(listener, sandbox.router())
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    shutdown().await;
     println!("fracgpu-sandbox: stopped");
     Ok(())
 }

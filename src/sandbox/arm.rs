@@ -34,6 +34,9 @@ pub struct AksWorld {
     pub ops: BTreeMap<String, ArmOp>,
     /// Access tokens the token endpoint issued (kept across restarts so clients' cached tokens stay valid).
     pub tokens: BTreeSet<String>,
+    /// Unfinished operations by (deadline, id), so settling looks only at what is due.
+    #[serde(default)]
+    pub pending: BTreeSet<(u64, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -110,6 +113,10 @@ pub struct PoolProps {
 }
 
 impl AksWorld {
+    pub fn has_cluster(&self, sub: &str, rg: &str, name: &str) -> bool {
+        self.clusters.contains_key(&cluster_key(sub, rg, name))
+    }
+
     pub fn add_cluster(&mut self, sub: &str, rg: &str, name: &str, location: &str) {
         let c = AksCluster {
             subscription: sub.into(),
@@ -123,8 +130,15 @@ impl AksWorld {
 
     pub(crate) fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let mut changed = false;
-        for op in self.ops.values_mut() {
-            if op.end.is_some() || op.deadline > now {
+        while let Some((deadline, id)) = self.pending.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_first();
+            let Some(op) = self.ops.get_mut(&id) else {
+                continue;
+            };
+            if op.end.is_some() {
                 continue;
             }
             changed = true;
@@ -274,17 +288,16 @@ pub(crate) fn valid_label_key(k: &str) -> bool {
         Some((p, n)) => (Some(p), n),
         None => (None, k),
     };
-    if let Some(p) = prefix {
-        if p.is_empty()
+    if let Some(p) = prefix
+        && (p.is_empty()
             || p.len() > 253
             || !p.split('.').all(|l| {
                 !l.is_empty()
                     && l.bytes()
                         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            })
-        {
-            return false;
-        }
+            }))
+    {
+        return false;
     }
     !name.is_empty() && valid_label_value(name)
 }
@@ -348,9 +361,16 @@ pub fn error_body(code: &str, message: &str) -> Value {
 /// except the secret "invalid", so tests can exercise the failure path.
 pub async fn token(
     State(sb): State<Sandbox>,
+    method: Method,
     axum::extract::Path(tenant): axum::extract::Path<String>,
     body: Bytes,
 ) -> Response {
+    if method != Method::POST {
+        return json_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &json!({"error": "invalid_request", "error_description": "AADSTS900561: The endpoint only accepts POST requests.", "error_codes": [900561]}),
+        );
+    }
     let form = parse_pairs(&String::from_utf8_lossy(&body), true);
     let get = |k: &str| {
         form.iter()
@@ -888,8 +908,11 @@ fn valid_pool_name(name: &str, windows: bool) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
-/// Parse and validate a PUT body into properties. `existing` is the pool being updated, whose values
-/// fill in omitted immutable fields (as `az aks nodepool update` relies on).
+/// Parse and validate a PUT body into properties. `existing` is the pool being updated: its values
+/// fill in an omitted vmSize, osType, osSKU, count, mode and orchestratorVersion (clients send the
+/// pool they read back, but a partial PUT must not resize or re-image a pool by accident), and the
+/// other immutable properties keep their value when omitted too; the remaining properties follow
+/// PUT's replace semantics (omitted labels and taints are cleared).
 fn parse_props(
     name: &str,
     body: &[u8],
@@ -967,8 +990,9 @@ fn parse_props(
     })?;
     let vm_size = machine.name.to_string();
     let mode = enum_field(o, "mode", &["System", "User", "Gateway"])?
-        .unwrap_or("User")
-        .to_string();
+        .map(str::to_string)
+        .or_else(|| existing.map(|e| e.mode.clone()))
+        .unwrap_or_else(|| "User".into());
     let enable_auto_scaling = bool_field(o, "enableAutoScaling")?.unwrap_or(false);
     let count = int_field(o, "count")?;
     let min_count = int_field(o, "minCount")?;
@@ -1001,7 +1025,11 @@ fn parse_props(
                 format!("minCount ({min}) must be less than or equal to maxCount ({max})."),
             ));
         }
-        let c = count.unwrap_or(min);
+        // An omitted count keeps the current size when it fits the new range.
+        let current = existing
+            .map(|e| e.count)
+            .filter(|c| (min..=max).contains(c));
+        let c = count.or(current).unwrap_or(min);
         if c < min || c > max {
             return Err(invalid(
                 "properties.count",
@@ -1018,7 +1046,7 @@ fn parse_props(
                 "minCount and maxCount can only be set when enableAutoScaling is true.",
             ));
         }
-        count.unwrap_or(1)
+        count.unwrap_or(existing.map_or(1, |e| e.count))
     };
     if mode == "System" {
         if windows {
@@ -1088,15 +1116,16 @@ fn parse_props(
     }
     let mut spot_max_price = spot_max_price;
     if spot {
-        if let Some(p) = spot_max_price {
-            if p != -1.0 && p <= 0.0 {
-                return Err(invalid(
-                    "properties.spotMaxPrice",
-                    format!(
-                        "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price greater than 0."
-                    ),
-                ));
-            }
+        if let Some(p) = spot_max_price
+            && p != -1.0
+            && p <= 0.0
+        {
+            return Err(invalid(
+                "properties.spotMaxPrice",
+                format!(
+                    "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price greater than 0."
+                ),
+            ));
         }
         if mode == "System" {
             return Err(invalid(
@@ -1190,7 +1219,7 @@ fn parse_props(
         ));
     }
     let tags = string_map(o, "tags")?;
-    Ok(PoolProps {
+    let mut props = PoolProps {
         vm_size,
         count,
         enable_auto_scaling,
@@ -1212,13 +1241,47 @@ fn parse_props(
         max_pods: max_pods as u32,
         availability_zones,
         tags,
-    })
+    };
+    // Immutable properties a client leaves out keep their value instead of reading as a change.
+    if let Some(e) = existing {
+        let given = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
+        if !given("osDiskSizeGB") {
+            props.os_disk_size_gb = e.os_disk_size_gb;
+        }
+        if !given("scaleSetPriority") {
+            props.scale_set_priority = e.scale_set_priority.clone();
+        }
+        if !given("scaleSetEvictionPolicy") {
+            props.scale_set_eviction_policy = e.scale_set_eviction_policy.clone();
+        }
+        if !given("spotMaxPrice") {
+            props.spot_max_price = e.spot_max_price;
+        }
+        if !given("gpuInstanceProfile") {
+            props.gpu_instance_profile = e.gpu_instance_profile.clone();
+        }
+        if !given("gpuProfile") {
+            props.gpu_driver = e.gpu_driver.clone();
+        }
+        if !given("maxPods") {
+            props.max_pods = e.max_pods;
+        }
+        if !given("availabilityZones") {
+            props.availability_zones = e.availability_zones.clone();
+        }
+    }
+    Ok(props)
 }
 
 /// Fields AKS refuses to change on an existing pool ("PropertyChangeNotAllowed"); azurerm replaces
 /// the pool when one of them changes.
 fn immutable_changes(old: &PoolProps, new: &PoolProps) -> Option<(&'static str, String, String)> {
-    let checks: [(&'static str, String, String); 9] = [
+    let checks: [(&'static str, String, String); 10] = [
+        (
+            "gpuProfile.driver",
+            format!("{:?}", old.gpu_driver),
+            format!("{:?}", new.gpu_driver),
+        ),
         ("vmSize", old.vm_size.clone(), new.vm_size.clone()),
         ("osType", old.os_type.clone(), new.os_type.clone()),
         (
@@ -1281,12 +1344,12 @@ fn async_headers(
     )) {
         h.insert("azure-asyncoperation", v);
     }
-    if location {
-        if let Ok(v) = HeaderValue::from_str(&format!(
+    if location
+        && let Ok(v) = HeaderValue::from_str(&format!(
             "{prefix}/operationresults/{op}?api-version={api_version}"
-        )) {
-            h.insert("location", v);
-        }
+        ))
+    {
+        h.insert("location", v);
     }
     h.insert("retry-after", HeaderValue::from(retry));
 }
@@ -1298,6 +1361,7 @@ fn new_op(w: &mut World, ctx: &mut Ctx, key: &str, pool: &str, kind: OpKind) -> 
         fastrand::u64(..) & 0xffff_ffff_ffff
     );
     let deadline = ctx.deadline();
+    w.aks.pending.insert((deadline, id.clone()));
     w.aks.ops.insert(
         id.clone(),
         ArmOp {
@@ -1337,8 +1401,8 @@ fn put_pool(
         let key = cluster_key(sub, rg, cluster);
         let c = find_cluster(w, sub, rg, cluster)?;
         let existing = c.pools.get(name).cloned();
-        if let Some(p) = &existing {
-            if let Some(pending) = &p.pending {
+        if let Some(p) = &existing
+            && let Some(pending) = &p.pending {
                 let what = match pending.kind {
                     OpKind::Create => "creating",
                     OpKind::Update => "updating",
@@ -1350,10 +1414,9 @@ fn put_pool(
                     format!("Operation is not allowed because there's an in progress {what} agent pool operation on agent pool '{name}'. Please wait for it to finish before starting a new operation."),
                 ));
             }
-        }
         let props = parse_props(name, body, existing.as_ref().map(|p| &p.props))?;
-        if let Some(old) = &existing {
-            if let Some((field, a, b)) = immutable_changes(&old.props, &props) {
+        if let Some(old) = &existing
+            && let Some((field, a, b)) = immutable_changes(&old.props, &props) {
                 return Err(ArmError {
                     status: StatusCode::BAD_REQUEST,
                     code: "PropertyChangeNotAllowed",
@@ -1361,7 +1424,6 @@ fn put_pool(
                     target: Some(field.into()),
                 });
             }
-        }
         let (kind, status, state) = if existing.is_some() { (OpKind::Update, StatusCode::OK, "Updating") } else { (OpKind::Create, StatusCode::CREATED, "Creating") };
         let pending = new_op(w, ctx, &key, name, kind);
         let op = pending.op.clone();
@@ -1392,15 +1454,14 @@ fn delete_pool(
             // ARM DELETE is idempotent: a missing resource is 204.
             return Ok(Response::builder().status(StatusCode::NO_CONTENT).body(axum::body::Body::empty()).unwrap_or_default());
         };
-        if let Some(pending) = &p.pending {
-            if pending.kind == OpKind::Delete {
+        if let Some(pending) = &p.pending
+            && pending.kind == OpKind::Delete {
                 let op = pending.op.clone();
                 let deadline = pending.deadline;
                 let mut r = Response::builder().status(StatusCode::ACCEPTED).body(axum::body::Body::empty()).unwrap_or_default();
                 async_headers(&mut r, base, c, &op, api_version, retry_after_secs(ctx.now, deadline), true);
                 return Ok(r);
             }
-        }
         if p.props.mode == "System" && !c.pools.values().any(|o| o.name != name && o.props.mode == "System") {
             return Err(err(StatusCode::BAD_REQUEST, "OperationNotAllowed", format!("Cannot delete agent pool '{name}': it is the last System mode agent pool of the cluster.")));
         }

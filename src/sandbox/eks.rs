@@ -21,6 +21,8 @@ use super::util::{json_response, query_get, segments};
 use super::{AWS_ACCOUNT, Ctx, Sandbox, World};
 
 pub const EKS_VERSION: &str = "1.33";
+/// EKS service quota: nodes per managed node group.
+pub const MAX_NODES: i64 = 450;
 pub const RELEASE_VERSION: &str = "1.33.5-20251120";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -28,6 +30,9 @@ pub struct EksWorld {
     /// Keyed by "region/cluster".
     pub clusters: BTreeMap<String, EksCluster>,
     pub updates: BTreeMap<String, EksUpdate>,
+    /// Node groups with an operation in flight, by (deadline, cluster key, node group).
+    #[serde(default)]
+    pub pending: std::collections::BTreeSet<(u64, String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,61 +123,62 @@ impl EksWorld {
 
     pub(crate) fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let mut changed = false;
-        for c in self.clusters.values_mut() {
-            let due: Vec<String> = c
-                .nodegroups
-                .values()
-                .filter(|n| n.pending.as_ref().is_some_and(|p| p.deadline <= now))
-                .map(|n| n.name.clone())
-                .collect();
-            for name in due {
-                changed = true;
-                let Some(ng) = c.nodegroups.get_mut(&name) else {
-                    continue;
-                };
-                let Some(p) = ng.pending.take() else { continue };
-                ng.modified_at = now;
-                let update = p.update_id.as_ref().and_then(|id| self.updates.get_mut(id));
-                if p.fail {
-                    let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!("Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient {} capacity in the Availability Zone you requested (sandbox fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
-                    match p.kind {
-                        Kind::Create => {
-                            ng.status = "CREATE_FAILED".into();
-                            ng.health_issues = vec![issue];
+        while let Some((deadline, key, name)) = self.pending.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_first();
+            let Some(c) = self.clusters.get_mut(&key) else {
+                continue;
+            };
+            changed = true;
+            let Some(ng) = c.nodegroups.get_mut(&name) else {
+                continue;
+            };
+            let Some(p) = ng.pending.take_if(|p| p.deadline <= now) else {
+                continue;
+            };
+            ng.modified_at = now;
+            let update = p.update_id.as_ref().and_then(|id| self.updates.get_mut(id));
+            if p.fail {
+                let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!("Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient {} capacity in the Availability Zone you requested (sandbox fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
+                match p.kind {
+                    Kind::Create => {
+                        ng.status = "CREATE_FAILED".into();
+                        ng.health_issues = vec![issue];
+                    }
+                    Kind::Update => {
+                        if let Some(prev) = p.previous {
+                            ng.spec = *prev;
                         }
-                        Kind::Update => {
-                            if let Some(prev) = p.previous {
-                                ng.spec = *prev;
-                            }
-                            ng.status = "ACTIVE".into();
-                            if let Some(u) = update {
-                                u.status = "Failed".into();
-                                u.errors = vec![
-                                    json!({"errorCode": "AsgInstanceLaunchFailures", "errorMessage": issue["message"], "resourceIds": issue["resourceIds"]}),
-                                ];
-                            }
-                        }
-                        Kind::Delete => {
-                            ng.status = "DELETE_FAILED".into();
-                            ng.health_issues = vec![issue];
+                        ng.status = "ACTIVE".into();
+                        if let Some(u) = update {
+                            u.status = "Failed".into();
+                            u.errors = vec![
+                                json!({"errorCode": "AsgInstanceLaunchFailures", "errorMessage": issue["message"], "resourceIds": issue["resourceIds"]}),
+                            ];
                         }
                     }
-                    continue;
+                    Kind::Delete => {
+                        ng.status = "DELETE_FAILED".into();
+                        ng.health_issues = vec![issue];
+                    }
                 }
-                if let Some(u) = update {
-                    u.status = "Successful".into();
-                }
-                if p.kind == Kind::Delete {
-                    c.nodegroups.remove(&name);
-                    events.push(NodeEvent::Deleted {
-                        cloud: "eks",
-                        cluster: c.name.clone(),
-                        pool: name,
-                    });
-                } else {
-                    ng.status = "ACTIVE".into();
-                    events.push(NodeEvent::Changed(pool_nodes(&c.name, ng)));
-                }
+                continue;
+            }
+            if let Some(u) = update {
+                u.status = "Successful".into();
+            }
+            if p.kind == Kind::Delete {
+                c.nodegroups.remove(&name);
+                events.push(NodeEvent::Deleted {
+                    cloud: "eks",
+                    cluster: c.name.clone(),
+                    pool: name,
+                });
+            } else {
+                ng.status = "ACTIVE".into();
+                events.push(NodeEvent::Changed(pool_nodes(&c.name, ng)));
             }
         }
         changed
@@ -559,6 +565,11 @@ fn check_scaling(min: i64, max: i64, desired: i64) -> Result<(), AwsError> {
             "Minimum capacity and desired size must be at least 0 and maximum capacity at least 1.",
         ));
     }
+    if max > MAX_NODES {
+        return Err(invalid(format!(
+            "Maximum capacity {max} exceeds the limit of {MAX_NODES} nodes per managed node group."
+        )));
+    }
     if min > max {
         return Err(invalid(format!(
             "Minimum capacity {min} can't be greater than maximum capacity {max}."
@@ -674,12 +685,12 @@ fn parse_create(req: &Map<String, Value>) -> Result<(String, NgSpec, Option<Stri
             "Disk size must be specified within the launch template.",
         ));
     }
-    if let Some(d) = disk_size {
-        if !(1..=16384).contains(&d) {
-            return Err(invalid(format!(
-                "diskSize {d} is invalid: it must be between 1 and 16384 GiB."
-            )));
-        }
+    if let Some(d) = disk_size
+        && !(1..=16384).contains(&d)
+    {
+        return Err(invalid(format!(
+            "diskSize {d} is invalid: it must be between 1 and 16384 GiB."
+        )));
     }
     let labels = str_map(req.get("labels"), "labels")?;
     check_labels(&labels)?;
@@ -715,7 +726,20 @@ fn parse_create(req: &Map<String, Value>) -> Result<(String, NgSpec, Option<Stri
             },
             remote_access: req.get("remoteAccess").filter(|v| !v.is_null()).cloned(),
             launch_template,
-            tags: str_map(req.get("tags"), "tags")?,
+            tags: {
+                let tags = str_map(req.get("tags"), "tags")?;
+                if let Some(k) = tags.keys().find(|k| {
+                    k.to_ascii_lowercase().starts_with("aws:") || k.is_empty() || k.len() > 128
+                }) {
+                    return Err(invalid(format!(
+                        "Tag key '{k}' is invalid: keys are 1-128 characters and the aws: prefix is reserved."
+                    )));
+                }
+                if tags.len() > 50 {
+                    return Err(invalid("A resource can have at most 50 tags."));
+                }
+                tags
+            },
             version: version.to_string(),
             release_version: if version == EKS_VERSION {
                 RELEASE_VERSION.to_string()
@@ -919,6 +943,7 @@ fn create(
         };
         ctx.schedule(deadline);
         let key = format!("{region}/{c}");
+        w.eks.pending.insert((deadline, key.clone(), name.clone()));
         let cm = w.eks.clusters.get_mut(&key).expect("found above");
         let doc = nodegroup_json(cm, &ng);
         cm.nodegroups.insert(name, ng);
@@ -977,6 +1002,9 @@ fn delete(sb: &Sandbox, region: &str, c: &str, ng: &str, fail: bool) -> Result<R
         }
         let deadline = ctx.deadline();
         ctx.schedule(deadline);
+        w.eks
+            .pending
+            .insert((deadline, format!("{region}/{c}"), ng.to_string()));
         let cm = w
             .eks
             .clusters
@@ -1010,6 +1038,9 @@ fn start_update(
     let deadline = ctx.deadline();
     let id = uuid(ctx);
     ctx.schedule(deadline);
+    w.eks
+        .pending
+        .insert((deadline, key.to_string(), ng.to_string()));
     w.eks.updates.insert(
         id.clone(),
         EksUpdate {
@@ -1138,14 +1169,14 @@ fn update_config(
             }
             check_scaling(spec.min_size, spec.max_size, spec.desired_size)?;
         }
-        if let Some(Value::Object(u)) = req.get("updateConfig") {
-            if let Some(m) = opt_int(u, "maxUnavailable")? {
-                if !(1..=100).contains(&m) {
-                    return Err(invalid("maxUnavailable must be between 1 and 100."));
-                }
-                spec.max_unavailable = m;
-                params.push(("MaxUnavailable".to_string(), m.to_string()));
+        if let Some(Value::Object(u)) = req.get("updateConfig")
+            && let Some(m) = opt_int(u, "maxUnavailable")?
+        {
+            if !(1..=100).contains(&m) {
+                return Err(invalid("maxUnavailable must be between 1 and 100."));
             }
+            spec.max_unavailable = m;
+            params.push(("MaxUnavailable".to_string(), m.to_string()));
         }
         if params.is_empty() {
             return Err(invalid(

@@ -30,6 +30,9 @@ pub struct GkeWorld {
     /// Keyed by "project/location/cluster".
     pub clusters: BTreeMap<String, GkeCluster>,
     pub ops: BTreeMap<String, GkeOp>,
+    /// Unfinished operations by (deadline, name), so settling looks only at what is due.
+    #[serde(default)]
+    pub pending: std::collections::BTreeSet<(u64, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,6 +87,10 @@ pub struct PoolSpec {
     pub auto_repair: bool,
     pub auto_upgrade: bool,
     pub version: String,
+    #[serde(default)]
+    pub oauth_scopes: Vec<String>,
+    #[serde(default)]
+    pub service_account: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,8 +144,15 @@ impl GkeWorld {
 
     pub(crate) fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
         let mut changed = false;
-        for op in self.ops.values_mut() {
-            if op.end.is_some() || op.deadline > now {
+        while let Some((deadline, name)) = self.pending.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_first();
+            let Some(op) = self.ops.get_mut(&name) else {
+                continue;
+            };
+            if op.end.is_some() {
                 continue;
             }
             changed = true;
@@ -315,9 +329,7 @@ fn invalid(message: impl Into<String>) -> GError {
 
 fn status_name(code: u16, message: &str) -> &'static str {
     match code {
-        400 if message.starts_with("Cluster is running") || message.contains("currently") => {
-            "FAILED_PRECONDITION"
-        }
+        400 if message.contains(" is currently ") => "FAILED_PRECONDITION",
         400 => "INVALID_ARGUMENT",
         401 => "UNAUTHENTICATED",
         403 => "PERMISSION_DENIED",
@@ -533,7 +545,7 @@ fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autoscaling>, GErr
     } else {
         (min.unwrap_or(0), max.unwrap_or(0))
     };
-    if lo < 0 || hi < 1 || hi > 1000 {
+    if lo < 0 || !(1..=1000).contains(&hi) {
         return Err(invalid(format!(
             "Autoscaling max node count must be between 1 and 1000 and min node count must not be negative (got min {lo}, max {hi})."
         )));
@@ -612,17 +624,17 @@ fn parse_accelerators(v: Option<&Value>, machine_type: &str) -> Result<Vec<Accel
         let partition = string(a, "gpuPartitionSize")?
             .filter(|p| !p.is_empty())
             .map(str::to_string);
-        if let Some(p) = &partition {
-            if catalog::gke_partition(info, p).is_none() {
-                let valid = if info.partitions.is_empty() {
-                    "none (the GPU does not support MIG)".to_string()
-                } else {
-                    info.partitions.join(", ")
-                };
-                return Err(invalid(format!(
-                    "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: {valid}."
-                )));
-            }
+        if let Some(p) = &partition
+            && catalog::gke_partition(info, p).is_none()
+        {
+            let valid = if info.partitions.is_empty() {
+                "none (the GPU does not support MIG)".to_string()
+            } else {
+                info.partitions.join(", ")
+            };
+            return Err(invalid(format!(
+                "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: {valid}."
+            )));
         }
         let sharing = match object(a, "gpuSharingConfig")? {
             None => None,
@@ -760,6 +772,19 @@ fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), GError> {
             auto_repair,
             auto_upgrade,
             version,
+            oauth_scopes: match config.get("oauthScopes") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_str().map(str::to_string).ok_or_else(|| {
+                            invalid("Invalid value at 'oauthScopes': expected strings.")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err(invalid("Invalid value at 'oauthScopes': expected a list.")),
+            },
+            service_account: string(config, "serviceAccount")?.unwrap_or("").to_string(),
         },
     ))
 }
@@ -794,7 +819,16 @@ pub fn pool_json(c: &GkeCluster, p: &NodePool) -> Value {
         .collect();
     let mut config = json!({
         "machineType": s.machine_type, "diskSizeGb": s.disk_size_gb, "diskType": s.disk_type, "imageType": s.image_type,
-        "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"], "serviceAccount": "default",
+        "oauthScopes": if s.oauth_scopes.is_empty() { vec![
+            // GKE's default scopes when the request names none.
+            "https://www.googleapis.com/auth/devstorage.read_only".to_string(),
+            "https://www.googleapis.com/auth/logging.write".to_string(),
+            "https://www.googleapis.com/auth/monitoring".to_string(),
+            "https://www.googleapis.com/auth/service.management.readonly".to_string(),
+            "https://www.googleapis.com/auth/servicecontrol".to_string(),
+            "https://www.googleapis.com/auth/trace.append".to_string(),
+        ] } else { s.oauth_scopes.clone() },
+        "serviceAccount": if s.service_account.is_empty() { "default" } else { s.service_account.as_str() },
         "metadata": {"disable-legacy-endpoints": "true"},
     });
     if !s.labels.is_empty() {
@@ -1070,6 +1104,35 @@ fn pool_missing(c: &GkeCluster, name: &str) -> GError {
     )
 }
 
+/// GKE runs at most this many operations on one cluster at a time.
+pub const MAX_CONCURRENT_OPS: usize = 5;
+
+/// The cluster's concurrent-operations quota: a sixth running operation is refused with 429.
+fn check_concurrent_ops(w: &World, c: &GkeCluster) -> Result<(), GError> {
+    let running = w
+        .gke
+        .pending
+        .iter()
+        .filter_map(|(_, name)| w.gke.ops.get(name))
+        .filter(|o| {
+            o.end.is_none()
+                && o.project == c.project
+                && o.location == c.location
+                && o.cluster == c.name
+        })
+        .count();
+    if running >= MAX_CONCURRENT_OPS {
+        return Err(gerr(
+            429,
+            format!(
+                "Too many operations: cluster \"{}\" hits the concurrent operations quota {MAX_CONCURRENT_OPS}, please try again later.",
+                c.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn new_op(
     w: &mut World,
     ctx: &mut Ctx,
@@ -1098,6 +1161,7 @@ fn new_op(
         deadline,
         error: None,
     };
+    w.gke.pending.insert((deadline, name.clone()));
     w.gke.ops.insert(name, op.clone());
     ctx.schedule(deadline);
     op
@@ -1128,6 +1192,7 @@ fn create(
             ));
         }
         let cl = full.clone_shallow();
+        check_concurrent_ops(w, &cl)?;
         let op = new_op(w, ctx, &cl, Some(&name), "CREATE_NODE_POOL");
         let key = format!("{p}/{l}/{c}");
         let pool = NodePool {
@@ -1167,6 +1232,8 @@ enum Mutation {
     Delete,
     SetSize,
     SetAutoscaling,
+    /// clusters.update with desiredNodePoolAutoscaling: the same change, reported as UPDATE_CLUSTER.
+    ClusterAutoscaling,
     SetManagement,
 }
 
@@ -1235,15 +1302,15 @@ fn apply_update(spec: &mut PoolSpec, req: &Map<String, Value>) -> Result<(), GEr
                 driver_version: None,
             }];
         }
-    } else if let Some(a) = spec.accelerators.first() {
-        if !spec.machine_type.starts_with(
+    } else if let Some(a) = spec.accelerators.first()
+        && !spec.machine_type.starts_with(
             catalog::gke_accelerator(&a.accelerator_type).map_or("", |i| i.machine_prefix),
-        ) {
-            return Err(invalid(format!(
-                "Accelerator type {} cannot be attached to machine type {}.",
-                a.accelerator_type, spec.machine_type
-            )));
-        }
+        )
+    {
+        return Err(invalid(format!(
+            "Accelerator type {} cannot be attached to machine type {}.",
+            a.accelerator_type, spec.machine_type
+        )));
     }
     Ok(())
 }
@@ -1271,7 +1338,15 @@ fn mutate(
         if let Some(pending) = &pool.pending {
             return Err(gerr(
                 400,
-                format!("Cluster is running incompatible operation {}: node pool {name} is currently {}.", pending.op, pool.status),
+                format!(
+                    "Operation {} is currently {} a node pool for cluster {c}. Please wait and try again once it is done.",
+                    pending.op,
+                    match pending.kind {
+                        Kind::Create => "creating",
+                        Kind::Update => "updating",
+                        Kind::Delete => "deleting",
+                    }
+                ),
             ));
         }
         let mut spec = pool.spec.clone();
@@ -1289,10 +1364,11 @@ fn mutate(
                 spec.node_count = n;
                 ("SET_NODE_POOL_SIZE", Kind::Update)
             }
-            Mutation::SetAutoscaling => {
+            Mutation::SetAutoscaling | Mutation::ClusterAutoscaling => {
                 let a = object(&req, "autoscaling")?.ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
                 spec.autoscaling = parse_autoscaling(a)?;
-                ("SET_NODE_POOL_AUTOSCALING", Kind::Update)
+                let t = if m == Mutation::ClusterAutoscaling { "UPDATE_CLUSTER" } else { "SET_NODE_POOL_AUTOSCALING" };
+                (t, Kind::Update)
             }
             Mutation::SetManagement => {
                 let mg = object(&req, "management")?.ok_or_else(|| invalid("Required field 'management' is missing."))?;
@@ -1302,6 +1378,7 @@ fn mutate(
             }
         };
         let shallow = cl.clone_shallow();
+        check_concurrent_ops(w, &shallow)?;
         let op = new_op(w, ctx, &shallow, Some(name), op_type);
         let cm = w.gke.clusters.get_mut(&format!("{p}/{l}/{c}")).expect("found above");
         let pool = cm.pools.get_mut(name).expect("found above");
@@ -1343,11 +1420,12 @@ fn update_cluster(
             Value::Object(body).to_string().as_bytes(),
             base,
             fail,
-            Mutation::SetAutoscaling,
+            Mutation::ClusterAutoscaling,
         );
     }
     sb.with_world_opts(fail, |w, ctx| {
         let cl = cluster(w, p, l, c)?.clone_shallow();
+        check_concurrent_ops(w, &cl)?;
         let op = new_op(w, ctx, &cl, None, "UPDATE_CLUSTER");
         Ok(json_response(StatusCode::OK, &op_json(base, &op)))
     })

@@ -14,14 +14,17 @@
 //! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations ([`gke`])
 //! - `/clusters/...`: EKS clusters, node groups and updates ([`eks`])
 //! - `/_sandbox/faults`, `/_sandbox/inventory`, `/_sandbox/health`: control plane ([`faults`])
-//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately).
+//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately),
+//!   mounted with [`Sandbox::router_with`] and fed pools' nodes through a [`NodeSink`].
 
 pub mod arm;
 pub mod catalog;
 pub mod eks;
 pub mod faults;
 pub mod gke;
+pub mod kube;
 pub mod nodes;
+pub mod stack;
 mod util;
 
 use std::path::{Path, PathBuf};
@@ -30,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get};
 use serde::{Deserialize, Serialize};
 
 pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
@@ -70,6 +73,10 @@ impl Config {
 }
 
 /// A cluster of the world. Node pools live inside clusters; clusters themselves are fixed.
+/// In a `--clusters` file: `[{"cloud": "aks", "resource_group": "rg", "name": "c"},
+/// {"cloud": "gke", "project": "p", "location": "europe-west4", "name": "c"},
+/// {"cloud": "eks", "region": "eu-west-1", "name": "c"}]` (AKS subscription and location default to
+/// the sandbox subscription and eastus).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cloud", rename_all = "lowercase")]
 pub enum ClusterSpec {
@@ -130,6 +137,12 @@ pub struct World {
 impl World {
     pub fn new(clusters: &[ClusterSpec]) -> World {
         let mut w = World::default();
+        w.ensure_clusters(clusters);
+        w
+    }
+
+    /// Add the clusters that the world does not have yet (a restored world keeps its own pools).
+    pub fn ensure_clusters(&mut self, clusters: &[ClusterSpec]) {
         for c in clusters {
             match c {
                 ClusterSpec::Aks {
@@ -137,18 +150,83 @@ impl World {
                     resource_group,
                     name,
                     location,
-                } => w
-                    .aks
-                    .add_cluster(subscription, resource_group, name, location),
+                } => {
+                    if !self.aks.has_cluster(subscription, resource_group, name) {
+                        self.aks
+                            .add_cluster(subscription, resource_group, name, location)
+                    }
+                }
                 ClusterSpec::Gke {
                     project,
                     location,
                     name,
-                } => w.gke.add_cluster(project, location, name),
-                ClusterSpec::Eks { region, name } => w.eks.add_cluster(region, name),
+                } => {
+                    if !self
+                        .gke
+                        .clusters
+                        .contains_key(&format!("{project}/{location}/{name}"))
+                    {
+                        self.gke.add_cluster(project, location, name)
+                    }
+                }
+                ClusterSpec::Eks { region, name } => {
+                    if !self.eks.clusters.contains_key(&format!("{region}/{name}")) {
+                        self.eks.add_cluster(region, name)
+                    }
+                }
             }
         }
-        w
+    }
+
+    /// The nodes of every pool that has nodes now: created and not failed at creation (pools being
+    /// updated or deleted still have their nodes).
+    pub fn current_nodes(&self) -> Vec<PoolNodes> {
+        let mut out = Vec::new();
+        for c in self.aks.clusters.values() {
+            for p in c.pools.values().filter(|p| {
+                matches!(
+                    p.provisioning_state.as_str(),
+                    "Succeeded" | "Updating" | "Deleting"
+                )
+            }) {
+                out.push(arm::pool_nodes(&c.name, p));
+            }
+        }
+        for c in self.gke.clusters.values() {
+            for p in c.pools.values().filter(|p| {
+                matches!(
+                    p.status.as_str(),
+                    "RUNNING" | "RECONCILING" | "STOPPING" | "RUNNING_WITH_ERROR"
+                )
+            }) {
+                out.push(gke::pool_nodes(&c.name, p));
+            }
+        }
+        for c in self.eks.clusters.values() {
+            for p in c.nodegroups.values().filter(|p| {
+                matches!(
+                    p.status.as_str(),
+                    "ACTIVE" | "UPDATING" | "DELETING" | "DEGRADED" | "DELETE_FAILED"
+                )
+            }) {
+                out.push(eks::pool_nodes(&c.name, p));
+            }
+        }
+        out
+    }
+
+    fn pending_deadlines(&self) -> Vec<u64> {
+        let mut d: Vec<u64> = self
+            .aks
+            .pending
+            .iter()
+            .map(|p| p.0)
+            .chain(self.gke.pending.iter().map(|p| p.0))
+            .chain(self.eks.pending.iter().map(|p| p.0))
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d
     }
 
     /// Finish every operation whose time has come. Returns whether anything changed.
@@ -260,10 +338,14 @@ pub(crate) fn now_ms() -> u64 {
 impl Sandbox {
     /// Build the world, restoring it from `config.state_file` when that file exists.
     pub fn open(config: Config) -> Result<Sandbox, SandboxError> {
+        let restored = config.state_file.as_ref().is_some_and(|p| p.exists());
         let world = match &config.state_file {
             Some(p) if p.exists() => {
                 let text = std::fs::read(p).map_err(|e| SandboxError::Io(p.clone(), e))?;
-                serde_json::from_slice(&text).map_err(|e| SandboxError::Corrupt(p.clone(), e))?
+                let mut w: World = serde_json::from_slice(&text)
+                    .map_err(|e| SandboxError::Corrupt(p.clone(), e))?;
+                w.ensure_clusters(&config.clusters);
+                w
             }
             _ => World::new(&config.clusters),
         };
@@ -278,28 +360,42 @@ impl Sandbox {
                 version: AtomicU64::new(0),
             }),
         };
-        // Operations that were in flight when the previous process stopped finish now (their deadline
-        // has usually passed); anything still ahead gets a timer once a runtime is there.
-        sb.with_world(|_, _| ());
+        // Operations that were in flight when the previous process stopped finish now if their time
+        // has passed; the others get timers (when a runtime is running) or settle on the next request.
+        let deadlines = sb.with_world(|w, _| w.pending_deadlines());
+        for d in deadlines {
+            sb.wake_at(d);
+        }
+        // A restored world's nodes are told to the sink again: it may be new (an in-memory twin).
+        if restored {
+            sb.replay_nodes();
+        }
         Ok(sb)
     }
 
     pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
+    /// the fault-injection layer so faults can target any API.
+    pub fn router_with(&self, extra: Router) -> Router {
         Router::new()
             .route("/_sandbox/health", get(|| async { "ok" }))
             .route("/_sandbox/inventory", get(faults::inventory))
             .route("/_sandbox/faults", any(faults::faults_endpoint))
-            .route("/{tenant}/oauth2/v2.0/token", post(arm::token))
+            .route("/{tenant}/oauth2/v2.0/token", any(arm::token))
             .route("/subscriptions/{*rest}", any(arm::handle))
             .route("/v1/{*rest}", any(gke::handle))
             .route("/clusters", any(eks::handle))
             .route("/clusters/{*rest}", any(eks::handle))
+            .with_state(self.clone())
+            .merge(extra)
             .fallback(util::not_found)
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 faults::middleware,
             ))
-            .with_state(self.clone())
     }
 
     pub fn op_time(&self) -> Duration {
@@ -387,6 +483,18 @@ impl Sandbox {
             }
             sb.with_world(|_, _| ());
         });
+    }
+
+    /// Tell the node sink about every pool that has nodes now (as `pool_changed`), e.g. after the
+    /// world was restored from a state file. Returns how many pools were reported.
+    pub fn replay_nodes(&self) -> usize {
+        let nodes = self.with_world(|w, _| w.current_nodes());
+        if let Some(sink) = &self.inner.sink {
+            for n in &nodes {
+                sink.pool_changed(n);
+            }
+        }
+        nodes.len()
     }
 
     /// Settle due operations now (tests use it to avoid waiting for a timer task).

@@ -1,6 +1,12 @@
 //! The hand-off from the cloud emulators to the Kubernetes twin: when a pool reaches a terminal state
 //! or disappears, the sandbox describes the nodes the cloud would have created and tells a `NodeSink`.
 //! The sandbox itself never creates Node objects; the Kubernetes emulator does, from these calls.
+//!
+//! Wiring: `Sandbox::open(Config { node_sink: Some(Arc::new(twin)), .. })` and serve
+//! `sandbox.router_with(kube_router)`. Calls arrive after the world's lock is released, once per
+//! settled create/update (`pool_changed`, an upsert: replace the pool's nodes) and per finished delete
+//! (`pool_deleted`); failed operations call nothing. A world restored from `--state` replays
+//! `pool_changed` for every pool that has nodes, so an in-memory twin is rebuilt on start.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

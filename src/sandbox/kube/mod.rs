@@ -1,0 +1,331 @@
+//! An in-memory Kubernetes API server, one per emulated cluster, served under `/k8s/{cloud}/{cluster}/`
+//! so that kubectl and the kube crate can talk to it. Serve it over HTTPS ([`KubeApi::serve_tls`] or a
+//! [`TlsListener`]): kubectl only sends a kubeconfig's bearer token to an https server.
+//!
+//! It holds namespaces, configmaps, secrets, nodes, apps/v1 daemonsets, the apiextensions CRD of the NVIDIA
+//! ClusterPolicy and nvidia.com/v1 clusterpolicies, with the real server's semantics: resourceVersion
+//! conflicts, generation, managedFields and server-side apply conflicts, watches, Status errors, name and
+//! key validation, discovery and enough OpenAPI v3 for kubectl's server-side field validation. Its nodes are
+//! a digital twin of the cloud's node pools: they advertise the GPU resources the real stack would,
+//! including the GPU operator's habit of ignoring a changed device plugin config until the device plugin
+//! daemonset is restarted.
+//!
+//! It is an independent oracle: every type here is its own, written from the public Kubernetes API and NVIDIA
+//! documents; nothing is shared with the provider's client code.
+//!
+//! Documented simplifications: lists are atomic for field ownership; strategic merge patch is a merge patch
+//! (directives dropped, lists replaced whole); watches filter events by selector but do not turn an object
+//! leaving the selection into DELETED; namespace deletion is immediate; no pagination (`limit` is ignored);
+//! a device plugin that refuses its config (bad YAML, unknown key, missing ConfigMap) leaves the node's
+//! advertisement as it was and notes the reason in the node annotation
+//! `sandbox.fracgpu.dev/device-plugin-error`.
+
+mod http;
+mod kinds;
+mod patch;
+mod proto;
+mod status;
+mod store;
+mod table;
+mod tls;
+pub mod twin;
+mod util;
+mod validate;
+
+pub use status::ApiError;
+pub use store::Cluster;
+pub use tls::{TlsIdentity, TlsListener};
+
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A pool's nodes as the cloud emulators hand them over.
+pub use super::nodes::PoolNodes;
+
+/// All clusters' API servers.
+pub struct KubeApi {
+    clusters: Mutex<BTreeMap<String, Cluster>>,
+    tls: Mutex<TlsIdentity>,
+    /// Bumped after every change, to wake watches.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+fn cluster_key(cloud: &str, cluster: &str) -> String {
+    format!("{cloud}/{cluster}")
+}
+
+impl KubeApi {
+    pub fn new() -> Arc<Self> {
+        // Key generation cannot fail with the built-in provider; if it ever did, the sandbox could not serve.
+        let tls = TlsIdentity::generate().expect("sandbox TLS identity");
+        let (changes, _) = tokio::sync::watch::channel(0);
+        Arc::new(KubeApi {
+            clusters: Mutex::new(BTreeMap::new()),
+            tls: Mutex::new(tls),
+            changes,
+        })
+    }
+
+    /// Wakes the watches (after any change).
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Cluster>> {
+        // A panic in one request must not take the whole sandbox down with a poisoned lock.
+        self.clusters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds a cluster with the GPU operator installed (namespaces default, kube-system, gpu-operator; the
+    /// ClusterPolicy CRD and `cluster-policy`; the device plugin daemonset). Adding an existing cluster is a no-op.
+    pub fn add_cluster(&self, cloud: &str, cluster: &str) {
+        self.lock()
+            .entry(cluster_key(cloud, cluster))
+            .or_insert_with(|| Cluster::new(cloud, cluster));
+        self.changed();
+    }
+
+    /// Adds a cluster without the GPU operator (no gpu-operator namespace, ClusterPolicy CRD or daemonset),
+    /// for the provider's "operator missing" paths.
+    pub fn add_cluster_without_operator(&self, cloud: &str, cluster: &str) {
+        self.lock()
+            .entry(cluster_key(cloud, cluster))
+            .or_insert_with(|| Cluster::without_operator(cloud, cluster));
+        self.changed();
+    }
+
+    pub fn has_cluster(&self, cloud: &str, cluster: &str) -> bool {
+        self.lock().contains_key(&cluster_key(cloud, cluster))
+    }
+
+    pub fn clusters(&self) -> Vec<(String, String)> {
+        self.lock()
+            .values()
+            .map(|c| (c.cloud.clone(), c.name.clone()))
+            .collect()
+    }
+
+    /// Creates, relabels or removes the Node objects of one pool (and adds the cluster if it is new).
+    pub fn pool_changed(&self, nodes: &PoolNodes) {
+        let mut g = self.lock();
+        let c = g
+            .entry(cluster_key(nodes.cloud, &nodes.cluster))
+            .or_insert_with(|| Cluster::new(nodes.cloud, &nodes.cluster));
+        c.pool_changed(nodes);
+        drop(g);
+        self.changed();
+    }
+
+    pub fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str) {
+        if let Some(c) = self.lock().get_mut(&cluster_key(cloud, cluster)) {
+            c.pool_deleted(pool);
+        }
+        self.changed();
+    }
+
+    /// Every cluster with every object, for persistence and the inventory endpoint.
+    pub fn snapshot(&self) -> Value {
+        let g = self.lock();
+        let clusters: Vec<Value> = g
+            .values()
+            .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+            .collect();
+        let tls = serde_json::to_value(&*self.tls.lock().unwrap_or_else(|p| p.into_inner()))
+            .unwrap_or(Value::Null);
+        json!({"version": 1, "clusters": clusters, "tls": tls})
+    }
+
+    /// Replaces all clusters with a snapshot's.
+    pub fn restore(&self, v: &Value) -> Result<(), String> {
+        let list = v
+            .get("clusters")
+            .and_then(Value::as_array)
+            .ok_or("kube snapshot: no clusters list")?;
+        let mut m = BTreeMap::new();
+        for c in list {
+            let mut c: Cluster =
+                serde_json::from_value(c.clone()).map_err(|e| format!("kube snapshot: {e}"))?;
+            c.after_restore();
+            m.insert(cluster_key(&c.cloud, &c.name), c);
+        }
+        if let Some(t) = v.get("tls").filter(|t| !t.is_null()) {
+            let t: TlsIdentity =
+                serde_json::from_value(t.clone()).map_err(|e| format!("kube snapshot tls: {e}"))?;
+            *self.tls.lock().unwrap_or_else(|p| p.into_inner()) = t;
+        }
+        *self.lock() = m;
+        self.changed();
+        Ok(())
+    }
+
+    /// A kubeconfig for one cluster, with its bearer token; `base_url` is where the router is served.
+    /// kubectl sends the token only to an https server: serve with [`KubeApi::serve_tls`] (or a
+    /// [`TlsListener`]) and pass `https://127.0.0.1:PORT`; the kubeconfig then carries the sandbox CA.
+    pub fn kubeconfig(&self, cloud: &str, cluster: &str, base_url: &str) -> String {
+        let token = self
+            .lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| c.token.clone())
+            .unwrap_or_default();
+        let name = format!("{cloud}-{cluster}");
+        let server = format!("{}/k8s/{cloud}/{cluster}", base_url.trim_end_matches('/'));
+        let ca = if server.starts_with("https://") {
+            let pem = base64::engine::general_purpose::STANDARD.encode(self.ca_pem());
+            format!("\n    certificate-authority-data: {pem}")
+        } else {
+            String::new()
+        };
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}-admin\n    namespace: default\ncurrent-context: {name}\nusers:\n- name: {name}-admin\n  user:\n    token: {token}\npreferences: {{}}\n"
+        )
+    }
+
+    /// Writes `{cloud}-{cluster}.kubeconfig` for every cluster into `dir` (mode 0600, atomically: a
+    /// temporary file renamed into place) and returns (cloud, cluster, path) for each.
+    pub fn write_kubeconfigs(
+        &self,
+        dir: &std::path::Path,
+        base_url: &str,
+    ) -> std::io::Result<Vec<(String, String, std::path::PathBuf)>> {
+        std::fs::create_dir_all(dir)?;
+        let mut out = Vec::new();
+        for (cloud, cluster) in self.clusters() {
+            let path = dir.join(format!("{cloud}-{cluster}.kubeconfig"));
+            let tmp = dir.join(format!(".{cloud}-{cluster}.kubeconfig.tmp"));
+            std::fs::write(&tmp, self.kubeconfig(&cloud, &cluster, base_url))?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+            }
+            std::fs::rename(&tmp, &path)?;
+            out.push((cloud, cluster, path));
+        }
+        Ok(out)
+    }
+
+    /// The sandbox CA that signs the API servers' certificate (PEM).
+    pub fn ca_pem(&self) -> String {
+        self.tls.lock().unwrap_or_else(|p| p.into_inner()).ca_pem()
+    }
+
+    /// The TLS identity the API servers present (for a main app that serves everything over one listener).
+    pub fn tls_identity(&self) -> TlsIdentity {
+        self.tls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Serves [`KubeApi::router`] over HTTPS on `listener` until the task is dropped.
+    pub async fn serve_tls(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<()> {
+        let tls =
+            TlsListener::new(listener, &self.tls_identity()).map_err(std::io::Error::other)?;
+        axum::serve(tls, self.router()).await
+    }
+
+    /// The bearer token of a cluster (what the kubeconfig carries).
+    pub fn token(&self, cloud: &str, cluster: &str) -> Option<String> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| c.token.clone())
+    }
+
+    /// Serves `/k8s/{cloud}/{cluster}/...`; the sandbox's main app nests or merges it.
+    pub fn router(self: &Arc<Self>) -> axum::Router {
+        http::router(self.clone())
+    }
+
+    fn authorize(&self, cloud: &str, cluster: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+        let want = self
+            .token(cloud, cluster)
+            .ok_or_else(ApiError::unauthorized)?;
+        let got = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if got.map(str::trim) == Some(want.as_str()) {
+            Ok(())
+        } else {
+            Err(ApiError::unauthorized())
+        }
+    }
+
+    fn with_cluster<T>(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        f: impl FnOnce(&Cluster) -> T,
+    ) -> Option<T> {
+        self.lock().get(&cluster_key(cloud, cluster)).map(f)
+    }
+
+    /// Runs a write; a dry run works on a copy that is then dropped.
+    fn with_cluster_mut<T>(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        dry_run: bool,
+        f: &mut dyn FnMut(&mut Cluster) -> T,
+    ) -> Option<T> {
+        let mut g = self.lock();
+        let c = g.get_mut(&cluster_key(cloud, cluster))?;
+        if dry_run {
+            let mut copy = c.clone();
+            Some(f(&mut copy))
+        } else {
+            let out = f(c);
+            drop(g);
+            self.changed();
+            Some(out)
+        }
+    }
+
+    /// Reads one object straight from the store (tests and the inventory): `kind` is the plural resource
+    /// name, qualified with its group when it has one (`configmaps`, `clusterpolicies.nvidia.com`).
+    pub fn object(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))?
+            .objects
+            .get(kind)?
+            .get(&store::key(namespace, name))
+            .cloned()
+    }
+
+    /// The Node objects of one pool, by name.
+    pub fn pool_node_names(&self, cloud: &str, cluster: &str, pool: &str) -> Vec<String> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| {
+                c.twins
+                    .iter()
+                    .filter(|(_, t)| t.pool == pool)
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl super::nodes::NodeSink for KubeApi {
+    fn pool_changed(&self, nodes: &PoolNodes) {
+        KubeApi::pool_changed(self, nodes);
+    }
+    fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str) {
+        KubeApi::pool_deleted(self, cloud, cluster, pool);
+    }
+}

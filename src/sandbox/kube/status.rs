@@ -1,0 +1,207 @@
+//! metav1 `Status` errors: the one error shape every Kubernetes API answers with.
+
+use serde_json::{Value, json};
+
+/// A failed request, rendered as the API server renders it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// `configmaps "x" not found`, the message kubectl users know.
+    pub fn not_found(qualified_resource: &str, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{qualified_resource} \"{name}\" not found"),
+        )
+        .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
+    }
+
+    /// A path that names no resource the server knows.
+    pub fn no_such_path() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+            .with_details(json!({"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]}))
+    }
+
+    pub fn already_exists(qualified_resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{qualified_resource} \"{name}\" already exists"),
+        )
+        .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
+    }
+
+    pub fn conflict(qualified_resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {qualified_resource} \"{name}\": {why}"),
+        )
+        .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
+    }
+
+    pub fn modified(qualified_resource: &str, name: &str) -> Self {
+        Self::conflict(
+            qualified_resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 422 with one cause per invalid field, message formatted like the API server's aggregate.
+    pub fn invalid(kind: &str, name: &str, causes: &[FieldError]) -> Self {
+        let list: Vec<String> = causes.iter().map(|c| c.to_string()).collect();
+        let joined = if list.len() == 1 {
+            list[0].clone()
+        } else {
+            format!("[{}]", list.join(", "))
+        };
+        let causes_json: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({"reason": c.reason, "message": c.message_part(), "field": c.field}))
+            .collect();
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {joined}"),
+        )
+        .with_details(json!({"name": name, "kind": kind, "causes": causes_json}))
+    }
+
+    pub fn method_not_allowed(verb: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({verb})"),
+        )
+    }
+
+    pub fn unsupported_media_type(ct: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})"
+            ),
+        )
+    }
+
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is larger than {limit} bytes"),
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            v["details"] = d.clone();
+        }
+        v
+    }
+}
+
+fn plural_of(qualified: &str) -> &str {
+    qualified.split('.').next().unwrap_or(qualified)
+}
+
+/// One field problem, as field.Error renders it: `metadata.name: Invalid value: "x": why`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub field: String,
+    pub reason: &'static str,
+    pub value: Option<String>,
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn invalid(field: impl Into<String>, value: &str, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueInvalid",
+            value: Some(value.to_string()),
+            detail: detail.into(),
+        }
+    }
+
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueRequired",
+            value: None,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueTooLong",
+            value: None,
+            detail: format!("must have at most {max} bytes"),
+        }
+    }
+
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueForbidden",
+            value: None,
+            detail: detail.into(),
+        }
+    }
+
+    fn message_part(&self) -> String {
+        match (self.reason, &self.value) {
+            ("FieldValueInvalid", Some(v)) => format!("Invalid value: {v:?}: {}", self.detail),
+            ("FieldValueRequired", _) => format!("Required value: {}", self.detail),
+            ("FieldValueTooLong", _) => format!("Too long: {}", self.detail),
+            ("FieldValueForbidden", _) => format!("Forbidden: {}", self.detail),
+            _ => self.detail.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message_part())
+    }
+}

@@ -1,0 +1,691 @@
+//! The digital twin: what a node advertises once the GPU stack on it has started.
+//!
+//! On GKE the cloud's own device plugin advertises sharing and partitions straight from the node pool. On AKS
+//! and EKS the NVIDIA device plugin (deployed by the GPU operator) does, from the config it loaded when its pod
+//! last started: that is why every node carries its own [`PluginInputs`] snapshot, refreshed only when the
+//! device plugin daemonset is restarted (or the pod starts on a new node), never when the ConfigMap is edited.
+//!
+//! Written from the device plugin's documented config format (api/config/v1), independently of the provider.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
+pub const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
+
+/// What the device plugin read when its pod started: the ClusterPolicy pointer and strategy, and the data of
+/// the ConfigMap it points at (None when that ConfigMap did not exist).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginInputs {
+    pub config_name: String,
+    pub config_default: String,
+    pub mig_strategy: String,
+    pub configmap: Option<BTreeMap<String, String>>,
+}
+
+/// One node's hardware and the device plugin state on it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeTwin {
+    pub cloud: String,
+    pub pool: String,
+    pub gpu_product: Option<String>,
+    pub gpus: u32,
+    pub gpu_memory_mib: u64,
+    pub mig_profile: Option<String>,
+    pub mig_instances_per_gpu: u32,
+    pub gke_sharing: Option<(String, u32)>,
+    /// The labels the pool put on the node, to tell them from labels added through the API.
+    pub pool_labels: BTreeMap<String, String>,
+    pub loaded: PluginInputs,
+    /// The node's nvidia.com/mig.config label when the plugin last started (the MIG manager restarts it).
+    pub seen_mig_label: Option<String>,
+}
+
+/// Extended resources (capacity = allocatable) and node labels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Advert {
+    pub resources: BTreeMap<String, u64>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A parsed device plugin config (only what changes the advertisement).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DpConfig {
+    pub mig_strategy: Option<String>,
+    pub sharing: Option<Sharing>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sharing {
+    /// "time-slicing" or "mps", as GPU feature discovery labels it.
+    pub strategy: &'static str,
+    pub rename_by_default: bool,
+    pub resources: Vec<(String, u64)>,
+}
+
+/// Parses one config of the ConfigMap, rejecting what the plugin rejects (the plugin then keeps running with
+/// its previous config, so the node keeps its previous advertisement).
+pub fn parse_config(yaml: &str) -> Result<DpConfig, String> {
+    let v: Value = if yaml.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_saphyr::from_str(yaml).map_err(|e| format!("unable to parse config file: {e}"))?
+    };
+    let v = if v.is_null() {
+        Value::Object(Default::default())
+    } else {
+        v
+    };
+    let m = v
+        .as_object()
+        .ok_or("unable to parse config file: not a map")?;
+    match m.get("version") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "v1" => {}
+        Some(other) => return Err(format!("unknown version: {other}")),
+    }
+    let mig_strategy = match m.get("flags").and_then(|f| f.get("migStrategy")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if ["none", "single", "mixed"].contains(&s.as_str()) => {
+            Some(s.clone())
+        }
+        Some(other) => return Err(format!("invalid migStrategy: {other}")),
+    };
+    let sharing = match m.get("sharing") {
+        None | Some(Value::Null) => None,
+        Some(s) => {
+            // Each section present must parse; with both, the plugin's active strategy is MPS.
+            let ts = match s.get("timeSlicing") {
+                None | Some(Value::Null) => None,
+                Some(t) => Some(parse_sharing("time-slicing", t)?),
+            };
+            let mps = match s.get("mps") {
+                None | Some(Value::Null) => None,
+                Some(m) => Some(parse_sharing("mps", m)?),
+            };
+            mps.or(ts)
+        }
+    };
+    Ok(DpConfig {
+        mig_strategy,
+        sharing,
+    })
+}
+
+fn parse_sharing(strategy: &'static str, v: &Value) -> Result<Sharing, String> {
+    let rename_by_default = match v.get("renameByDefault") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(format!("renameByDefault must be a boolean, got {other}")),
+    };
+    let list = v
+        .get("resources")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or("no resources specified")?;
+    let mut resources = Vec::new();
+    for r in list {
+        let raw = r
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("resource without a name")?;
+        let name = if raw.starts_with("nvidia.com/") {
+            raw.to_string()
+        } else {
+            format!("nvidia.com/{raw}")
+        };
+        let local = &name["nvidia.com/".len()..];
+        let ok_chars = !local.is_empty()
+            && local
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+            && local.as_bytes()[0].is_ascii_alphanumeric()
+            && local.as_bytes()[local.len() - 1].is_ascii_alphanumeric();
+        if name.len() > 63 || !ok_chars {
+            return Err(format!("invalid resource name: {raw:?}"));
+        }
+        if local != "gpu" && !local.starts_with("mig-") {
+            return Err(format!("unsupported resource: {raw:?}"));
+        }
+        if strategy == "mps" && local != "gpu" {
+            return Err(format!(
+                "MPS sharing is only supported for nvidia.com/gpu, not {raw:?}"
+            ));
+        }
+        match r.get("devices") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(d)) if d == "all" => {}
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {}
+            Some(Value::Array(_)) => {}
+            Some(other) => return Err(format!("unrecognized type for devices spec: {other}")),
+        }
+        let replicas = r
+            .get("replicas")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("invalid replicas for {raw:?}"))?;
+        if replicas < 2 {
+            return Err(format!(
+                "number of replicas must be >= 2 (got {replicas} for {raw:?})"
+            ));
+        }
+        if resources.iter().any(|(n, _)| *n == name) {
+            return Err(format!("duplicate resource {name:?}"));
+        }
+        resources.push((name, replicas));
+    }
+    Ok(Sharing {
+        strategy,
+        rename_by_default,
+        resources,
+    })
+}
+
+/// Max instances of a MIG profile per GPU (NVIDIA MIG user guide), for the EKS MIG manager path where only a
+/// label names the profile. The GPU is recognised by its memory size (and name for the 24 GB A30).
+pub fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Option<u32> {
+    const A30: &[(&str, u32)] = &[
+        ("1g.6gb", 4),
+        ("1g.6gb+me", 1),
+        ("2g.12gb", 2),
+        ("2g.12gb+me", 1),
+        ("4g.24gb", 1),
+    ];
+    const A100_40: &[(&str, u32)] = &[
+        ("1g.5gb", 7),
+        ("1g.5gb+me", 1),
+        ("1g.10gb", 4),
+        ("2g.10gb", 3),
+        ("3g.20gb", 2),
+        ("4g.20gb", 1),
+        ("7g.40gb", 1),
+    ];
+    const GB80: &[(&str, u32)] = &[
+        ("1g.10gb", 7),
+        ("1g.10gb+me", 1),
+        ("1g.20gb", 4),
+        ("2g.20gb", 3),
+        ("3g.40gb", 2),
+        ("4g.40gb", 1),
+        ("7g.80gb", 1),
+    ];
+    const NVL94: &[(&str, u32)] = &[
+        ("1g.12gb", 7),
+        ("1g.12gb+me", 1),
+        ("1g.24gb", 4),
+        ("2g.24gb", 3),
+        ("3g.47gb", 2),
+        ("4g.47gb", 1),
+        ("7g.94gb", 1),
+    ];
+    const H200: &[(&str, u32)] = &[
+        ("1g.18gb", 7),
+        ("1g.18gb+me", 1),
+        ("1g.35gb", 4),
+        ("2g.35gb", 3),
+        ("3g.71gb", 2),
+        ("4g.71gb", 1),
+        ("7g.141gb", 1),
+    ];
+    const B200: &[(&str, u32)] = &[
+        ("1g.23gb", 7),
+        ("1g.23gb+me", 1),
+        ("1g.45gb", 4),
+        ("2g.45gb", 3),
+        ("3g.90gb", 2),
+        ("4g.90gb", 1),
+        ("7g.180gb", 1),
+    ];
+    const GB200: &[(&str, u32)] = &[
+        ("1g.23gb", 7),
+        ("1g.47gb", 4),
+        ("2g.47gb", 3),
+        ("3g.93gb", 2),
+        ("4g.93gb", 1),
+        ("7g.186gb", 1),
+    ];
+    let gb = memory_mib as f64 / 1024.0;
+    let up = product.to_ascii_uppercase();
+    let table: &[(&str, u32)] = if up.contains("A30") {
+        A30
+    } else if up.contains("GB200") {
+        GB200
+    } else {
+        let classes: [(f64, &[(&str, u32)]); 5] = [
+            (40.0, A100_40),
+            (80.0, GB80),
+            (94.0, NVL94),
+            (141.0, H200),
+            (180.0, B200),
+        ];
+        let (c, t) = classes
+            .iter()
+            .min_by(|a, b| (a.0 - gb).abs().total_cmp(&(b.0 - gb).abs()))?;
+        if (c - gb).abs() / c > 0.1
+            || !(up.contains("A100")
+                || up.contains("H100")
+                || up.contains("H200")
+                || up.contains("B200"))
+        {
+            return None;
+        }
+        t
+    };
+    table.iter().find(|(p, _)| *p == profile).map(|(_, n)| *n)
+}
+
+/// Memory of one MIG instance in MiB, from the profile name (`1g.10gb` -> 10 GiB).
+fn mig_memory_mib(profile: &str) -> u64 {
+    profile
+        .split('.')
+        .nth(1)
+        .and_then(|s| s.trim_end_matches("+me").strip_suffix("gb"))
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|g| g * 1024)
+        .unwrap_or(0)
+}
+
+/// The EKS MIG manager's view: which profile the node's nvidia.com/mig.config label asks for, and the state
+/// label it reports. AKS and GKE partition at the node pool, so the label is not consulted there.
+pub fn mig_manager(
+    t: &NodeTwin,
+    labels: &BTreeMap<String, String>,
+) -> (Option<(String, u32)>, Option<&'static str>) {
+    if t.cloud != "eks" {
+        let mig = t.mig_profile.clone().map(|p| {
+            let n = if t.mig_instances_per_gpu > 0 {
+                t.mig_instances_per_gpu
+            } else {
+                mig_instances(t.gpu_product.as_deref().unwrap_or(""), t.gpu_memory_mib, &p)
+                    .unwrap_or(1)
+            };
+            (p, n)
+        });
+        return (mig, None);
+    }
+    let Some(want) = labels.get(MIG_CONFIG_LABEL) else {
+        return (None, None);
+    };
+    if want == "all-disabled" {
+        return (None, Some("success"));
+    }
+    let Some(profile) = want.strip_prefix("all-") else {
+        return (None, Some("failed"));
+    };
+    let n = if t.mig_profile.as_deref() == Some(profile) && t.mig_instances_per_gpu > 0 {
+        Some(t.mig_instances_per_gpu)
+    } else {
+        mig_instances(
+            t.gpu_product.as_deref().unwrap_or(""),
+            t.gpu_memory_mib,
+            profile,
+        )
+    };
+    match n {
+        Some(n) => (Some((profile.to_string(), n)), Some("success")),
+        None => (None, Some("failed")),
+    }
+}
+
+fn product_label(t: &NodeTwin) -> String {
+    t.gpu_product.clone().unwrap_or_default().replace(' ', "-")
+}
+
+/// GKE: the cloud's device plugin, straight from the pool; no restart involved.
+fn gke(t: &NodeTwin) -> Advert {
+    let mut units = t.gpus as u64;
+    if let Some(p) = &t.mig_profile {
+        let k = if t.mig_instances_per_gpu > 0 {
+            t.mig_instances_per_gpu
+        } else {
+            mig_instances(t.gpu_product.as_deref().unwrap_or(""), t.gpu_memory_mib, p).unwrap_or(1)
+        };
+        units *= k as u64;
+    }
+    if let Some((_, clients)) = &t.gke_sharing {
+        units *= (*clients).max(1) as u64;
+    }
+    let mut a = Advert::default();
+    a.resources.insert("nvidia.com/gpu".into(), units);
+    a
+}
+
+/// The labels GKE puts on nodes of a GPU pool (the pool's own copies win when present).
+pub fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::new();
+    if t.gpus == 0 {
+        return l;
+    }
+    if let Some(p) = &t.gpu_product {
+        l.insert("cloud.google.com/gke-accelerator".into(), p.clone());
+    }
+    l.insert("cloud.google.com/gke-gpu".into(), "true".into());
+    if let Some(p) = &t.mig_profile {
+        l.insert("cloud.google.com/gke-gpu-partition-size".into(), p.clone());
+    }
+    if let Some((s, n)) = &t.gke_sharing {
+        let v = if s.eq_ignore_ascii_case("MPS") {
+            "mps"
+        } else {
+            "time-sharing"
+        };
+        l.insert("cloud.google.com/gke-gpu-sharing-strategy".into(), v.into());
+        l.insert(
+            "cloud.google.com/gke-max-shared-clients-per-gpu".into(),
+            n.to_string(),
+        );
+    }
+    l
+}
+
+/// What the node advertises now. `Err` means the device plugin refused its config (or could not find it):
+/// it keeps serving what it served before, so the caller keeps the node's previous advertisement.
+pub fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Advert, String> {
+    if t.gpus == 0 || t.gpu_product.is_none() {
+        return Ok(Advert::default());
+    }
+    if t.cloud == "gke" {
+        return Ok(gke(t));
+    }
+    let (mig, _) = mig_manager(t, labels);
+    let inp = &t.loaded;
+    let cfg = if inp.config_name.is_empty() {
+        DpConfig::default()
+    } else {
+        let data = inp
+            .configmap
+            .as_ref()
+            .ok_or_else(|| format!("ConfigMap gpu-operator/{} not found", inp.config_name))?;
+        let key = match labels.get(CONFIG_LABEL).filter(|s| !s.is_empty()) {
+            Some(k) => k.clone(),
+            None if !inp.config_default.is_empty() => inp.config_default.clone(),
+            None if data.contains_key("default") => "default".to_string(),
+            None if data.len() == 1 => data.keys().next().cloned().unwrap_or_default(),
+            None => {
+                return Err(format!(
+                    "no default config in ConfigMap gpu-operator/{} and no {CONFIG_LABEL} label",
+                    inp.config_name
+                ));
+            }
+        };
+        let yaml = data.get(&key).ok_or_else(|| {
+            format!(
+                "config {key:?} not found in ConfigMap gpu-operator/{}",
+                inp.config_name
+            )
+        })?;
+        parse_config(yaml).map_err(|e| format!("config {key:?}: {e}"))?
+    };
+    // The operator passes ClusterPolicy spec.mig.strategy to the plugin as MIG_STRATEGY; flags set that way
+    // override the config file's flags.
+    let strategy = if !inp.mig_strategy.is_empty() {
+        inp.mig_strategy.clone()
+    } else {
+        cfg.mig_strategy.clone().unwrap_or_else(|| "none".into())
+    };
+    if !["none", "single", "mixed"].contains(&strategy.as_str()) {
+        return Err(format!("invalid MIG strategy {strategy:?}"));
+    }
+    let base: Vec<(String, u64)> = match (&mig, strategy.as_str()) {
+        (Some((_, k)), "single") => vec![("nvidia.com/gpu".into(), t.gpus as u64 * *k as u64)],
+        (Some((p, k)), "mixed") => vec![(format!("nvidia.com/mig-{p}"), t.gpus as u64 * *k as u64)],
+        _ => vec![("nvidia.com/gpu".into(), t.gpus as u64)],
+    };
+    let mut a = Advert::default();
+    let mut replicas = 1;
+    let mut sharing_strategy = "none";
+    let mut renamed = false;
+    if let Some(s) = &cfg.sharing {
+        if s.strategy == "mps" && strategy == "mixed" {
+            return Err("MPS sharing is not supported with the mixed MIG strategy".into());
+        }
+        if s.strategy == "mps" && mig.is_some() && strategy != "none" {
+            return Err("MPS sharing is not supported on MIG devices".into());
+        }
+    }
+    for (name, n) in base {
+        match cfg.sharing.as_ref().and_then(|s| {
+            s.resources
+                .iter()
+                .find(|(r, _)| *r == name)
+                .map(|(_, x)| (s, *x))
+        }) {
+            Some((s, r)) => {
+                replicas = r;
+                sharing_strategy = s.strategy;
+                renamed = s.rename_by_default;
+                let out = if s.rename_by_default {
+                    format!("{name}.shared")
+                } else {
+                    name.clone()
+                };
+                a.resources.insert(out, n * r);
+            }
+            None => {
+                a.resources.insert(name, n);
+            }
+        }
+    }
+    let mut product = product_label(t);
+    let mut count = t.gpus as u64;
+    let mut memory = t.gpu_memory_mib;
+    if let (Some((p, k)), "single") = (&mig, strategy.as_str()) {
+        product = format!("{product}-MIG-{p}");
+        count = t.gpus as u64 * *k as u64;
+        memory = mig_memory_mib(p);
+    }
+    if let (Some((p, k)), "mixed") = (&mig, strategy.as_str()) {
+        a.labels.insert(
+            format!("nvidia.com/mig-{p}.count"),
+            (t.gpus as u64 * *k as u64).to_string(),
+        );
+        a.labels
+            .insert(format!("nvidia.com/mig-{p}.replicas"), replicas.to_string());
+        a.labels.insert(
+            format!("nvidia.com/mig-{p}.memory"),
+            mig_memory_mib(p).to_string(),
+        );
+    }
+    if sharing_strategy != "none" && !renamed {
+        product.push_str("-SHARED");
+    }
+    a.labels
+        .insert("nvidia.com/gpu.present".into(), "true".into());
+    a.labels.insert("nvidia.com/gpu.product".into(), product);
+    a.labels
+        .insert("nvidia.com/gpu.count".into(), count.to_string());
+    a.labels
+        .insert("nvidia.com/gpu.replicas".into(), replicas.to_string());
+    a.labels.insert(
+        "nvidia.com/gpu.sharing-strategy".into(),
+        sharing_strategy.into(),
+    );
+    a.labels
+        .insert("nvidia.com/gpu.memory".into(), memory.to_string());
+    a.labels.insert("nvidia.com/mig.strategy".into(), strategy);
+    Ok(a)
+}
+
+/// Labels GPU feature discovery owns: cleared before a new advertisement is written.
+pub fn is_gfd_label(k: &str) -> bool {
+    k.starts_with("nvidia.com/gpu.")
+        || k == "nvidia.com/mig.strategy"
+        || (k.starts_with("nvidia.com/mig-") && k.contains('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn twin(cloud: &str) -> NodeTwin {
+        NodeTwin {
+            cloud: cloud.into(),
+            pool: "gpu".into(),
+            gpu_product: Some("NVIDIA-A100-80GB-PCIe".into()),
+            gpus: 1,
+            gpu_memory_mib: 81920,
+            mig_profile: None,
+            mig_instances_per_gpu: 0,
+            gke_sharing: None,
+            pool_labels: BTreeMap::new(),
+            loaded: PluginInputs {
+                mig_strategy: "single".into(),
+                ..Default::default()
+            },
+            seen_mig_label: None,
+        }
+    }
+
+    const TS10: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
+
+    #[test]
+    fn parses_and_rejects() {
+        let c = parse_config(TS10).unwrap();
+        assert_eq!(
+            c.sharing.unwrap().resources,
+            vec![("nvidia.com/gpu".to_string(), 10)]
+        );
+        assert!(parse_config("version: v2").is_err());
+        assert!(parse_config("sharing:\n  timeSlicing:\n    resources: []\n").is_err());
+        assert!(
+            parse_config(
+                "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1\n"
+            )
+            .is_err()
+        );
+        assert!(parse_config("sharing:\n  mps:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n").is_err());
+        assert!(parse_config("flags:\n  migStrategy: weird\n").is_err());
+        assert!(parse_config(": : :\n- [").is_err());
+        assert!(parse_config("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n      devices: some\n").is_err());
+        let both = "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n  mps:\n    resources:\n    - name: gpu\n      replicas: 4\n";
+        assert_eq!(parse_config(both).unwrap().sharing.unwrap().strategy, "mps");
+        assert_eq!(parse_config("").unwrap(), DpConfig::default());
+        let short = parse_config(
+            "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 3\n",
+        )
+        .unwrap();
+        assert_eq!(short.sharing.unwrap().resources[0].0, "nvidia.com/gpu");
+    }
+
+    #[test]
+    fn time_slicing_and_rename() {
+        let mut t = twin("aks");
+        t.loaded.config_name = "cfg".into();
+        t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), TS10.to_string())]));
+        let a = advertise(&t, &BTreeMap::new()).unwrap();
+        assert_eq!(a.resources["nvidia.com/gpu"], 10);
+        assert_eq!(
+            a.labels["nvidia.com/gpu.product"],
+            "NVIDIA-A100-80GB-PCIe-SHARED"
+        );
+        let renamed = TS10.replace(
+            "timeSlicing:\n",
+            "timeSlicing:\n    renameByDefault: true\n",
+        );
+        t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), renamed)]));
+        let a = advertise(&t, &BTreeMap::new()).unwrap();
+        assert_eq!(a.resources.get("nvidia.com/gpu"), None);
+        assert_eq!(a.resources["nvidia.com/gpu.shared"], 10);
+        assert_eq!(a.labels["nvidia.com/gpu.product"], "NVIDIA-A100-80GB-PCIe");
+        assert_eq!(a.labels["nvidia.com/gpu.sharing-strategy"], "time-slicing");
+    }
+
+    #[test]
+    fn mig_strategies() {
+        let mut t = twin("aks");
+        t.gpus = 2;
+        t.mig_profile = Some("1g.10gb".into());
+        t.mig_instances_per_gpu = 7;
+        assert_eq!(
+            advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+            14
+        );
+        t.loaded.mig_strategy = "mixed".into();
+        let a = advertise(&t, &BTreeMap::new()).unwrap();
+        assert_eq!(a.resources["nvidia.com/mig-1g.10gb"], 14);
+        assert!(!a.resources.contains_key("nvidia.com/gpu"));
+        let mut e = twin("eks");
+        let labels = BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), "all-3g.40gb".to_string())]);
+        assert_eq!(
+            mig_manager(&e, &labels),
+            (Some(("3g.40gb".into(), 2)), Some("success"))
+        );
+        assert_eq!(
+            advertise(&e, &labels).unwrap().resources["nvidia.com/gpu"],
+            2
+        );
+        e.gpu_product = Some("Tesla-T4".into());
+        e.gpu_memory_mib = 15360;
+        assert_eq!(mig_manager(&e, &labels), (None, Some("failed")));
+    }
+
+    #[test]
+    fn mixed_mig_time_sliced_and_config_selection() {
+        let mut t = twin("aks");
+        t.mig_profile = Some("3g.40gb".into());
+        t.mig_instances_per_gpu = 2;
+        t.loaded = PluginInputs {
+            config_name: "cfg".into(),
+            config_default: String::new(),
+            mig_strategy: "mixed".into(),
+            configmap: Some(BTreeMap::from([
+                ("default".to_string(), String::new()),
+                ("mig-ts".to_string(), "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-3g.40gb\n      replicas: 3\n".to_string()),
+            ])),
+        };
+        // No label and no ClusterPolicy default: the key named "default".
+        let a = advertise(&t, &BTreeMap::new()).unwrap();
+        assert_eq!(
+            a.resources,
+            BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 2)])
+        );
+        let label = BTreeMap::from([(CONFIG_LABEL.to_string(), "mig-ts".to_string())]);
+        let a = advertise(&t, &label).unwrap();
+        assert_eq!(
+            a.resources,
+            BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 6)])
+        );
+        assert_eq!(a.labels["nvidia.com/mig-3g.40gb.replicas"], "3");
+        // Two keys, neither named default, no label, no default: the plugin cannot choose.
+        t.loaded.configmap = Some(BTreeMap::from([
+            ("a".to_string(), String::new()),
+            ("b".to_string(), String::new()),
+        ]));
+        assert!(advertise(&t, &BTreeMap::new()).is_err());
+        // One key: that one.
+        t.loaded.configmap = Some(BTreeMap::from([("only".to_string(), String::new())]));
+        assert!(advertise(&t, &BTreeMap::new()).is_ok());
+        // MPS on MIG devices is refused.
+        t.loaded.configmap = Some(BTreeMap::from([(
+            "m".to_string(),
+            "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
+                .to_string(),
+        )]));
+        assert!(advertise(&t, &BTreeMap::new()).unwrap_err().contains("MPS"));
+        // A missing ConfigMap: refused (the plugin pod cannot mount it).
+        t.loaded.configmap = None;
+        assert!(
+            advertise(&t, &BTreeMap::new())
+                .unwrap_err()
+                .contains("not found")
+        );
+    }
+
+    #[test]
+    fn gke_math() {
+        let mut t = twin("gke");
+        t.gpus = 2;
+        t.gke_sharing = Some(("TIME_SHARING".into(), 5));
+        assert_eq!(
+            advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+            10
+        );
+        t.mig_profile = Some("1g.10gb".into());
+        t.mig_instances_per_gpu = 7;
+        assert_eq!(
+            advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+            70
+        );
+    }
+}

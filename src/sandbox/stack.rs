@@ -1,0 +1,76 @@
+//! The whole sandbox as users and tests run it: the cloud APIs over plain HTTP on one port, and
+//! every cluster's Kubernetes API over HTTPS on a second (kubectl sends bearer tokens only over
+//! TLS), with the clouds' node pools appearing as Nodes of their cluster.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::kube::KubeApi;
+use super::{ClusterSpec, Config, Sandbox, SandboxError};
+
+pub struct Stack {
+    pub sandbox: Sandbox,
+    pub kube: Arc<KubeApi>,
+    pub cloud_addr: SocketAddr,
+    pub kube_addr: SocketAddr,
+}
+
+impl Stack {
+    /// Binds both listeners on 127.0.0.1 (`port` for the clouds, 0 for any; the Kubernetes API
+    /// takes any free port) and serves until the runtime ends.
+    pub async fn start(mut config: Config, port: u16) -> Result<Stack, SandboxError> {
+        let kube = KubeApi::new();
+        for c in &config.clusters {
+            let (cloud, name) = match c {
+                ClusterSpec::Aks { name, .. } => ("aks", name),
+                ClusterSpec::Gke { name, .. } => ("gke", name),
+                ClusterSpec::Eks { name, .. } => ("eks", name),
+            };
+            kube.add_cluster(cloud, name);
+        }
+        config.node_sink = Some(kube.clone());
+        let sandbox = Sandbox::open(config)?;
+        // Pools restored from a state file get their nodes back.
+        sandbox.replay_nodes();
+        let bind = |p: u16| async move {
+            tokio::net::TcpListener::bind(("127.0.0.1", p))
+                .await
+                .map_err(|e| SandboxError::Io(PathBuf::from(format!("127.0.0.1:{p}")), e))
+        };
+        let cloud = bind(port).await?;
+        let kube_listener = bind(0).await?;
+        let (cloud_addr, kube_addr) = (
+            cloud
+                .local_addr()
+                .map_err(|e| SandboxError::Io(PathBuf::from("listener"), e))?,
+            kube_listener
+                .local_addr()
+                .map_err(|e| SandboxError::Io(PathBuf::from("listener"), e))?,
+        );
+        let router = sandbox.router();
+        tokio::spawn(async move {
+            let _ = axum::serve(cloud, router).await;
+        });
+        tokio::spawn(kube.clone().serve_tls(kube_listener));
+        Ok(Stack {
+            sandbox,
+            kube,
+            cloud_addr,
+            kube_addr,
+        })
+    }
+
+    pub fn cloud_url(&self) -> String {
+        format!("http://{}", self.cloud_addr)
+    }
+
+    pub fn kube_url(&self) -> String {
+        format!("https://{}", self.kube_addr)
+    }
+
+    /// Writes one kubeconfig per cluster into `dir`; returns (cloud, cluster, path) for each.
+    pub fn write_kubeconfigs(&self, dir: &Path) -> std::io::Result<Vec<(String, String, PathBuf)>> {
+        self.kube.write_kubeconfigs(dir, &self.kube_url())
+    }
+}
