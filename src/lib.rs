@@ -18,6 +18,8 @@
 //!   taints, domain errors as diagnostics).
 //! - `docs`: registry-style documentation rendered from the schemas and the examples.
 //! - `demo`: the quick start run by `fracgpu-sandbox demo`.
+//! - `kube`: Kubernetes delivery of the device plugin config (ConfigMap, ClusterPolicy pointer,
+//!   device plugin restart) and reading Helm release Secrets.
 //! - `sandbox`: local emulators of the cloud and Kubernetes APIs (served by `fracgpu-sandbox`).
 
 pub mod cloud;
@@ -26,6 +28,7 @@ pub mod demo;
 pub mod docs;
 pub mod functions;
 pub mod gpu;
+pub mod kube;
 pub mod model;
 pub mod plugin;
 pub mod provider;

@@ -56,7 +56,26 @@ pub struct Settings {
     pub azure: AzureSettings,
     pub google: GoogleSettings,
     pub aws: AwsSettings,
+    /// The `kubernetes` block: the default cluster access of `fracgpu_device_plugin_config`.
+    pub kubernetes: KubernetesSettings,
 }
+
+// ---- Kubernetes (fracgpu_device_plugin_config) ----------------------------------------------
+pub use crate::kube::KubernetesSettings;
+
+fn kubernetes_settings(config: &Value) -> KubernetesSettings {
+    crate::resources::device_plugin_config::kubernetes_settings(config.get("kubernetes"))
+}
+
+fn kubernetes_schema(block: Block) -> Block {
+    block.single_block(
+        "kubernetes",
+        crate::resources::device_plugin_config::kubernetes_block(
+            "Default cluster access of `fracgpu_device_plugin_config` (a resource's own `kubernetes` block wins). Unset: `KUBECONFIG`, `~/.kube/config`, then in-cluster.",
+        ),
+    )
+}
+// ---- end Kubernetes ---------------------------------------------------------------------------
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -112,6 +131,7 @@ impl Settings {
                 endpoint: s(&a, "endpoint"),
             },
             sandbox,
+            kubernetes: kubernetes_settings(config),
         }
     }
 }
@@ -182,16 +202,14 @@ pub fn provider_schema() -> Schema {
         .attr(Attribute::string("access_key").optional().sensitive().describe("Static access key ID."))
         .attr(Attribute::string("secret_key").optional().sensitive().describe("Static secret access key."))
         .attr(Attribute::string("endpoint").optional().describe("EKS API endpoint override."));
-    Schema::new(
-        0,
-        Block::new("Declares fractional NVIDIA GPUs (MIG, time-slicing, MPS) on AKS, GKE and EKS.")
+    let block = Block::new("Declares fractional NVIDIA GPUs (MIG, time-slicing, MPS) on AKS, GKE and EKS.")
             .attr(Attribute::string("sandbox").optional().describe(
                 "Base URL of a running `fracgpu-sandbox`; every cloud and Kubernetes API is then served by it and no cloud account is needed. Also read from `FRACGPU_SANDBOX`.",
             ))
             .single_block("azure", azure)
             .single_block("google", google)
-            .single_block("aws", aws),
-    )
+            .single_block("aws", aws);
+    Schema::new(0, kubernetes_schema(block))
 }
 
 #[async_trait]

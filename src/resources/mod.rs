@@ -5,8 +5,14 @@ use std::sync::Arc;
 use crate::provider::ProviderState;
 use crate::tf::api::Resource;
 
+pub mod device_plugin_config;
 pub mod nodepool;
 
 pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Resource>> {
-    vec![Arc::new(nodepool::NodePool::new(state.clone()))]
+    vec![
+        Arc::new(nodepool::NodePool::new(state.clone())),
+        Arc::new(device_plugin_config::DevicePluginConfigResource::new(
+            state.clone(),
+        )),
+    ]
 }

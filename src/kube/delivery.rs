@@ -1,0 +1,251 @@
+//! The objects the GPU operator reads: the ConfigMap of named device plugin configs, the
+//! ClusterPolicy's pointer at it, and the device plugin daemonset that must be restarted before a
+//! changed config reaches the nodes (the operator does not watch the ConfigMap).
+//!
+//! Every write is a server-side apply under [`FIELD_MANAGER`], forced because the chart's `helm`
+//! manager owns the ClusterPolicy fields we take over; applying an empty set later gives them up.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+
+use super::KubeError;
+
+pub const FIELD_MANAGER: &str = "terraform-provider-fracgpu";
+pub const CLUSTER_POLICY: &str = "cluster-policy";
+pub const DEVICE_PLUGIN_DAEMONSET: &str = "nvidia-device-plugin-daemonset";
+/// The pod template annotation bumped to restart the device plugin, like `kubectl rollout restart`.
+pub const RESTART_ANNOTATION: &str = "fracgpu.dev/restartedAt";
+pub const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+
+/// What the ClusterPolicy says about the device plugin config.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyPointer {
+    pub name: Option<String>,
+    pub default: Option<String>,
+    pub mig_strategy: Option<String>,
+    /// `status.namespace`: where the operator runs its operands (the daemonset).
+    pub operand_namespace: Option<String>,
+}
+
+/// A connected cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    client: kube::Client,
+    /// Where it is, for diagnostics.
+    pub target: String,
+}
+
+fn cluster_policy_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("nvidia.com", "v1", "ClusterPolicy"),
+        "clusterpolicies",
+    )
+}
+
+fn apply_params(force: bool) -> PatchParams {
+    let mut p = PatchParams::apply(FIELD_MANAGER);
+    p.force = force;
+    p
+}
+
+impl Cluster {
+    pub fn new(client: kube::Client, target: String) -> Cluster {
+        Cluster { client, target }
+    }
+
+    pub(crate) fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    fn err(&self, e: kube::Error) -> KubeError {
+        KubeError::from_kube(&self.target, e)
+    }
+
+    /// The ConfigMap's data, None when it does not exist.
+    pub async fn configmap(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, KubeError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client(), ns);
+        match api.get_opt(name).await.map_err(|e| self.err(e))? {
+            Some(cm) => Ok(Some(cm.data.unwrap_or_default())),
+            None => Ok(None),
+        }
+    }
+
+    /// Creates or updates the ConfigMap; keys this manager applied before and no longer lists
+    /// are removed by the API server.
+    pub async fn apply_configmap(
+        &self,
+        ns: &str,
+        name: &str,
+        data: &BTreeMap<String, String>,
+    ) -> Result<(), KubeError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client(), ns);
+        let body = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns,
+                "labels": {"app.kubernetes.io/managed-by": "terraform-provider-fracgpu"}},
+            "data": data,
+        });
+        api.patch(name, &apply_params(true), &Patch::Apply(body))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    pub async fn delete_configmap(&self, ns: &str, name: &str) -> Result<(), KubeError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client(), ns);
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(e) => match self.err(e) {
+                e if e.is_not_found() => Ok(()),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Fails with [`KubeError::MissingCrd`] when the operator's API group is not served.
+    pub async fn check_operator(&self) -> Result<(), KubeError> {
+        match self.client.list_api_group_resources("nvidia.com/v1").await {
+            Ok(list) if list.resources.iter().any(|r| r.name == "clusterpolicies") => Ok(()),
+            Ok(_) => Err(KubeError::MissingCrd),
+            Err(e) => match self.err(e) {
+                e if e.is_not_found() => Err(KubeError::MissingCrd),
+                e => Err(e),
+            },
+        }
+    }
+
+    pub async fn cluster_policy(&self) -> Result<PolicyPointer, KubeError> {
+        self.check_operator().await?;
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let obj = api
+            .get_opt(CLUSTER_POLICY)
+            .await
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| KubeError::MissingClusterPolicy(CLUSTER_POLICY.to_string()))?;
+        let s = |p: &str| {
+            obj.data
+                .pointer(p)
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        Ok(PolicyPointer {
+            name: s("/spec/devicePlugin/config/name"),
+            default: s("/spec/devicePlugin/config/default"),
+            mig_strategy: s("/spec/mig/strategy"),
+            operand_namespace: s("/status/namespace"),
+        })
+    }
+
+    /// Points the ClusterPolicy at our ConfigMap (Some) or gives the fields up (None): an apply
+    /// with an empty set removes what only this manager owned.
+    pub async fn apply_pointer(
+        &self,
+        pointer: Option<(&str, Option<&str>, Option<&str>)>,
+    ) -> Result<(), KubeError> {
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let mut body = json!({
+            "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+            "metadata": {"name": CLUSTER_POLICY},
+        });
+        if let Some((name, default, mig)) = pointer {
+            let mut config = json!({"name": name});
+            if let Some(d) = default {
+                config["default"] = d.into();
+            }
+            body["spec"] = json!({"devicePlugin": {"config": config}});
+            if let Some(m) = mig {
+                // The operator passes spec.mig.strategy to the plugin as MIG_STRATEGY, which beats
+                // flags.migStrategy in the config file: the strategy must be set here.
+                body["spec"]["mig"] = json!({"strategy": m});
+            }
+        }
+        api.patch(CLUSTER_POLICY, &apply_params(true), &Patch::Apply(body))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Restarts the device plugin daemonset; Ok(None) when it does not exist (no GPU node yet,
+    /// or the operator runs it under another name).
+    pub async fn restart_device_plugin(
+        &self,
+        ns: &str,
+        at: &str,
+    ) -> Result<Option<String>, KubeError> {
+        let api: Api<DaemonSet> = Api::namespaced(self.client(), ns);
+        let patch =
+            json!({"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: at}}}}});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch(DEVICE_PLUGIN_DAEMONSET, &params, &Patch::Merge(patch))
+            .await
+        {
+            Ok(_) => Ok(Some(at.to_string())),
+            Err(e) => match self.err(e) {
+                e if e.is_not_found() => Ok(None),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// The `nvidia.com/device-plugin.config` label of every node that has one: node -> value.
+    pub async fn node_config_labels(&self) -> Result<BTreeMap<String, String>, KubeError> {
+        let api: Api<Node> = Api::all(self.client());
+        let list = api
+            .list(&ListParams::default().labels(CONFIG_LABEL))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|n| {
+                let name = n.metadata.name?;
+                let v = n.metadata.labels?.get(CONFIG_LABEL)?.clone();
+                Some((name, v))
+            })
+            .collect())
+    }
+
+    /// The Helm 3 release Secrets of one release: (name, labels, data.release bytes).
+    pub async fn release_secrets(
+        &self,
+        ns: &str,
+        release: &str,
+    ) -> Result<Vec<(String, BTreeMap<String, String>, Vec<u8>)>, KubeError> {
+        let api: Api<Secret> = Api::namespaced(self.client(), ns);
+        let list = api
+            .list(&ListParams::default().labels(&format!("owner=helm,name={release}")))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter(|s| s.type_.as_deref() == Some("helm.sh/release.v1"))
+            .map(|s| {
+                let bytes = s
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("release"))
+                    .map(|b| b.0.clone())
+                    .unwrap_or_default();
+                (
+                    s.metadata.name.unwrap_or_default(),
+                    s.metadata.labels.unwrap_or_default(),
+                    bytes,
+                )
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,1107 @@
+//! `fracgpu_device_plugin_config`: the NVIDIA device plugin's named sharing configs, delivered
+//! through the GPU operator (a ConfigMap plus the ClusterPolicy pointer, or the operator's Helm
+//! release), with drift detection that compares meaning, not YAML text. In the fixed order:
+//! schema, model, plan, create, read, update, delete, import. The Kubernetes work lives in
+//! `kube/`, the config documents in `gpu/`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use crate::gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
+use crate::gpu::{self, SharingMode};
+use crate::kube::helm::{self, ReleaseState};
+use crate::kube::{self as k, Cluster, ExecSettings, KubeError, KubernetesSettings};
+use crate::model;
+use crate::provider::ProviderState;
+use crate::tf::api::{PlanRequest, Resource};
+use crate::tf::plan::Planned;
+use crate::tf::schema::{Attribute, Block, Nesting, Schema};
+use crate::tf::types::Type;
+use crate::tf::validators::{Matches, OneOf};
+use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
+
+pub const TYPE_NAME: &str = "fracgpu_device_plugin_config";
+pub const DEFAULT_NAMESPACE: &str = "gpu-operator";
+pub const DEFAULT_NAME: &str = "time-slicing-config";
+pub const DEFAULT_VALUES_PATH: &str = "devicePlugin";
+const DELIVERIES: &[&str] = &["cluster_policy", "helm"];
+const MIG_STRATEGIES: &[&str] = &["none", "single", "mixed"];
+/// A node selects a config through a label, so a name must be a valid label value (which is
+/// also a valid ConfigMap key).
+const CONFIG_NAME_RE: &str = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$";
+const DNS_LABEL_RE: &str = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
+const DNS_SUBDOMAIN_RE: &str = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$";
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+
+/// The `kubernetes` block, shared with the provider's own (its default).
+pub fn kubernetes_block(description: &str) -> Block {
+    let exec = Block::new("A client-go credential plugin, as EKS (`aws eks get-token`), GKE (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) hand out credentials.")
+        .attr(Attribute::string("api_version").required().describe("e.g. `client.authentication.k8s.io/v1beta1`."))
+        .attr(Attribute::string("command").required().describe("The plugin executable."))
+        .attr(Attribute::new("args", Type::list(Type::String)).optional().describe("Its arguments."))
+        .attr(Attribute::new("env", Type::map(Type::String)).optional().describe("Extra environment variables."));
+    Block::new(description)
+        .attr(Attribute::string("config_path").optional().describe("Path of a kubeconfig file. Default: `KUBECONFIG`, then `~/.kube/config`."))
+        .attr(Attribute::string("config_context").optional().describe("Context of the kubeconfig. Default: its current context."))
+        .attr(Attribute::string("host").optional().describe("API server URL, e.g. `https://1.2.3.4`; used with `token`, `exec` and `cluster_ca_certificate` instead of a kubeconfig."))
+        .attr(Attribute::string("token").optional().sensitive().describe("Bearer token."))
+        .attr(Attribute::string("cluster_ca_certificate").optional().describe("PEM of the CA that signed the API server's certificate."))
+        .attr(Attribute::bool("insecure").optional().describe("Skip verifying the API server's certificate (tests only)."))
+        .single_block("exec", exec)
+}
+
+pub fn schema() -> Schema {
+    let config = model::sharing_blocks(
+        Block::new("One named config of the ConfigMap. Nodes select it with the label `nvidia.com/device-plugin.config=<name>`. Give the sharing as a block, or the YAML itself (a node pool's `device_plugin_config`), or neither for whole GPUs.")
+            .attr(Attribute::string("name").required().describe("The config's key in the ConfigMap and the node label value: up to 63 letters, digits, `-`, `_`, `.`, starting and ending alphanumeric.")
+                .validate(Matches::new(CONFIG_NAME_RE, "a valid ConfigMap key and label value (up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)")))
+            .attr(Attribute::string("yaml").optional().describe("The config document itself, e.g. `fracgpu_nodepool.x.device_plugin_config`. Compared by meaning, so formatting never shows as a change.")),
+        false,
+    );
+    let helm = Block::new("Deliver through the GPU operator's Helm release instead of a ConfigMap of our own.")
+        .attr(Attribute::string("release").required().describe("Release name, e.g. `gpu-operator`."))
+        .attr(Attribute::string("namespace").required().describe("Namespace of the release."))
+        .attr(Attribute::string("chart").required().describe("The chart `helm upgrade` is given, e.g. `nvidia/gpu-operator` or an `oci://` reference."))
+        .attr(Attribute::string("chart_version").optional().describe("Chart version for the upgrade. Default: the deployed release's, so only values change."))
+        .attr(Attribute::string("values_path").optional().describe("Dotted path of the operator's `devicePlugin` values, e.g. `azure-aks-gpu-operator.devicePlugin` for a wrapping chart. Default `devicePlugin`.")
+            .validate(Matches::new(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$", "dotted value keys such as devicePlugin or gpu-operator.devicePlugin")))
+        .attr(Attribute::string("helm_path").optional().describe("The helm executable. Default `helm` on the PATH."));
+    let block = Block::new("The NVIDIA device plugin's named sharing configs (time-slicing, MPS, MIG strategy), delivered through the GPU operator: a ConfigMap and the ClusterPolicy pointer, or the operator's Helm release. Drift (a hand-edited ConfigMap, a changed pointer, changed Helm values) shows in the plan; re-formatting never does. Every change restarts the device plugin daemonset, which the operator does not do itself.")
+        .attr(Attribute::string("id").computed().describe("`namespace/name` of the ConfigMap."))
+        .attr(Attribute::string("namespace").optional().computed().requires_replace().describe(&format!("Namespace of the ConfigMap and of the operator's daemonset. Default `{DEFAULT_NAMESPACE}`."))
+            .validate(Matches::new(DNS_LABEL_RE, "a DNS-1123 label (lowercase letters, digits, '-', up to 63)")))
+        .attr(Attribute::string("name").optional().computed().requires_replace().describe(&format!("Name of the ConfigMap. Default `{DEFAULT_NAME}`."))
+            .validate(Matches::new(DNS_SUBDOMAIN_RE, "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')")))
+        .attr(Attribute::string("default_config").optional().describe("The config of nodes without the `nvidia.com/device-plugin.config` label; must be one of the `config` names."))
+        .attr(Attribute::string("mig_strategy").optional().describe("`none`, `single` or `mixed`, set on the ClusterPolicy (`spec.mig.strategy`; the operator hands it to the plugin, overriding the file's flag).").validate(OneOf(MIG_STRATEGIES)))
+        .attr(Attribute::string("delivery").optional().computed().describe("`cluster_policy` (default: server-side apply of the ConfigMap and the ClusterPolicy pointer) or `helm` (upgrade the operator's release).").validate(OneOf(DELIVERIES)))
+        .attr(Attribute::new("data", Type::map(Type::String)).computed().describe("The ConfigMap's data: config name -> rendered YAML."))
+        .attr(Attribute::string("helm_values").computed().describe("The same as GPU operator Helm values (under `values_path`), for a `helm_release` of your own."))
+        .attr(Attribute::string("restarted_at").computed().describe("When the device plugin daemonset was last restarted by this resource (RFC 3339)."))
+        .single_block("kubernetes", kubernetes_block("How to reach the cluster. Default: the provider's `kubernetes` block, then `KUBECONFIG` / `~/.kube/config` / in-cluster."))
+        .block("config", Nesting::List, config)
+        .single_block("helm", helm);
+    Schema::new(0, block)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model
+
+/// Reads a `kubernetes` block (a list of at most one object).
+pub fn kubernetes_settings(block_list: &Value) -> KubernetesSettings {
+    let Some(b) = block_list.elements().first() else {
+        return KubernetesSettings::default();
+    };
+    let s = |k: &str| b.get(k).as_str().map(str::to_string);
+    let exec = b.get("exec").elements().first().map(|e| ExecSettings {
+        api_version: e
+            .get("api_version")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        command: e.get("command").as_str().unwrap_or_default().to_string(),
+        args: e
+            .get("args")
+            .elements()
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect(),
+        env: e
+            .get("env")
+            .entries()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    });
+    KubernetesSettings {
+        config_path: s("config_path"),
+        config_context: s("config_context"),
+        host: s("host"),
+        token: s("token"),
+        cluster_ca_certificate: s("cluster_ca_certificate"),
+        insecure: b.get("insecure").as_bool(),
+        exec,
+    }
+}
+
+/// What a known configuration, plan or state asks for.
+#[derive(Clone, Debug, PartialEq)]
+struct Desired {
+    namespace: String,
+    name: String,
+    default: Option<String>,
+    mig_strategy: Option<String>,
+    /// config name -> parsed config
+    configs: BTreeMap<String, DevicePluginConfig>,
+    helm: Option<HelmSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct HelmSpec {
+    release: String,
+    namespace: String,
+    chart: String,
+    chart_version: Option<String>,
+    values_path: String,
+    helm_path: String,
+}
+
+fn config_path(i: usize) -> AttrPath {
+    AttrPath::attr("config").with_index(i)
+}
+
+fn join(base: &AttrPath, rel: &AttrPath) -> AttrPath {
+    let mut p = base.clone();
+    p.0.extend(rel.0.iter().cloned());
+    p
+}
+
+fn str_or<'a>(v: &'a Value, k: &str, default: &'a str) -> &'a str {
+    v.get(k).as_str().unwrap_or(default)
+}
+
+/// One config block to its document; problems become diagnostics on the attribute.
+fn config_of(
+    i: usize,
+    c: &Value,
+    mig_strategy: Option<&str>,
+    diags: &mut Diagnostics,
+) -> Option<DevicePluginConfig> {
+    let base = config_path(i);
+    let name = c.get("name").as_str().unwrap_or_default();
+    let blocks: Vec<&str> = ["mig", "time_slicing", "mps"]
+        .into_iter()
+        .filter(|b| !c.get(b).elements().is_empty())
+        .collect();
+    let yaml = c.get("yaml");
+    let parsed = if let Some(text) = yaml.as_str() {
+        if let Some(b) = blocks.first() {
+            diags.push(
+                Diagnostic::error(
+                    "Conflicting arguments",
+                    format!(
+                        "{} sets both `yaml` and a `{b}` block; give the config one way.",
+                        base.with_attr("yaml")
+                    ),
+                )
+                .at(base.with_attr("yaml")),
+            );
+            return None;
+        }
+        match device_plugin::parse(text) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid device plugin config",
+                        format!("{} (config {name:?}): {}", base.with_attr("yaml"), e.detail),
+                    )
+                    .at(base.with_attr("yaml")),
+                );
+                return None;
+            }
+        }
+    } else {
+        let mode = model::sharing_mode(c)?;
+        match gpu::device_plugin_config(&mode) {
+            Ok(named) => {
+                // The config's own flag leaves the strategy to the ClusterPolicy (which overrides
+                // it anyway) unless this is a MIG config.
+                let mut cfg = named.config;
+                if !matches!(mode, SharingMode::Mig { .. }) && cfg.sharing.is_some() {
+                    cfg.mig_strategy = None;
+                }
+                cfg
+            }
+            Err(e) => {
+                let d = model::domain_diagnostic(&e, &[]);
+                let path = join(&base, &d.path.clone().unwrap_or_default());
+                diags.push(
+                    Diagnostic::error(d.summary.clone(), format!("{path}: {}", d.detail)).at(path),
+                );
+                return None;
+            }
+        }
+    };
+    if let Some(s) = &parsed.sharing
+        && s.kind == SharingKind::Mps
+        && mig_strategy == Some("mixed")
+    {
+        let at = if blocks.contains(&"mps") {
+            base.with_attr("mps")
+        } else {
+            base.with_attr("yaml")
+        };
+        diags.push(
+            Diagnostic::error(
+                "MPS with the mixed MIG strategy",
+                format!("{at} (config {name:?}) shares GPUs by MPS, but mig_strategy is \"mixed\": the device plugin runs MPS on full GPUs only and refuses it with the mixed strategy. Set mig_strategy to \"none\" or \"single\", or use time_slicing."),
+            )
+            .at(at),
+        );
+        return None;
+    }
+    Some(parsed)
+}
+
+/// Resolves a value whose attributes are known; `None` while any part is unknown or invalid.
+fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<Desired> {
+    let mig_strategy = v.get("mig_strategy");
+    if !mig_strategy.is_known() || !v.get("config").is_fully_known() {
+        return None;
+    }
+    let mig = mig_strategy.as_str();
+    let list = v.get("config").elements();
+    if list.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "Missing config",
+                "At least one `config` block is needed: the device plugin needs a config to select. Add e.g. `config { name = \"all\" }` for whole GPUs.",
+            )
+            .at(AttrPath::attr("config")),
+        );
+        return None;
+    }
+    let mut configs = BTreeMap::new();
+    let mut ok = true;
+    for (i, c) in list.iter().enumerate() {
+        let name = c.get("name").as_str().unwrap_or_default().to_string();
+        if configs.contains_key(&name) {
+            let p = config_path(i).with_attr("name");
+            diags.push(
+                Diagnostic::error(
+                    "Duplicate config name",
+                    format!("{p} is {name:?}, which an earlier config block already uses; ConfigMap keys are unique. Rename one of them."),
+                )
+                .at(p),
+            );
+            ok = false;
+            continue;
+        }
+        match config_of(i, c, mig, diags) {
+            Some(cfg) => {
+                configs.insert(name, cfg);
+            }
+            None => ok = false,
+        }
+    }
+    let default = v.get("default_config");
+    if !default.is_known() {
+        return None;
+    }
+    if let Some(d) = default.as_str()
+        && ok
+        && !configs.contains_key(d)
+    {
+        diags.push(
+            Diagnostic::error(
+                "Default config does not exist",
+                format!(
+                    "default_config is {d:?}, which names no config of this resource; nodes without the label would fail to load a config. Valid values: {}.",
+                    configs.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .at(AttrPath::attr("default_config")),
+        );
+        ok = false;
+    }
+    let delivery = v.get("delivery").as_str().unwrap_or("cluster_policy");
+    let helm_block = v.get("helm").elements().first();
+    let helm = match (delivery, helm_block) {
+        ("helm", Some(h)) => {
+            if !h.is_fully_known() {
+                return None;
+            }
+            Some(HelmSpec {
+                release: str_or(h, "release", "").to_string(),
+                namespace: str_or(h, "namespace", "").to_string(),
+                chart: str_or(h, "chart", "").to_string(),
+                chart_version: h.get("chart_version").as_str().map(str::to_string),
+                values_path: str_or(h, "values_path", DEFAULT_VALUES_PATH).to_string(),
+                helm_path: str_or(h, "helm_path", "helm").to_string(),
+            })
+        }
+        ("helm", None) => {
+            diags.push(
+                Diagnostic::error(
+                    "Missing helm block",
+                    "delivery is \"helm\" but there is no `helm` block naming the release; add `helm { release = ..., namespace = ..., chart = ... }`.",
+                )
+                .at(AttrPath::attr("delivery")),
+            );
+            return None;
+        }
+        (_, Some(_)) if v.get("delivery").is_known() => {
+            diags.push(
+                Diagnostic::error(
+                    "Unused helm block",
+                    "A `helm` block is set but delivery is \"cluster_policy\"; set delivery = \"helm\" or remove the block.",
+                )
+                .at(AttrPath::attr("helm")),
+            );
+            return None;
+        }
+        _ => None,
+    };
+    if !ok {
+        return None;
+    }
+    Some(Desired {
+        namespace: str_or(v, "namespace", DEFAULT_NAMESPACE).to_string(),
+        name: str_or(v, "name", DEFAULT_NAME).to_string(),
+        default: default.as_str().map(str::to_string),
+        mig_strategy: mig.map(str::to_string),
+        configs,
+        helm,
+    })
+}
+
+impl Desired {
+    /// The ConfigMap data: every config rendered in our fixed layout.
+    fn data(&self) -> BTreeMap<String, String> {
+        self.configs
+            .iter()
+            .map(|(k, c)| (k.clone(), c.render().unwrap_or_default()))
+            .collect()
+    }
+
+    /// The operator chart's values for this config, nested under `values_path` (and the MIG
+    /// strategy beside it); `remove` lists deployed keys to delete (null, Helm's way).
+    fn helm_values(&self, values_path: &str, remove: &[String]) -> serde_json::Value {
+        let mut data: serde_json::Map<String, serde_json::Value> = self
+            .data()
+            .into_iter()
+            .map(|(k, v)| (k, v.into()))
+            .collect();
+        for k in remove {
+            data.entry(k.clone()).or_insert(serde_json::Value::Null);
+        }
+        let mut config = json!({"create": true, "name": self.name, "data": data});
+        if let Some(d) = &self.default {
+            config["default"] = d.clone().into();
+        }
+        let mut root = nest(values_path, json!({"config": config}));
+        if let Some(m) = &self.mig_strategy {
+            let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
+            helm::merge(
+                &mut root,
+                &nest(&format!("{parent}.mig"), json!({"strategy": m})),
+            );
+        }
+        root
+    }
+}
+
+fn nest(path: &str, v: serde_json::Value) -> serde_json::Value {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .rev()
+        .fold(v, |acc, k| json!({ k: acc }))
+}
+
+fn value_at<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .try_fold(v, |acc, k| acc.get(k))
+}
+
+fn string_map(m: &BTreeMap<String, String>) -> Value {
+    model::string_map(m)
+}
+
+fn map_of(v: &Value) -> BTreeMap<String, String> {
+    v.entries()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set(v: &mut Value, k: &str, new: Value) {
+    if let Value::Object(m) = v {
+        m.insert(k.to_string(), new);
+    }
+}
+
+/// Keeps the state's text for every key whose meaning the cluster still has, and the cluster's
+/// own text where it differs, so a hand edit shows as drift and re-formatting does not.
+fn reconcile(
+    state: &BTreeMap<String, String>,
+    cluster: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    cluster
+        .iter()
+        .map(|(k, theirs)| {
+            let same = state.get(k).is_some_and(|ours| {
+                matches!((device_plugin::parse(ours), device_plugin::parse(theirs)), (Ok(a), Ok(b)) if a == b)
+            });
+            let text = if same { state[k].clone() } else { theirs.clone() };
+            (k.clone(), text)
+        })
+        .collect()
+}
+
+/// Config blocks that read back to the same documents (for import): a document we render for
+/// a time_slicing or mps block becomes that block, anything else a `yaml` attribute.
+fn config_blocks(data: &BTreeMap<String, String>) -> Value {
+    let obj = |name: &str, yaml: Value, ts: Vec<Value>, mps: Vec<Value>| {
+        Value::object([
+            ("name", Value::string(name)),
+            ("yaml", yaml),
+            ("mig", Value::List(vec![])),
+            ("time_slicing", Value::List(ts)),
+            ("mps", Value::List(mps)),
+        ])
+    };
+    let items = data
+        .iter()
+        .map(|(name, text)| {
+            let Ok(cfg) = device_plugin::parse(text) else {
+                return obj(name, Value::string(text.clone()), vec![], vec![]);
+            };
+            let Some(s) = cfg.sharing.as_ref().filter(|s| {
+                cfg.mig_strategy.is_none()
+                    && s.resources.len() == 1
+                    && s.resources[0].name == device_plugin::GPU_RESOURCE
+            }) else {
+                return if cfg.is_empty() {
+                    obj(name, Value::Null, vec![], vec![])
+                } else {
+                    obj(name, Value::string(text.clone()), vec![], vec![])
+                };
+            };
+            let replicas = Value::int(i64::from(s.resources[0].replicas));
+            match s.kind {
+                SharingKind::TimeSlicing => obj(
+                    name,
+                    Value::Null,
+                    vec![Value::object([
+                        ("replicas", replicas),
+                        // false is what an omitted argument means; most configurations omit it.
+                        (
+                            "rename_by_default",
+                            if s.rename_by_default {
+                                Value::Bool(true)
+                            } else {
+                                Value::Null
+                            },
+                        ),
+                        (
+                            "fail_requests_greater_than_one",
+                            if s.fail_requests_greater_than_one {
+                                Value::Bool(true)
+                            } else {
+                                Value::Null
+                            },
+                        ),
+                    ])],
+                    vec![],
+                ),
+                SharingKind::Mps if s.fail_requests_greater_than_one && !s.rename_by_default => {
+                    obj(
+                        name,
+                        Value::Null,
+                        vec![],
+                        vec![Value::object([("replicas", replicas)])],
+                    )
+                }
+                SharingKind::Mps => obj(name, Value::string(text.clone()), vec![], vec![]),
+            }
+        })
+        .collect();
+    Value::List(items)
+}
+
+fn kube_diagnostic(action: &str, target_attr: &str, e: &KubeError) -> Diagnostic {
+    let (summary, hint) = match e {
+        KubeError::Unreachable { .. } => (
+            "Kubernetes cluster unreachable",
+            format!("Check {target_attr} (or the provider's `kubernetes` block, KUBECONFIG) and that the API server is up."),
+        ),
+        KubeError::Config(_) => (
+            "Invalid Kubernetes settings",
+            format!("Check {target_attr}: the kubeconfig path, its context, or host/token/cluster_ca_certificate."),
+        ),
+        KubeError::MissingCrd | KubeError::MissingClusterPolicy(_) => (
+            "NVIDIA GPU operator not installed",
+            "delivery = \"cluster_policy\" needs the GPU operator (its ClusterPolicy `cluster-policy`). Install the operator chart first, or use delivery = \"helm\" with its release.".to_string(),
+        ),
+        KubeError::Helm(_) => ("Helm release problem", "See the helm block.".to_string()),
+        KubeError::Api { code: 403, .. } => (
+            "Kubernetes permission denied",
+            "The credentials need get/patch on configmaps, clusterpolicies.nvidia.com and daemonsets in the operator namespace, and list on nodes.".to_string(),
+        ),
+        KubeError::Api { .. } => ("Kubernetes API error", String::new()),
+    };
+    let attr = match e {
+        KubeError::MissingCrd | KubeError::MissingClusterPolicy(_) => "delivery",
+        KubeError::Helm(_) => "helm",
+        _ => "kubernetes",
+    };
+    Diagnostic::error(
+        summary,
+        format!("Could not {action}: {e}. {hint}")
+            .trim_end()
+            .to_string(),
+    )
+    .at(AttrPath::attr(attr))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resource
+
+pub struct DevicePluginConfigResource {
+    state: Arc<ProviderState>,
+}
+
+impl DevicePluginConfigResource {
+    pub fn new(state: Arc<ProviderState>) -> Self {
+        DevicePluginConfigResource { state }
+    }
+
+    async fn connect(&self, v: &Value, diags: &mut Diagnostics) -> Option<Cluster> {
+        let settings = self.settings(v);
+        match k::connect(&settings).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                diags.push(kube_diagnostic("connect", "the kubernetes block", &e));
+                None
+            }
+        }
+    }
+
+    fn settings(&self, v: &Value) -> KubernetesSettings {
+        kubernetes_settings(v.get("kubernetes")).or(&self.state.settings().kubernetes)
+    }
+
+    /// Warns about nodes whose label names no config of this resource.
+    async fn warn_unknown_labels(&self, c: &Cluster, d: &Desired, diags: &mut Diagnostics) {
+        let Ok(labels) = c.node_config_labels().await else {
+            return;
+        };
+        let mut unknown: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (node, value) in &labels {
+            if !d.configs.contains_key(value) {
+                unknown.entry(value).or_default().push(node);
+            }
+        }
+        for (value, nodes) in unknown {
+            diags.push(
+                Diagnostic::warning(
+                    "Node label names no config",
+                    format!(
+                        "{} node(s) ({}) carry nvidia.com/device-plugin.config={value:?}, which is not a config of this resource; the device plugin on them keeps its previous config. Add `config {{ name = {value:?} ... }}` or relabel the nodes.",
+                        nodes.len(),
+                        nodes.join(", ")
+                    ),
+                )
+                .at(AttrPath::attr("config")),
+            );
+        }
+    }
+
+    /// Writes the desired config to the cluster and restarts the plugin; returns restarted_at.
+    async fn deliver(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        prior_data: &BTreeMap<String, String>,
+        diags: &mut Diagnostics,
+    ) -> Option<Option<String>> {
+        let operand_ns = match &d.helm {
+            None => {
+                let pointer = match c.cluster_policy().await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        diags.push(kube_diagnostic(
+                            "read the ClusterPolicy",
+                            "the kubernetes block",
+                            &e,
+                        ));
+                        return None;
+                    }
+                };
+                let step = async {
+                    c.apply_configmap(&d.namespace, &d.name, &d.data()).await?;
+                    c.apply_pointer(Some((
+                        &d.name,
+                        d.default.as_deref(),
+                        d.mig_strategy.as_deref(),
+                    )))
+                    .await
+                };
+                if let Err(e) = step.await {
+                    diags.push(kube_diagnostic(
+                        "apply the ConfigMap and ClusterPolicy",
+                        "the kubernetes block",
+                        &e,
+                    ));
+                    return None;
+                }
+                pointer
+                    .operand_namespace
+                    .unwrap_or_else(|| d.namespace.clone())
+            }
+            Some(h) => {
+                let removed: Vec<String> = prior_data
+                    .keys()
+                    .filter(|k| !d.configs.contains_key(*k))
+                    .cloned()
+                    .collect();
+                self.helm_upgrade(c, d, h, &removed, diags).await?;
+                d.namespace.clone()
+            }
+        };
+        match c
+            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .await
+        {
+            Ok(Some(at)) => Some(Some(at)),
+            Ok(None) => {
+                diags.push(Diagnostic::warning(
+                    "Device plugin daemonset not found",
+                    format!("No daemonset {operand_ns}/nvidia-device-plugin-daemonset to restart; nodes pick the config up when the operator starts the device plugin."),
+                ));
+                Some(None)
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    "restart the device plugin",
+                    "the kubernetes block",
+                    &e,
+                ));
+                None
+            }
+        }
+    }
+
+    async fn helm_upgrade(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        h: &HelmSpec,
+        removed: &[String],
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let diag = |e: String| {
+            Diagnostic::error(
+                "Helm upgrade failed",
+                format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
+            )
+            .at(AttrPath::attr("helm").with_index(0).with_attr("release"))
+        };
+        let deployed = match helm::read_release(c, &h.namespace, &h.release).await {
+            Ok(ReleaseState::Deployed(r)) => r,
+            Ok(ReleaseState::Pending(r)) => {
+                diags.push(diag(format!("revision {} is {}: another helm operation is in progress or was interrupted. Wait for it, or `helm rollback` it, then apply again.", r.revision, r.status)));
+                return None;
+            }
+            Ok(ReleaseState::Missing) => {
+                diags.push(diag("no deployed revision found (no Secret sh.helm.release.v1.<release>.v<N> with status deployed). Check helm.release and helm.namespace.".into()));
+                return None;
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    "read the Helm release",
+                    "the kubernetes block",
+                    &e,
+                ));
+                return None;
+            }
+        };
+        // Keys deployed under the data map but no longer wanted are set to null so that
+        // --reuse-values does not keep them.
+        let mut remove: Vec<String> = removed.to_vec();
+        if let Some(serde_json::Value::Object(m)) = value_at(
+            &deployed.effective_values(),
+            &format!("{}.config.data", h.values_path),
+        ) {
+            remove.extend(m.keys().filter(|k| !d.configs.contains_key(*k)).cloned());
+        }
+        let values = d.helm_values(&h.values_path, &remove);
+        let settings = self.settings(&Value::Null);
+        let run = helm::upgrade(
+            &h.helm_path,
+            &h.release,
+            &h.chart,
+            &h.namespace,
+            h.chart_version
+                .as_deref()
+                .or(Some(deployed.chart_version.as_str())),
+            &values,
+            &settings,
+        )
+        .await;
+        match run {
+            Ok(_) => Some(()),
+            Err(e) => {
+                diags.push(diag(e.to_string()));
+                None
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Resource for DevicePluginConfigResource {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        resolve(config, diags);
+    }
+
+    fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, _diags: &mut Diagnostics) {
+        let st = &mut planned.state;
+        if st.is_null() {
+            return;
+        }
+        for (k, default) in [
+            ("namespace", DEFAULT_NAMESPACE),
+            ("name", DEFAULT_NAME),
+            ("delivery", "cluster_policy"),
+        ] {
+            if req.config.get(k).is_null() {
+                set(st, k, Value::string(default));
+            }
+        }
+        let ns = st.get("namespace").as_str().map(str::to_string);
+        let name = st.get("name").as_str().map(str::to_string);
+        if let (Some(ns), Some(name)) = (ns, name) {
+            set(st, "id", Value::string(format!("{ns}/{name}")));
+        }
+        // Validation already reported problems; here only the derived values.
+        let mut quiet = Diagnostics::new();
+        let Some(d) = resolve(st, &mut quiet) else {
+            return;
+        };
+        let data = d.data();
+        set(st, "data", string_map(&data));
+        let values_path = d
+            .helm
+            .as_ref()
+            .map(|h| h.values_path.clone())
+            .unwrap_or_else(|| DEFAULT_VALUES_PATH.to_string());
+        set(
+            st,
+            "helm_values",
+            Value::string(helm::to_yaml(&d.helm_values(&values_path, &[]))),
+        );
+        // Nothing the cluster sees changes: no restart, keep the prior time.
+        let prior = req.prior;
+        let unchanged = !prior.is_null()
+            && map_of(prior.get("data")) == data
+            && prior.get("default_config") == st.get("default_config")
+            && prior.get("mig_strategy") == st.get("mig_strategy")
+            && prior.get("delivery") == st.get("delivery");
+        set(
+            st,
+            "restarted_at",
+            if unchanged {
+                prior.get("restarted_at").clone()
+            } else {
+                Value::UNKNOWN
+            },
+        );
+    }
+
+    async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
+        let Some(d) = resolve(planned, diags) else {
+            return Value::Null;
+        };
+        let Some(c) = self.connect(planned, diags).await else {
+            return Value::Null;
+        };
+        let Some(restarted) = self.deliver(&c, &d, &BTreeMap::new(), diags).await else {
+            return Value::Null;
+        };
+        self.warn_unknown_labels(&c, &d, diags).await;
+        let mut st = planned.clone();
+        set(&mut st, "restarted_at", Value::opt_string(restarted));
+        st
+    }
+
+    async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let c = self.connect(state, diags).await?;
+        let ns = str_or(state, "namespace", DEFAULT_NAMESPACE).to_string();
+        let name = str_or(state, "name", DEFAULT_NAME).to_string();
+        let mut st = state.clone();
+        let prior_data = map_of(state.get("data"));
+        let (pointer_name, pointer_default, mig, mig_ours, cluster_data) =
+            if str_or(state, "delivery", "cluster_policy") == "helm" {
+                let h = state
+                    .get("helm")
+                    .elements()
+                    .first()
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let (rel, rns) = (str_or(&h, "release", ""), str_or(&h, "namespace", ""));
+                let values_path = str_or(&h, "values_path", DEFAULT_VALUES_PATH);
+                let release = match helm::read_release(&c, rns, rel).await {
+                    Ok(ReleaseState::Deployed(r)) | Ok(ReleaseState::Pending(r)) => r,
+                    Ok(ReleaseState::Missing) => return None,
+                    Err(e) => {
+                        diags.push(kube_diagnostic(
+                            "read the Helm release",
+                            "the kubernetes block",
+                            &e,
+                        ));
+                        return None;
+                    }
+                };
+                let values = release.effective_values();
+                let cfg = value_at(&values, &format!("{values_path}.config"))
+                    .cloned()
+                    .unwrap_or_default();
+                let s = |k: &str| {
+                    cfg.get(k)
+                        .and_then(|v| v.as_str())
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                };
+                let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
+                let data: BTreeMap<String, String> = cfg
+                    .get("data")
+                    .and_then(|d| d.as_object())
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
+                let mig = value_at(&values, &format!("{parent}.mig.strategy"))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
+                let name_in_values = if created { s("name") } else { None };
+                (name_in_values, s("default"), mig, false, Some(data))
+            } else {
+                let pointer = match c.cluster_policy().await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        diags.push(kube_diagnostic(
+                            "read the ClusterPolicy",
+                            "the kubernetes block",
+                            &e,
+                        ));
+                        return None;
+                    }
+                };
+                let data = match c.configmap(&ns, &name).await {
+                    Ok(d) => d,
+                    Err(e) => {
+                        diags.push(kube_diagnostic(
+                            "read the ConfigMap",
+                            "the kubernetes block",
+                            &e,
+                        ));
+                        return None;
+                    }
+                };
+                let ours = state.get("mig_strategy").as_str().is_some();
+                (
+                    pointer.name,
+                    pointer.default,
+                    pointer.mig_strategy,
+                    ours,
+                    data,
+                )
+            };
+        // A vanished ConfigMap: the resource is gone and will be created again.
+        let cluster_data = cluster_data?;
+        // The operator reads our data only while the pointer names our ConfigMap.
+        let data = if pointer_name.as_deref() == Some(name.as_str()) {
+            reconcile(&prior_data, &cluster_data)
+        } else {
+            BTreeMap::new()
+        };
+        set(&mut st, "data", string_map(&data));
+        if !state.get("default_config").is_null() || state.get("config").elements().is_empty() {
+            set(
+                &mut st,
+                "default_config",
+                Value::opt_string(pointer_default),
+            );
+        }
+        if mig_ours || !state.get("mig_strategy").is_null() {
+            set(&mut st, "mig_strategy", Value::opt_string(mig));
+        }
+        if state.get("config").elements().is_empty() {
+            // Imported: rebuild the blocks from what the cluster holds.
+            set(&mut st, "config", config_blocks(&cluster_data));
+        }
+        // Keep helm_values consistent with what was read.
+        let mut quiet = Diagnostics::new();
+        if let Some(d) = resolve(&st, &mut quiet) {
+            let vp = d
+                .helm
+                .as_ref()
+                .map(|h| h.values_path.clone())
+                .unwrap_or_else(|| DEFAULT_VALUES_PATH.to_string());
+            set(
+                &mut st,
+                "helm_values",
+                Value::string(helm::to_yaml(&d.helm_values(&vp, &[]))),
+            );
+            self.warn_unknown_labels(&c, &d, diags).await;
+        }
+        Some(st)
+    }
+
+    async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
+        let Some(d) = resolve(planned, diags) else {
+            return prior.clone();
+        };
+        let Some(c) = self.connect(planned, diags).await else {
+            return prior.clone();
+        };
+        let restart_needed = !planned.get("restarted_at").is_known();
+        let mut st = planned.clone();
+        if restart_needed {
+            let Some(restarted) = self
+                .deliver(&c, &d, &map_of(prior.get("data")), diags)
+                .await
+            else {
+                return prior.clone();
+            };
+            set(&mut st, "restarted_at", Value::opt_string(restarted));
+        }
+        self.warn_unknown_labels(&c, &d, diags).await;
+        st
+    }
+
+    async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
+        let Some(c) = self.connect(state, diags).await else {
+            return;
+        };
+        let ns = str_or(state, "namespace", DEFAULT_NAMESPACE).to_string();
+        let name = str_or(state, "name", DEFAULT_NAME).to_string();
+        let mut operand_ns = ns.clone();
+        if str_or(state, "delivery", "cluster_policy") == "helm" {
+            let mut quiet = Diagnostics::new();
+            let Some(mut d) = resolve(state, &mut quiet) else {
+                return;
+            };
+            let Some(h) = d.helm.clone() else { return };
+            let removed: Vec<String> = d.configs.keys().cloned().collect();
+            d.configs.clear();
+            d.default = None;
+            d.mig_strategy = None;
+            let mut values = d.helm_values(&h.values_path, &removed);
+            if let Some(cfg) =
+                values.pointer_mut(&format!("/{}/config", h.values_path.replace('.', "/")))
+            {
+                *cfg = json!({"create": false, "name": "", "default": "", "data": cfg["data"].clone()});
+            }
+            let settings = self.settings(state);
+            if let Err(e) = helm::upgrade(
+                &h.helm_path,
+                &h.release,
+                &h.chart,
+                &h.namespace,
+                h.chart_version.as_deref(),
+                &values,
+                &settings,
+            )
+            .await
+            {
+                diags.push(
+                    Diagnostic::error(
+                        "Helm upgrade failed",
+                        format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
+                    )
+                    .at(AttrPath::attr("helm")),
+                );
+                return;
+            }
+        } else {
+            match c.cluster_policy().await {
+                Ok(p) => {
+                    if let Some(o) = p.operand_namespace {
+                        operand_ns = o;
+                    }
+                    // Give the pointer up only while it is still ours to give.
+                    if p.name.as_deref() == Some(name.as_str())
+                        && let Err(e) = c.apply_pointer(None).await
+                    {
+                        diags.push(kube_diagnostic(
+                            "release the ClusterPolicy pointer",
+                            "the kubernetes block",
+                            &e,
+                        ));
+                        return;
+                    }
+                }
+                Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
+                Err(e) => {
+                    diags.push(kube_diagnostic(
+                        "read the ClusterPolicy",
+                        "the kubernetes block",
+                        &e,
+                    ));
+                    return;
+                }
+            }
+            if let Err(e) = c.delete_configmap(&ns, &name).await {
+                diags.push(kube_diagnostic(
+                    "delete the ConfigMap",
+                    "the kubernetes block",
+                    &e,
+                ));
+                return;
+            }
+        }
+        if let Err(e) = c
+            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .await
+        {
+            diags.push(kube_diagnostic(
+                "restart the device plugin",
+                "the kubernetes block",
+                &e,
+            ));
+        }
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+        let re = regex_lite::Regex::new(&format!(
+            "{}/{}",
+            &DNS_LABEL_RE[..DNS_LABEL_RE.len() - 1],
+            &DNS_SUBDOMAIN_RE[1..]
+        ))
+        .ok()?;
+        if !re.is_match(id) {
+            diags.push(Diagnostic::error(
+                "Invalid import ID",
+                format!("{id:?} is not `namespace/name` of the ConfigMap, e.g. `gpu-operator/time-slicing-config`."),
+            ));
+            return None;
+        }
+        let (ns, name) = id.split_once('/')?;
+        let ty = schema().ty();
+        let mut st = Value::null_object(&ty);
+        set(&mut st, "id", Value::string(id));
+        set(&mut st, "namespace", Value::string(ns));
+        set(&mut st, "name", Value::string(name));
+        set(&mut st, "delivery", Value::string("cluster_policy"));
+        for b in ["kubernetes", "config", "helm"] {
+            set(&mut st, b, Value::List(vec![]));
+        }
+        Some(st)
+    }
+}

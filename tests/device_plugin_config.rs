@@ -1,0 +1,322 @@
+//! `fracgpu_device_plugin_config` with delivery "cluster_policy", through the real terraform
+//! binary against the sandbox stack's Kubernetes API: create -> ConfigMap, ClusterPolicy pointer
+//! and daemonset restart -> the digital twin's time-sliced nodes advertise the shared resource ->
+//! empty plan -> update replicas -> hand edit with kubectl -> plan shows drift -> apply repairs
+//! -> import -> destroy.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::sandbox::{RunningStack, start_stack};
+use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use serde_json::Value;
+
+const SUB: &str = "00000000-0000-0000-0000-000000000000";
+const CM: &str = "time-slicing-config";
+const NS: &str = "gpu-operator";
+
+fn config(kubeconfig: &str, replicas: u32) -> String {
+    format!(
+        r#"{REQUIRED_PROVIDERS}
+provider "fracgpu" {{
+  kubernetes {{
+    config_path = "{kubeconfig}"
+  }}
+}}
+
+resource "fracgpu_device_plugin_config" "this" {{
+  default_config = "all"
+  # Import rebuilds the blocks in name order, so they are written in name order here.
+  config {{ name = "all" }}
+  config {{
+    name = "mps-4"
+    mps {{ replicas = 4 }}
+  }}
+  config {{
+    name = "time-sliced-10"
+    time_slicing {{
+      replicas          = {replicas}
+      rename_by_default = true
+    }}
+  }}
+}}
+
+output "dpc" {{ value = fracgpu_device_plugin_config.this }}
+"#
+    )
+}
+
+/// Adds an AKS agent pool through the sandbox's ARM API, as `az aks nodepool add` would, with the
+/// device plugin label; its nodes then appear in the cluster.
+fn add_pool(st: &RunningStack, name: &str, label: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let token: Value = http
+            .post(format!("{}/{SUB}/oauth2/v2.0/token", st.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("grant_type=client_credentials&client_id=someone&client_secret=s3cret&scope=https%3A%2F%2Fmanagement.azure.com%2F.default")
+            .send().await.unwrap().json().await.unwrap();
+        let bearer = format!("Bearer {}", token["access_token"].as_str().expect("token"));
+        let url = format!(
+            "{}/subscriptions/{SUB}/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools/{name}?api-version=2025-10-01",
+            st.url
+        );
+        let body = serde_json::json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "mode": "User",
+            "nodeLabels": {"nvidia.com/device-plugin.config": label}}});
+        let put = http.put(&url).header("authorization", &bearer).json(&body).send().await.unwrap();
+        assert!(put.status().is_success(), "PUT pool: {}", put.text().await.unwrap());
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    st.sandbox.settle();
+}
+
+fn object(st: &RunningStack, kind: &str, ns: &str, name: &str) -> Option<Value> {
+    st.kube.object("aks", "sandbox-aks", kind, ns, name)
+}
+
+fn node_allocatable(st: &RunningStack, pool: &str, resource: &str) -> Option<String> {
+    let names = st.kube.pool_node_names("aks", "sandbox-aks", pool);
+    assert!(!names.is_empty(), "pool {pool} has nodes");
+    let node = object(st, "nodes", "", &names[0])?;
+    node.pointer(&format!(
+        "/status/allocatable/{}",
+        resource.replace('/', "~1")
+    ))
+    .and_then(Value::as_str)
+    .map(str::to_string)
+}
+
+fn restart_annotation(st: &RunningStack) -> Option<String> {
+    object(st, "daemonsets.apps", NS, "nvidia-device-plugin-daemonset")?
+        .pointer("/spec/template/metadata/annotations/fracgpu.dev~1restartedAt")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn cluster_policy_delivery_lifecycle() {
+    let st = start_stack();
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    add_pool(&st, "ts10", "time-sliced-10");
+    assert_eq!(
+        node_allocatable(&st, "ts10", "nvidia.com/gpu").as_deref(),
+        Some("1")
+    );
+
+    let ws = Workspace::new(&config(&kc, 10));
+    ws.init();
+    let out = ws.apply();
+    assert!(
+        !out.text().contains("Node label names no config"),
+        "{}",
+        out.text()
+    );
+
+    // The ConfigMap under our field manager, the pointer, the restart.
+    let cm = object(&st, "configmaps", NS, CM).expect("ConfigMap created");
+    let ts = cm["data"]["time-sliced-10"].as_str().unwrap();
+    assert!(
+        ts.contains("timeSlicing") && ts.contains("replicas: 10"),
+        "{ts}"
+    );
+    assert_eq!(cm["data"]["all"], "");
+    assert!(cm["data"]["mps-4"].as_str().unwrap().contains("mps:"));
+    assert!(
+        cm["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["manager"] == "terraform-provider-fracgpu" && m["operation"] == "Apply"),
+        "{cm}"
+    );
+    let cp = object(&st, "clusterpolicies.nvidia.com", "", "cluster-policy").unwrap();
+    assert_eq!(cp["spec"]["devicePlugin"]["config"]["name"], CM);
+    assert_eq!(cp["spec"]["devicePlugin"]["config"]["default"], "all");
+    let first_restart = restart_annotation(&st).expect("daemonset restarted");
+
+    // The twin: a time-sliced, renamed pool advertises 10 shared GPUs.
+    assert_eq!(
+        node_allocatable(&st, "ts10", "nvidia.com/gpu.shared").as_deref(),
+        Some("10")
+    );
+    let state = &ws.output_json()["dpc"]["value"];
+    assert_eq!(state["id"], format!("{NS}/{CM}"));
+    assert_eq!(state["restarted_at"], first_restart.as_str());
+    assert!(
+        state["helm_values"]
+            .as_str()
+            .unwrap()
+            .contains("devicePlugin:\n  config:\n    create: true\n"),
+        "{}",
+        state["helm_values"]
+    );
+
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "plan after create is empty:\n{}", plan.text());
+
+    // Update replicas in place: new data, restart, the nodes follow.
+    std::thread::sleep(Duration::from_millis(1100));
+    ws.write("main.tf", &config(&kc, 4));
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(plan.stdout.contains("update in-place"), "{}", plan.stdout);
+    ws.apply();
+    let cm = object(&st, "configmaps", NS, CM).unwrap();
+    assert!(
+        cm["data"]["time-sliced-10"]
+            .as_str()
+            .unwrap()
+            .contains("replicas: 4")
+    );
+    assert_ne!(restart_annotation(&st).unwrap(), first_restart);
+    assert_eq!(
+        node_allocatable(&st, "ts10", "nvidia.com/gpu.shared").as_deref(),
+        Some("4")
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    // Re-formatting the ConfigMap by hand (same meaning) is not drift.
+    let reformatted = "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources: [{name: gpu, replicas: 4}]\n";
+    let patch = serde_json::json!({"data": {"time-sliced-10": reformatted}}).to_string();
+    kubectl(
+        &kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            CM,
+            "--type",
+            "merge",
+            "-p",
+            &patch,
+        ],
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "same meaning is no drift:\n{}", plan.text());
+
+    // A hand edit that changes the meaning is drift; apply repairs it.
+    let edited = reformatted.replace("replicas: 4", "replicas: 7");
+    let patch = serde_json::json!({"data": {"time-sliced-10": edited}}).to_string();
+    kubectl(
+        &kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            CM,
+            "--type",
+            "merge",
+            "-p",
+            &patch,
+        ],
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "hand edit shows as drift:\n{}", plan.text());
+    assert!(plan.stdout.contains("replicas: 7"), "{}", plan.stdout);
+    ws.apply();
+    let cm = object(&st, "configmaps", NS, CM).unwrap();
+    assert!(
+        cm["data"]["time-sliced-10"]
+            .as_str()
+            .unwrap()
+            .contains("replicas: 4")
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    // A changed ClusterPolicy pointer is drift too.
+    let patch = r#"{"spec":{"devicePlugin":{"config":{"name":"other","default":"all"}}}}"#;
+    kubectl(
+        &kc,
+        &[
+            "patch",
+            "clusterpolicies.nvidia.com",
+            "cluster-policy",
+            "--type",
+            "merge",
+            "-p",
+            patch,
+        ],
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "pointer change shows as drift:\n{}", plan.text());
+    ws.apply();
+    let cp = object(&st, "clusterpolicies.nvidia.com", "", "cluster-policy").unwrap();
+    assert_eq!(cp["spec"]["devicePlugin"]["config"]["name"], CM);
+
+    // A node labelled with a config this resource lacks: a warning, not an error.
+    add_pool(&st, "odd", "time-sliced-3");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    assert!(
+        plan.text().contains("Node label names no config"),
+        "{}",
+        plan.text()
+    );
+
+    // Import into a fresh state: the plan is empty again.
+    ws.ok(&["state", "rm", "fracgpu_device_plugin_config.this"]);
+    ws.ok(&[
+        "import",
+        "-no-color",
+        "fracgpu_device_plugin_config.this",
+        &format!("{NS}/{CM}"),
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "plan after import is empty:\n{}", plan.text());
+    let bad = ws.run(&[
+        "import",
+        "-no-color",
+        "fracgpu_device_plugin_config.x",
+        "nope",
+    ]);
+    assert_ne!(bad.code, 0);
+
+    // Destroy: ConfigMap gone, pointer given up, everything else untouched, restarted.
+    let before = restart_annotation(&st).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(
+        object(&st, "configmaps", NS, CM).is_none(),
+        "ConfigMap deleted"
+    );
+    let cp = object(&st, "clusterpolicies.nvidia.com", "", "cluster-policy").unwrap();
+    assert!(
+        cp["spec"]["devicePlugin"].get("config").is_none(),
+        "pointer removed: {}",
+        cp["spec"]["devicePlugin"]
+    );
+    assert_eq!(
+        cp["spec"]["devicePlugin"]["enabled"], true,
+        "helm's fields stay"
+    );
+    assert_eq!(
+        cp["spec"]["migManager"]["config"]["name"],
+        "default-mig-parted-config"
+    );
+    assert_ne!(restart_annotation(&st).unwrap(), before);
+}
