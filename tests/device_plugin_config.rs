@@ -163,6 +163,10 @@ fn cluster_policy_delivery_lifecycle() {
     let state = &ws.output_json()["dpc"]["value"];
     assert_eq!(state["id"], format!("{NS}/{CM}"));
     assert_eq!(state["restarted_at"], first_restart.as_str());
+    assert_eq!(
+        state["data"]["all"], "",
+        "the whole-GPU config is the empty document"
+    );
     assert!(
         state["helm_values"]
             .as_str()

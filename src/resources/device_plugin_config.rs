@@ -142,6 +142,8 @@ struct Desired {
     /// config name -> parsed config
     configs: BTreeMap<String, DevicePluginConfig>,
     helm: Option<HelmSpec>,
+    /// The attribute that says how to reach the cluster, for diagnostics.
+    access: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -220,6 +222,15 @@ fn config_of(
                     cfg.mig_strategy = None;
                 }
                 cfg
+            }
+            // The schema's range validators already report these.
+            Err(e)
+                if matches!(
+                    e.field,
+                    gpu::Field::TimeSlicingReplicas | gpu::Field::MpsReplicas
+                ) =>
+            {
+                return None;
             }
             Err(e) => {
                 let d = model::domain_diagnostic(&e, &[]);
@@ -361,6 +372,7 @@ fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<Desired> {
         mig_strategy: mig.map(str::to_string),
         configs,
         helm,
+        access: access_attr(v),
     })
 }
 
@@ -522,39 +534,69 @@ fn config_blocks(data: &BTreeMap<String, String>) -> Value {
     Value::List(items)
 }
 
-fn kube_diagnostic(action: &str, target_attr: &str, e: &KubeError) -> Diagnostic {
-    let (summary, hint) = match e {
+/// The attribute that says how to reach the cluster, as `kubernetes.0.host`; None when the
+/// provider's block or the environment does.
+fn access_attr(v: &Value) -> Option<&'static str> {
+    let b = v.get("kubernetes").elements().first()?;
+    [
+        ("host", "kubernetes.0.host"),
+        ("config_path", "kubernetes.0.config_path"),
+        ("config_context", "kubernetes.0.config_context"),
+        ("exec", "kubernetes.0.exec"),
+    ]
+    .into_iter()
+    .find(|(k, _)| match b.get(k) {
+        Value::List(l) => !l.is_empty(),
+        other => !other.is_null(),
+    })
+    .map(|(_, path)| path)
+}
+
+fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError) -> Diagnostic {
+    let check = match access {
+        Some(a) => format!("Check {}", AttrPath::parse(a)),
+        None => {
+            "Check the provider's `kubernetes` block (or KUBECONFIG, ~/.kube/config)".to_string()
+        }
+    };
+    let (summary, hint, path) = match e {
         KubeError::Unreachable { .. } => (
             "Kubernetes cluster unreachable",
-            format!("Check {target_attr} (or the provider's `kubernetes` block, KUBECONFIG) and that the API server is up."),
+            format!("{check} and that the API server is up."),
+            access.map(AttrPath::parse),
         ),
         KubeError::Config(_) => (
             "Invalid Kubernetes settings",
-            format!("Check {target_attr}: the kubeconfig path, its context, or host/token/cluster_ca_certificate."),
+            format!("{check}: the kubeconfig path, its context, or host/token/cluster_ca_certificate."),
+            access.map(AttrPath::parse),
         ),
         KubeError::MissingCrd | KubeError::MissingClusterPolicy(_) => (
             "NVIDIA GPU operator not installed",
             "delivery = \"cluster_policy\" needs the GPU operator (its ClusterPolicy `cluster-policy`). Install the operator chart first, or use delivery = \"helm\" with its release.".to_string(),
+            Some(AttrPath::attr("delivery")),
         ),
-        KubeError::Helm(_) => ("Helm release problem", "See the helm block.".to_string()),
-        KubeError::Api { code: 403, .. } => (
+        KubeError::Helm(_) => (
+            "Helm release problem",
+            "Check the helm block.".to_string(),
+            Some(AttrPath::attr("helm").with_index(0).with_attr("release")),
+        ),
+        KubeError::Api { code: 401 | 403, .. } => (
             "Kubernetes permission denied",
-            "The credentials need get/patch on configmaps, clusterpolicies.nvidia.com and daemonsets in the operator namespace, and list on nodes.".to_string(),
+            format!("{check}: the credentials need get/patch on configmaps, clusterpolicies.nvidia.com and daemonsets in the operator namespace, and list on nodes."),
+            access.map(AttrPath::parse),
         ),
-        KubeError::Api { .. } => ("Kubernetes API error", String::new()),
+        KubeError::Api { .. } => ("Kubernetes API error", String::new(), None),
     };
-    let attr = match e {
-        KubeError::MissingCrd | KubeError::MissingClusterPolicy(_) => "delivery",
-        KubeError::Helm(_) => "helm",
-        _ => "kubernetes",
-    };
-    Diagnostic::error(
+    let d = Diagnostic::error(
         summary,
         format!("Could not {action}: {e}. {hint}")
             .trim_end()
             .to_string(),
-    )
-    .at(AttrPath::attr(attr))
+    );
+    match path {
+        Some(p) => d.at(p),
+        None => d,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -570,11 +612,12 @@ impl DevicePluginConfigResource {
     }
 
     async fn connect(&self, v: &Value, diags: &mut Diagnostics) -> Option<Cluster> {
+        let access = access_attr(v);
         let settings = self.settings(v);
         match k::connect(&settings).await {
             Ok(c) => Some(c),
             Err(e) => {
-                diags.push(kube_diagnostic("connect", "the kubernetes block", &e));
+                diags.push(kube_diagnostic("connect", access, &e));
                 None
             }
         }
@@ -618,16 +661,13 @@ impl DevicePluginConfigResource {
         prior_data: &BTreeMap<String, String>,
         diags: &mut Diagnostics,
     ) -> Option<Option<String>> {
+        let access = d.access;
         let operand_ns = match &d.helm {
             None => {
                 let pointer = match c.cluster_policy().await {
                     Ok(p) => p,
                     Err(e) => {
-                        diags.push(kube_diagnostic(
-                            "read the ClusterPolicy",
-                            "the kubernetes block",
-                            &e,
-                        ));
+                        diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
                         return None;
                     }
                 };
@@ -643,7 +683,7 @@ impl DevicePluginConfigResource {
                 if let Err(e) = step.await {
                     diags.push(kube_diagnostic(
                         "apply the ConfigMap and ClusterPolicy",
-                        "the kubernetes block",
+                        access,
                         &e,
                     ));
                     return None;
@@ -675,11 +715,7 @@ impl DevicePluginConfigResource {
                 Some(None)
             }
             Err(e) => {
-                diags.push(kube_diagnostic(
-                    "restart the device plugin",
-                    "the kubernetes block",
-                    &e,
-                ));
+                diags.push(kube_diagnostic("restart the device plugin", access, &e));
                 None
             }
         }
@@ -693,6 +729,7 @@ impl DevicePluginConfigResource {
         removed: &[String],
         diags: &mut Diagnostics,
     ) -> Option<()> {
+        let access = d.access;
         let diag = |e: String| {
             Diagnostic::error(
                 "Helm upgrade failed",
@@ -711,11 +748,7 @@ impl DevicePluginConfigResource {
                 return None;
             }
             Err(e) => {
-                diags.push(kube_diagnostic(
-                    "read the Helm release",
-                    "the kubernetes block",
-                    &e,
-                ));
+                diags.push(kube_diagnostic("read the Helm release", access, &e));
                 return None;
             }
         };
@@ -837,6 +870,7 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let access = access_attr(state);
         let c = self.connect(state, diags).await?;
         let ns = str_or(state, "namespace", DEFAULT_NAMESPACE).to_string();
         let name = str_or(state, "name", DEFAULT_NAME).to_string();
@@ -856,11 +890,7 @@ impl Resource for DevicePluginConfigResource {
                     Ok(ReleaseState::Deployed(r)) | Ok(ReleaseState::Pending(r)) => r,
                     Ok(ReleaseState::Missing) => return None,
                     Err(e) => {
-                        diags.push(kube_diagnostic(
-                            "read the Helm release",
-                            "the kubernetes block",
-                            &e,
-                        ));
+                        diags.push(kube_diagnostic("read the Helm release", access, &e));
                         return None;
                     }
                 };
@@ -894,22 +924,14 @@ impl Resource for DevicePluginConfigResource {
                 let pointer = match c.cluster_policy().await {
                     Ok(p) => p,
                     Err(e) => {
-                        diags.push(kube_diagnostic(
-                            "read the ClusterPolicy",
-                            "the kubernetes block",
-                            &e,
-                        ));
+                        diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
                         return None;
                     }
                 };
                 let data = match c.configmap(&ns, &name).await {
                     Ok(d) => d,
                     Err(e) => {
-                        diags.push(kube_diagnostic(
-                            "read the ConfigMap",
-                            "the kubernetes block",
-                            &e,
-                        ));
+                        diags.push(kube_diagnostic("read the ConfigMap", access, &e));
                         return None;
                     }
                 };
@@ -986,6 +1008,7 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
+        let access = access_attr(state);
         let Some(c) = self.connect(state, diags).await else {
             return;
         };
@@ -1041,7 +1064,7 @@ impl Resource for DevicePluginConfigResource {
                     {
                         diags.push(kube_diagnostic(
                             "release the ClusterPolicy pointer",
-                            "the kubernetes block",
+                            access,
                             &e,
                         ));
                         return;
@@ -1049,20 +1072,12 @@ impl Resource for DevicePluginConfigResource {
                 }
                 Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
                 Err(e) => {
-                    diags.push(kube_diagnostic(
-                        "read the ClusterPolicy",
-                        "the kubernetes block",
-                        &e,
-                    ));
+                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
                     return;
                 }
             }
             if let Err(e) = c.delete_configmap(&ns, &name).await {
-                diags.push(kube_diagnostic(
-                    "delete the ConfigMap",
-                    "the kubernetes block",
-                    &e,
-                ));
+                diags.push(kube_diagnostic("delete the ConfigMap", access, &e));
                 return;
             }
         }
@@ -1070,11 +1085,7 @@ impl Resource for DevicePluginConfigResource {
             .restart_device_plugin(&operand_ns, &k::now_rfc3339())
             .await
         {
-            diags.push(kube_diagnostic(
-                "restart the device plugin",
-                "the kubernetes block",
-                &e,
-            ));
+            diags.push(kube_diagnostic("restart the device plugin", access, &e));
         }
     }
 
