@@ -32,8 +32,11 @@ fn every_example_applies_plans_empty_and_destroys() {
     let mut dirs = Vec::new();
     example_dirs(&root, &mut dirs);
     assert!(dirs.len() >= 6, "examples found: {dirs:?}");
+    // Examples that need a cluster read its kubeconfig from `var.kubeconfig`.
+    let stack = common::sandbox::start_stack();
+    let kubeconfig = stack.kubeconfig("aks", "sandbox-aks").display().to_string();
     for dir in dirs {
-        let ws = Workspace::new("");
+        let ws = Workspace::new("").env("TF_VAR_kubeconfig", &kubeconfig);
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".tf") {

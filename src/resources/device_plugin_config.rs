@@ -1116,3 +1116,159 @@ impl Resource for DevicePluginConfigResource {
         Some(st)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(name: &str, extra: Vec<(&str, Value)>) -> Value {
+        let mut m: BTreeMap<String, Value> = [
+            ("name", Value::string(name)),
+            ("yaml", Value::Null),
+            ("mig", Value::List(vec![])),
+            ("time_slicing", Value::List(vec![])),
+            ("mps", Value::List(vec![])),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (k, v) in extra {
+            m.insert(k.to_string(), v);
+        }
+        Value::Object(m)
+    }
+
+    fn resource(configs: Vec<Value>, extra: Vec<(&str, Value)>) -> Value {
+        let ty = schema().ty();
+        let mut v = Value::null_object(&ty);
+        set(&mut v, "config", Value::List(configs));
+        for b in ["kubernetes", "helm"] {
+            set(&mut v, b, Value::List(vec![]));
+        }
+        for (k, x) in extra {
+            set(&mut v, k, x);
+        }
+        v
+    }
+
+    fn ts(replicas: i64) -> Value {
+        Value::List(vec![Value::object([
+            ("replicas", Value::int(replicas)),
+            ("rename_by_default", Value::Bool(true)),
+            ("fail_requests_greater_than_one", Value::Null),
+        ])])
+    }
+
+    #[test]
+    fn a_node_pools_yaml_plugs_straight_in() {
+        let mode = SharingMode::TimeSlicing {
+            replicas: 10,
+            rename_by_default: false,
+            fail_requests_greater_than_one: false,
+        };
+        let named = gpu::device_plugin_config(&mode).unwrap();
+        let yaml = gpu::device_plugin_config_yaml(&mode).unwrap();
+        let v = resource(
+            vec![cfg(
+                &named.name,
+                vec![("yaml", Value::string(yaml.clone()))],
+            )],
+            vec![],
+        );
+        let mut diags = Diagnostics::new();
+        let d = resolve(&v, &mut diags).expect("resolves");
+        assert!(diags.is_empty());
+        assert_eq!(d.data()[&named.name], yaml, "the pool's text is kept as is");
+    }
+
+    #[test]
+    fn semantic_reconcile_keeps_our_text_for_the_same_meaning() {
+        let ours = BTreeMap::from([(
+            "ts".to_string(),
+            "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: false\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n".to_string(),
+        )]);
+        let same = BTreeMap::from([(
+            "ts".to_string(),
+            "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4}]}}\nversion: v1\n"
+                .to_string(),
+        )]);
+        assert_eq!(reconcile(&ours, &same), ours);
+        let other = BTreeMap::from([("ts".to_string(), same["ts"].replace('4', "5"))]);
+        assert_eq!(reconcile(&ours, &other), other);
+        let extra = BTreeMap::from([
+            ("ts".to_string(), ours["ts"].clone()),
+            ("new".to_string(), String::new()),
+        ]);
+        assert_eq!(reconcile(&ours, &extra).len(), 2, "unknown keys are drift");
+    }
+
+    #[test]
+    fn import_rebuilds_blocks_that_read_back_equal() {
+        let v = resource(
+            vec![
+                cfg("all", vec![]),
+                cfg(
+                    "mps-4",
+                    vec![(
+                        "mps",
+                        Value::List(vec![Value::object([("replicas", Value::int(4))])]),
+                    )],
+                ),
+                cfg("ts", vec![("time_slicing", ts(10))]),
+            ],
+            vec![],
+        );
+        let mut diags = Diagnostics::new();
+        let d = resolve(&v, &mut diags).unwrap();
+        let blocks = config_blocks(&d.data());
+        let again = resolve(&resource(blocks.elements().to_vec(), vec![]), &mut diags).unwrap();
+        assert_eq!(again.configs, d.configs);
+        assert_eq!(blocks, v.get("config").clone());
+    }
+
+    #[test]
+    fn helm_values_nest_under_values_path_with_the_strategy_beside() {
+        let v = resource(
+            vec![cfg("ts", vec![("time_slicing", ts(10))])],
+            vec![
+                ("default_config", Value::string("ts")),
+                ("mig_strategy", Value::string("single")),
+            ],
+        );
+        let d = resolve(&v, &mut Diagnostics::new()).unwrap();
+        let vals = d.helm_values("op.devicePlugin", &["gone".to_string()]);
+        assert_eq!(vals["op"]["devicePlugin"]["config"]["default"], "ts");
+        assert_eq!(vals["op"]["devicePlugin"]["config"]["create"], true);
+        assert!(vals["op"]["devicePlugin"]["config"]["data"]["gone"].is_null());
+        assert_eq!(vals["op"]["mig"]["strategy"], "single");
+        let root = d.helm_values("devicePlugin", &[]);
+        assert_eq!(root["mig"]["strategy"], "single");
+    }
+
+    #[test]
+    fn unknown_configs_resolve_to_nothing_yet() {
+        let v = resource(vec![cfg("x", vec![("yaml", Value::UNKNOWN)])], vec![]);
+        let mut diags = Diagnostics::new();
+        assert!(resolve(&v, &mut diags).is_none());
+        assert!(diags.is_empty());
+    }
+
+    #[test]
+    fn access_attribute_follows_what_is_set() {
+        let kube = |k: &str| {
+            resource(
+                vec![],
+                vec![(
+                    "kubernetes",
+                    Value::List(vec![Value::object([(k, Value::string("x"))])]),
+                )],
+            )
+        };
+        assert_eq!(access_attr(&kube("host")), Some("kubernetes.0.host"));
+        assert_eq!(
+            access_attr(&kube("config_path")),
+            Some("kubernetes.0.config_path")
+        );
+        assert_eq!(access_attr(&resource(vec![], vec![])), None);
+    }
+}
