@@ -28,6 +28,7 @@ provider "fracgpu" {{
 
 resource "fracgpu_device_plugin_config" "this" {{
   default_config = "all"
+  mig_strategy   = "none"
   # Import rebuilds the blocks in name order, so they are written in name order here.
   config {{ name = "all" }}
   config {{
@@ -153,6 +154,10 @@ fn cluster_policy_delivery_lifecycle() {
     let cp = object(&st, "clusterpolicies.nvidia.com", "", "cluster-policy").unwrap();
     assert_eq!(cp["spec"]["devicePlugin"]["config"]["name"], CM);
     assert_eq!(cp["spec"]["devicePlugin"]["config"]["default"], "all");
+    assert_eq!(
+        cp["spec"]["mig"]["strategy"], "none",
+        "taken over from helm"
+    );
     let first_restart = restart_annotation(&st).expect("daemonset restarted");
 
     // The twin: a time-sliced, renamed pool advertises 10 shared GPUs.
@@ -268,6 +273,11 @@ fn cluster_policy_delivery_lifecycle() {
     );
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 2, "pointer change shows as drift:\n{}", plan.text());
+    assert!(
+        plan.text().contains("ClusterPolicy points elsewhere"),
+        "{}",
+        plan.text()
+    );
     ws.apply();
     let cp = object(&st, "clusterpolicies.nvidia.com", "", "cluster-policy").unwrap();
     assert_eq!(cp["spec"]["devicePlugin"]["config"]["name"], CM);

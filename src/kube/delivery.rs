@@ -30,6 +30,9 @@ pub struct PolicyPointer {
     pub mig_strategy: Option<String>,
     /// `status.namespace`: where the operator runs its operands (the daemonset).
     pub operand_namespace: Option<String>,
+    /// Whether our field manager owns spec.mig.strategy (so an import can tell the strategy is
+    /// part of this resource).
+    pub mig_strategy_ours: bool,
 }
 
 /// A connected cluster.
@@ -142,6 +145,14 @@ impl Cluster {
             default: s("/spec/devicePlugin/config/default"),
             mig_strategy: s("/spec/mig/strategy"),
             operand_namespace: s("/status/namespace"),
+            mig_strategy_ours: obj
+                .metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .filter(|m| m.manager.as_deref() == Some(FIELD_MANAGER))
+                .filter_map(|m| m.fields_v1.as_ref())
+                .any(|f| f.0.pointer("/f:spec/f:mig/f:strategy").is_some()),
         })
     }
 

@@ -167,7 +167,6 @@ pub fn upgrade_args(
         "--reuse-values".into(),
         "--values".into(),
         values_file.display().to_string(),
-        "--wait".into(),
     ];
     if let Some(v) = chart_version.filter(|v| !v.is_empty()) {
         a.extend(["--version".into(), v.into()]);

@@ -804,8 +804,16 @@ impl Resource for DevicePluginConfigResource {
         if st.is_null() {
             return;
         }
+        // With helm delivery the chart creates the ConfigMap in the release's namespace.
+        let helm_ns = (req.config.get("delivery").as_str() == Some("helm"))
+            .then(|| {
+                let h = req.config.get("helm").elements().first()?;
+                h.get("namespace").as_str().map(str::to_string)
+            })
+            .flatten();
+        let ns_default = helm_ns.as_deref().unwrap_or(DEFAULT_NAMESPACE);
         for (k, default) in [
-            ("namespace", DEFAULT_NAMESPACE),
+            ("namespace", ns_default),
             ("name", DEFAULT_NAME),
             ("delivery", "cluster_policy"),
         ] {
@@ -876,74 +884,84 @@ impl Resource for DevicePluginConfigResource {
         let name = str_or(state, "name", DEFAULT_NAME).to_string();
         let mut st = state.clone();
         let prior_data = map_of(state.get("data"));
-        let (pointer_name, pointer_default, mig, mig_ours, cluster_data) =
-            if str_or(state, "delivery", "cluster_policy") == "helm" {
-                let h = state
-                    .get("helm")
-                    .elements()
-                    .first()
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                let (rel, rns) = (str_or(&h, "release", ""), str_or(&h, "namespace", ""));
-                let values_path = str_or(&h, "values_path", DEFAULT_VALUES_PATH);
-                let release = match helm::read_release(&c, rns, rel).await {
-                    Ok(ReleaseState::Deployed(r)) | Ok(ReleaseState::Pending(r)) => r,
-                    Ok(ReleaseState::Missing) => return None,
-                    Err(e) => {
-                        diags.push(kube_diagnostic("read the Helm release", access, &e));
-                        return None;
-                    }
-                };
-                let values = release.effective_values();
-                let cfg = value_at(&values, &format!("{values_path}.config"))
-                    .cloned()
-                    .unwrap_or_default();
-                let s = |k: &str| {
-                    cfg.get(k)
-                        .and_then(|v| v.as_str())
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                };
-                let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
-                let data: BTreeMap<String, String> = cfg
-                    .get("data")
-                    .and_then(|d| d.as_object())
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
-                let mig = value_at(&values, &format!("{parent}.mig.strategy"))
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string);
-                let name_in_values = if created { s("name") } else { None };
-                (name_in_values, s("default"), mig, false, Some(data))
-            } else {
-                let pointer = match c.cluster_policy().await {
-                    Ok(p) => p,
-                    Err(e) => {
-                        diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
-                        return None;
-                    }
-                };
-                let data = match c.configmap(&ns, &name).await {
-                    Ok(d) => d,
-                    Err(e) => {
-                        diags.push(kube_diagnostic("read the ConfigMap", access, &e));
-                        return None;
-                    }
-                };
-                let ours = state.get("mig_strategy").as_str().is_some();
-                (
-                    pointer.name,
-                    pointer.default,
-                    pointer.mig_strategy,
-                    ours,
-                    data,
-                )
+        let (pointer_name, pointer_default, mig, mig_ours, cluster_data) = if str_or(
+            state,
+            "delivery",
+            "cluster_policy",
+        ) == "helm"
+        {
+            let h = state
+                .get("helm")
+                .elements()
+                .first()
+                .cloned()
+                .unwrap_or(Value::Null);
+            let (rel, rns) = (str_or(&h, "release", ""), str_or(&h, "namespace", ""));
+            let values_path = str_or(&h, "values_path", DEFAULT_VALUES_PATH);
+            let release = match helm::read_release(&c, rns, rel).await {
+                Ok(ReleaseState::Deployed(r)) | Ok(ReleaseState::Pending(r)) => r,
+                Ok(ReleaseState::Missing) => return None,
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the Helm release", access, &e));
+                    return None;
+                }
             };
+            let values = release.effective_values();
+            let cfg = value_at(&values, &format!("{values_path}.config"))
+                .cloned()
+                .unwrap_or_default();
+            let s = |k: &str| {
+                cfg.get(k)
+                    .and_then(|v| v.as_str())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+            };
+            let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
+            let data: BTreeMap<String, String> = cfg
+                .get("data")
+                .and_then(|d| d.as_object())
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
+            let mig = value_at(&values, &format!("{parent}.mig.strategy"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            let name_in_values = if created { s("name") } else { None };
+            (name_in_values, s("default"), mig, false, Some(data))
+        } else {
+            let pointer = match c.cluster_policy().await {
+                Ok(p) => p,
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
+                    return None;
+                }
+            };
+            let data = match c.configmap(&ns, &name).await {
+                Ok(d) => d,
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ConfigMap", access, &e));
+                    return None;
+                }
+            };
+            if let Some(other) = pointer.name.as_deref().filter(|n| *n != name) {
+                diags.push(Diagnostic::warning(
+                        "ClusterPolicy points elsewhere",
+                        format!("The ClusterPolicy cluster-policy points the device plugin at the ConfigMap {other:?}, not {ns}/{name}: none of this resource's configs reach the nodes. Apply to point it back."),
+                    ));
+            }
+            let ours = pointer.mig_strategy_ours;
+            (
+                pointer.name,
+                pointer.default,
+                pointer.mig_strategy,
+                ours,
+                data,
+            )
+        };
         // A vanished ConfigMap: the resource is gone and will be created again.
         let cluster_data = cluster_data?;
         // The operator reads our data only while the pointer names our ConfigMap.
