@@ -1020,6 +1020,10 @@ impl Resource for DevicePluginConfigResource {
                 return prior.clone();
             };
             set(&mut st, "restarted_at", Value::opt_string(restarted));
+        } else if let Err(e) = c.configmap(&d.namespace, &d.name).await {
+            // Only the access changed: prove the new credentials work before they are saved.
+            diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+            return prior.clone();
         }
         self.warn_unknown_labels(&c, &d, diags).await;
         st
