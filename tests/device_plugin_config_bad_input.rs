@@ -204,7 +204,9 @@ fn bad_input_table_names_the_attribute() {
             writeln!(f, "=== {what}\n{text}").unwrap();
         }
         let summary_line = format!("Error: {summary}");
-        if out.code == 0 || !text.contains(&summary_line) || !text.contains(names) {
+        // terraform wraps details at 78 columns.
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if out.code == 0 || !text.contains(&summary_line) || !flat.contains(names) {
             failures.push(format!(
                 "--- {what}: exit {}, expected {summary_line:?} naming {names:?}:\n{text}",
                 out.code
@@ -240,6 +242,34 @@ fn bad_input_table_names_the_attribute() {
         main_tf(&with_kc(&bare), "config { name = \"all\" }"),
         "NVIDIA GPU operator not installed",
         "delivery = \"cluster_policy\" needs the GPU operator",
+        true,
+    );
+    // A ConfigMap that exists already is not silently adopted.
+    let made = std::process::Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            &good,
+            "-n",
+            "gpu-operator",
+            "create",
+            "configmap",
+            "existing",
+        ])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    check(
+        "ConfigMap exists already",
+        main_tf(
+            &with_kc(&good),
+            "name = \"existing\"\nconfig { name = \"all\" }",
+        ),
+        "ConfigMap already exists",
+        "terraform import fracgpu_device_plugin_config.<name> gpu-operator/existing",
         true,
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -868,11 +868,36 @@ impl Resource for DevicePluginConfigResource {
         let Some(c) = self.connect(planned, diags).await else {
             return Value::Null;
         };
+        let mut st = planned.clone();
+        set(&mut st, "restarted_at", Value::Null);
+        if d.helm.is_none() {
+            // Adopting a ConfigMap someone else made would silently take its keys over.
+            match c.configmap(&d.namespace, &d.name).await {
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    diags.push(
+                        Diagnostic::error(
+                            "ConfigMap already exists",
+                            format!("The ConfigMap {}/{} exists already. Import it (`terraform import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.", d.namespace, d.name, d.namespace, d.name),
+                        )
+                        .at(AttrPath::attr("name")),
+                    );
+                    return Value::Null;
+                }
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+                    return Value::Null;
+                }
+            }
+        }
         let Some(restarted) = self.deliver(&c, &d, &BTreeMap::new(), diags).await else {
-            return Value::Null;
+            // Whatever was written stays in state (tainted), so nothing is orphaned.
+            return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
+                (None, Ok(Some(_))) => st,
+                _ => Value::Null,
+            };
         };
         self.warn_unknown_labels(&c, &d, diags).await;
-        let mut st = planned.clone();
         set(&mut st, "restarted_at", Value::opt_string(restarted));
         st
     }
