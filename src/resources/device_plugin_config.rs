@@ -79,7 +79,7 @@ pub fn schema() -> Schema {
             .validate(Matches::new(DNS_SUBDOMAIN_RE, "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')")))
         .attr(Attribute::string("default_config").optional().describe("The config of nodes without the `nvidia.com/device-plugin.config` label; must be one of the `config` names."))
         .attr(Attribute::string("mig_strategy").optional().describe("`none`, `single` or `mixed`, set on the ClusterPolicy (`spec.mig.strategy`; the operator hands it to the plugin, overriding the file's flag).").validate(OneOf(MIG_STRATEGIES)))
-        .attr(Attribute::string("delivery").optional().computed().describe("`cluster_policy` (default: server-side apply of the ConfigMap and the ClusterPolicy pointer) or `helm` (upgrade the operator's release).").validate(OneOf(DELIVERIES)))
+        .attr(Attribute::string("delivery").optional().computed().requires_replace().describe("`cluster_policy` (default: server-side apply of the ConfigMap and the ClusterPolicy pointer) or `helm` (upgrade the operator's release). Changing it replaces the resource, so the old delivery is undone.").validate(OneOf(DELIVERIES)))
         .attr(Attribute::new("data", Type::map(Type::String)).computed().describe("The ConfigMap's data: config name -> rendered YAML."))
         .attr(Attribute::string("helm_values").computed().describe("The same as GPU operator Helm values (under `values_path`), for a `helm_release` of your own."))
         .attr(Attribute::string("restarted_at").computed().describe("When the device plugin daemonset was last restarted by this resource (RFC 3339)."))
@@ -924,7 +924,14 @@ impl Resource for DevicePluginConfigResource {
             let (rel, rns) = (str_or(&h, "release", ""), str_or(&h, "namespace", ""));
             let values_path = str_or(&h, "values_path", DEFAULT_VALUES_PATH);
             let release = match helm::read_release(&c, rns, rel).await {
-                Ok(ReleaseState::Deployed(r)) | Ok(ReleaseState::Pending(r)) => r,
+                Ok(ReleaseState::Deployed(r)) => r,
+                Ok(ReleaseState::Pending(r)) => {
+                    diags.push(Diagnostic::warning(
+                        "Helm release operation pending",
+                        format!("Release {rns}/{rel} revision {} is {}; its values are compared, and an apply waits until the operation is finished or rolled back.", r.revision, r.status),
+                    ));
+                    r
+                }
                 Ok(ReleaseState::Missing) => return None,
                 Err(e) => {
                     diags.push(kube_diagnostic("read the Helm release", access, &e));
