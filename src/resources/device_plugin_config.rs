@@ -17,7 +17,7 @@ use crate::kube::{self as k, Cluster, ExecSettings, KubeError, KubernetesSetting
 use crate::model;
 use crate::provider::ProviderState;
 use crate::tf::api::{PlanRequest, Resource};
-use crate::tf::plan::Planned;
+use crate::tf::plan::{Planned, timeout, timeouts_block};
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 use crate::tf::types::Type;
 use crate::tf::validators::{Matches, OneOf};
@@ -85,7 +85,8 @@ pub fn schema() -> Schema {
         .attr(Attribute::string("restarted_at").computed().describe("When the device plugin daemonset was last restarted by this resource (RFC 3339)."))
         .single_block("kubernetes", kubernetes_block("How to reach the cluster. Default: the provider's `kubernetes` block, then `KUBECONFIG` / `~/.kube/config` / in-cluster."))
         .block("config", Nesting::List, config)
-        .single_block("helm", helm);
+        .single_block("helm", helm)
+        .single_block("timeouts", timeouts_block(&["create", "update", "delete"]));
     Schema::new(0, block)
 }
 
@@ -785,6 +786,170 @@ impl DevicePluginConfigResource {
     }
 }
 
+/// How long an operation may take when `timeouts` does not say: a helm upgrade of the operator
+/// can take minutes.
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+fn timed_out(op: &str, limit: std::time::Duration) -> Diagnostic {
+    Diagnostic::error(
+        "Operation timed out",
+        format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. Anything already written stays (a create leaves the ConfigMap for `terraform import`).", limit.as_secs()),
+    )
+    .at(AttrPath::attr("timeouts"))
+}
+
+/// The operations behind the trait, which bounds each by its `timeouts` entry.
+impl DevicePluginConfigResource {
+    async fn do_create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
+        let Some(d) = resolve(planned, diags) else {
+            return Value::Null;
+        };
+        let Some(c) = self.connect(planned, diags).await else {
+            return Value::Null;
+        };
+        let mut st = planned.clone();
+        set(&mut st, "restarted_at", Value::Null);
+        if d.helm.is_none() {
+            // Adopting a ConfigMap someone else made would silently take its keys over.
+            match c.configmap(&d.namespace, &d.name).await {
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    diags.push(
+                        Diagnostic::error(
+                            "ConfigMap already exists",
+                            format!("The ConfigMap {}/{} exists already. Import it (`terraform import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.", d.namespace, d.name, d.namespace, d.name),
+                        )
+                        .at(AttrPath::attr("name")),
+                    );
+                    return Value::Null;
+                }
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+                    return Value::Null;
+                }
+            }
+        }
+        let Some(restarted) = self.deliver(&c, &d, &BTreeMap::new(), diags).await else {
+            // Whatever was written stays in state (tainted), so nothing is orphaned.
+            return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
+                (None, Ok(Some(_))) => st,
+                _ => Value::Null,
+            };
+        };
+        self.warn_unknown_labels(&c, &d, diags).await;
+        set(&mut st, "restarted_at", Value::opt_string(restarted));
+        st
+    }
+
+    async fn do_update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
+        let Some(d) = resolve(planned, diags) else {
+            return prior.clone();
+        };
+        let Some(c) = self.connect(planned, diags).await else {
+            return prior.clone();
+        };
+        let restart_needed = !planned.get("restarted_at").is_known();
+        let mut st = planned.clone();
+        if restart_needed {
+            let Some(restarted) = self
+                .deliver(&c, &d, &map_of(prior.get("data")), diags)
+                .await
+            else {
+                return prior.clone();
+            };
+            set(&mut st, "restarted_at", Value::opt_string(restarted));
+        } else if let Err(e) = c.configmap(&d.namespace, &d.name).await {
+            // Only the access changed: prove the new credentials work before they are saved.
+            diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+            return prior.clone();
+        }
+        self.warn_unknown_labels(&c, &d, diags).await;
+        st
+    }
+
+    async fn do_delete(&self, state: &Value, diags: &mut Diagnostics) {
+        let access = access_attr(state);
+        let Some(c) = self.connect(state, diags).await else {
+            return;
+        };
+        let ns = str_or(state, "namespace", DEFAULT_NAMESPACE).to_string();
+        let name = str_or(state, "name", DEFAULT_NAME).to_string();
+        let mut operand_ns = ns.clone();
+        if str_or(state, "delivery", "cluster_policy") == "helm" {
+            let mut quiet = Diagnostics::new();
+            let Some(mut d) = resolve(state, &mut quiet) else {
+                return;
+            };
+            let Some(h) = d.helm.clone() else { return };
+            let removed: Vec<String> = d.configs.keys().cloned().collect();
+            d.configs.clear();
+            d.default = None;
+            d.mig_strategy = None;
+            let mut values = d.helm_values(&h.values_path, &removed);
+            if let Some(cfg) =
+                values.pointer_mut(&format!("/{}/config", h.values_path.replace('.', "/")))
+            {
+                *cfg = json!({"create": false, "name": "", "default": "", "data": cfg["data"].clone()});
+            }
+            let settings = self.settings(state);
+            if let Err(e) = helm::upgrade(
+                &h.helm_path,
+                &h.release,
+                &h.chart,
+                &h.namespace,
+                h.chart_version.as_deref(),
+                &values,
+                &settings,
+            )
+            .await
+            {
+                diags.push(
+                    Diagnostic::error(
+                        "Helm upgrade failed",
+                        format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
+                    )
+                    .at(AttrPath::attr("helm")),
+                );
+                return;
+            }
+        } else {
+            match c.cluster_policy().await {
+                Ok(p) => {
+                    if let Some(o) = p.operand_namespace {
+                        operand_ns = o;
+                    }
+                    // Give the pointer up only while it is still ours to give.
+                    if p.name.as_deref() == Some(name.as_str())
+                        && let Err(e) = c.apply_pointer(None).await
+                    {
+                        diags.push(kube_diagnostic(
+                            "release the ClusterPolicy pointer",
+                            access,
+                            &e,
+                        ));
+                        return;
+                    }
+                }
+                Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
+                    return;
+                }
+            }
+            if let Err(e) = c.delete_configmap(&ns, &name).await {
+                diags.push(kube_diagnostic("delete the ConfigMap", access, &e));
+                return;
+            }
+        }
+        if let Err(e) = c
+            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .await
+        {
+            diags.push(kube_diagnostic("restart the device plugin", access, &e));
+        }
+    }
+}
+
 #[async_trait]
 impl Resource for DevicePluginConfigResource {
     fn type_name(&self) -> &'static str {
@@ -862,44 +1027,14 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
-        let Some(d) = resolve(planned, diags) else {
-            return Value::Null;
-        };
-        let Some(c) = self.connect(planned, diags).await else {
-            return Value::Null;
-        };
-        let mut st = planned.clone();
-        set(&mut st, "restarted_at", Value::Null);
-        if d.helm.is_none() {
-            // Adopting a ConfigMap someone else made would silently take its keys over.
-            match c.configmap(&d.namespace, &d.name).await {
-                Ok(None) => {}
-                Ok(Some(_)) => {
-                    diags.push(
-                        Diagnostic::error(
-                            "ConfigMap already exists",
-                            format!("The ConfigMap {}/{} exists already. Import it (`terraform import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.", d.namespace, d.name, d.namespace, d.name),
-                        )
-                        .at(AttrPath::attr("name")),
-                    );
-                    return Value::Null;
-                }
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
-                    return Value::Null;
-                }
-            }
-        }
-        let Some(restarted) = self.deliver(&c, &d, &BTreeMap::new(), diags).await else {
-            // Whatever was written stays in state (tainted), so nothing is orphaned.
-            return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
-                (None, Ok(Some(_))) => st,
-                _ => Value::Null,
-            };
-        };
-        self.warn_unknown_labels(&c, &d, diags).await;
-        set(&mut st, "restarted_at", Value::opt_string(restarted));
-        st
+        let limit = timeout(planned, "create", DEFAULT_TIMEOUT);
+        let mut inner = Diagnostics::new();
+        let out = tokio::time::timeout(limit, self.do_create(planned, &mut inner)).await;
+        diags.extend(inner);
+        out.unwrap_or_else(|_| {
+            diags.push(timed_out("create", limit));
+            Value::Null
+        })
     }
 
     async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
@@ -1036,110 +1171,23 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
-        let Some(d) = resolve(planned, diags) else {
-            return prior.clone();
-        };
-        let Some(c) = self.connect(planned, diags).await else {
-            return prior.clone();
-        };
-        let restart_needed = !planned.get("restarted_at").is_known();
-        let mut st = planned.clone();
-        if restart_needed {
-            let Some(restarted) = self
-                .deliver(&c, &d, &map_of(prior.get("data")), diags)
-                .await
-            else {
-                return prior.clone();
-            };
-            set(&mut st, "restarted_at", Value::opt_string(restarted));
-        } else if let Err(e) = c.configmap(&d.namespace, &d.name).await {
-            // Only the access changed: prove the new credentials work before they are saved.
-            diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
-            return prior.clone();
-        }
-        self.warn_unknown_labels(&c, &d, diags).await;
-        st
+        let limit = timeout(planned, "update", DEFAULT_TIMEOUT);
+        let mut inner = Diagnostics::new();
+        let out = tokio::time::timeout(limit, self.do_update(prior, planned, &mut inner)).await;
+        diags.extend(inner);
+        out.unwrap_or_else(|_| {
+            diags.push(timed_out("update", limit));
+            prior.clone()
+        })
     }
 
     async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
-        let access = access_attr(state);
-        let Some(c) = self.connect(state, diags).await else {
-            return;
-        };
-        let ns = str_or(state, "namespace", DEFAULT_NAMESPACE).to_string();
-        let name = str_or(state, "name", DEFAULT_NAME).to_string();
-        let mut operand_ns = ns.clone();
-        if str_or(state, "delivery", "cluster_policy") == "helm" {
-            let mut quiet = Diagnostics::new();
-            let Some(mut d) = resolve(state, &mut quiet) else {
-                return;
-            };
-            let Some(h) = d.helm.clone() else { return };
-            let removed: Vec<String> = d.configs.keys().cloned().collect();
-            d.configs.clear();
-            d.default = None;
-            d.mig_strategy = None;
-            let mut values = d.helm_values(&h.values_path, &removed);
-            if let Some(cfg) =
-                values.pointer_mut(&format!("/{}/config", h.values_path.replace('.', "/")))
-            {
-                *cfg = json!({"create": false, "name": "", "default": "", "data": cfg["data"].clone()});
-            }
-            let settings = self.settings(state);
-            if let Err(e) = helm::upgrade(
-                &h.helm_path,
-                &h.release,
-                &h.chart,
-                &h.namespace,
-                h.chart_version.as_deref(),
-                &values,
-                &settings,
-            )
-            .await
-            {
-                diags.push(
-                    Diagnostic::error(
-                        "Helm upgrade failed",
-                        format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
-                    )
-                    .at(AttrPath::attr("helm")),
-                );
-                return;
-            }
-        } else {
-            match c.cluster_policy().await {
-                Ok(p) => {
-                    if let Some(o) = p.operand_namespace {
-                        operand_ns = o;
-                    }
-                    // Give the pointer up only while it is still ours to give.
-                    if p.name.as_deref() == Some(name.as_str())
-                        && let Err(e) = c.apply_pointer(None).await
-                    {
-                        diags.push(kube_diagnostic(
-                            "release the ClusterPolicy pointer",
-                            access,
-                            &e,
-                        ));
-                        return;
-                    }
-                }
-                Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
-                    return;
-                }
-            }
-            if let Err(e) = c.delete_configmap(&ns, &name).await {
-                diags.push(kube_diagnostic("delete the ConfigMap", access, &e));
-                return;
-            }
-        }
-        if let Err(e) = c
-            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
-            .await
-        {
-            diags.push(kube_diagnostic("restart the device plugin", access, &e));
+        let limit = timeout(state, "delete", DEFAULT_TIMEOUT);
+        let mut inner = Diagnostics::new();
+        let out = tokio::time::timeout(limit, self.do_delete(state, &mut inner)).await;
+        diags.extend(inner);
+        if out.is_err() {
+            diags.push(timed_out("delete", limit));
         }
     }
 
@@ -1164,7 +1212,7 @@ impl Resource for DevicePluginConfigResource {
         set(&mut st, "namespace", Value::string(ns));
         set(&mut st, "name", Value::string(name));
         set(&mut st, "delivery", Value::string("cluster_policy"));
-        for b in ["kubernetes", "config", "helm"] {
+        for b in ["kubernetes", "config", "helm", "timeouts"] {
             set(&mut st, b, Value::List(vec![]));
         }
         Some(st)
