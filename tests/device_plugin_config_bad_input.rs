@@ -272,5 +272,15 @@ fn bad_input_table_names_the_attribute() {
         "terraform import fracgpu_device_plugin_config.<name> gpu-operator/existing",
         true,
     );
+    check(
+        "create slower than its timeout",
+        main_tf(
+            &with_kc(&good),
+            "config { name = \"all\" }\ntimeouts { create = \"1ms\" }",
+        ),
+        "Operation timed out",
+        "raise timeouts.create",
+        true,
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
