@@ -600,6 +600,19 @@ fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError) -> Diagnos
     }
 }
 
+/// What the cluster says about this resource's delivery.
+#[derive(Default)]
+struct Observed {
+    /// The ConfigMap the operator is pointed at.
+    pointer_name: Option<String>,
+    default: Option<String>,
+    mig_strategy: Option<String>,
+    /// Whether our field manager owns the strategy (import keeps it then).
+    mig_strategy_ours: bool,
+    /// The ConfigMap's data; None when it (or the release) is gone.
+    data: Option<BTreeMap<String, String>>,
+}
+
 // ---------------------------------------------------------------------------------------------
 // The resource
 
@@ -800,6 +813,111 @@ fn timed_out(op: &str, limit: std::time::Duration) -> Diagnostic {
 
 /// The operations behind the trait, which bounds each by its `timeouts` entry.
 impl DevicePluginConfigResource {
+    /// What the deployed Helm release says; None after an error diagnostic.
+    async fn observe_helm(
+        &self,
+        c: &Cluster,
+        state: &Value,
+        diags: &mut Diagnostics,
+    ) -> Option<Observed> {
+        let access = access_attr(state);
+        let h = state
+            .get("helm")
+            .elements()
+            .first()
+            .cloned()
+            .unwrap_or(Value::Null);
+        let (rel, rns) = (str_or(&h, "release", ""), str_or(&h, "namespace", ""));
+        let values_path = str_or(&h, "values_path", DEFAULT_VALUES_PATH);
+        let release = match helm::read_release(c, rns, rel).await {
+            Ok(ReleaseState::Deployed(r)) => r,
+            Ok(ReleaseState::Pending(r)) => {
+                diags.push(Diagnostic::warning(
+                    "Helm release operation pending",
+                    format!("Release {rns}/{rel} revision {} is {}; its values are compared, and an apply waits until the operation is finished or rolled back.", r.revision, r.status),
+                ));
+                r
+            }
+            Ok(ReleaseState::Missing) => return Some(Observed::default()),
+            Err(e) => {
+                diags.push(kube_diagnostic("read the Helm release", access, &e));
+                return None;
+            }
+        };
+        let values = release.effective_values();
+        let cfg = value_at(&values, &format!("{values_path}.config"))
+            .cloned()
+            .unwrap_or_default();
+        let s = |k: &str| {
+            cfg.get(k)
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
+        let data: BTreeMap<String, String> = cfg
+            .get("data")
+            .and_then(|d| d.as_object())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
+        let mig = value_at(&values, &format!("{parent}.mig.strategy"))
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        let name_in_values = if created { s("name") } else { None };
+        Some(Observed {
+            pointer_name: name_in_values,
+            default: s("default"),
+            mig_strategy: mig,
+            mig_strategy_ours: false,
+            data: Some(data),
+        })
+    }
+
+    /// What the ClusterPolicy and the ConfigMap say; None after an error diagnostic.
+    async fn observe_cluster_policy(
+        &self,
+        c: &Cluster,
+        state: &Value,
+        diags: &mut Diagnostics,
+    ) -> Option<Observed> {
+        let access = access_attr(state);
+        let ns = str_or(state, "namespace", DEFAULT_NAMESPACE);
+        let name = str_or(state, "name", DEFAULT_NAME);
+        let pointer = match c.cluster_policy().await {
+            Ok(p) => p,
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
+                return None;
+            }
+        };
+        let data = match c.configmap(ns, name).await {
+            Ok(d) => d,
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ConfigMap", access, &e));
+                return None;
+            }
+        };
+        if let Some(other) = pointer.name.as_deref().filter(|n| *n != name) {
+            diags.push(Diagnostic::warning(
+                    "ClusterPolicy points elsewhere",
+                    format!("The ClusterPolicy cluster-policy points the device plugin at the ConfigMap {other:?}, not {ns}/{name}: none of this resource's configs reach the nodes. Apply to point it back."),
+                ));
+        }
+        let ours = pointer.mig_strategy_ours;
+        Some(Observed {
+            pointer_name: pointer.name,
+            default: pointer.default,
+            mig_strategy: pointer.mig_strategy,
+            mig_strategy_ours: ours,
+            data,
+        })
+    }
+
     async fn do_create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
         let Some(d) = resolve(planned, diags) else {
             return Value::Null;
@@ -1038,97 +1156,22 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let access = access_attr(state);
         let c = self.connect(state, diags).await?;
-        let ns = str_or(state, "namespace", DEFAULT_NAMESPACE).to_string();
         let name = str_or(state, "name", DEFAULT_NAME).to_string();
         let mut st = state.clone();
         let prior_data = map_of(state.get("data"));
-        let (pointer_name, pointer_default, mig, mig_ours, cluster_data) = if str_or(
-            state,
-            "delivery",
-            "cluster_policy",
-        ) == "helm"
-        {
-            let h = state
-                .get("helm")
-                .elements()
-                .first()
-                .cloned()
-                .unwrap_or(Value::Null);
-            let (rel, rns) = (str_or(&h, "release", ""), str_or(&h, "namespace", ""));
-            let values_path = str_or(&h, "values_path", DEFAULT_VALUES_PATH);
-            let release = match helm::read_release(&c, rns, rel).await {
-                Ok(ReleaseState::Deployed(r)) => r,
-                Ok(ReleaseState::Pending(r)) => {
-                    diags.push(Diagnostic::warning(
-                        "Helm release operation pending",
-                        format!("Release {rns}/{rel} revision {} is {}; its values are compared, and an apply waits until the operation is finished or rolled back.", r.revision, r.status),
-                    ));
-                    r
-                }
-                Ok(ReleaseState::Missing) => return None,
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the Helm release", access, &e));
-                    return None;
-                }
-            };
-            let values = release.effective_values();
-            let cfg = value_at(&values, &format!("{values_path}.config"))
-                .cloned()
-                .unwrap_or_default();
-            let s = |k: &str| {
-                cfg.get(k)
-                    .and_then(|v| v.as_str())
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-            };
-            let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
-            let data: BTreeMap<String, String> = cfg
-                .get("data")
-                .and_then(|d| d.as_object())
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
-            let mig = value_at(&values, &format!("{parent}.mig.strategy"))
-                .and_then(|v| v.as_str())
-                .map(str::to_string);
-            let name_in_values = if created { s("name") } else { None };
-            (name_in_values, s("default"), mig, false, Some(data))
+        let seen = if str_or(state, "delivery", "cluster_policy") == "helm" {
+            self.observe_helm(&c, state, diags).await?
         } else {
-            let pointer = match c.cluster_policy().await {
-                Ok(p) => p,
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
-                    return None;
-                }
-            };
-            let data = match c.configmap(&ns, &name).await {
-                Ok(d) => d,
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the ConfigMap", access, &e));
-                    return None;
-                }
-            };
-            if let Some(other) = pointer.name.as_deref().filter(|n| *n != name) {
-                diags.push(Diagnostic::warning(
-                        "ClusterPolicy points elsewhere",
-                        format!("The ClusterPolicy cluster-policy points the device plugin at the ConfigMap {other:?}, not {ns}/{name}: none of this resource's configs reach the nodes. Apply to point it back."),
-                    ));
-            }
-            let ours = pointer.mig_strategy_ours;
-            (
-                pointer.name,
-                pointer.default,
-                pointer.mig_strategy,
-                ours,
-                data,
-            )
+            self.observe_cluster_policy(&c, state, diags).await?
         };
+        let Observed {
+            pointer_name,
+            default: pointer_default,
+            mig_strategy: mig,
+            mig_strategy_ours: mig_ours,
+            data: cluster_data,
+        } = seen;
         // A vanished ConfigMap: the resource is gone and will be created again.
         let cluster_data = cluster_data?;
         // The operator reads our data only while the pointer names our ConfigMap.
