@@ -12,6 +12,7 @@ use std::process::Command;
 use base64::Engine as _;
 use common::sandbox::{RunningStack, start_stack};
 use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use fracgpu::sandbox::kube::PoolNodes;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
@@ -149,13 +150,20 @@ impl RecordingHelm {
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$@\" > {d}/args\nwhile [ $# -gt 0 ]; do\n  if [ \"$1\" = --values ]; then cp \"$2\" {d}/values; fi\n  shift\ndone\necho 'Release \"tfy-gpu-operator\" has been upgraded.'\n"
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > {d}/args\nwhile [ $# -gt 0 ]; do\n  if [ \"$1\" = --values ]; then cp \"$2\" {d}/values; fi\n  shift\ndone\nif [ -x {d}/hook ]; then {d}/hook && rm {d}/hook; fi\necho 'Release \"tfy-gpu-operator\" has been upgraded.'\n"
             ),
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         RecordingHelm { dir }
+    }
+    /// A script the stand-in runs once, as its next upgrade: what the chart would change.
+    fn hook(&self, script: &str) {
+        let path = self.dir.path().join("hook");
+        std::fs::write(&path, format!("#!/bin/sh\nset -e\n{script}")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     fn path(&self) -> String {
         self.dir.path().join("helm").display().to_string()
@@ -187,10 +195,52 @@ fn helm_delivery_with_recording_helm_stand_in() {
     );
     put_revision(&st, 3, "failed", values(json!({"x": ""}), "x"));
 
+    // A time-sliced pool's node, labelled for the config.
+    st.kube.pool_changed(&PoolNodes {
+        cloud: "aks",
+        cluster: "sandbox-aks".into(),
+        pool: "ts10".into(),
+        node_count: 1,
+        labels: [(
+            "nvidia.com/device-plugin.config".to_string(),
+            "time-sliced-10".to_string(),
+        )]
+        .into(),
+        taints: vec![],
+        gpu_product: Some("NVIDIA-A100-80GB-PCIe".into()),
+        gpus_per_node: 1,
+        gpu_memory_mib: 81920,
+        mig_profile: None,
+        mig_instances_per_gpu: 0,
+        gke_sharing: None,
+    });
+    // What the operator chart does on this upgrade: render the ConfigMap and point the
+    // ClusterPolicy at it. The provider's restart must come after it.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "time-slicing-config", "namespace": NS},
+        "data": {"all": "", "time-sliced-10": ts(10)}});
+    let cm_file = st.kubeconfig_dir.path().join("chart-configmap.json");
+    std::fs::write(&cm_file, cm.to_string()).unwrap();
+    helm.hook(&format!(
+        "kubectl --kubeconfig {kc} apply -f {}\nkubectl --kubeconfig {kc} patch clusterpolicies.nvidia.com cluster-policy --type merge -p '{{\"spec\":{{\"devicePlugin\":{{\"config\":{{\"name\":\"time-slicing-config\",\"default\":\"all\"}}}}}}}}'\n",
+        cm_file.display()
+    ));
+
     let ws = Workspace::new(&config(&kc, &helm.path(), 10));
     ws.init();
     ws.apply();
     let (args, vals) = helm.take().expect("helm upgrade ran");
+    let node = st.kube.pool_node_names("aks", "sandbox-aks", "ts10")[0].clone();
+    let node = st
+        .kube
+        .object("aks", "sandbox-aks", "nodes", "", &node)
+        .unwrap();
+    assert_eq!(
+        node.pointer("/status/allocatable/nvidia.com~1gpu.shared"),
+        Some(&json!("10")),
+        "the twin advertises the shared GPU after upgrade + restart: {}",
+        node["status"]
+    );
     assert_eq!(
         &args[..5],
         [
