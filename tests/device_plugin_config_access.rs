@@ -42,6 +42,12 @@ fn token_ca_and_exec_credentials_reach_the_cluster() {
     ws.init();
     let out = ws.apply();
     assert!(!out.stdout.contains(&token), "the token is sensitive");
+    // Two configs, no default_config and no "default" key: unlabelled nodes get nothing.
+    assert!(
+        out.text().contains("Warning: No default config"),
+        "{}",
+        out.text()
+    );
     assert!(
         st.kube
             .object(

@@ -325,6 +325,19 @@ fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<Desired> {
         );
         ok = false;
     }
+    if default.is_null() && ok && configs.len() > 1 && !configs.contains_key("default") {
+        // The plugin's fallback: config.default, else a key named "default", else the only key.
+        diags.push(
+            Diagnostic::warning(
+                "No default config",
+                format!(
+                    "default_config is not set and there is no config named \"default\": nodes without the nvidia.com/device-plugin.config label get no config. Set default_config to one of: {}.",
+                    configs.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .at(AttrPath::attr("default_config")),
+        );
+    }
     let delivery = v.get("delivery").as_str().unwrap_or("cluster_policy");
     let helm_block = v.get("helm").elements().first();
     let helm = match (delivery, helm_block) {
