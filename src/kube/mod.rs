@@ -136,8 +136,12 @@ impl KubeError {
                 let mut cause = other.to_string();
                 let mut src = std::error::Error::source(&other);
                 while let Some(s) = src {
-                    cause.push_str(": ");
-                    cause.push_str(&s.to_string());
+                    // Layers often repeat their source's text; keep each part once.
+                    let text = s.to_string();
+                    if !cause.contains(&text) {
+                        cause.push_str(": ");
+                        cause.push_str(&text);
+                    }
                     src = s.source();
                 }
                 KubeError::Unreachable {
