@@ -22,6 +22,11 @@ struct Env {
 }
 
 async fn start(op_time: Duration) -> Env {
+    start_with(op_time, axum::Router::new()).await
+}
+
+/// A sandbox with extra routes beside it (a stand-in for APIs the sandbox does not serve).
+async fn start_with(op_time: Duration, extra: axum::Router) -> Env {
     let sink = Arc::new(RecordingSink::default());
     let sb = Sandbox::open(Config {
         op_time,
@@ -31,7 +36,7 @@ async fn start(op_time: Duration) -> Env {
     .expect("sandbox");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = sb.router();
+    let app = sb.router().merge(extra);
     tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();
     });
@@ -652,4 +657,44 @@ async fn bad_credentials_are_an_auth_error_that_does_not_echo_them() {
     })
     .await;
     assert!(matches!(r, Err(CloudError::Auth(_))), "{r:?}");
+}
+
+#[tokio::test]
+async fn a_fixed_size_is_read_from_the_instance_group_managers() {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // The sandbox serves no Compute API; this stand-in answers instanceGroupManagers.get.
+    let size = Arc::new(AtomicU64::new(2));
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (sz, sn) = (size.clone(), seen.clone());
+    let compute = axum::Router::new().route(
+        "/compute/v1/{*rest}",
+        axum::routing::get(move |uri: axum::http::Uri| {
+            let (sz, sn) = (sz.clone(), sn.clone());
+            async move {
+                sn.lock().unwrap().push(uri.path().to_string());
+                axum::Json(json!({"name": "igm", "targetSize": sz.load(Ordering::SeqCst)}))
+            }
+        }),
+    );
+    let env = start_with(Duration::ZERO, compute).await;
+    let spec = time_sharing("igm");
+    assert_eq!(env.gke.create(&spec, &long()).await.unwrap().spec, spec);
+    assert_eq!(
+        seen.lock().unwrap().last().map(String::as_str),
+        Some(
+            "/compute/v1/projects/sandbox-project/zones/us-central1-a/instanceGroupManagers/gke-sandbox-gke-igm-grp"
+        )
+    );
+    // Someone resizes the pool out of band: the read shows it, so terraform sees the drift.
+    size.store(5, Ordering::SeqCst);
+    let p = env.gke.get(&loc(), "igm").await.unwrap().unwrap();
+    assert_eq!(p.spec.scaling, Scaling::Fixed { nodes: 5 });
+    // Autoscaled pools do not need it.
+    let n = seen.lock().unwrap().len();
+    let mut auto = spec.clone();
+    auto.scaling = Scaling::Auto { min: 1, max: 3 };
+    env.gke.update(&p, &auto, &long()).await.unwrap();
+    env.gke.get(&loc(), "igm").await.unwrap().unwrap();
+    assert_eq!(seen.lock().unwrap().len(), n);
 }

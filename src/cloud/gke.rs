@@ -10,9 +10,10 @@
 //! size, management defaults, its own `cloud.google.com/` labels and GPU taint) are dropped on read,
 //! and [`canonical_spec`] applies the same normalisation to a user's spec before comparing.
 //!
-//! Known limit: the v1 `NodePool` resource has no current-size field. A fixed-size pool reads back
-//! with `initialNodeCount`; the real current size lives in the Compute instance group managers
-//! (`instanceGroupUrls`), which this client does not read yet. `update` reports the size it set.
+//! The v1 `NodePool` resource has no current-size field: `initialNodeCount` stays what create set.
+//! Like the google provider, a fixed-size pool's size is read from its Compute instance group
+//! managers (`instanceGroupUrls`, `targetSize`, per zone). That read is best effort: when it fails
+//! (or the sandbox serves no Compute API) the size falls back to `initialNodeCount`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -97,6 +98,11 @@ impl Default for GkeTiming {
 pub struct GkeClient {
     cm: ClusterManager,
     timing: GkeTiming,
+    /// For the Compute instance group manager reads, which the container client cannot do.
+    creds: google_cloud_auth::credentials::Credentials,
+    http: reqwest::Client,
+    /// Sandbox base URL: instance group URLs are rewritten to it.
+    sandbox: Option<String>,
 }
 
 impl GkeClient {
@@ -107,25 +113,38 @@ impl GkeClient {
         if let Some(e) = endpoint {
             b = b.with_endpoint(e.trim_end_matches('/'));
         }
-        if cfg.sandbox.is_some() {
-            b = b.with_credentials(
-                google_cloud_auth::credentials::anonymous::Builder::new().build(),
-            );
+        let creds = if cfg.sandbox.is_some() {
+            google_cloud_auth::credentials::anonymous::Builder::new().build()
         } else if let Some(t) = &cfg.access_token {
-            b = b.with_credentials(google_cloud_auth::credentials::Credentials::from(
-                StaticToken::new(t)?,
-            ));
+            google_cloud_auth::credentials::Credentials::from(StaticToken::new(t)?)
         } else if let Some(c) = &cfg.credentials {
-            b = b.with_credentials(credentials_from(c)?);
-        }
-        // Otherwise the builder falls back to Application Default Credentials.
+            credentials_from(c)?
+        } else {
+            // Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, gcloud's ADC file,
+            // the metadata server.
+            google_cloud_auth::credentials::Builder::default()
+                .build()
+                .map_err(|e| {
+                    CloudError::Auth(format!(
+                        "no Google credentials: {e}; set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or set the provider's credentials"
+                    ))
+                })?
+        };
         let cm = b
+            .with_credentials(creds.clone())
             .build()
             .await
             .map_err(|e| CloudError::Auth(format!("cannot set up the GKE client: {e}")))?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| CloudError::Transport(format!("cannot set up an HTTP client: {e}")))?;
         Ok(GkeClient {
             cm,
             timing: GkeTiming::default(),
+            creds,
+            http,
+            sandbox: cfg.sandbox.map(|s| s.trim_end_matches('/').to_string()),
         })
     }
 
@@ -742,18 +761,75 @@ impl GkeClient {
         }
     }
 
-    fn pool_of(&self, loc: &Location, np: &NodePool) -> Result<Pool, CloudError> {
+    async fn pool_of(&self, loc: &Location, np: &NodePool) -> Result<Pool, CloudError> {
+        let mut spec = spec_of(loc, np);
+        if let Scaling::Fixed { .. } = spec.scaling
+            && let Some(nodes) = self.current_size(np).await
+        {
+            spec.scaling = Scaling::Fixed { nodes };
+        }
         Ok(Pool {
             id: pool_id(loc, &np.name)?,
-            spec: spec_of(loc, np),
+            spec,
             status: status_name(np),
         })
+    }
+
+    /// The pool's current size per zone from its instance group managers' targetSize, or None
+    /// when any of them cannot be read.
+    async fn current_size(&self, np: &NodePool) -> Option<u32> {
+        if np.instance_group_urls.is_empty() {
+            return None;
+        }
+        let mut total: u64 = 0;
+        for url in &np.instance_group_urls {
+            let url = compute_url(self.sandbox.as_deref(), url)?;
+            match self.target_size(&url).await {
+                Ok(n) => total += n,
+                Err(e) => {
+                    tracing::debug!(url = %url, error = %e, "cannot read the instance group size; using initialNodeCount");
+                    return None;
+                }
+            }
+        }
+        u32::try_from(total / np.instance_group_urls.len() as u64).ok()
+    }
+
+    async fn target_size(&self, url: &str) -> Result<u64, String> {
+        use google_cloud_auth::credentials::CacheableResource;
+        let headers = match self
+            .creds
+            .headers(axum::http::Extensions::new())
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            CacheableResource::New { data, .. } => data,
+            CacheableResource::NotModified => axum::http::HeaderMap::new(),
+        };
+        let r = self
+            .http
+            .get(url)
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !r.status().is_success() {
+            return Err(format!("HTTP {}", r.status()));
+        }
+        let v: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
+        // int32 in Compute's JSON, but accept a string as int64s are sent.
+        match &v["targetSize"] {
+            serde_json::Value::Number(n) => n.as_u64(),
+            serde_json::Value::String(s) => s.parse().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| "no targetSize in the instance group manager".to_string())
     }
 
     /// A pool that was just created or changed, read back.
     async fn reread(&self, loc: &Location, name: &str, ctx: &OpCtx) -> Result<Pool, CloudError> {
         match self.get_raw(loc, name, ctx).await? {
-            Some(np) => self.pool_of(loc, &np),
+            Some(np) => self.pool_of(loc, &np).await,
             None => Err(CloudError::BadResponse(format!(
                 "node pool {} vanished right after its operation finished",
                 pool_id(loc, name)?
@@ -775,7 +851,7 @@ impl GkeClient {
                     ),
                 });
             };
-            let pool = self.pool_of(&spec.location, &np)?;
+            let pool = self.pool_of(&spec.location, &np).await?;
             if pool.spec != canonical_spec(spec) {
                 return Err(CloudError::Api {
                     status: 409,
@@ -825,6 +901,20 @@ impl GkeClient {
     }
 }
 
+/// Where to read an instance group manager. Credentials only ever go to Google's APIs or the
+/// sandbox, whatever URL a response names.
+fn compute_url(sandbox: Option<&str>, url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://")?;
+    let (host, path) = rest.split_once('/')?;
+    if !(host == "googleapis.com" || host.ends_with(".googleapis.com")) {
+        return None;
+    }
+    match sandbox {
+        Some(base) => Some(format!("{base}/{path}")),
+        None => Some(url.to_string()),
+    }
+}
+
 /// The fields GKE can only change by replacing the pool.
 fn replacement_fields(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
     let mut v = Vec::new();
@@ -853,7 +943,7 @@ impl NodePools for GkeClient {
         match self.get_raw(location, name, &ctx).await? {
             // A pool being deleted is gone for the user.
             Some(np) if np.status == m::node_pool::Status::Stopping => Ok(None),
-            Some(np) => Ok(Some(self.pool_of(location, &np)?)),
+            Some(np) => Ok(Some(self.pool_of(location, &np).await?)),
             None => Ok(None),
         }
     }
@@ -965,8 +1055,8 @@ impl NodePools for GkeClient {
         }
         let mut pool = self.reread(loc, &spec.name, ctx).await?;
         if let Scaling::Fixed { .. } = want.scaling {
-            // The NodePool resource only carries initialNodeCount (see the module docs); the
-            // setSize operation above finished, so the size is the one we set.
+            // If the instance groups could not be read, the read fell back to initialNodeCount
+            // (see the module docs); the setSize operation above finished, so the size is ours.
             pool.spec.scaling = want.scaling;
         }
         Ok(pool)
@@ -1064,6 +1154,26 @@ mod tests {
         assert_eq!(parse_pool_id("projects/p/locations/l/clusters/c"), None);
         assert_eq!(
             parse_pool_id("projects//locations/l/clusters/c/nodePools/n"),
+            None
+        );
+    }
+
+    #[test]
+    fn instance_group_reads_go_only_to_google_or_the_sandbox() {
+        let igm =
+            "https://www.googleapis.com/compute/v1/projects/p/zones/z-a/instanceGroupManagers/g";
+        assert_eq!(compute_url(None, igm).as_deref(), Some(igm));
+        assert_eq!(
+            compute_url(Some("http://127.0.0.1:9"), igm).as_deref(),
+            Some("http://127.0.0.1:9/compute/v1/projects/p/zones/z-a/instanceGroupManagers/g")
+        );
+        assert_eq!(compute_url(None, "https://evil.example/compute/v1/x"), None);
+        assert_eq!(
+            compute_url(None, "https://googleapis.com.evil.example/x"),
+            None
+        );
+        assert_eq!(
+            compute_url(None, "http://www.googleapis.com/compute/v1/x"),
             None
         );
     }
