@@ -5,6 +5,7 @@
 //! drift is a plain comparison.
 
 pub mod aks;
+pub mod gke;
 pub mod poll;
 
 use std::collections::BTreeMap;
