@@ -4,6 +4,7 @@
 //! what is worth retrying, and reads the pool back as a [`Pool`] in the same neutral terms so that
 //! drift is a plain comparison.
 
+pub mod eks;
 pub mod poll;
 
 use std::collections::BTreeMap;
