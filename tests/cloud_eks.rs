@@ -915,13 +915,53 @@ async fn moto_happy_path_round_trips() {
         assert_eq!(pool.spec, spec, "moto's defaults must not show as drift");
         let got = eks.get(&location, name).await.unwrap().expect("exists");
         assert_eq!(got, pool);
-        // Idempotent against moto too (moto ignores the token: adoption by spec).
+        // Idempotent against moto too: moto ignores clientRequestToken and answers
+        // ResourceInUseException, so this is adoption by spec.
         let again = eks
             .create(&spec, &ctx(Duration::from_secs(30)))
             .await
             .unwrap();
         assert_eq!(again, pool);
     }
+
+    // moto's own defaults are there on the wire and invisible in the spec.
+    let raw = raw_client(&url)
+        .describe_nodegroup()
+        .cluster_name("moto-eks")
+        .nodegroup_name("moto-ts")
+        .send()
+        .await
+        .unwrap()
+        .nodegroup
+        .unwrap();
+    assert_eq!(raw.disk_size(), Some(20));
+    assert_eq!(
+        raw.remote_access().and_then(|r| r.ec2_ssh_key()),
+        Some("eksKeypair")
+    );
+    assert!(raw.release_version().is_some());
+
+    // In place: moto answers UpdateNodegroupConfig with a finished update (it has no
+    // DescribeUpdate), which the client takes as final.
+    let current = eks.get(&location, "moto-ts").await.unwrap().unwrap();
+    let mut next = current.spec.clone();
+    next.scaling = Scaling::Auto { min: 1, max: 4 };
+    next.labels.insert("tier".into(), "batch".into());
+    next.labels.remove("team");
+    next.taints = vec![PoolTaint {
+        key: "dedicated".into(),
+        value: "ml".into(),
+        effect: "NoExecute".into(),
+    }];
+    let updated = eks
+        .update(&current, &next, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(updated.spec, next);
+    assert_eq!(
+        eks.get(&location, "moto-ts").await.unwrap().unwrap().spec,
+        next
+    );
     for name in ["moto-ts", "moto-spot"] {
         eks.delete(&location, name, &ctx(Duration::from_secs(30)))
             .await

@@ -28,7 +28,7 @@ use aws_sdk_eks::config::timeout::TimeoutConfig;
 use aws_sdk_eks::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_eks::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_eks::types::{
-    AmiTypes, CapacityTypes, Nodegroup, NodegroupScalingConfig, Taint, TaintEffect,
+    AmiTypes, CapacityTypes, Nodegroup, NodegroupScalingConfig, Taint, TaintEffect, Update,
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 
@@ -391,27 +391,30 @@ impl EksClient {
         }
     }
 
+    /// Follows an update from UpdateNodegroupConfig's answer (which may already be final, as on
+    /// moto, where DescribeUpdate does not exist) through DescribeUpdate to Successful.
     async fn wait_update(
         &self,
         client: &Client,
         cluster: &str,
         name: &str,
-        update_id: &str,
+        first: Update,
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
+        let update_id = first.id().unwrap_or("").to_string();
+        if update_id.is_empty() {
+            return Err(CloudError::BadResponse(
+                "UpdateNodegroupConfig answered without an update id".into(),
+            ));
+        }
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
         let req = client
             .describe_update()
             .name(cluster)
             .nodegroup_name(name)
-            .update_id(update_id);
+            .update_id(&update_id);
+        let mut update = first;
         loop {
-            let out = self
-                .call(ctx, "DescribeUpdate", || req.clone().send())
-                .await?;
-            let update = out.update.ok_or_else(|| {
-                CloudError::BadResponse("DescribeUpdate answered without an update".into())
-            })?;
             let status = update.status().map(|s| s.as_str()).unwrap_or("");
             match status {
                 "Successful" => return Ok(()),
@@ -439,6 +442,12 @@ impl EksClient {
             let waiting =
                 format!("update {update_id} of node group {cluster}:{name} (status {status})");
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
+            let out = self
+                .call(ctx, "DescribeUpdate", || req.clone().send())
+                .await?;
+            update = out.update.ok_or_else(|| {
+                CloudError::BadResponse("DescribeUpdate answered without an update".into())
+            })?;
         }
     }
 
@@ -609,12 +618,13 @@ impl NodePools for EksClient {
                 .await
             {
                 Ok(out) => {
-                    let id = out.update.and_then(|u| u.id).ok_or_else(|| {
+                    let update = out.update.ok_or_else(|| {
                         CloudError::BadResponse(
-                            "UpdateNodegroupConfig answered without an update id".into(),
+                            "UpdateNodegroupConfig answered without an update".into(),
                         )
                     })?;
-                    self.wait_update(&client, cluster, name, &id, ctx).await?;
+                    self.wait_update(&client, cluster, name, update, ctx)
+                        .await?;
                 }
                 // Busy with another change (or our own earlier attempt): wait and diff again.
                 Err(e) if has_code(&e, "ResourceInUseException") => {}
