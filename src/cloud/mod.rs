@@ -6,6 +6,7 @@
 
 pub mod aks;
 pub mod gke;
+pub mod eks;
 pub mod poll;
 
 use std::collections::BTreeMap;
