@@ -47,6 +47,7 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                 .attr(
                     Attribute::string("strategy")
                         .optional()
+                        .computed()
                         .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`).")
                         .validate(OneOf(&["single", "mixed"])),
                 )
@@ -61,10 +62,10 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                         .describe("Slices per GPU, 2 to 48.")
                         .validate(IntBetween(2, 48)),
                 )
-                .attr(Attribute::bool("rename_by_default").optional().describe(
+                .attr(Attribute::bool("rename_by_default").optional().computed().describe(
                     "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`.",
                 ))
-                .attr(Attribute::bool("fail_requests_greater_than_one").optional().describe(
+                .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
                     "Refuse pods that request more than one slice (AKS/EKS). Default `false`.",
                 )),
         )

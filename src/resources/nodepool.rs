@@ -227,18 +227,34 @@ pub struct Resolved {
 /// Resolves a fully known configuration, plan or state value. Problems become diagnostics on
 /// the attribute the user wrote; `None` means it cannot be resolved (yet).
 fn resolve(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<Resolved> {
-    let inputs = [
-        "name",
-        "machine_type",
-        "gpu_model",
-        "gpu_count",
-        "labels",
-        "aks",
-        "gke",
-        "eks",
-    ];
+    let inputs = ["name", "machine_type", "gpu_model", "gpu_count", "labels"];
     if inputs.iter().any(|n| !v.get(n).is_fully_known()) {
         return None;
+    }
+    // Location fields the pool cannot do without must be known; computed extras (os_sku) need not.
+    let required: [(&str, &[&str]); 3] = [
+        (
+            "aks",
+            &["subscription_id", "resource_group", "cluster_name"],
+        ),
+        ("gke", &["project", "location", "cluster"]),
+        (
+            "eks",
+            &[
+                "region",
+                "cluster_name",
+                "node_role_arn",
+                "subnet_ids",
+                "ami_type",
+            ],
+        ),
+    ];
+    for (block, keys) in required {
+        if let Some(b) = block_of(v, block)
+            && keys.iter().any(|k| !b.get(k).is_fully_known())
+        {
+            return None;
+        }
     }
     let loc = location(v, settings, diags)?;
     let cloud = cloud_of(&loc);
@@ -1080,4 +1096,85 @@ pub fn parse_import_id(id: &str, settings: &Settings) -> Option<(Location, Strin
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tf::plan::plan;
+
+    /// A configuration as terraform sends it: every attribute present, null unless set.
+    fn config(set: &[(&str, Value)]) -> Value {
+        let ty = schema().ty();
+        let mut v = Value::null_object(&ty);
+        for (k, val) in set {
+            *v.get_mut(k).unwrap() = val.clone();
+        }
+        for b in [
+            "aks",
+            "gke",
+            "eks",
+            "mig",
+            "time_slicing",
+            "mps",
+            "autoscaling",
+            "timeouts",
+        ] {
+            if v.get(b).is_null() {
+                *v.get_mut(b).unwrap() = Value::List(vec![]);
+            }
+        }
+        v
+    }
+
+    fn aks_block() -> Value {
+        Value::List(vec![Value::object([
+            ("subscription_id", Value::Null),
+            ("resource_group", "rg".into()),
+            ("cluster_name", "c".into()),
+            ("os_sku", Value::Null),
+        ])])
+    }
+
+    fn sandbox_settings() -> Settings {
+        Settings::from_config(&Value::object([("sandbox", "http://127.0.0.1:1".into())]))
+    }
+
+    #[test]
+    fn create_plan_knows_the_derived_facts() {
+        let ts = Value::List(vec![Value::object([
+            ("replicas", Value::int(10)),
+            ("rename_by_default", Value::Null),
+            ("fail_requests_greater_than_one", Value::Null),
+        ])]);
+        let cfg = config(&[
+            ("name", "a100ts".into()),
+            ("machine_type", "Standard_NC24ads_A100_v4".into()),
+            ("aks", aks_block()),
+            ("time_slicing", ts),
+        ]);
+        let mut planned = plan(&schema().block, &Value::Null, &cfg, &cfg);
+        let settings = sandbox_settings();
+        fill_defaults(&mut planned.state, &cfg, &settings);
+        let mut diags = Diagnostics::new();
+        let v = &planned.state;
+        assert!(
+            model::sharing_mode(v).is_some(),
+            "sharing {:?}",
+            v.get("time_slicing")
+        );
+        assert!(model::taints(v).is_some(), "taints {:?}", v.get("taints"));
+        assert!(
+            location(v, &settings, &mut diags).is_some(),
+            "location {:?}",
+            v.get("aks")
+        );
+        let r = resolve(&planned.state, &settings, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        let r = r.expect("resolved");
+        assert_eq!(
+            r.derived.device_plugin_config.unwrap().name,
+            "time-sliced-10"
+        );
+    }
 }
