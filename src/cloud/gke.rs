@@ -556,10 +556,14 @@ fn verdict(e: &gcc::Error) -> Verdict {
 }
 
 /// GKE refuses a second operation on a cluster while one runs: "Cluster is running incompatible
-/// operation operation-...", "... operation in progress".
+/// operation operation-...", "Operation operation-... is currently creating node pool ... Please
+/// wait and try again once it is done." Other FAILED_PRECONDITIONs are final.
 fn is_busy_message(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
-    m.contains("incompatible operation") || m.contains("operation in progress")
+    m.contains("incompatible operation")
+        || m.contains("operation in progress")
+        || m.contains("wait and try again")
+        || (m.contains("operation") && m.contains("is currently"))
 }
 
 fn http_of_code(code: &str) -> u16 {
@@ -1184,6 +1188,12 @@ mod tests {
             "Cluster is running incompatible operation operation-123."
         ));
         assert!(is_busy_message("Another operation in progress"));
+        assert!(is_busy_message(
+            "Operation operation-1 is currently creating node pool a. Please wait and try again once it is done."
+        ));
+        assert!(!is_busy_message(
+            "Autoscaling is enabled; disable it before setting the size."
+        ));
         assert!(!is_busy_message("Node pool must have initialNodeCount"));
     }
 
