@@ -565,7 +565,9 @@ async fn a_busy_pool_refuses_with_failed_precondition_when_the_deadline_is_too_s
         .delete(&loc(), "busy", &ctx(Duration::from_millis(500)))
         .await
     {
-        Err(CloudError::Timeout { .. }) => {}
+        Err(CloudError::Timeout { waiting_for, .. }) => {
+            assert!(waiting_for.contains("FAILED_PRECONDITION"), "{waiting_for}")
+        }
         other => panic!("expected Timeout, got {other:?}"),
     }
 }

@@ -700,13 +700,16 @@ impl GkeClient {
                 _ => return Err(cloud_error(&e)),
             }
             let delay = backoff.next_delay(retry_after(&e));
+            let last = cloud_error(&e);
             tracing::debug!(
                 call = what,
-                error = %cloud_error(&e),
+                error = %last,
                 retry_in_ms = delay.as_millis() as u64,
                 "GKE call failed; retrying"
             );
-            ctx.sleep(delay, what).await?;
+            // A timeout names what kept us waiting, e.g. another operation on the cluster.
+            ctx.sleep(delay, &format!("{what} (last answer: {last})"))
+                .await?;
         }
     }
 
