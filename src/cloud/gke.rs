@@ -858,8 +858,9 @@ impl GkeClient {
                     ),
                 });
             };
-            let pool = self.pool_of(&spec.location, &np).await?;
-            if pool.spec != canonical_spec(spec) {
+            // Compared as created (initialNodeCount, not the instance groups' size, which may
+            // still be ramping up while the pool provisions).
+            if spec_of(&spec.location, &np) != canonical_spec(spec) {
                 return Err(CloudError::Api {
                     status: 409,
                     code: "ALREADY_EXISTS".into(),
@@ -881,7 +882,7 @@ impl GkeClient {
                         ),
                     });
                 }
-                _ => return Ok(pool),
+                _ => return self.pool_of(&spec.location, &np).await,
             }
             ctx.sleep(
                 backoff.next_delay(None),
