@@ -565,7 +565,9 @@ async fn a_busy_pool_refuses_with_failed_precondition_when_the_deadline_is_too_s
         .delete(&loc(), "busy", &ctx(Duration::from_millis(500)))
         .await
     {
-        Err(CloudError::Timeout { .. }) => {}
+        Err(CloudError::Timeout { waiting_for, .. }) => {
+            assert!(waiting_for.contains("FAILED_PRECONDITION"), "{waiting_for}")
+        }
         other => panic!("expected Timeout, got {other:?}"),
     }
 }
@@ -697,4 +699,53 @@ async fn a_fixed_size_is_read_from_the_instance_group_managers() {
     env.gke.update(&p, &auto, &long()).await.unwrap();
     env.gke.get(&loc(), "igm").await.unwrap().unwrap();
     assert_eq!(seen.lock().unwrap().len(), n);
+}
+
+#[tokio::test]
+async fn an_access_token_is_sent_as_a_bearer_header_and_the_sandbox_gets_none() {
+    use std::sync::Mutex;
+    // A stand-in GKE that records the Authorization header and knows no pools.
+    let seen = Arc::new(Mutex::new(Vec::<Option<String>>::new()));
+    let sn = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let sn = sn.clone();
+        async move {
+            sn.lock().unwrap().push(
+                headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string),
+            );
+            (
+                axum::http::StatusCode::NOT_FOUND,
+                axum::Json(
+                    json!({"error": {"code": 404, "message": "Not found", "status": "NOT_FOUND"}}),
+                ),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let with_token = GkeClient::new(GkeConfig {
+        access_token: Some("ya29.test-token".into()),
+        endpoint: Some(base.clone()),
+        ..GkeConfig::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(with_token.get(&loc(), "p").await.unwrap(), None);
+    let sandboxed = GkeClient::new(GkeConfig {
+        access_token: Some("ya29.test-token".into()),
+        sandbox: Some(base),
+        ..GkeConfig::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(sandboxed.get(&loc(), "p").await.unwrap(), None);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![Some("Bearer ya29.test-token".to_string()), None]
+    );
 }

@@ -556,10 +556,14 @@ fn verdict(e: &gcc::Error) -> Verdict {
 }
 
 /// GKE refuses a second operation on a cluster while one runs: "Cluster is running incompatible
-/// operation operation-...", "... operation in progress".
+/// operation operation-...", "Operation operation-... is currently creating node pool ... Please
+/// wait and try again once it is done." Other FAILED_PRECONDITIONs are final.
 fn is_busy_message(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
-    m.contains("incompatible operation") || m.contains("operation in progress")
+    m.contains("incompatible operation")
+        || m.contains("operation in progress")
+        || m.contains("wait and try again")
+        || (m.contains("operation") && m.contains("is currently"))
 }
 
 fn http_of_code(code: &str) -> u16 {
@@ -696,13 +700,16 @@ impl GkeClient {
                 _ => return Err(cloud_error(&e)),
             }
             let delay = backoff.next_delay(retry_after(&e));
+            let last = cloud_error(&e);
             tracing::debug!(
                 call = what,
-                error = %cloud_error(&e),
+                error = %last,
                 retry_in_ms = delay.as_millis() as u64,
                 "GKE call failed; retrying"
             );
-            ctx.sleep(delay, what).await?;
+            // A timeout names what kept us waiting, e.g. another operation on the cluster.
+            ctx.sleep(delay, &format!("{what} (last answer: {last})"))
+                .await?;
         }
     }
 
@@ -851,8 +858,9 @@ impl GkeClient {
                     ),
                 });
             };
-            let pool = self.pool_of(&spec.location, &np).await?;
-            if pool.spec != canonical_spec(spec) {
+            // Compared as created (initialNodeCount, not the instance groups' size, which may
+            // still be ramping up while the pool provisions).
+            if spec_of(&spec.location, &np) != canonical_spec(spec) {
                 return Err(CloudError::Api {
                     status: 409,
                     code: "ALREADY_EXISTS".into(),
@@ -874,7 +882,7 @@ impl GkeClient {
                         ),
                     });
                 }
-                _ => return Ok(pool),
+                _ => return self.pool_of(&spec.location, &np).await,
             }
             ctx.sleep(
                 backoff.next_delay(None),
@@ -1184,6 +1192,12 @@ mod tests {
             "Cluster is running incompatible operation operation-123."
         ));
         assert!(is_busy_message("Another operation in progress"));
+        assert!(is_busy_message(
+            "Operation operation-1 is currently creating node pool a. Please wait and try again once it is done."
+        ));
+        assert!(!is_busy_message(
+            "Autoscaling is enabled; disable it before setting the size."
+        ));
         assert!(!is_busy_message("Node pool must have initialNodeCount"));
     }
 
