@@ -31,8 +31,10 @@ pub fn plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> P
         walk(block, prior, &mut state, config, &|old, _| old.clone());
     }
     if create || state != *prior {
+        // A `use_state_for_unknown` attribute keeps its prior value, null included: it is settled
+        // once the object exists.
         walk(block, prior, &mut state, config, &|old, a| {
-            let keep = !old.is_null() && a.has(PlanModifier::UseStateForUnknown);
+            let keep = !create && a.has(PlanModifier::UseStateForUnknown);
             if keep { old.clone() } else { Value::UNKNOWN }
         });
     }
