@@ -559,6 +559,27 @@ async fn failed_operations_end_as_operation_failed() {
         spec
     );
 
+    // A group that failed to create cannot be updated in place: said at once, no waiting.
+    env.fault(json!({"match": {"method": "POST", "path_contains": "/node-groups"}, "count": 1, "kind": "fail_operation"}))
+        .await;
+    let broken = time_sliced("broken");
+    env.eks
+        .create(&broken, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    let failed = env.eks.get(&loc(), "broken").await.unwrap().unwrap();
+    let mut next = broken.clone();
+    next.labels.insert("x".into(), "y".into());
+    let e = env
+        .eks
+        .update(&failed, &next, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, CloudError::OperationFailed { message, .. } if message.contains("CREATE_FAILED")),
+        "{e:?}"
+    );
+
     // A failed delete.
     env.fault(json!({"match": {"method": "DELETE"}, "count": 1, "kind": "fail_operation"}))
         .await;
@@ -968,4 +989,209 @@ async fn moto_happy_path_round_trips() {
             .unwrap();
         assert!(eks.get(&location, name).await.unwrap().is_none());
     }
+}
+
+// ---------------------------------------------------------------- regions, config, stub server
+
+#[tokio::test]
+async fn each_region_has_its_own_clusters() {
+    let mut clusters = fracgpu::sandbox::ClusterSpec::defaults();
+    clusters.push(fracgpu::sandbox::ClusterSpec::Eks {
+        region: "eu-west-1".into(),
+        name: CLUSTER.into(),
+    });
+    let sb = Sandbox::open(Config {
+        clusters,
+        ..Config::instant()
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = sb.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let eks = EksClient::new(EksConfig {
+        sandbox: Some(url.clone()),
+        region: Some(REGION.into()),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap();
+    let eu = Location::Eks {
+        region: "eu-west-1".into(),
+        cluster: CLUSTER.into(),
+    };
+    let mut spec = time_sliced("eu");
+    spec.location = eu.clone();
+    let pool = eks
+        .create(&spec, &ctx(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(pool.spec.location, eu);
+    assert!(eks.get(&eu, "eu").await.unwrap().is_some());
+    assert!(eks.get(&loc(), "eu").await.unwrap().is_none());
+    // An empty region in the location falls back to the provider's region.
+    let default = Location::Eks {
+        region: String::new(),
+        cluster: CLUSTER.into(),
+    };
+    assert!(eks.get(&default, "eu").await.unwrap().is_none());
+
+    // Without any region there is nothing to sign for: a clear error, no request.
+    let no_region = EksClient::new(EksConfig {
+        sandbox: Some(url),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap();
+    let e = no_region.get(&default, "eu").await.unwrap_err();
+    assert_eq!(api_code(&e), (0, "MissingRegion"));
+}
+
+#[tokio::test]
+async fn half_given_static_keys_are_refused() {
+    let e = EksClient::new(EksConfig {
+        access_key: Some("AKIAEXAMPLE".into()),
+        region: Some(REGION.into()),
+        ..EksConfig::default()
+    })
+    .await
+    .err()
+    .expect("refused");
+    assert!(
+        matches!(&e, CloudError::Auth(m) if m.contains("secret_key")),
+        "{e:?}"
+    );
+    assert!(!e.to_string().contains("AKIAEXAMPLE"));
+}
+
+/// A stand-in for EKS that answers DescribeNodegroup with canned responses in order (the last one
+/// repeats) and counts requests: for error shapes the sandbox does not produce.
+async fn stub(
+    responses: Vec<(u16, Option<&'static str>, String)>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::http::{HeaderValue, StatusCode};
+    use axum::response::{IntoResponse, Response};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let app = axum::Router::new().fallback(move || {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        let (status, kind, body) = responses[n.min(responses.len() - 1)].clone();
+        async move {
+            let mut r: Response = (StatusCode::from_u16(status).unwrap(), body).into_response();
+            r.headers_mut()
+                .insert("content-type", HeaderValue::from_static("application/json"));
+            if let Some(k) = kind {
+                r.headers_mut()
+                    .insert("x-amzn-errortype", HeaderValue::from_static(k));
+            }
+            r
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, count)
+}
+
+async fn stub_client(url: &str) -> EksClient {
+    EksClient::new(EksConfig {
+        endpoint: Some(url.into()),
+        region: Some(REGION.into()),
+        access_key: Some("AKIDSTUB".into()),
+        secret_key: Some("stub".into()),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap()
+    .with_retry_interval(Duration::from_millis(10), Duration::from_millis(50))
+}
+
+fn nodegroup_doc() -> String {
+    json!({"nodegroup": {
+        "nodegroupName": "stubbed", "clusterName": CLUSTER, "status": "ACTIVE",
+        "capacityType": "ON_DEMAND", "instanceTypes": ["g4dn.xlarge"],
+        "scalingConfig": {"minSize": 1, "maxSize": 1, "desiredSize": 1},
+        "subnets": ["subnet-0bbb", "subnet-0aaa"], "amiType": "AL2023_x86_64_NVIDIA",
+        "nodeRole": ROLE, "diskSize": 20, "releaseVersion": "1.33.5-20251120",
+        "labels": {"nvidia.com/device-plugin.config": "time-sliced-10", "team": "ml",
+                   "eks.amazonaws.com/nodegroup": "stubbed"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "Present", "effect": "NO_SCHEDULE"}],
+        "remoteAccess": {"ec2SshKey": "k"}, "health": {"issues": []}
+    }})
+    .to_string()
+}
+
+#[tokio::test]
+async fn throttling_as_aws_usually_sends_it_is_retried() {
+    // Real AWS mostly throttles with HTTP 400 and the code in the error type.
+    let throttled = (
+        400,
+        Some("ThrottlingException"),
+        r#"{"message":"Rate exceeded"}"#.to_string(),
+    );
+    let (url, count) = stub(vec![
+        throttled.clone(),
+        throttled,
+        (200, None, nodegroup_doc()),
+    ])
+    .await;
+    let eks = stub_client(&url).await;
+    let pool = eks.get(&loc(), "stubbed").await.unwrap().expect("found");
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    // EKS's own additions (eks.amazonaws.com/* labels, remoteAccess, releaseVersion, diskSize 20)
+    // do not reach the spec.
+    let mut want = time_sliced("stubbed");
+    want.eks.as_mut().unwrap().subnet_ids.sort();
+    assert_eq!(pool.spec, want);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
+    let (url, count) = stub(vec![(
+        400,
+        Some("InvalidParameterException"),
+        r#"{"message":"nope"}"#.to_string(),
+    )])
+    .await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert_eq!(api_code(&e), (400, "InvalidParameterException"));
+    assert!(e.to_string().contains("nope"));
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let (url, _) = stub(vec![(
+        403,
+        Some("UnrecognizedClientException"),
+        r#"{"message":"The security token included in the request is invalid."}"#.to_string(),
+    )])
+    .await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert!(
+        matches!(&e, CloudError::Auth(m) if m.contains("UnrecognizedClientException")),
+        "{e:?}"
+    );
+
+    let (url, count) = stub(vec![(200, None, "{not json".to_string())]).await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert!(matches!(e, CloudError::BadResponse(_)), "{e:?}");
+    assert_eq!(
+        count.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "an unreadable answer will not improve"
+    );
+
+    // 5xx is retried, but only MAX_ATTEMPTS times.
+    let (url, count) = stub(vec![(
+        500,
+        Some("ServerException"),
+        r#"{"message":"boom"}"#.to_string(),
+    )])
+    .await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert_eq!(api_code(&e), (500, "ServerException"));
+    assert_eq!(
+        count.load(std::sync::atomic::Ordering::SeqCst) as u32,
+        fracgpu::cloud::eks::MAX_ATTEMPTS,
+        "bounded"
+    );
 }

@@ -590,11 +590,18 @@ impl NodePools for EksClient {
         // The diff is taken against what EKS holds now, not `current`: that also repairs labels or
         // taints changed out of band. Each submission carries its own token, so a retried request
         // is the same update and a second submission is a new one.
+        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut last = None;
         for _ in 0..3 {
             let ng = self
                 .wait_settled(&client, cluster, name, ctx)
                 .await?
                 .ok_or_else(|| gone(cluster, name))?;
+            let status = status_of(&ng);
+            if matches!(status.as_str(), "CREATE_FAILED" | "DELETE_FAILED") {
+                // EKS refuses config updates in these states; only a replacement helps.
+                return Err(operation_failed(&ng, &status));
+            }
             let Some(change) = ConfigChange::between(&ng, spec) else {
                 return Ok(to_pool(region, cluster, &ng));
             };
@@ -627,7 +634,14 @@ impl NodePools for EksClient {
                         .await?;
                 }
                 // Busy with another change (or our own earlier attempt): wait and diff again.
-                Err(e) if has_code(&e, "ResourceInUseException") => {}
+                Err(e) if has_code(&e, "ResourceInUseException") => {
+                    last = Some(e);
+                    ctx.sleep(
+                        backoff.next_delay(None),
+                        "UpdateNodegroupConfig to be accepted",
+                    )
+                    .await?;
+                }
                 Err(e) if has_code(&e, "ResourceNotFoundException") => {
                     return Err(gone(cluster, name));
                 }
@@ -640,6 +654,9 @@ impl NodePools for EksClient {
             .ok_or_else(|| gone(cluster, name))?;
         if ConfigChange::between(&ng, spec).is_none() {
             return Ok(to_pool(region, cluster, &ng));
+        }
+        if let Some(e) = last {
+            return Err(e);
         }
         Err(CloudError::OperationFailed {
             code: "UpdateDidNotConverge".into(),
@@ -657,6 +674,8 @@ impl NodePools for EksClient {
             .cluster_name(cluster)
             .nodegroup_name(name);
         tracing::debug!(cluster, nodegroup = name, "eks: deleting node group");
+        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut last = None;
         for _ in 0..3 {
             match self
                 .call(ctx, "DeleteNodegroup", || req.clone().send())
@@ -666,15 +685,22 @@ impl NodePools for EksClient {
                 Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
                 // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
                 Err(e) if has_code(&e, "ResourceInUseException") => {
-                    match self.wait_settled(&client, cluster, name, ctx).await? {
-                        None => return Ok(()),
-                        Some(_) => continue,
+                    if self
+                        .wait_settled(&client, cluster, name, ctx)
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(());
                     }
+                    last = Some(e);
+                    ctx.sleep(backoff.next_delay(None), "DeleteNodegroup to be accepted")
+                        .await?;
                 }
                 Err(e) => return Err(e),
             }
         }
-        self.wait_gone(&client, cluster, name, ctx).await
+        // A settled group that keeps refusing deletion: say why rather than wait for nothing.
+        Err(last.unwrap_or_else(|| gone(cluster, name)))
     }
 }
 
@@ -1044,6 +1070,14 @@ where
         SdkError::ServiceError(se) => {
             let raw = se.raw();
             let status = raw.status().as_u16();
+            if (200..300).contains(&status) && se.err().code().is_none() {
+                // A success status whose body the SDK could not read.
+                return Failure {
+                    error: CloudError::BadResponse(format!("{}", DisplayErrorContext(&e))),
+                    retryable: false,
+                    retry_after: None,
+                };
+            }
             let code = se
                 .err()
                 .code()
