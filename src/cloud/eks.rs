@@ -295,7 +295,11 @@ impl EksClient {
             .cluster_name(cluster)
             .nodegroup_name(name);
         match self
-            .call(ctx, "DescribeNodegroup", || req.clone().send())
+            .call(
+                ctx,
+                &format!("DescribeNodegroup of {cluster}:{name}"),
+                || req.clone().send(),
+            )
             .await
         {
             Ok(out) => match out.nodegroup {
@@ -321,8 +325,10 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut waiting = format!("node group {cluster}:{name} to become ACTIVE");
         loop {
-            let Some(ng) = self.describe(client, cluster, name, ctx).await? else {
+            let found = self.describe(client, cluster, name, ctx).await;
+            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
                 return Err(CloudError::OperationFailed {
                     code: "ResourceNotFoundException".into(),
                     message: format!(
@@ -338,7 +344,7 @@ impl EksClient {
                 }
                 _ => {}
             }
-            let waiting = format!(
+            waiting = format!(
                 "node group {cluster}:{name} to become ACTIVE (last status {status}{})",
                 issues_suffix(&ng)
             );
@@ -355,16 +361,17 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut waiting = format!("node group {cluster}:{name} to be deleted");
         loop {
-            let Some(ng) = self.describe(client, cluster, name, ctx).await? else {
+            let found = self.describe(client, cluster, name, ctx).await;
+            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
                 return Ok(());
             };
             let status = status_of(&ng);
             if status == "DELETE_FAILED" {
                 return Err(operation_failed(&ng, &status));
             }
-            let waiting =
-                format!("node group {cluster}:{name} to be deleted (last status {status})");
+            waiting = format!("node group {cluster}:{name} to be deleted (last status {status})");
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
         }
     }
@@ -378,15 +385,17 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut waiting = format!("node group {cluster}:{name} to be ready for changes");
         loop {
-            let Some(ng) = self.describe(client, cluster, name, ctx).await? else {
+            let found = self.describe(client, cluster, name, ctx).await;
+            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
                 return Ok(None);
             };
             let status = status_of(&ng);
             if !matches!(status.as_str(), "CREATING" | "UPDATING" | "DELETING") {
                 return Ok(Some(ng));
             }
-            let waiting = format!("node group {cluster}:{name} to finish {status}");
+            waiting = format!("node group {cluster}:{name} to finish {status}");
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
         }
     }
@@ -444,7 +453,8 @@ impl EksClient {
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
             let out = self
                 .call(ctx, "DescribeUpdate", || req.clone().send())
-                .await?;
+                .await
+                .map_err(|e| retag(e, &waiting))?;
             update = out.update.ok_or_else(|| {
                 CloudError::BadResponse("DescribeUpdate answered without an update".into())
             })?;
@@ -496,9 +506,13 @@ impl EksClient {
         if let Some(d) = spec.disk_size_gb {
             req = req.disk_size(to_i32(d));
         }
-        self.call(ctx, "CreateNodegroup", || req.clone().send())
-            .await
-            .map(|_| ())
+        self.call(
+            ctx,
+            &format!("CreateNodegroup of {cluster}:{}", spec.name),
+            || req.clone().send(),
+        )
+        .await
+        .map(|_| ())
     }
 }
 
@@ -621,7 +635,11 @@ impl NodePools for EksClient {
                 req = req.scaling_config(s);
             }
             match self
-                .call(ctx, "UpdateNodegroupConfig", || req.clone().send())
+                .call(
+                    ctx,
+                    &format!("UpdateNodegroupConfig of {cluster}:{name}"),
+                    || req.clone().send(),
+                )
                 .await
             {
                 Ok(out) => {
@@ -678,7 +696,9 @@ impl NodePools for EksClient {
         let mut last = None;
         for _ in 0..3 {
             match self
-                .call(ctx, "DeleteNodegroup", || req.clone().send())
+                .call(ctx, &format!("DeleteNodegroup of {cluster}:{name}"), || {
+                    req.clone().send()
+                })
                 .await
             {
                 Ok(_) => return self.wait_gone(&client, cluster, name, ctx).await,
@@ -1036,6 +1056,17 @@ fn operation_failed(ng: &Nodegroup, status: &str) -> CloudError {
                 format!(": {issues}")
             }
         ),
+    }
+}
+
+/// A timeout inside a poll names what the poll waits for, not the call that was in flight.
+fn retag(e: CloudError, waiting_for: &str) -> CloudError {
+    match e {
+        CloudError::Timeout { waited, .. } => CloudError::Timeout {
+            waited,
+            waiting_for: waiting_for.to_string(),
+        },
+        e => e,
     }
 }
 
