@@ -1067,34 +1067,44 @@ async fn half_given_static_keys_are_refused() {
     assert!(!e.to_string().contains("AKIAEXAMPLE"));
 }
 
-/// A stand-in for EKS that answers DescribeNodegroup with canned responses in order (the last one
-/// repeats) and counts requests: for error shapes the sandbox does not produce.
-async fn stub(
-    responses: Vec<(u16, Option<&'static str>, String)>,
-) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+/// Requests a stub saw: method, path and body.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
+
+/// A stand-in for EKS that answers every request with canned responses in order (the last one
+/// repeats) and records the requests: for answers the sandbox does not give.
+async fn stub(responses: Vec<(u16, Option<&'static str>, String)>) -> (String, Seen) {
     use axum::http::{HeaderValue, StatusCode};
     use axum::response::{IntoResponse, Response};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let count = std::sync::Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    let app = axum::Router::new().fallback(move || {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        let (status, kind, body) = responses[n.min(responses.len() - 1)].clone();
-        async move {
-            let mut r: Response = (StatusCode::from_u16(status).unwrap(), body).into_response();
-            r.headers_mut()
-                .insert("content-type", HeaderValue::from_static("application/json"));
-            if let Some(k) = kind {
+    let seen: Seen = Default::default();
+    let log = seen.clone();
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, uri: axum::http::Uri, body: axum::body::Bytes| {
+            let n = {
+                let mut log = log.lock().unwrap();
+                log.push((
+                    method.to_string(),
+                    uri.path().to_string(),
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                log.len() - 1
+            };
+            let (status, kind, body) = responses[n.min(responses.len() - 1)].clone();
+            async move {
+                let mut r: Response = (StatusCode::from_u16(status).unwrap(), body).into_response();
                 r.headers_mut()
-                    .insert("x-amzn-errortype", HeaderValue::from_static(k));
+                    .insert("content-type", HeaderValue::from_static("application/json"));
+                if let Some(k) = kind {
+                    r.headers_mut()
+                        .insert("x-amzn-errortype", HeaderValue::from_static(k));
+                }
+                r
             }
-            r
-        }
-    });
+        },
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, count)
+    (url, seen)
 }
 
 async fn stub_client(url: &str) -> EksClient {
@@ -1111,8 +1121,12 @@ async fn stub_client(url: &str) -> EksClient {
 }
 
 fn nodegroup_doc() -> String {
+    nodegroup_doc_in("ACTIVE")
+}
+
+fn nodegroup_doc_in(status: &str) -> String {
     json!({"nodegroup": {
-        "nodegroupName": "stubbed", "clusterName": CLUSTER, "status": "ACTIVE",
+        "nodegroupName": "stubbed", "clusterName": CLUSTER, "status": status,
         "capacityType": "ON_DEMAND", "instanceTypes": ["g4dn.xlarge"],
         "scalingConfig": {"minSize": 1, "maxSize": 1, "desiredSize": 1},
         "subnets": ["subnet-0bbb", "subnet-0aaa"], "amiType": "AL2023_x86_64_NVIDIA",
@@ -1141,7 +1155,7 @@ async fn throttling_as_aws_usually_sends_it_is_retried() {
     .await;
     let eks = stub_client(&url).await;
     let pool = eks.get(&loc(), "stubbed").await.unwrap().expect("found");
-    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(count.lock().unwrap().len(), 3);
     // EKS's own additions (eks.amazonaws.com/* labels, remoteAccess, releaseVersion, diskSize 20)
     // do not reach the spec.
     let mut want = time_sliced("stubbed");
@@ -1160,7 +1174,7 @@ async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
     let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
     assert_eq!(api_code(&e), (400, "InvalidParameterException"));
     assert!(e.to_string().contains("nope"));
-    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(count.lock().unwrap().len(), 1);
 
     let (url, _) = stub(vec![(
         403,
@@ -1178,7 +1192,7 @@ async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
     let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
     assert!(matches!(e, CloudError::BadResponse(_)), "{e:?}");
     assert_eq!(
-        count.load(std::sync::atomic::Ordering::SeqCst),
+        count.lock().unwrap().len(),
         1,
         "an unreadable answer will not improve"
     );
@@ -1193,8 +1207,64 @@ async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
     let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
     assert_eq!(api_code(&e), (500, "ServerException"));
     assert_eq!(
-        count.load(std::sync::atomic::Ordering::SeqCst) as u32,
+        count.lock().unwrap().len() as u32,
         fracgpu::cloud::eks::MAX_ATTEMPTS,
         "bounded"
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_create_of_a_deleted_group_is_sent_again_with_a_fresh_token() {
+    // EKS answers the create (a replay of an earlier request with the same token), but the group
+    // it names was deleted since: the client creates again under a new token.
+    let not_found = (
+        404,
+        Some("ResourceNotFoundException"),
+        r#"{"message":"No node group found for name: stubbed."}"#.to_string(),
+    );
+    let (url, seen) = stub(vec![
+        (200, None, nodegroup_doc_in("CREATING")),
+        not_found,
+        (200, None, nodegroup_doc_in("CREATING")),
+        (200, None, nodegroup_doc()),
+    ])
+    .await;
+    let eks = stub_client(&url)
+        .await
+        .with_poll_interval(Duration::from_millis(10), Duration::from_millis(50));
+    let pool = eks
+        .create(&time_sliced("stubbed"), &ctx(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(pool.status, "ACTIVE");
+    let seen = seen.lock().unwrap().clone();
+    let methods: Vec<&str> = seen.iter().map(|(m, _, _)| m.as_str()).collect();
+    assert_eq!(methods, ["POST", "GET", "POST", "GET"]);
+    let token = |body: &str| {
+        serde_json::from_str::<Value>(body).unwrap()["clientRequestToken"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (first, second) = (token(&seen[0].2), token(&seen[2].2));
+    assert_eq!(
+        first,
+        fracgpu::cloud::eks::request_token(&time_sliced("stubbed"))
+    );
+    assert!(second.starts_with(&first) && second != first, "{second}");
+    // The request body carries the spec as EKS names it.
+    let body: Value = serde_json::from_str(&seen[0].2).unwrap();
+    assert_eq!(seen[0].1, "/clusters/sandbox-eks/node-groups");
+    assert_eq!(body["nodegroupName"], "stubbed");
+    assert_eq!(body["amiType"], "AL2023_x86_64_NVIDIA");
+    assert_eq!(body["capacityType"], "ON_DEMAND");
+    assert_eq!(
+        body["scalingConfig"],
+        json!({"minSize": 1, "maxSize": 1, "desiredSize": 1})
+    );
+    assert!(body.get("diskSize").is_none(), "None leaves EKS's default");
+    assert_eq!(
+        body["taints"],
+        json!([{"key": "nvidia.com/gpu", "value": "Present", "effect": "NO_SCHEDULE"}])
     );
 }

@@ -467,6 +467,7 @@ impl EksClient {
         cluster: &str,
         spec: &PoolSpec,
         eks: &EksPoolFields,
+        token: &str,
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
         let (min, max, desired) = match spec.scaling {
@@ -499,7 +500,7 @@ impl EksClient {
                     .collect(),
             ))
             .set_taints(Some(spec.taints.iter().map(to_sdk_taint).collect()))
-            .client_request_token(request_token(spec));
+            .client_request_token(token);
         if !eks.ami_type.is_empty() {
             req = req.ami_type(AmiTypes::from(eks.ami_type.as_str()));
         }
@@ -543,13 +544,29 @@ impl NodePools for EksClient {
         // A create can meet a group of that name: ours from an earlier attempt (adopted), one that
         // is still being deleted (waited for), or someone else's (an error). Bounded: a group that
         // keeps appearing and vanishing is not worth chasing.
-        for _ in 0..3 {
-            let err = match self.send_create(&client, cluster, spec, eks, ctx).await {
-                Ok(()) => {
-                    return self
-                        .wait_active(&client, region, cluster, &spec.name, ctx)
-                        .await;
-                }
+        let mut token = request_token(spec);
+        for attempt in 0..3 {
+            let err = match self
+                .send_create(&client, cluster, spec, eks, &token, ctx)
+                .await
+            {
+                Ok(()) => match self
+                    .wait_active(&client, region, cluster, &spec.name, ctx)
+                    .await
+                {
+                    // Accepted, yet gone at once: EKS replayed an earlier create with this token
+                    // whose group has since been deleted (destroy and re-create of the same spec
+                    // inside the idempotency window). A fresh token makes it a new request.
+                    Err(e) if attempt == 0 && is_vanished(&e) => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_secs())
+                            .unwrap_or(0);
+                        token = format!("{}-{now:x}", request_token(spec));
+                        continue;
+                    }
+                    r => return r,
+                },
                 Err(e) if has_code(&e, "ResourceInUseException") => e,
                 Err(e) => return Err(e),
             };
@@ -1076,6 +1093,10 @@ fn gone(cluster: &str, name: &str) -> CloudError {
         code: "ResourceNotFoundException".into(),
         message: format!("node group {cluster}:{name} no longer exists"),
     }
+}
+
+fn is_vanished(e: &CloudError) -> bool {
+    matches!(e, CloudError::OperationFailed { code, .. } if code == "ResourceNotFoundException")
 }
 
 fn has_code(e: &CloudError, want: &str) -> bool {
