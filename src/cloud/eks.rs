@@ -14,6 +14,16 @@
 //! releaseVersion, version, tags and desiredSize of an autoscaled group are ignored. Values EKS
 //! cannot express are folded by [`canonical_spec`]; a caller compares `get`'s spec against
 //! `canonical_spec(desired)`.
+//!
+//! States: a group in DELETING reads as gone (a deletion cannot be stopped, and a create of the
+//! same name waits for it to finish); DELETE_FAILED and CREATE_FAILED read as existing so the
+//! resource keeps them in state; DEGRADED keeps a create waiting (it can recover) until the
+//! deadline, whose Timeout then quotes the last status and health issues.
+//!
+//! Idempotency: a create's clientRequestToken is a hash of the spec ([`request_token`]), so a
+//! retried create is the same request. Where the token does not help (moto ignores it; another
+//! client made the group) a ResourceInUseException is resolved by comparing the existing group
+//! with the spec: equal is adopted, different is an error that names the import ID.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
