@@ -559,6 +559,27 @@ async fn failed_operations_end_as_operation_failed() {
         spec
     );
 
+    // A group that failed to create cannot be updated in place: said at once, no waiting.
+    env.fault(json!({"match": {"method": "POST", "path_contains": "/node-groups"}, "count": 1, "kind": "fail_operation"}))
+        .await;
+    let broken = time_sliced("broken");
+    env.eks
+        .create(&broken, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    let failed = env.eks.get(&loc(), "broken").await.unwrap().unwrap();
+    let mut next = broken.clone();
+    next.labels.insert("x".into(), "y".into());
+    let e = env
+        .eks
+        .update(&failed, &next, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, CloudError::OperationFailed { message, .. } if message.contains("CREATE_FAILED")),
+        "{e:?}"
+    );
+
     // A failed delete.
     env.fault(json!({"match": {"method": "DELETE"}, "count": 1, "kind": "fail_operation"}))
         .await;
@@ -584,7 +605,7 @@ async fn the_deadline_ends_waits_and_slow_calls() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&e, CloudError::Timeout { waiting_for, .. } if waiting_for.contains("ACTIVE") && waiting_for.contains("CREATING")),
+        matches!(&e, CloudError::Timeout { waiting_for, .. } if waiting_for.starts_with("node group sandbox-eks:slowop to become ACTIVE")),
         "{e:?}"
     );
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
@@ -601,7 +622,10 @@ async fn the_deadline_ends_waits_and_slow_calls() {
         .create(&time_sliced("slowcall"), &ctx(Duration::from_millis(500)))
         .await
         .unwrap_err();
-    assert!(matches!(e, CloudError::Timeout { .. }), "{e:?}");
+    assert!(
+        matches!(&e, CloudError::Timeout { waiting_for, .. } if waiting_for == "CreateNodegroup of sandbox-eks:slowcall"),
+        "{e:?}"
+    );
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
 
@@ -968,4 +992,279 @@ async fn moto_happy_path_round_trips() {
             .unwrap();
         assert!(eks.get(&location, name).await.unwrap().is_none());
     }
+}
+
+// ---------------------------------------------------------------- regions, config, stub server
+
+#[tokio::test]
+async fn each_region_has_its_own_clusters() {
+    let mut clusters = fracgpu::sandbox::ClusterSpec::defaults();
+    clusters.push(fracgpu::sandbox::ClusterSpec::Eks {
+        region: "eu-west-1".into(),
+        name: CLUSTER.into(),
+    });
+    let sb = Sandbox::open(Config {
+        clusters,
+        ..Config::instant()
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = sb.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let eks = EksClient::new(EksConfig {
+        sandbox: Some(url.clone()),
+        region: Some(REGION.into()),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap();
+    let eu = Location::Eks {
+        region: "eu-west-1".into(),
+        cluster: CLUSTER.into(),
+    };
+    let mut spec = time_sliced("eu");
+    spec.location = eu.clone();
+    let pool = eks
+        .create(&spec, &ctx(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(pool.spec.location, eu);
+    assert!(eks.get(&eu, "eu").await.unwrap().is_some());
+    assert!(eks.get(&loc(), "eu").await.unwrap().is_none());
+    // An empty region in the location falls back to the provider's region.
+    let default = Location::Eks {
+        region: String::new(),
+        cluster: CLUSTER.into(),
+    };
+    assert!(eks.get(&default, "eu").await.unwrap().is_none());
+
+    // Without any region there is nothing to sign for: a clear error, no request.
+    let no_region = EksClient::new(EksConfig {
+        sandbox: Some(url),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap();
+    let e = no_region.get(&default, "eu").await.unwrap_err();
+    assert_eq!(api_code(&e), (0, "MissingRegion"));
+}
+
+#[tokio::test]
+async fn half_given_static_keys_are_refused() {
+    let e = EksClient::new(EksConfig {
+        access_key: Some("AKIAEXAMPLE".into()),
+        region: Some(REGION.into()),
+        ..EksConfig::default()
+    })
+    .await
+    .err()
+    .expect("refused");
+    assert!(
+        matches!(&e, CloudError::Auth(m) if m.contains("secret_key")),
+        "{e:?}"
+    );
+    assert!(!e.to_string().contains("AKIAEXAMPLE"));
+}
+
+/// Requests a stub saw: method, path and body.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
+
+/// A stand-in for EKS that answers every request with canned responses in order (the last one
+/// repeats) and records the requests: for answers the sandbox does not give.
+async fn stub(responses: Vec<(u16, Option<&'static str>, String)>) -> (String, Seen) {
+    use axum::http::{HeaderValue, StatusCode};
+    use axum::response::{IntoResponse, Response};
+    let seen: Seen = Default::default();
+    let log = seen.clone();
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, uri: axum::http::Uri, body: axum::body::Bytes| {
+            let n = {
+                let mut log = log.lock().unwrap();
+                log.push((
+                    method.to_string(),
+                    uri.path().to_string(),
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                log.len() - 1
+            };
+            let (status, kind, body) = responses[n.min(responses.len() - 1)].clone();
+            async move {
+                let mut r: Response = (StatusCode::from_u16(status).unwrap(), body).into_response();
+                r.headers_mut()
+                    .insert("content-type", HeaderValue::from_static("application/json"));
+                if let Some(k) = kind {
+                    r.headers_mut()
+                        .insert("x-amzn-errortype", HeaderValue::from_static(k));
+                }
+                r
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+async fn stub_client(url: &str) -> EksClient {
+    EksClient::new(EksConfig {
+        endpoint: Some(url.into()),
+        region: Some(REGION.into()),
+        access_key: Some("AKIDSTUB".into()),
+        secret_key: Some("stub".into()),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap()
+    .with_retry_interval(Duration::from_millis(10), Duration::from_millis(50))
+}
+
+fn nodegroup_doc() -> String {
+    nodegroup_doc_in("ACTIVE")
+}
+
+fn nodegroup_doc_in(status: &str) -> String {
+    json!({"nodegroup": {
+        "nodegroupName": "stubbed", "clusterName": CLUSTER, "status": status,
+        "capacityType": "ON_DEMAND", "instanceTypes": ["g4dn.xlarge"],
+        "scalingConfig": {"minSize": 1, "maxSize": 1, "desiredSize": 1},
+        "subnets": ["subnet-0bbb", "subnet-0aaa"], "amiType": "AL2023_x86_64_NVIDIA",
+        "nodeRole": ROLE, "diskSize": 20, "releaseVersion": "1.33.5-20251120",
+        "labels": {"nvidia.com/device-plugin.config": "time-sliced-10", "team": "ml",
+                   "eks.amazonaws.com/nodegroup": "stubbed"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "Present", "effect": "NO_SCHEDULE"}],
+        "remoteAccess": {"ec2SshKey": "k"}, "health": {"issues": []}
+    }})
+    .to_string()
+}
+
+#[tokio::test]
+async fn throttling_as_aws_usually_sends_it_is_retried() {
+    // Real AWS mostly throttles with HTTP 400 and the code in the error type.
+    let throttled = (
+        400,
+        Some("ThrottlingException"),
+        r#"{"message":"Rate exceeded"}"#.to_string(),
+    );
+    let (url, count) = stub(vec![
+        throttled.clone(),
+        throttled,
+        (200, None, nodegroup_doc()),
+    ])
+    .await;
+    let eks = stub_client(&url).await;
+    let pool = eks.get(&loc(), "stubbed").await.unwrap().expect("found");
+    assert_eq!(count.lock().unwrap().len(), 3);
+    // EKS's own additions (eks.amazonaws.com/* labels, remoteAccess, releaseVersion, diskSize 20)
+    // do not reach the spec.
+    let mut want = time_sliced("stubbed");
+    want.eks.as_mut().unwrap().subnet_ids.sort();
+    assert_eq!(pool.spec, want);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
+    let (url, count) = stub(vec![(
+        400,
+        Some("InvalidParameterException"),
+        r#"{"message":"nope"}"#.to_string(),
+    )])
+    .await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert_eq!(api_code(&e), (400, "InvalidParameterException"));
+    assert!(e.to_string().contains("nope"));
+    assert_eq!(count.lock().unwrap().len(), 1);
+
+    let (url, _) = stub(vec![(
+        403,
+        Some("UnrecognizedClientException"),
+        r#"{"message":"The security token included in the request is invalid."}"#.to_string(),
+    )])
+    .await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert!(
+        matches!(&e, CloudError::Auth(m) if m.contains("UnrecognizedClientException")),
+        "{e:?}"
+    );
+
+    let (url, count) = stub(vec![(200, None, "{not json".to_string())]).await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert!(matches!(e, CloudError::BadResponse(_)), "{e:?}");
+    assert_eq!(
+        count.lock().unwrap().len(),
+        1,
+        "an unreadable answer will not improve"
+    );
+
+    // 5xx is retried, but only MAX_ATTEMPTS times.
+    let (url, count) = stub(vec![(
+        500,
+        Some("ServerException"),
+        r#"{"message":"boom"}"#.to_string(),
+    )])
+    .await;
+    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    assert_eq!(api_code(&e), (500, "ServerException"));
+    assert_eq!(
+        count.lock().unwrap().len() as u32,
+        fracgpu::cloud::eks::MAX_ATTEMPTS,
+        "bounded"
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_create_of_a_deleted_group_is_sent_again_with_a_fresh_token() {
+    // EKS answers the create (a replay of an earlier request with the same token), but the group
+    // it names was deleted since: the client creates again under a new token.
+    let not_found = (
+        404,
+        Some("ResourceNotFoundException"),
+        r#"{"message":"No node group found for name: stubbed."}"#.to_string(),
+    );
+    let (url, seen) = stub(vec![
+        (200, None, nodegroup_doc_in("CREATING")),
+        not_found,
+        (200, None, nodegroup_doc_in("CREATING")),
+        (200, None, nodegroup_doc()),
+    ])
+    .await;
+    let eks = stub_client(&url)
+        .await
+        .with_poll_interval(Duration::from_millis(10), Duration::from_millis(50));
+    let pool = eks
+        .create(&time_sliced("stubbed"), &ctx(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(pool.status, "ACTIVE");
+    let seen = seen.lock().unwrap().clone();
+    let methods: Vec<&str> = seen.iter().map(|(m, _, _)| m.as_str()).collect();
+    assert_eq!(methods, ["POST", "GET", "POST", "GET"]);
+    let token = |body: &str| {
+        serde_json::from_str::<Value>(body).unwrap()["clientRequestToken"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (first, second) = (token(&seen[0].2), token(&seen[2].2));
+    assert_eq!(
+        first,
+        fracgpu::cloud::eks::request_token(&time_sliced("stubbed"))
+    );
+    assert!(second.starts_with(&first) && second != first, "{second}");
+    // The request body carries the spec as EKS names it.
+    let body: Value = serde_json::from_str(&seen[0].2).unwrap();
+    assert_eq!(seen[0].1, "/clusters/sandbox-eks/node-groups");
+    assert_eq!(body["nodegroupName"], "stubbed");
+    assert_eq!(body["amiType"], "AL2023_x86_64_NVIDIA");
+    assert_eq!(body["capacityType"], "ON_DEMAND");
+    assert_eq!(
+        body["scalingConfig"],
+        json!({"minSize": 1, "maxSize": 1, "desiredSize": 1})
+    );
+    assert!(body.get("diskSize").is_none(), "None leaves EKS's default");
+    assert_eq!(
+        body["taints"],
+        json!([{"key": "nvidia.com/gpu", "value": "Present", "effect": "NO_SCHEDULE"}])
+    );
 }

@@ -14,6 +14,16 @@
 //! releaseVersion, version, tags and desiredSize of an autoscaled group are ignored. Values EKS
 //! cannot express are folded by [`canonical_spec`]; a caller compares `get`'s spec against
 //! `canonical_spec(desired)`.
+//!
+//! States: a group in DELETING reads as gone (a deletion cannot be stopped, and a create of the
+//! same name waits for it to finish); DELETE_FAILED and CREATE_FAILED read as existing so the
+//! resource keeps them in state; DEGRADED keeps a create waiting (it can recover) until the
+//! deadline, whose Timeout then quotes the last status and health issues.
+//!
+//! Idempotency: a create's clientRequestToken is a hash of the spec ([`request_token`]), so a
+//! retried create is the same request. Where the token does not help (moto ignores it; another
+//! client made the group) a ResourceInUseException is resolved by comparing the existing group
+//! with the spec: equal is adopted, different is an error that names the import ID.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -295,7 +305,11 @@ impl EksClient {
             .cluster_name(cluster)
             .nodegroup_name(name);
         match self
-            .call(ctx, "DescribeNodegroup", || req.clone().send())
+            .call(
+                ctx,
+                &format!("DescribeNodegroup of {cluster}:{name}"),
+                || req.clone().send(),
+            )
             .await
         {
             Ok(out) => match out.nodegroup {
@@ -321,8 +335,10 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut waiting = format!("node group {cluster}:{name} to become ACTIVE");
         loop {
-            let Some(ng) = self.describe(client, cluster, name, ctx).await? else {
+            let found = self.describe(client, cluster, name, ctx).await;
+            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
                 return Err(CloudError::OperationFailed {
                     code: "ResourceNotFoundException".into(),
                     message: format!(
@@ -338,7 +354,7 @@ impl EksClient {
                 }
                 _ => {}
             }
-            let waiting = format!(
+            waiting = format!(
                 "node group {cluster}:{name} to become ACTIVE (last status {status}{})",
                 issues_suffix(&ng)
             );
@@ -355,16 +371,17 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut waiting = format!("node group {cluster}:{name} to be deleted");
         loop {
-            let Some(ng) = self.describe(client, cluster, name, ctx).await? else {
+            let found = self.describe(client, cluster, name, ctx).await;
+            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
                 return Ok(());
             };
             let status = status_of(&ng);
             if status == "DELETE_FAILED" {
                 return Err(operation_failed(&ng, &status));
             }
-            let waiting =
-                format!("node group {cluster}:{name} to be deleted (last status {status})");
+            waiting = format!("node group {cluster}:{name} to be deleted (last status {status})");
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
         }
     }
@@ -378,15 +395,17 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
         let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut waiting = format!("node group {cluster}:{name} to be ready for changes");
         loop {
-            let Some(ng) = self.describe(client, cluster, name, ctx).await? else {
+            let found = self.describe(client, cluster, name, ctx).await;
+            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
                 return Ok(None);
             };
             let status = status_of(&ng);
             if !matches!(status.as_str(), "CREATING" | "UPDATING" | "DELETING") {
                 return Ok(Some(ng));
             }
-            let waiting = format!("node group {cluster}:{name} to finish {status}");
+            waiting = format!("node group {cluster}:{name} to finish {status}");
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
         }
     }
@@ -444,7 +463,8 @@ impl EksClient {
             ctx.sleep(backoff.next_delay(None), &waiting).await?;
             let out = self
                 .call(ctx, "DescribeUpdate", || req.clone().send())
-                .await?;
+                .await
+                .map_err(|e| retag(e, &waiting))?;
             update = out.update.ok_or_else(|| {
                 CloudError::BadResponse("DescribeUpdate answered without an update".into())
             })?;
@@ -457,6 +477,7 @@ impl EksClient {
         cluster: &str,
         spec: &PoolSpec,
         eks: &EksPoolFields,
+        token: &str,
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
         let (min, max, desired) = match spec.scaling {
@@ -489,16 +510,20 @@ impl EksClient {
                     .collect(),
             ))
             .set_taints(Some(spec.taints.iter().map(to_sdk_taint).collect()))
-            .client_request_token(request_token(spec));
+            .client_request_token(token);
         if !eks.ami_type.is_empty() {
             req = req.ami_type(AmiTypes::from(eks.ami_type.as_str()));
         }
         if let Some(d) = spec.disk_size_gb {
             req = req.disk_size(to_i32(d));
         }
-        self.call(ctx, "CreateNodegroup", || req.clone().send())
-            .await
-            .map(|_| ())
+        self.call(
+            ctx,
+            &format!("CreateNodegroup of {cluster}:{}", spec.name),
+            || req.clone().send(),
+        )
+        .await
+        .map(|_| ())
     }
 }
 
@@ -529,13 +554,29 @@ impl NodePools for EksClient {
         // A create can meet a group of that name: ours from an earlier attempt (adopted), one that
         // is still being deleted (waited for), or someone else's (an error). Bounded: a group that
         // keeps appearing and vanishing is not worth chasing.
-        for _ in 0..3 {
-            let err = match self.send_create(&client, cluster, spec, eks, ctx).await {
-                Ok(()) => {
-                    return self
-                        .wait_active(&client, region, cluster, &spec.name, ctx)
-                        .await;
-                }
+        let mut token = request_token(spec);
+        for attempt in 0..3 {
+            let err = match self
+                .send_create(&client, cluster, spec, eks, &token, ctx)
+                .await
+            {
+                Ok(()) => match self
+                    .wait_active(&client, region, cluster, &spec.name, ctx)
+                    .await
+                {
+                    // Accepted, yet gone at once: EKS replayed an earlier create with this token
+                    // whose group has since been deleted (destroy and re-create of the same spec
+                    // inside the idempotency window). A fresh token makes it a new request.
+                    Err(e) if attempt == 0 && is_vanished(&e) => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_secs())
+                            .unwrap_or(0);
+                        token = format!("{}-{now:x}", request_token(spec));
+                        continue;
+                    }
+                    r => return r,
+                },
                 Err(e) if has_code(&e, "ResourceInUseException") => e,
                 Err(e) => return Err(e),
             };
@@ -590,11 +631,18 @@ impl NodePools for EksClient {
         // The diff is taken against what EKS holds now, not `current`: that also repairs labels or
         // taints changed out of band. Each submission carries its own token, so a retried request
         // is the same update and a second submission is a new one.
+        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut last = None;
         for _ in 0..3 {
             let ng = self
                 .wait_settled(&client, cluster, name, ctx)
                 .await?
                 .ok_or_else(|| gone(cluster, name))?;
+            let status = status_of(&ng);
+            if matches!(status.as_str(), "CREATE_FAILED" | "DELETE_FAILED") {
+                // EKS refuses config updates in these states; only a replacement helps.
+                return Err(operation_failed(&ng, &status));
+            }
             let Some(change) = ConfigChange::between(&ng, spec) else {
                 return Ok(to_pool(region, cluster, &ng));
             };
@@ -614,7 +662,11 @@ impl NodePools for EksClient {
                 req = req.scaling_config(s);
             }
             match self
-                .call(ctx, "UpdateNodegroupConfig", || req.clone().send())
+                .call(
+                    ctx,
+                    &format!("UpdateNodegroupConfig of {cluster}:{name}"),
+                    || req.clone().send(),
+                )
                 .await
             {
                 Ok(out) => {
@@ -627,7 +679,14 @@ impl NodePools for EksClient {
                         .await?;
                 }
                 // Busy with another change (or our own earlier attempt): wait and diff again.
-                Err(e) if has_code(&e, "ResourceInUseException") => {}
+                Err(e) if has_code(&e, "ResourceInUseException") => {
+                    last = Some(e);
+                    ctx.sleep(
+                        backoff.next_delay(None),
+                        "UpdateNodegroupConfig to be accepted",
+                    )
+                    .await?;
+                }
                 Err(e) if has_code(&e, "ResourceNotFoundException") => {
                     return Err(gone(cluster, name));
                 }
@@ -640,6 +699,9 @@ impl NodePools for EksClient {
             .ok_or_else(|| gone(cluster, name))?;
         if ConfigChange::between(&ng, spec).is_none() {
             return Ok(to_pool(region, cluster, &ng));
+        }
+        if let Some(e) = last {
+            return Err(e);
         }
         Err(CloudError::OperationFailed {
             code: "UpdateDidNotConverge".into(),
@@ -657,24 +719,35 @@ impl NodePools for EksClient {
             .cluster_name(cluster)
             .nodegroup_name(name);
         tracing::debug!(cluster, nodegroup = name, "eks: deleting node group");
+        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut last = None;
         for _ in 0..3 {
             match self
-                .call(ctx, "DeleteNodegroup", || req.clone().send())
+                .call(ctx, &format!("DeleteNodegroup of {cluster}:{name}"), || {
+                    req.clone().send()
+                })
                 .await
             {
                 Ok(_) => return self.wait_gone(&client, cluster, name, ctx).await,
                 Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
                 // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
                 Err(e) if has_code(&e, "ResourceInUseException") => {
-                    match self.wait_settled(&client, cluster, name, ctx).await? {
-                        None => return Ok(()),
-                        Some(_) => continue,
+                    if self
+                        .wait_settled(&client, cluster, name, ctx)
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(());
                     }
+                    last = Some(e);
+                    ctx.sleep(backoff.next_delay(None), "DeleteNodegroup to be accepted")
+                        .await?;
                 }
                 Err(e) => return Err(e),
             }
         }
-        self.wait_gone(&client, cluster, name, ctx).await
+        // A settled group that keeps refusing deletion: say why rather than wait for nothing.
+        Err(last.unwrap_or_else(|| gone(cluster, name)))
     }
 }
 
@@ -1013,12 +1086,27 @@ fn operation_failed(ng: &Nodegroup, status: &str) -> CloudError {
     }
 }
 
+/// A timeout inside a poll names what the poll waits for, not the call that was in flight.
+fn retag(e: CloudError, waiting_for: &str) -> CloudError {
+    match e {
+        CloudError::Timeout { waited, .. } => CloudError::Timeout {
+            waited,
+            waiting_for: waiting_for.to_string(),
+        },
+        e => e,
+    }
+}
+
 fn gone(cluster: &str, name: &str) -> CloudError {
     CloudError::Api {
         status: 404,
         code: "ResourceNotFoundException".into(),
         message: format!("node group {cluster}:{name} no longer exists"),
     }
+}
+
+fn is_vanished(e: &CloudError) -> bool {
+    matches!(e, CloudError::OperationFailed { code, .. } if code == "ResourceNotFoundException")
 }
 
 fn has_code(e: &CloudError, want: &str) -> bool {
@@ -1044,6 +1132,14 @@ where
         SdkError::ServiceError(se) => {
             let raw = se.raw();
             let status = raw.status().as_u16();
+            if (200..300).contains(&status) && se.err().code().is_none() {
+                // A success status whose body the SDK could not read.
+                return Failure {
+                    error: CloudError::BadResponse(format!("{}", DisplayErrorContext(&e))),
+                    retryable: false,
+                    retry_after: None,
+                };
+            }
             let code = se
                 .err()
                 .code()
