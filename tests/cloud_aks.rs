@@ -806,3 +806,207 @@ fn no_credentials_is_an_auth_error_naming_the_variables() {
         "{err}"
     );
 }
+
+// ------------------------------------------------------------------------------------------- a scripted ARM
+
+/// A tiny ARM of our own for the paths the sandbox never takes: an operation followed only through
+/// `Location`, none at all, an operation URL on a foreign host, and an oversized answer.
+mod scripted {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use axum::Router;
+    use axum::body::Bytes;
+    use axum::extract::State;
+    use axum::http::{HeaderValue, Method, StatusCode, Uri};
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::{any, post};
+    use serde_json::{Value, json};
+
+    #[derive(Default)]
+    pub struct Arm {
+        pub base: String,
+        pub pools: HashMap<String, (Value, usize)>,
+        pub location_polls: usize,
+        pub token_requests: usize,
+    }
+
+    pub type Shared = Arc<Mutex<Arm>>;
+
+    pub async fn serve() -> (String, Shared) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state: Shared = Arc::new(Mutex::new(Arm {
+            base: base.clone(),
+            ..Default::default()
+        }));
+        let app = Router::new()
+            .route("/{tenant}/oauth2/v2.0/token", post(token))
+            .route("/ops/{name}", any(op))
+            .route("/subscriptions/{*rest}", any(pool))
+            .with_state(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (base, state)
+    }
+
+    async fn token(State(s): State<Shared>) -> Response {
+        s.lock().unwrap().token_requests += 1;
+        axum::Json(json!({"token_type": "Bearer", "expires_in": 3599, "access_token": "scripted"}))
+            .into_response()
+    }
+
+    async fn op(State(s): State<Shared>) -> Response {
+        let mut s = s.lock().unwrap();
+        s.location_polls += 1;
+        let status = if s.location_polls < 3 {
+            StatusCode::ACCEPTED
+        } else {
+            StatusCode::NO_CONTENT
+        };
+        let mut r = status.into_response();
+        r.headers_mut()
+            .insert("retry-after", HeaderValue::from_static("0"));
+        r
+    }
+
+    async fn pool(State(s): State<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
+        let name = uri.path().rsplit('/').next().unwrap_or("").to_string();
+        let mut s = s.lock().unwrap();
+        if name == "big" {
+            // 5 MiB of valid JSON: only the size is wrong.
+            let filler = "x".repeat(5 * 1024 * 1024);
+            return axum::Json(json!({"properties": {"vmSize": filler}})).into_response();
+        }
+        match method {
+            Method::PUT => {
+                let doc: Value = serde_json::from_slice(&body).unwrap();
+                let mut props = doc["properties"].clone();
+                props["provisioningState"] = json!("Creating");
+                s.pools.insert(name.clone(), (props.clone(), 0));
+                let mut r = (
+                    StatusCode::CREATED,
+                    axum::Json(json!({"name": name, "properties": props})),
+                )
+                    .into_response();
+                let h = r.headers_mut();
+                match name.as_str() {
+                    "loc" => {
+                        h.insert(
+                            "location",
+                            HeaderValue::from_str(&format!("{}/ops/loc", s.base)).unwrap(),
+                        );
+                    }
+                    "foreign" => {
+                        h.insert(
+                            "azure-asyncoperation",
+                            HeaderValue::from_static("http://arm.invalid/ops/foreign"),
+                        );
+                    }
+                    _ => {}
+                }
+                h.insert("retry-after", HeaderValue::from_static("0"));
+                r
+            }
+            Method::GET => {
+                let polls = s.location_polls;
+                let Some((props, gets)) = s.pools.get_mut(&name) else {
+                    return (
+                        StatusCode::NOT_FOUND,
+                        axum::Json(
+                            json!({"error": {"code": "NotFound", "message": "no such pool"}}),
+                        ),
+                    )
+                        .into_response();
+                };
+                *gets += 1;
+                let done = if name == "loc" {
+                    polls >= 3
+                } else {
+                    *gets >= 3
+                };
+                props["provisioningState"] = json!(if done { "Succeeded" } else { "Creating" });
+                axum::Json(json!({"name": name, "properties": props.clone()})).into_response()
+            }
+            _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        }
+    }
+}
+
+async fn scripted_client() -> (AksClient, scripted::Shared) {
+    let (base, state) = scripted::serve().await;
+    let client = AksClient::new(AksConfig {
+        sandbox: Some(base),
+        ..Default::default()
+    })
+    .unwrap();
+    (client, state)
+}
+
+#[tokio::test]
+async fn an_operation_with_only_a_location_header_is_followed_to_its_end() {
+    let (client, state) = scripted_client().await;
+    let spec = ts_spec("loc");
+    let pool = client.create(&spec, &ctx(30)).await.expect("create");
+    assert_eq!(pool.spec, spec);
+    assert_eq!(pool.status, "Succeeded");
+    let s = state.lock().unwrap();
+    assert_eq!(
+        s.location_polls, 3,
+        "polled Location until it stopped answering 202"
+    );
+    // The credential cached its token: one token request for all of the above.
+    assert_eq!(s.token_requests, 1);
+}
+
+#[tokio::test]
+async fn without_operation_headers_the_pool_itself_is_polled() {
+    let (client, state) = scripted_client().await;
+    let spec = ts_spec("plain");
+    let pool = client.create(&spec, &ctx(30)).await.expect("create");
+    assert_eq!(pool.status, "Succeeded");
+    assert_eq!(pool.spec, spec);
+    assert!(state.lock().unwrap().pools["plain"].1 >= 3);
+}
+
+#[tokio::test]
+async fn an_operation_url_on_another_host_never_gets_the_token() {
+    let (client, state) = scripted_client().await;
+    let t = Instant::now();
+    let pool = client
+        .create(&ts_spec("foreign"), &ctx(30))
+        .await
+        .expect("create");
+    assert_eq!(pool.status, "Succeeded");
+    // Following http://arm.invalid would have failed and been retried for many seconds.
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(state.lock().unwrap().pools["foreign"].1 >= 3);
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_refused() {
+    let (client, _state) = scripted_client().await;
+    match client.get(&loc(), "big").await {
+        Err(CloudError::BadResponse(m)) => assert!(m.contains("larger than"), "{m}"),
+        other => panic!("expected BadResponse, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_update_that_needs_a_new_pool_is_refused_before_any_request() {
+    let (client, state) = scripted_client().await;
+    let spec = ts_spec("plain");
+    let pool = client.create(&spec, &ctx(30)).await.expect("create");
+    let gets_before = state.lock().unwrap().pools["plain"].1;
+    let mut other = spec.clone();
+    other.machine_type = "Standard_NC8as_T4_v3".into();
+    other.gpu.aks_gpu_instance_profile = Some("MIG1g".into());
+    let (status, code, msg) = api_code(client.update(&pool, &other, &ctx(30)).await);
+    assert_eq!((status, code.as_str()), (400, "PropertyChangeNotAllowed"));
+    assert!(
+        msg.contains("machine_type") && msg.contains("gpu_instance_profile"),
+        "{msg}"
+    );
+    assert_eq!(state.lock().unwrap().pools["plain"].1, gets_before);
+}
