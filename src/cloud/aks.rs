@@ -296,7 +296,7 @@ fn parse_base(url: &str, what: &str) -> Result<Url, CloudError> {
 }
 
 fn auth_err(what: &str, e: azure_core::Error) -> CloudError {
-    CloudError::Auth(format!("{what}: {e}"))
+    CloudError::Auth(format!("{what}: {}", chain(&e)))
 }
 
 impl AksClient {
@@ -424,9 +424,20 @@ impl AksClient {
             http: http.clone(),
             base: base.clone(),
         };
+        // A local sandbox that does not answer will not start answering in a minute (azure_core's
+        // default): say so within seconds.
+        let retry = azure_core::http::RetryOptions::exponential(
+            azure_core::http::ExponentialRetryOptions {
+                initial_delay: azure_core::time::Duration::milliseconds(100),
+                max_retries: 3,
+                max_total_elapsed: azure_core::time::Duration::seconds(5),
+                max_delay: azure_core::time::Duration::seconds(1),
+            },
+        );
         let client_options = azure_core::http::ClientOptions {
             transport: Some(azure_core::http::Transport::new(Arc::new(transport))),
             cloud: Some(Arc::new(custom.into())),
+            retry,
             ..Default::default()
         };
         let credential = azure_identity::ClientSecretCredential::new(
@@ -498,8 +509,9 @@ impl AksClient {
                 .map(|t| t.token.secret().to_string())
                 .map_err(|e| {
                     CloudError::Auth(format!(
-                        "could not get an Azure access token ({}): {e}",
-                        self.credential_kind
+                        "could not get an Azure access token ({}): {}",
+                        self.credential_kind,
+                        chain(&e)
                     ))
                 })
         };
@@ -1107,8 +1119,12 @@ fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        // Wrappers often repeat their source's text; say each thing once.
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
         cur = c.source();
     }
     s
