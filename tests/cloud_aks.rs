@@ -465,10 +465,16 @@ async fn the_deadline_ends_the_wait() {
         other => panic!("expected Timeout, got {other:?}"),
     }
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
-    // A request that hangs is cut by the deadline too.
+    // A request that hangs is cut by the deadline too (operations are instant here, so only the
+    // hanging DELETE can run the clock out).
+    let env = start(Duration::ZERO).await;
+    env.client
+        .create(&ts_spec("hang"), &ctx(30))
+        .await
+        .expect("create");
     fault(
         &env,
-        json!({"match": {"method": "GET"}, "count": 1, "kind": "slow", "delay_ms": 20000}),
+        json!({"match": {"method": "DELETE"}, "count": 1, "kind": "slow", "delay_ms": 20000}),
     )
     .await;
     let t = Instant::now();
@@ -476,12 +482,17 @@ async fn the_deadline_ends_the_wait() {
         .client
         .delete(
             &loc(),
-            "slow",
+            "hang",
             &OpCtx::new(Duration::from_millis(800), StopSignal::default()),
         )
         .await;
     assert!(matches!(r, Err(CloudError::Timeout { .. })), "{r:?}");
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    env.client
+        .delete(&loc(), "hang", &ctx(30))
+        .await
+        .expect("a delete with time to finish");
+    assert!(inventory_pool(&env, "hang").is_none());
 }
 
 #[tokio::test]
