@@ -701,6 +701,25 @@ fn explicit_values_win_over_arm_environment_variables() {
         }
     );
 
+    // Pointed at a sandbox, the real credentials of the environment stay at home.
+    let env = lookup(&[
+        ("ARM_TENANT_ID", "env-tenant"),
+        ("ARM_CLIENT_SECRET", "env-secret"),
+        ("FRACGPU_SANDBOX", "http://127.0.0.1:9"),
+    ]);
+    let cfg = AksConfig::from_lookup_and(&env, AksOverrides::default()).unwrap();
+    assert_eq!(cfg.sandbox.as_deref(), Some("http://127.0.0.1:9"));
+    assert_eq!((cfg.tenant_id, cfg.client_secret), (None, None));
+    let cfg = AksConfig::from_lookup_and(
+        &env,
+        AksOverrides {
+            client_secret: Some("invalid".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(cfg.client_secret.as_deref(), Some("invalid"));
+
     let err =
         AksConfig::from_lookup_and(lookup(&[("ARM_USE_MSI", "yes")]), AksOverrides::default())
             .unwrap_err();

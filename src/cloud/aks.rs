@@ -136,6 +136,10 @@ impl AksConfig {
         explicit: AksOverrides,
     ) -> Result<AksConfig, CloudError> {
         let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let sandbox = explicit.sandbox.clone().or_else(|| var("FRACGPU_SANDBOX"));
+        // Real credentials from the environment never go to a sandbox (it takes any, over plain http);
+        // values written in the provider block still do, so a configuration can test its own.
+        let cred = |k: &str| if sandbox.is_some() { None } else { var(k) };
         let flag = |o: Option<bool>, k: &str, default: bool| -> Result<bool, CloudError> {
             if let Some(b) = o {
                 return Ok(b);
@@ -157,7 +161,7 @@ impl AksConfig {
         // AKS workload identity fills what the pod's injected AZURE_* variables provide.
         let wi = |k: &str| {
             if use_aks_workload_identity {
-                var(k)
+                cred(k)
             } else {
                 None
             }
@@ -185,27 +189,27 @@ impl AksConfig {
         Ok(AksConfig {
             tenant_id: explicit
                 .tenant_id
-                .or_else(|| var("ARM_TENANT_ID"))
+                .or_else(|| cred("ARM_TENANT_ID"))
                 .or_else(|| wi("AZURE_TENANT_ID")),
             client_id: explicit
                 .client_id
-                .or_else(|| var("ARM_CLIENT_ID"))
+                .or_else(|| cred("ARM_CLIENT_ID"))
                 .or_else(|| wi("AZURE_CLIENT_ID")),
-            client_secret: explicit.client_secret.or_else(|| var("ARM_CLIENT_SECRET")),
+            client_secret: explicit.client_secret.or_else(|| cred("ARM_CLIENT_SECRET")),
             use_cli: flag(explicit.use_cli, "ARM_USE_CLI", true)?,
             use_msi: flag(explicit.use_msi, "ARM_USE_MSI", false)?,
             use_oidc: flag(explicit.use_oidc, "ARM_USE_OIDC", false)? || use_aks_workload_identity,
-            oidc_token: explicit.oidc_token.or_else(|| var("ARM_OIDC_TOKEN")),
+            oidc_token: explicit.oidc_token.or_else(|| cred("ARM_OIDC_TOKEN")),
             oidc_token_file_path: explicit
                 .oidc_token_file_path
-                .or_else(|| var("ARM_OIDC_TOKEN_FILE_PATH"))
+                .or_else(|| cred("ARM_OIDC_TOKEN_FILE_PATH"))
                 .or_else(|| wi("AZURE_FEDERATED_TOKEN_FILE")),
             use_aks_workload_identity,
             arm_endpoint: explicit.arm_endpoint.or(env_arm.map(str::to_string)),
             authority_host: explicit
                 .authority_host
                 .or(env_authority.map(str::to_string)),
-            sandbox: explicit.sandbox.or_else(|| var("FRACGPU_SANDBOX")),
+            sandbox,
         })
     }
 }
