@@ -465,10 +465,16 @@ async fn the_deadline_ends_the_wait() {
         other => panic!("expected Timeout, got {other:?}"),
     }
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
-    // A request that hangs is cut by the deadline too.
+    // A request that hangs is cut by the deadline too (operations are instant here, so only the
+    // hanging DELETE can run the clock out).
+    let env = start(Duration::ZERO).await;
+    env.client
+        .create(&ts_spec("hang"), &ctx(30))
+        .await
+        .expect("create");
     fault(
         &env,
-        json!({"match": {"method": "GET"}, "count": 1, "kind": "slow", "delay_ms": 20000}),
+        json!({"match": {"method": "DELETE"}, "count": 1, "kind": "slow", "delay_ms": 20000}),
     )
     .await;
     let t = Instant::now();
@@ -476,12 +482,17 @@ async fn the_deadline_ends_the_wait() {
         .client
         .delete(
             &loc(),
-            "slow",
+            "hang",
             &OpCtx::new(Duration::from_millis(800), StopSignal::default()),
         )
         .await;
     assert!(matches!(r, Err(CloudError::Timeout { .. })), "{r:?}");
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    env.client
+        .delete(&loc(), "hang", &ctx(30))
+        .await
+        .expect("a delete with time to finish");
+    assert!(inventory_pool(&env, "hang").is_none());
 }
 
 #[tokio::test]
@@ -633,19 +644,17 @@ async fn an_unreachable_sandbox_fails_with_a_clear_error() {
         ..Default::default()
     })
     .unwrap();
-    let r = client
-        .delete(
-            &loc(),
-            "x",
-            &OpCtx::new(Duration::from_secs(5), StopSignal::default()),
-        )
-        .await;
-    // The token request fails first: reported as an auth problem that names the connection failure.
+    let t = Instant::now();
+    let r = client.delete(&loc(), "x", &ctx(60)).await;
+    // The token request fails first: reported within seconds as an auth problem naming the cause.
     match r {
-        Err(CloudError::Auth(m)) => assert!(m.to_lowercase().contains("connect"), "{m}"),
-        Err(CloudError::Timeout { .. }) => {}
-        other => panic!("expected Auth or Timeout, got {other:?}"),
+        Err(CloudError::Auth(m)) => {
+            assert!(m.contains("sandbox token endpoint"), "{m}");
+            assert!(m.to_lowercase().contains("connect"), "{m}");
+        }
+        other => panic!("expected Auth, got {other:?}"),
     }
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }
 
 // ------------------------------------------------------------------------------------------- config
@@ -691,6 +700,25 @@ fn explicit_values_win_over_arm_environment_variables() {
             ..Default::default()
         }
     );
+
+    // Pointed at a sandbox, the real credentials of the environment stay at home.
+    let env = lookup(&[
+        ("ARM_TENANT_ID", "env-tenant"),
+        ("ARM_CLIENT_SECRET", "env-secret"),
+        ("FRACGPU_SANDBOX", "http://127.0.0.1:9"),
+    ]);
+    let cfg = AksConfig::from_lookup_and(&env, AksOverrides::default()).unwrap();
+    assert_eq!(cfg.sandbox.as_deref(), Some("http://127.0.0.1:9"));
+    assert_eq!((cfg.tenant_id, cfg.client_secret), (None, None));
+    let cfg = AksConfig::from_lookup_and(
+        &env,
+        AksOverrides {
+            client_secret: Some("invalid".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(cfg.client_secret.as_deref(), Some("invalid"));
 
     let err =
         AksConfig::from_lookup_and(lookup(&[("ARM_USE_MSI", "yes")]), AksOverrides::default())
@@ -805,4 +833,208 @@ fn no_credentials_is_an_auth_error_naming_the_variables() {
             .contains("ARM_TENANT_ID or ARM_CLIENT_ID is missing"),
         "{err}"
     );
+}
+
+// ------------------------------------------------------------------------------------------- a scripted ARM
+
+/// A tiny ARM of our own for the paths the sandbox never takes: an operation followed only through
+/// `Location`, none at all, an operation URL on a foreign host, and an oversized answer.
+mod scripted {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use axum::Router;
+    use axum::body::Bytes;
+    use axum::extract::State;
+    use axum::http::{HeaderValue, Method, StatusCode, Uri};
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::{any, post};
+    use serde_json::{Value, json};
+
+    #[derive(Default)]
+    pub struct Arm {
+        pub base: String,
+        pub pools: HashMap<String, (Value, usize)>,
+        pub location_polls: usize,
+        pub token_requests: usize,
+    }
+
+    pub type Shared = Arc<Mutex<Arm>>;
+
+    pub async fn serve() -> (String, Shared) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state: Shared = Arc::new(Mutex::new(Arm {
+            base: base.clone(),
+            ..Default::default()
+        }));
+        let app = Router::new()
+            .route("/{tenant}/oauth2/v2.0/token", post(token))
+            .route("/ops/{name}", any(op))
+            .route("/subscriptions/{*rest}", any(pool))
+            .with_state(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (base, state)
+    }
+
+    async fn token(State(s): State<Shared>) -> Response {
+        s.lock().unwrap().token_requests += 1;
+        axum::Json(json!({"token_type": "Bearer", "expires_in": 3599, "access_token": "scripted"}))
+            .into_response()
+    }
+
+    async fn op(State(s): State<Shared>) -> Response {
+        let mut s = s.lock().unwrap();
+        s.location_polls += 1;
+        let status = if s.location_polls < 3 {
+            StatusCode::ACCEPTED
+        } else {
+            StatusCode::NO_CONTENT
+        };
+        let mut r = status.into_response();
+        r.headers_mut()
+            .insert("retry-after", HeaderValue::from_static("0"));
+        r
+    }
+
+    async fn pool(State(s): State<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
+        let name = uri.path().rsplit('/').next().unwrap_or("").to_string();
+        let mut s = s.lock().unwrap();
+        if name == "big" {
+            // 5 MiB of valid JSON: only the size is wrong.
+            let filler = "x".repeat(5 * 1024 * 1024);
+            return axum::Json(json!({"properties": {"vmSize": filler}})).into_response();
+        }
+        match method {
+            Method::PUT => {
+                let doc: Value = serde_json::from_slice(&body).unwrap();
+                let mut props = doc["properties"].clone();
+                props["provisioningState"] = json!("Creating");
+                s.pools.insert(name.clone(), (props.clone(), 0));
+                let mut r = (
+                    StatusCode::CREATED,
+                    axum::Json(json!({"name": name, "properties": props})),
+                )
+                    .into_response();
+                let h = r.headers_mut();
+                match name.as_str() {
+                    "loc" => {
+                        h.insert(
+                            "location",
+                            HeaderValue::from_str(&format!("{}/ops/loc", s.base)).unwrap(),
+                        );
+                    }
+                    "foreign" => {
+                        h.insert(
+                            "azure-asyncoperation",
+                            HeaderValue::from_static("http://arm.invalid/ops/foreign"),
+                        );
+                    }
+                    _ => {}
+                }
+                h.insert("retry-after", HeaderValue::from_static("0"));
+                r
+            }
+            Method::GET => {
+                let polls = s.location_polls;
+                let Some((props, gets)) = s.pools.get_mut(&name) else {
+                    return (
+                        StatusCode::NOT_FOUND,
+                        axum::Json(
+                            json!({"error": {"code": "NotFound", "message": "no such pool"}}),
+                        ),
+                    )
+                        .into_response();
+                };
+                *gets += 1;
+                let done = if name == "loc" {
+                    polls >= 3
+                } else {
+                    *gets >= 3
+                };
+                props["provisioningState"] = json!(if done { "Succeeded" } else { "Creating" });
+                axum::Json(json!({"name": name, "properties": props.clone()})).into_response()
+            }
+            _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        }
+    }
+}
+
+async fn scripted_client() -> (AksClient, scripted::Shared) {
+    let (base, state) = scripted::serve().await;
+    let client = AksClient::new(AksConfig {
+        sandbox: Some(base),
+        ..Default::default()
+    })
+    .unwrap();
+    (client, state)
+}
+
+#[tokio::test]
+async fn an_operation_with_only_a_location_header_is_followed_to_its_end() {
+    let (client, state) = scripted_client().await;
+    let spec = ts_spec("loc");
+    let pool = client.create(&spec, &ctx(30)).await.expect("create");
+    assert_eq!(pool.spec, spec);
+    assert_eq!(pool.status, "Succeeded");
+    let s = state.lock().unwrap();
+    assert_eq!(
+        s.location_polls, 3,
+        "polled Location until it stopped answering 202"
+    );
+    // The credential cached its token: one token request for all of the above.
+    assert_eq!(s.token_requests, 1);
+}
+
+#[tokio::test]
+async fn without_operation_headers_the_pool_itself_is_polled() {
+    let (client, state) = scripted_client().await;
+    let spec = ts_spec("plain");
+    let pool = client.create(&spec, &ctx(30)).await.expect("create");
+    assert_eq!(pool.status, "Succeeded");
+    assert_eq!(pool.spec, spec);
+    assert!(state.lock().unwrap().pools["plain"].1 >= 3);
+}
+
+#[tokio::test]
+async fn an_operation_url_on_another_host_never_gets_the_token() {
+    let (client, state) = scripted_client().await;
+    let t = Instant::now();
+    let pool = client
+        .create(&ts_spec("foreign"), &ctx(30))
+        .await
+        .expect("create");
+    assert_eq!(pool.status, "Succeeded");
+    // Following http://arm.invalid would have failed and been retried for many seconds.
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(state.lock().unwrap().pools["foreign"].1 >= 3);
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_refused() {
+    let (client, _state) = scripted_client().await;
+    match client.get(&loc(), "big").await {
+        Err(CloudError::BadResponse(m)) => assert!(m.contains("larger than"), "{m}"),
+        other => panic!("expected BadResponse, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_update_that_needs_a_new_pool_is_refused_before_any_request() {
+    let (client, state) = scripted_client().await;
+    let spec = ts_spec("plain");
+    let pool = client.create(&spec, &ctx(30)).await.expect("create");
+    let gets_before = state.lock().unwrap().pools["plain"].1;
+    let mut other = spec.clone();
+    other.machine_type = "Standard_NC8as_T4_v3".into();
+    other.gpu.aks_gpu_instance_profile = Some("MIG1g".into());
+    let (status, code, msg) = api_code(client.update(&pool, &other, &ctx(30)).await);
+    assert_eq!((status, code.as_str()), (400, "PropertyChangeNotAllowed"));
+    assert!(
+        msg.contains("machine_type") && msg.contains("gpu_instance_profile"),
+        "{msg}"
+    );
+    assert_eq!(state.lock().unwrap().pools["plain"].1, gets_before);
 }

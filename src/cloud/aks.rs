@@ -136,6 +136,10 @@ impl AksConfig {
         explicit: AksOverrides,
     ) -> Result<AksConfig, CloudError> {
         let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let sandbox = explicit.sandbox.clone().or_else(|| var("FRACGPU_SANDBOX"));
+        // Real credentials from the environment never go to a sandbox (it takes any, over plain http);
+        // values written in the provider block still do, so a configuration can test its own.
+        let cred = |k: &str| if sandbox.is_some() { None } else { var(k) };
         let flag = |o: Option<bool>, k: &str, default: bool| -> Result<bool, CloudError> {
             if let Some(b) = o {
                 return Ok(b);
@@ -157,7 +161,7 @@ impl AksConfig {
         // AKS workload identity fills what the pod's injected AZURE_* variables provide.
         let wi = |k: &str| {
             if use_aks_workload_identity {
-                var(k)
+                cred(k)
             } else {
                 None
             }
@@ -185,27 +189,27 @@ impl AksConfig {
         Ok(AksConfig {
             tenant_id: explicit
                 .tenant_id
-                .or_else(|| var("ARM_TENANT_ID"))
+                .or_else(|| cred("ARM_TENANT_ID"))
                 .or_else(|| wi("AZURE_TENANT_ID")),
             client_id: explicit
                 .client_id
-                .or_else(|| var("ARM_CLIENT_ID"))
+                .or_else(|| cred("ARM_CLIENT_ID"))
                 .or_else(|| wi("AZURE_CLIENT_ID")),
-            client_secret: explicit.client_secret.or_else(|| var("ARM_CLIENT_SECRET")),
+            client_secret: explicit.client_secret.or_else(|| cred("ARM_CLIENT_SECRET")),
             use_cli: flag(explicit.use_cli, "ARM_USE_CLI", true)?,
             use_msi: flag(explicit.use_msi, "ARM_USE_MSI", false)?,
             use_oidc: flag(explicit.use_oidc, "ARM_USE_OIDC", false)? || use_aks_workload_identity,
-            oidc_token: explicit.oidc_token.or_else(|| var("ARM_OIDC_TOKEN")),
+            oidc_token: explicit.oidc_token.or_else(|| cred("ARM_OIDC_TOKEN")),
             oidc_token_file_path: explicit
                 .oidc_token_file_path
-                .or_else(|| var("ARM_OIDC_TOKEN_FILE_PATH"))
+                .or_else(|| cred("ARM_OIDC_TOKEN_FILE_PATH"))
                 .or_else(|| wi("AZURE_FEDERATED_TOKEN_FILE")),
             use_aks_workload_identity,
             arm_endpoint: explicit.arm_endpoint.or(env_arm.map(str::to_string)),
             authority_host: explicit
                 .authority_host
                 .or(env_authority.map(str::to_string)),
-            sandbox: explicit.sandbox.or_else(|| var("FRACGPU_SANDBOX")),
+            sandbox,
         })
     }
 }
@@ -296,7 +300,7 @@ fn parse_base(url: &str, what: &str) -> Result<Url, CloudError> {
 }
 
 fn auth_err(what: &str, e: azure_core::Error) -> CloudError {
-    CloudError::Auth(format!("{what}: {e}"))
+    CloudError::Auth(format!("{what}: {}", chain(&e)))
 }
 
 impl AksClient {
@@ -424,9 +428,20 @@ impl AksClient {
             http: http.clone(),
             base: base.clone(),
         };
+        // A local sandbox that does not answer will not start answering in a minute (azure_core's
+        // default): say so within seconds.
+        let retry = azure_core::http::RetryOptions::exponential(
+            azure_core::http::ExponentialRetryOptions {
+                initial_delay: azure_core::time::Duration::milliseconds(100),
+                max_retries: 3,
+                max_total_elapsed: azure_core::time::Duration::seconds(5),
+                max_delay: azure_core::time::Duration::seconds(1),
+            },
+        );
         let client_options = azure_core::http::ClientOptions {
             transport: Some(azure_core::http::Transport::new(Arc::new(transport))),
             cloud: Some(Arc::new(custom.into())),
+            retry,
             ..Default::default()
         };
         let credential = azure_identity::ClientSecretCredential::new(
@@ -498,8 +513,9 @@ impl AksClient {
                 .map(|t| t.token.secret().to_string())
                 .map_err(|e| {
                     CloudError::Auth(format!(
-                        "could not get an Azure access token ({}): {e}",
-                        self.credential_kind
+                        "could not get an Azure access token ({}): {}",
+                        self.credential_kind,
+                        chain(&e)
                     ))
                 })
         };
@@ -1107,8 +1123,12 @@ fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        // Wrappers often repeat their source's text; say each thing once.
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
         cur = c.source();
     }
     s
