@@ -873,10 +873,10 @@ async fn start_moto() -> (Moto, String) {
     let http = reqwest::Client::new();
     let t = Instant::now();
     loop {
-        if let Ok(r) = http.get(format!("{url}/moto-api/")).send().await {
-            if r.status().is_success() {
-                break;
-            }
+        if let Ok(r) = http.get(format!("{url}/moto-api/")).send().await
+            && r.status().is_success()
+        {
+            break;
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),

@@ -32,8 +32,11 @@ fn every_example_applies_plans_empty_and_destroys() {
     let mut dirs = Vec::new();
     example_dirs(&root, &mut dirs);
     assert!(dirs.len() >= 6, "examples found: {dirs:?}");
+    // Resource examples talk to clouds: here, to the sandbox, through the same environment
+    // variable a user would set.
+    let sb = common::sandbox::start(std::time::Duration::ZERO);
     for dir in dirs {
-        let ws = Workspace::new("");
+        let ws = Workspace::new("").env("FRACGPU_SANDBOX", &sb.url);
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".tf") {
@@ -51,5 +54,11 @@ fn every_example_applies_plans_empty_and_destroys() {
             plan.text()
         );
         ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+        assert_eq!(
+            sb.pools(),
+            vec![],
+            "{}: destroy leaves nothing behind",
+            dir.display()
+        );
     }
 }

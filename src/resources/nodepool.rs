@@ -94,13 +94,13 @@ pub fn schema() -> Schema {
         "A GPU node pool on AKS, GKE or EKS prepared for sharing its GPUs by MIG partitions, time-slicing or MPS. Everything the provider's GPU catalog can check is checked at plan time; the computed attributes tell workloads what to request and where to land.",
     )
     .attr(Attribute::string("id").computed().use_state_for_unknown().describe("The cloud's ID: the ARM resource ID (AKS), `projects/P/locations/L/clusters/C/nodePools/N` (GKE) or `cluster:nodegroup` (EKS)."))
-    .attr(Attribute::string("name").required().requires_replace().describe("Name of the pool (AKS: 1-12 lowercase letters and digits; GKE: 1-40 lowercase letters, digits, `-`; EKS: 1-63). Changing it replaces the pool."))
-    .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`. Changing it replaces the pool."))
-    .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types). Changing it replaces the pool."))
-    .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node. Changing it replaces the pool.").validate(IntBetween(1, 16)))
+    .attr(Attribute::string("name").required().requires_replace().describe("Name of the pool (AKS: 1-12 lowercase letters and digits; GKE: 1-40 lowercase letters, digits, `-`; EKS: 1-63)."))
+    .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."))
+    .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types)."))
+    .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node.").validate(IntBetween(1, 16)))
     .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set. Default 1. Changes in place.").validate(IntBetween(0, 1000)))
-    .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`. Changing it replaces the pool."))
-    .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create). Changing it replaces the pool.").validate(IntBetween(10, 65536)))
+    .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`."))
+    .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
     .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Changes in place."))
     .attr(model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule`, so only pods that tolerate it land on GPU nodes; set `[]` for none. Changes in place.").optional().computed())
     .attr(Attribute::nested("gpu", Nesting::Single, gpu).computed().describe("The GPUs of each node."))
@@ -187,9 +187,7 @@ fn location(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<L
         });
     }
     if let Some(b) = block_of(v, "eks") {
-        let region = s(b, "region")
-            .or_else(|| settings.aws.region.clone())
-            .or_else(|| settings.sandbox.as_ref().map(|_| "us-east-1".to_string()));
+        let region = s(b, "region").or_else(|| settings.aws.region.clone());
         let Some(region) = region else {
             diags.push(
                 Diagnostic::error(
@@ -576,11 +574,7 @@ fn fill_defaults(v: &mut Value, config: &Value, settings: &Settings) {
             }
         }
     }
-    let region = settings
-        .aws
-        .region
-        .clone()
-        .or_else(|| settings.sandbox.as_ref().map(|_| "us-east-1".to_string()));
+    let region = settings.aws.region.clone();
     for (block, k, default) in [
         (
             "aks",
@@ -1082,11 +1076,7 @@ pub fn parse_import_id(id: &str, settings: &Settings) -> Option<(Location, Strin
         && !group.is_empty()
         && !id.contains('/')
     {
-        let region = settings
-            .aws
-            .region
-            .clone()
-            .or_else(|| settings.sandbox.as_ref().map(|_| "us-east-1".to_string()))?;
+        let region = settings.aws.region.clone()?;
         return Some((
             Location::Eks {
                 region,

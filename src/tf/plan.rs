@@ -38,11 +38,20 @@ pub fn plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> P
             if keep { old.clone() } else { Value::UNKNOWN }
         });
     }
-    Planned { state, requires_replace: Vec::new() }
+    Planned {
+        state,
+        requires_replace: Vec::new(),
+    }
 }
 
 /// Sets every computed attribute whose configuration is null to `value(prior, attribute)`.
-fn walk(block: &Block, prior: &Value, planned: &mut Value, config: &Value, value: &dyn Fn(&Value, &Attribute) -> Value) {
+fn walk(
+    block: &Block,
+    prior: &Value,
+    planned: &mut Value,
+    config: &Value,
+    value: &dyn Fn(&Value, &Attribute) -> Value,
+) {
     if !planned.is_known() || planned.is_null() {
         return;
     }
@@ -57,7 +66,9 @@ fn walk(block: &Block, prior: &Value, planned: &mut Value, config: &Value, value
     for b in &block.blocks {
         let cfg = config.get(&b.name);
         let old = prior.get(&b.name);
-        let Some(slot) = planned.get_mut(&b.name) else { continue };
+        let Some(slot) = planned.get_mut(&b.name) else {
+            continue;
+        };
         match b.nesting {
             Nesting::Single => walk(&b.block, old, slot, cfg, value),
             Nesting::List | Nesting::Set => {
