@@ -66,3 +66,47 @@ impl Running {
             .unwrap_or(serde_json::Value::Null)
     }
 }
+
+/// The whole stack: cloud APIs plus every cluster's Kubernetes API, whose nodes mirror the pools.
+pub struct RunningStack {
+    pub url: String,
+    pub stack: fracgpu::sandbox::stack::Stack,
+}
+
+pub fn start_stack(op_time: Duration) -> RunningStack {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let config = Config {
+                op_time,
+                ..Config::default()
+            };
+            let stack = fracgpu::sandbox::stack::Stack::start(config, 0)
+                .await
+                .expect("stack starts");
+            tx.send(stack).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    let stack = rx.recv().expect("stack running");
+    RunningStack {
+        url: stack.cloud_url(),
+        stack,
+    }
+}
+
+impl RunningStack {
+    /// The Node objects of one pool as its cluster's Kubernetes API holds them.
+    pub fn nodes(&self, cloud: &str, cluster: &str, pool: &str) -> Vec<serde_json::Value> {
+        let kube = &self.stack.kube;
+        kube.pool_node_names(cloud, cluster, pool)
+            .iter()
+            .filter_map(|n| kube.object(cloud, cluster, "nodes", "", n))
+            .collect()
+    }
+}
