@@ -163,8 +163,8 @@ fn quickstart(
         serde_json::from_str(&out).map_err(|e| DemoError(e.to_string()))?;
 
     println!(
-        "\n{:<5} {:<8} {:<26} {:<38} {}",
-        "cloud", "pool", "workloads request", "node", "GPU resources the node offers"
+        "\n{:<5} {:<8} {:<26} {:<38} GPU resources the node offers",
+        "cloud", "pool", "workloads request", "node"
     );
     let clusters = [
         ("aks", "sandbox-aks"),
