@@ -212,6 +212,8 @@ fn unavailable_operation_polls_are_retried() {
     let arm_ops = json!({"match": {"method": "GET", "path_contains": "Microsoft.ContainerService/locations/eastus/operations"}, "count": 3, "kind": "503", "retry_after": 1});
     sb.inject(gke_ops.clone());
     sb.inject(arm_ops.clone());
+    // And a 500 on the reads of the GKE pool that follow its operation.
+    sb.inject(json!({"match": {"method": "GET", "path_contains": "nodePools/pollgke"}, "count": 2, "kind": "500"}));
     let out = apply(&ws);
     assert_eq!(
         out.code,
@@ -601,5 +603,7 @@ fn a_sandbox_restart_mid_apply_is_ridden_over() {
     }
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "converged:\n{}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(assert_inventory_equals_state(&ws, &url).is_empty());
     drop(sandbox_proc);
 }
