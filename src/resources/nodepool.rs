@@ -802,9 +802,14 @@ fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
             "Check the endpoint and network, then apply again.",
         ),
     };
+    // Clouds end their messages with a full stop; do not print two.
+    let e = e.to_string();
     Diagnostic::error(
         summary,
-        format!("Could not {action} node pool {name:?}: {e}. {fix}"),
+        format!(
+            "Could not {action} node pool {name:?}: {}. {fix}",
+            e.trim_end_matches('.')
+        ),
     )
 }
 

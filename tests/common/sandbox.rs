@@ -110,3 +110,69 @@ impl RunningStack {
             .collect()
     }
 }
+
+impl Running {
+    /// Arms a fault (see `src/sandbox/faults.rs`) on this sandbox.
+    pub fn inject(&self, fault: serde_json::Value) -> serde_json::Value {
+        inject(&self.url, fault)
+    }
+
+    /// The faults still armed, i.e. not yet consumed by a matching request.
+    pub fn armed(&self) -> Vec<serde_json::Value> {
+        armed(&self.url)
+    }
+}
+
+/// One request to a sandbox's control plane at `url` (in-process or a `fracgpu-sandbox` child),
+/// answering its status and JSON body.
+pub fn control(
+    method: &str,
+    url: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut req = reqwest::Client::new()
+            .request(method.parse().unwrap(), url)
+            .timeout(Duration::from_secs(10));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let v = resp.json().await.unwrap_or(serde_json::Value::Null);
+                (status, v)
+            }
+            Err(_) => (0, serde_json::Value::Null),
+        }
+    })
+}
+
+/// `POST {url}/_sandbox/faults`: the next `count` matching requests fail as `kind` says.
+pub fn inject(url: &str, fault: serde_json::Value) -> serde_json::Value {
+    let (status, body) = control(
+        "POST",
+        &format!("{url}/_sandbox/faults"),
+        Some(fault.clone()),
+    );
+    assert_eq!(status, 201, "arming {fault}: {body}");
+    body
+}
+
+pub fn armed(url: &str) -> Vec<serde_json::Value> {
+    let (status, body) = control("GET", &format!("{url}/_sandbox/faults"), None);
+    assert_eq!(status, 200, "{body}");
+    body["faults"].as_array().cloned().unwrap_or_default()
+}
+
+/// `GET {url}/_sandbox/inventory`, or None when nothing answers.
+pub fn inventory(url: &str) -> Option<serde_json::Value> {
+    match control("GET", &format!("{url}/_sandbox/inventory"), None) {
+        (200, v) => Some(v),
+        _ => None,
+    }
+}
