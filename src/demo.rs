@@ -1,6 +1,7 @@
-//! `fracgpu-sandbox demo`: the README's first command. Builds the provider if needed, lays it out
-//! as a local filesystem mirror, and runs an example through the real terraform binary, printing
-//! progress and what a user wants to see.
+//! `fracgpu-sandbox demo`: the README's first command. Builds the provider if needed, starts the
+//! sandbox, lays the provider out as a local filesystem mirror, and applies `examples/quickstart`
+//! through the real terraform binary, printing progress and what a user wants to see: the pools,
+//! their nodes and the GPU resources each node offers, and an empty second plan.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,53 +100,132 @@ pub fn local_mirror(root: &Path, provider: &Path) -> Result<PathBuf, DemoError> 
 
 pub fn run() -> Result<(), DemoError> {
     let provider = provider_binary()?;
+    step(
+        "starting the sandbox: AKS, GKE and EKS APIs and one Kubernetes API per cluster, on 127.0.0.1",
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| DemoError(format!("could not start the runtime: {e}")))?;
+    let config = crate::sandbox::Config {
+        op_time: std::time::Duration::from_millis(500),
+        ..Default::default()
+    };
+    let stack = runtime
+        .block_on(crate::sandbox::stack::Stack::start(config, 0))
+        .map_err(|e| DemoError(format!("could not start the sandbox: {e}")))?;
+    let sandbox_var = format!("sandbox={}", stack.cloud_url());
+
     let root = std::env::temp_dir().join(format!("fracgpu-demo-{}", std::process::id()));
     let work = root.join("work");
     std::fs::create_dir_all(&work).map_err(|e| DemoError(e.to_string()))?;
     let cli = local_mirror(&root, &provider)?;
     std::fs::write(
         work.join("main.tf"),
-        include_str!("../examples/data-sources/fracgpu_machine_type/data-source.tf"),
+        include_str!("../examples/quickstart/main.tf"),
     )
     .map_err(|e| DemoError(e.to_string()))?;
+    let result = quickstart(&work, &cli, &sandbox_var, &stack);
+    let _ = std::fs::remove_dir_all(&root);
+    result?;
+    step(
+        "done. The sandbox and its pools end with this command; against a sandbox of your own (`fracgpu-sandbox serve`) or real clouds, `terraform destroy` removes the pools",
+    );
+    Ok(())
+}
 
+fn quickstart(
+    work: &Path,
+    cli: &Path,
+    sandbox_var: &str,
+    stack: &crate::sandbox::stack::Stack,
+) -> Result<(), DemoError> {
     step("terraform init (offline, from a local provider mirror)");
-    terraform(&work, &cli, &["init", "-input=false", "-no-color"])?;
-    step("terraform apply: look up the A100 machine types of AKS, GKE and EKS");
+    terraform(work, cli, &["init", "-input=false", "-no-color"])?;
+    step(
+        "terraform apply: a time-sliced A100 pool on each of AKS, GKE and EKS (examples/quickstart)",
+    );
     terraform(
-        &work,
-        &cli,
-        &["apply", "-auto-approve", "-input=false", "-no-color"],
+        work,
+        cli,
+        &[
+            "apply",
+            "-auto-approve",
+            "-input=false",
+            "-no-color",
+            "-var",
+            sandbox_var,
+        ],
     )?;
-    let out = terraform(&work, &cli, &["output", "-json", "machines"])?;
-    let machines: serde_json::Value =
+    let out = terraform(work, cli, &["output", "-json", "pools"])?;
+    let pools: serde_json::Value =
         serde_json::from_str(&out).map_err(|e| DemoError(e.to_string()))?;
 
     println!(
-        "\n{:<6} {:<26} {:<32} MIG profiles",
-        "cloud", "machine type", "GPUs"
+        "\n{:<5} {:<8} {:<26} {:<38} GPU resources the node offers",
+        "cloud", "pool", "workloads request", "node"
     );
-    for (cloud, m) in machines.as_object().into_iter().flatten() {
-        let profiles: Vec<&str> = m["mig_profiles"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.as_str())
-            .collect();
-        println!(
-            "{:<6} {:<26} {:<32} {}",
-            cloud,
-            m["machine_type"].as_str().unwrap_or(""),
-            m["gpu"].as_str().unwrap_or(""),
-            profiles.join(", ")
+    let clusters = [
+        ("aks", "sandbox-aks"),
+        ("gke", "sandbox-gke"),
+        ("eks", "sandbox-eks"),
+    ];
+    for (cloud, cluster) in clusters {
+        let p = &pools[cloud];
+        let request = format!(
+            "{} ({}/node)",
+            p["resource_name"].as_str().unwrap_or("?"),
+            p["slices_per_node"]
         );
+        for node in stack.kube.pool_node_names(cloud, cluster, "a100ts") {
+            let offered = stack
+                .kube
+                .object(cloud, cluster, "nodes", "", &node)
+                .and_then(|n| n["status"]["allocatable"].as_object().cloned())
+                .map(|a| {
+                    a.iter()
+                        .filter(|(k, _)| k.starts_with("nvidia.com/"))
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            println!(
+                "{cloud:<5} {:<8} {request:<26} {node:<38} {offered}",
+                "a100ts"
+            );
+        }
     }
+    println!();
     step("a second plan shows no changes");
-    let plan = terraform(&work, &cli, &["plan", "-no-color", "-input=false"])?;
+    let plan = terraform(
+        work,
+        cli,
+        &[
+            "plan",
+            "-no-color",
+            "-input=false",
+            "-detailed-exitcode",
+            "-var",
+            sandbox_var,
+        ],
+    )?;
     if !plan.contains("No changes") {
         return Err(DemoError(format!("the second plan was not empty:\n{plan}")));
     }
-    let _ = std::fs::remove_dir_all(&root);
-    step("done; the workspace was removed");
+    step("terraform destroy");
+    terraform(
+        work,
+        cli,
+        &[
+            "destroy",
+            "-auto-approve",
+            "-input=false",
+            "-no-color",
+            "-var",
+            sandbox_var,
+        ],
+    )?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::tf::Type;
-use crate::tf::api::{DataSource, Function, Provider};
+use crate::tf::api::{DataSource, Function, Provider, Resource};
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 
 pub struct Page {
@@ -188,6 +188,20 @@ fn data_source_page(root: &Path, ds: &dyn DataSource) -> Result<Page, String> {
     })
 }
 
+fn resource_page(root: &Path, r: &dyn Resource) -> Result<Page, String> {
+    let name = r.type_name();
+    let dir = format!("examples/resources/{name}");
+    let example = read_example(root, &format!("{dir}/resource.tf"))?;
+    let mut content = schema_page("Resource", name, &r.schema(), &example);
+    if let Ok(import) = read_example(root, &format!("{dir}/import.sh")) {
+        content.push_str(&format!("\n## Import\n\nImport is supported using the following syntax:\n\n```shell\n{import}```\n"));
+    }
+    Ok(Page {
+        path: format!("docs/resources/{}.md", name.trim_start_matches("fracgpu_")),
+        content,
+    })
+}
+
 fn function_page(root: &Path, f: &dyn Function) -> Result<Page, String> {
     let name = f.name();
     let sig = f.signature();
@@ -254,6 +268,9 @@ fn catalog_page() -> Page {
 /// Every documentation page, rendered from the provider's registry and the examples under `root`.
 pub fn pages(root: &Path, provider: &dyn Provider) -> Result<Vec<Page>, String> {
     let mut pages = vec![index_page(root, provider)?, catalog_page()];
+    for r in provider.resources() {
+        pages.push(resource_page(root, r.as_ref())?);
+    }
     for ds in provider.data_sources() {
         pages.push(data_source_page(root, ds.as_ref())?);
     }

@@ -40,13 +40,14 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
     block
         .single_block(
             "mig",
-            Block::new("Split each GPU into hardware-isolated MIG instances of one profile.")
+            Block::new("Split each GPU into hardware-isolated MIG instances of one profile. On a node pool, changing the profile replaces the pool on AKS and GKE (the partitions are set when nodes are made) and changes in place on EKS (the GPU operator's MIG manager relabels nodes).")
                 .attr(rr(Attribute::string("profile").required().describe(
                     "The MIG profile, e.g. `1g.10gb`; it must be a profile of the machine type's GPU (see `data.fracgpu_machine_type`).",
                 )))
                 .attr(
                     Attribute::string("strategy")
                         .optional()
+                        .computed()
                         .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`).")
                         .validate(OneOf(&["single", "mixed"])),
                 )
@@ -54,23 +55,23 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
         )
         .single_block(
             "time_slicing",
-            Block::new("Advertise each GPU `replicas` times. No memory or fault isolation: each workload must keep under its share of GPU memory by itself.")
+            Block::new("Advertise each GPU `replicas` times. No memory or fault isolation: each workload must keep under its share of GPU memory by itself. On a node pool, changes apply in place on AKS and EKS (a node label selects the device plugin config) and replace the pool on GKE (its sharing config is fixed at creation).")
                 .attr(
                     Attribute::number("replicas")
                         .required()
                         .describe("Slices per GPU, 2 to 48.")
                         .validate(IntBetween(2, 48)),
                 )
-                .attr(Attribute::bool("rename_by_default").optional().describe(
+                .attr(Attribute::bool("rename_by_default").optional().computed().describe(
                     "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`.",
                 ))
-                .attr(Attribute::bool("fail_requests_greater_than_one").optional().describe(
+                .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
                     "Refuse pods that request more than one slice (AKS/EKS). Default `false`.",
                 )),
         )
         .single_block(
             "mps",
-            Block::new("Share each GPU between `replicas` CUDA MPS clients, each capped at 1/replicas of its memory.").attr(
+            Block::new("Share each GPU between `replicas` CUDA MPS clients, each capped at 1/replicas of its memory. On a node pool, changes apply in place on AKS and EKS and replace the pool on GKE.").attr(
                 Attribute::number("replicas")
                     .required()
                     .describe("Clients per GPU, 2 to 48 (16 on GPUs below compute capability 7.5).")

@@ -12,9 +12,11 @@ use crate::tf::api::{DataSource, Function, Provider, Resource};
 use crate::tf::schema::{Attribute, Block, Schema};
 use crate::tf::{Diagnostics, Value};
 
-/// The sandbox's default AKS subscription, used when the sandbox is configured and no
-/// subscription is named.
+/// The sandbox's default world: its AKS subscription, GKE project and EKS region stand in for the
+/// provider defaults when the sandbox is configured and none is named.
 pub const SANDBOX_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+pub const SANDBOX_PROJECT: &str = "sandbox-project";
+pub const SANDBOX_REGION: &str = "us-east-1";
 
 #[derive(Clone, Debug, Default)]
 pub struct AzureSettings {
@@ -116,7 +118,8 @@ impl Settings {
             google: GoogleSettings {
                 project: s(&g, "project")
                     .or_else(|| env("GOOGLE_PROJECT"))
-                    .or_else(|| env("GOOGLE_CLOUD_PROJECT")),
+                    .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
+                    .or_else(|| sandbox.as_ref().map(|_| SANDBOX_PROJECT.to_string())),
                 credentials: s(&g, "credentials"),
                 access_token: s(&g, "access_token"),
                 endpoint: s(&g, "endpoint"),
@@ -124,7 +127,8 @@ impl Settings {
             aws: AwsSettings {
                 region: s(&a, "region")
                     .or_else(|| env("AWS_REGION"))
-                    .or_else(|| env("AWS_DEFAULT_REGION")),
+                    .or_else(|| env("AWS_DEFAULT_REGION"))
+                    .or_else(|| sandbox.as_ref().map(|_| SANDBOX_REGION.to_string())),
                 profile: s(&a, "profile"),
                 access_key: s(&a, "access_key"),
                 secret_key: s(&a, "secret_key"),

@@ -74,15 +74,15 @@ fn add_pool(st: &RunningStack, name: &str, label: &str) {
         assert!(put.status().is_success(), "PUT pool: {}", put.text().await.unwrap());
     });
     std::thread::sleep(Duration::from_millis(100));
-    st.sandbox.settle();
+    st.stack.sandbox.settle();
 }
 
 fn object(st: &RunningStack, kind: &str, ns: &str, name: &str) -> Option<Value> {
-    st.kube.object("aks", "sandbox-aks", kind, ns, name)
+    st.stack.kube.object("aks", "sandbox-aks", kind, ns, name)
 }
 
 fn node_allocatable(st: &RunningStack, pool: &str, resource: &str) -> Option<String> {
-    let names = st.kube.pool_node_names("aks", "sandbox-aks", pool);
+    let names = st.stack.kube.pool_node_names("aks", "sandbox-aks", pool);
     assert!(!names.is_empty(), "pool {pool} has nodes");
     let node = object(st, "nodes", "", &names[0])?;
     node.pointer(&format!(
@@ -117,7 +117,7 @@ fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
 
 #[test]
 fn cluster_policy_delivery_lifecycle() {
-    let st = start_stack();
+    let st = start_stack(std::time::Duration::ZERO);
     let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
     add_pool(&st, "ts10", "time-sliced-10");
     assert_eq!(

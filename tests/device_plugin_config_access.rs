@@ -28,11 +28,11 @@ output "restarted_at" {{ value = fracgpu_device_plugin_config.this.restarted_at 
 
 #[test]
 fn token_ca_and_exec_credentials_reach_the_cluster() {
-    let st = start_stack();
-    let host = format!("{}/k8s/aks/sandbox-aks", st.kube_url);
-    let token = st.kube.token("aks", "sandbox-aks").unwrap();
+    let st = start_stack(std::time::Duration::ZERO);
+    let host = format!("{}/k8s/aks/sandbox-aks", st.stack.kube_url());
+    let token = st.stack.kube.token("aks", "sandbox-aks").unwrap();
     let ws = Workspace::new("");
-    ws.write("ca.pem", &st.kube.ca_pem());
+    ws.write("ca.pem", &st.stack.kube.ca_pem());
 
     // host + token + CA.
     let by_token = format!(
@@ -49,7 +49,8 @@ fn token_ca_and_exec_credentials_reach_the_cluster() {
         out.text()
     );
     assert!(
-        st.kube
+        st.stack
+            .kube
             .object(
                 "aks",
                 "sandbox-aks",
@@ -101,7 +102,8 @@ fn token_ca_and_exec_credentials_reach_the_cluster() {
     ws.write("main.tf", &config(&by_token));
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(
-        st.kube
+        st.stack
+            .kube
             .object(
                 "aks",
                 "sandbox-aks",

@@ -166,12 +166,9 @@ fn main_tf(provider_kube: &str, body: &str) -> String {
 
 #[test]
 fn bad_input_table_names_the_attribute() {
-    let st = start_stack();
+    let st = start_stack(std::time::Duration::ZERO);
     // A cluster without the GPU operator, for the missing-CRD case.
-    st.kube.add_cluster_without_operator("aks", "bare");
-    st.kube
-        .write_kubeconfigs(st.kubeconfig_dir.path(), &st.kube_url)
-        .unwrap();
+    st.stack.kube.add_cluster_without_operator("aks", "bare");
     let good = st.kubeconfig("aks", "sandbox-aks").display().to_string();
     let bare = st.kubeconfig("aks", "bare").display().to_string();
     let with_kc = |p: &str| format!("  kubernetes {{\n    config_path = \"{p}\"\n  }}");

@@ -182,7 +182,7 @@ impl RecordingHelm {
 
 #[test]
 fn helm_delivery_with_recording_helm_stand_in() {
-    let st = start_stack();
+    let st = start_stack(std::time::Duration::ZERO);
     let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
     let helm = RecordingHelm::new();
     // History: v1 superseded, v2 deployed (what counts), v3 failed.
@@ -196,7 +196,7 @@ fn helm_delivery_with_recording_helm_stand_in() {
     put_revision(&st, 3, "failed", values(json!({"x": ""}), "x"));
 
     // A time-sliced pool's node, labelled for the config.
-    st.kube.pool_changed(&PoolNodes {
+    st.stack.kube.pool_changed(&PoolNodes {
         cloud: "aks",
         cluster: "sandbox-aks".into(),
         pool: "ts10".into(),
@@ -230,8 +230,9 @@ fn helm_delivery_with_recording_helm_stand_in() {
     ws.init();
     ws.apply();
     let (args, vals) = helm.take().expect("helm upgrade ran");
-    let node = st.kube.pool_node_names("aks", "sandbox-aks", "ts10")[0].clone();
+    let node = st.stack.kube.pool_node_names("aks", "sandbox-aks", "ts10")[0].clone();
     let node = st
+        .stack
         .kube
         .object("aks", "sandbox-aks", "nodes", "", &node)
         .unwrap();
@@ -275,6 +276,7 @@ fn helm_delivery_with_recording_helm_stand_in() {
     );
     // The daemonset was restarted: the chart's ConfigMap change alone reaches no node.
     let ds = st
+        .stack
         .kube
         .object(
             "aks",
@@ -398,7 +400,7 @@ fn helm_delivery_with_real_helm_when_available() {
         eprintln!("helm does not run: skipped");
         return;
     }
-    let st = start_stack();
+    let st = start_stack(std::time::Duration::ZERO);
     let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
     let chart = tempfile::tempdir().unwrap();
     let c = chart.path().join("tfy-gpu-operator");
@@ -441,6 +443,7 @@ fn helm_delivery_with_real_helm_when_available() {
     ws.init();
     ws.apply();
     let cm = st
+        .stack
         .kube
         .object(
             "aks",

@@ -32,11 +32,16 @@ fn every_example_applies_plans_empty_and_destroys() {
     let mut dirs = Vec::new();
     example_dirs(&root, &mut dirs);
     assert!(dirs.len() >= 6, "examples found: {dirs:?}");
+    // Resource examples talk to clouds: here, to the sandbox, through the same environment
+    // variable a user would set.
+    let sb = common::sandbox::start(std::time::Duration::ZERO);
     // Examples that need a cluster read its kubeconfig from `var.kubeconfig`.
-    let stack = common::sandbox::start_stack();
+    let stack = common::sandbox::start_stack(std::time::Duration::ZERO);
     let kubeconfig = stack.kubeconfig("aks", "sandbox-aks").display().to_string();
     for dir in dirs {
-        let ws = Workspace::new("").env("TF_VAR_kubeconfig", &kubeconfig);
+        let ws = Workspace::new("")
+            .env("FRACGPU_SANDBOX", &sb.url)
+            .env("TF_VAR_kubeconfig", &kubeconfig);
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".tf") {
@@ -54,5 +59,11 @@ fn every_example_applies_plans_empty_and_destroys() {
             plan.text()
         );
         ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+        assert_eq!(
+            sb.pools(),
+            vec![],
+            "{}: destroy leaves nothing behind",
+            dir.display()
+        );
     }
 }

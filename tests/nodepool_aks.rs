@@ -95,11 +95,12 @@ fn aks_time_sliced_pool_lifecycle() {
 
     // State holds what workloads need.
     let p = &ws.output_json()["pool"]["value"];
+    // ARM resource IDs compare case-insensitively (AKS itself answers `resourcegroups`).
     assert_eq!(
-        p["id"],
+        p["id"].as_str().unwrap().to_lowercase(),
         format!(
             "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.ContainerService/managedClusters/{CLUSTER}/agentPools/a100ts"
-        )
+        ).to_lowercase()
     );
     assert_eq!(p["device_plugin_config_name"], "time-sliced-10");
     assert_eq!(p["slices_per_node"], 10);

@@ -4,6 +4,9 @@
 //! what is worth retrying, and reads the pool back as a [`Pool`] in the same neutral terms so that
 //! drift is a plain comparison.
 
+pub mod aks;
+pub mod eks;
+pub mod gke;
 pub mod poll;
 
 use std::collections::BTreeMap;
@@ -215,8 +218,48 @@ pub async fn connect(
     cloud: &str,
     settings: &crate::provider::Settings,
 ) -> Result<std::sync::Arc<dyn NodePools>, CloudError> {
-    let _ = settings;
-    Err(CloudError::Auth(format!(
-        "the {cloud} client is not built into this provider yet"
-    )))
+    let sandbox = settings.sandbox.clone();
+    match cloud {
+        "aks" => {
+            let a = &settings.azure;
+            let cfg = aks::AksConfig::from_env_and(aks::AksOverrides {
+                tenant_id: a.tenant_id.clone(),
+                client_id: a.client_id.clone(),
+                client_secret: a.client_secret.clone(),
+                use_cli: a.use_cli,
+                use_msi: a.use_msi,
+                use_oidc: a.use_oidc,
+                oidc_token: a.oidc_token.clone(),
+                oidc_token_file_path: a.oidc_token_file_path.clone(),
+                use_aks_workload_identity: a.use_aks_workload_identity,
+                arm_endpoint: a.endpoint.clone(),
+                sandbox,
+                ..Default::default()
+            })?;
+            Ok(std::sync::Arc::new(aks::AksClient::new(cfg)?))
+        }
+        "gke" => {
+            let g = &settings.google;
+            let cfg = gke::GkeConfig {
+                credentials: g.credentials.clone(),
+                access_token: g.access_token.clone(),
+                endpoint: g.endpoint.clone(),
+                sandbox,
+            };
+            Ok(std::sync::Arc::new(gke::GkeClient::new(cfg).await?))
+        }
+        _ => {
+            let a = &settings.aws;
+            let cfg = eks::EksConfig {
+                region: a.region.clone(),
+                profile: a.profile.clone(),
+                access_key: a.access_key.clone(),
+                secret_key: a.secret_key.clone(),
+                session_token: None,
+                endpoint: a.endpoint.clone(),
+                sandbox,
+            };
+            Ok(std::sync::Arc::new(eks::EksClient::new(cfg).await?))
+        }
+    }
 }

@@ -206,7 +206,7 @@ mod tests {
                 profile: "1g.5gb".into(),
                 strategy: MigStrategy::Mixed,
                 gke_sharing: Some(GkeSharing {
-                    strategy: GkeSharingStrategy::Mps,
+                    strategy: GkeSharingStrategy::TimeSharing,
                     max_clients: 2,
                 }),
             },

@@ -579,14 +579,15 @@ fn check_mode(spec: &PoolSpec, errors: &mut Vec<DomainError>) -> Option<ModeFact
                         "mig.gke_sharing.max_clients",
                         errors,
                     );
+                    // MPS runs on whole GPUs only (NVIDIA's MPS and GKE's MPS guide alike); GKE
+                    // refuses it on partitions, while time-sharing of partitions is supported.
                     if sharing.strategy == GkeSharingStrategy::Mps {
-                        check_mps_clients(
-                            gpu,
-                            sharing.max_clients,
-                            Field::MigGkeMaxClients,
-                            "mig.gke_sharing.max_clients",
-                            errors,
-                        );
+                        errors.push(DomainError::new(
+                            Field::MigGkeSharing,
+                            summary::INVALID_SHARING,
+                            "GKE cannot run MPS on MIG partitions: MPS shares whole GPUs only. Use \
+                             gke_sharing strategy \"time-sharing\" on the partitions, or mps without mig.",
+                        ));
                     }
                 }
             }
@@ -1119,14 +1120,24 @@ mod tests {
         );
         // The config function refuses the same.
         assert!(device_plugin_config(&mig("1g.5gb", MigStrategy::Mixed, sharing)).is_err());
-        // GKE may put MPS on top of partitions.
-        let d = validate(&pool(
+        // GKE refuses MPS on partitions too; time-sharing of partitions it supports.
+        let err = one_error(&pool(
             Cloud::Gke,
             "a2-highgpu-1g",
             mig("1g.5gb", MigStrategy::Mixed, sharing),
+        ));
+        assert_eq!(err.field, Field::MigGkeSharing);
+        assert!(err.detail.contains("time-sharing"), "{}", err.detail);
+        let shared = GkeSharing {
+            strategy: GkeSharingStrategy::TimeSharing,
+            max_clients: 4,
+        };
+        let d = validate(&pool(
+            Cloud::Gke,
+            "a2-highgpu-1g",
+            mig("1g.5gb", MigStrategy::Mixed, Some(shared)),
         ))
         .unwrap();
-        assert_eq!(d.isolation, Isolation::MemoryLimit);
         assert_eq!(d.slices_per_gpu, 28);
     }
 

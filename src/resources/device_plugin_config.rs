@@ -513,22 +513,11 @@ fn config_blocks(data: &BTreeMap<String, String>) -> Value {
                     Value::Null,
                     vec![Value::object([
                         ("replicas", replicas),
-                        // false is what an omitted argument means; most configurations omit it.
-                        (
-                            "rename_by_default",
-                            if s.rename_by_default {
-                                Value::Bool(true)
-                            } else {
-                                Value::Null
-                            },
-                        ),
+                        // Computed attributes: the state spells the defaults out.
+                        ("rename_by_default", Value::Bool(s.rename_by_default)),
                         (
                             "fail_requests_greater_than_one",
-                            if s.fail_requests_greater_than_one {
-                                Value::Bool(true)
-                            } else {
-                                Value::Null
-                            },
+                            Value::Bool(s.fail_requests_greater_than_one),
                         ),
                     ])],
                     vec![],
@@ -610,6 +599,45 @@ fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError) -> Diagnos
     match path {
         Some(p) => d.at(p),
         None => d,
+    }
+}
+
+/// Fills the sharing blocks' optional+computed attributes the configuration leaves null with
+/// their documented defaults, so the plan (and the state) says what is delivered.
+fn fill_sharing_defaults(st: &mut Value, config: &Value) {
+    let Some(Value::List(items)) = st.get_mut("config") else {
+        return;
+    };
+    let defaults: [(&str, &str, Value); 3] = [
+        ("time_slicing", "rename_by_default", Value::Bool(false)),
+        (
+            "time_slicing",
+            "fail_requests_greater_than_one",
+            Value::Bool(false),
+        ),
+        ("mig", "strategy", Value::string("mixed")),
+    ];
+    for (i, item) in items.iter_mut().enumerate() {
+        let cfg = config
+            .get("config")
+            .elements()
+            .get(i)
+            .cloned()
+            .unwrap_or(Value::Null);
+        for (block, attr, default) in &defaults {
+            let configured = cfg
+                .get(block)
+                .elements()
+                .first()
+                .map(|b| b.get(attr).clone());
+            if let Some(Value::List(blocks)) = item.get_mut(block)
+                && let Some(b) = blocks.first_mut()
+                && configured.is_none_or(|c| c.is_null())
+                && !b.get(attr).is_known()
+            {
+                set(b, attr, default.clone());
+            }
+        }
     }
 }
 
@@ -933,6 +961,12 @@ impl DevicePluginConfigResource {
 
     async fn do_create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
         let Some(d) = resolve(planned, diags) else {
+            if !diags.has_errors() {
+                diags.push(Diagnostic::error(
+                    "Configuration not known at apply",
+                    "Part of the config blocks is still unknown at apply time; this is a bug in the provider's plan.",
+                ));
+            }
             return Value::Null;
         };
         let Some(c) = self.connect(planned, diags).await else {
@@ -1100,6 +1134,7 @@ impl Resource for DevicePluginConfigResource {
         if st.is_null() {
             return;
         }
+        fill_sharing_defaults(st, req.config);
         // With helm delivery the chart creates the ConfigMap in the release's namespace.
         let helm_ns = (req.config.get("delivery").as_str() == Some("helm"))
             .then(|| {
@@ -1313,7 +1348,7 @@ mod tests {
         Value::List(vec![Value::object([
             ("replicas", Value::int(replicas)),
             ("rename_by_default", Value::Bool(true)),
-            ("fail_requests_greater_than_one", Value::Null),
+            ("fail_requests_greater_than_one", Value::Bool(false)),
         ])])
     }
 

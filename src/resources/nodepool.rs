@@ -94,13 +94,13 @@ pub fn schema() -> Schema {
         "A GPU node pool on AKS, GKE or EKS prepared for sharing its GPUs by MIG partitions, time-slicing or MPS. Everything the provider's GPU catalog can check is checked at plan time; the computed attributes tell workloads what to request and where to land.",
     )
     .attr(Attribute::string("id").computed().use_state_for_unknown().describe("The cloud's ID: the ARM resource ID (AKS), `projects/P/locations/L/clusters/C/nodePools/N` (GKE) or `cluster:nodegroup` (EKS)."))
-    .attr(Attribute::string("name").required().requires_replace().describe("Name of the pool (AKS: 1-12 lowercase letters and digits; GKE: 1-40 lowercase letters, digits, `-`; EKS: 1-63). Changing it replaces the pool."))
-    .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`. Changing it replaces the pool."))
-    .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types). Changing it replaces the pool."))
-    .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node. Changing it replaces the pool.").validate(IntBetween(1, 16)))
+    .attr(Attribute::string("name").required().requires_replace().describe("Name of the pool (AKS: 1-12 lowercase letters and digits; GKE: 1-40 lowercase letters, digits, `-`; EKS: 1-63)."))
+    .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."))
+    .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types)."))
+    .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node.").validate(IntBetween(1, 16)))
     .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set. Default 1. Changes in place.").validate(IntBetween(0, 1000)))
-    .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`. Changing it replaces the pool."))
-    .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create). Changing it replaces the pool.").validate(IntBetween(10, 65536)))
+    .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`."))
+    .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
     .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Changes in place."))
     .attr(model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule`, so only pods that tolerate it land on GPU nodes; set `[]` for none. Changes in place.").optional().computed())
     .attr(Attribute::nested("gpu", Nesting::Single, gpu).computed().describe("The GPUs of each node."))
@@ -187,9 +187,7 @@ fn location(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<L
         });
     }
     if let Some(b) = block_of(v, "eks") {
-        let region = s(b, "region")
-            .or_else(|| settings.aws.region.clone())
-            .or_else(|| settings.sandbox.as_ref().map(|_| "us-east-1".to_string()));
+        let region = s(b, "region").or_else(|| settings.aws.region.clone());
         let Some(region) = region else {
             diags.push(
                 Diagnostic::error(
@@ -227,18 +225,34 @@ pub struct Resolved {
 /// Resolves a fully known configuration, plan or state value. Problems become diagnostics on
 /// the attribute the user wrote; `None` means it cannot be resolved (yet).
 fn resolve(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<Resolved> {
-    let inputs = [
-        "name",
-        "machine_type",
-        "gpu_model",
-        "gpu_count",
-        "labels",
-        "aks",
-        "gke",
-        "eks",
-    ];
+    let inputs = ["name", "machine_type", "gpu_model", "gpu_count", "labels"];
     if inputs.iter().any(|n| !v.get(n).is_fully_known()) {
         return None;
+    }
+    // Location fields the pool cannot do without must be known; computed extras (os_sku) need not.
+    let required: [(&str, &[&str]); 3] = [
+        (
+            "aks",
+            &["subscription_id", "resource_group", "cluster_name"],
+        ),
+        ("gke", &["project", "location", "cluster"]),
+        (
+            "eks",
+            &[
+                "region",
+                "cluster_name",
+                "node_role_arn",
+                "subnet_ids",
+                "ami_type",
+            ],
+        ),
+    ];
+    for (block, keys) in required {
+        if let Some(b) = block_of(v, block)
+            && keys.iter().any(|k| !b.get(k).is_fully_known())
+        {
+            return None;
+        }
     }
     let loc = location(v, settings, diags)?;
     let cloud = cloud_of(&loc);
@@ -560,11 +574,7 @@ fn fill_defaults(v: &mut Value, config: &Value, settings: &Settings) {
             }
         }
     }
-    let region = settings
-        .aws
-        .region
-        .clone()
-        .or_else(|| settings.sandbox.as_ref().map(|_| "us-east-1".to_string()));
+    let region = settings.aws.region.clone();
     for (block, k, default) in [
         (
             "aks",
@@ -792,9 +802,14 @@ fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
             "Check the endpoint and network, then apply again.",
         ),
     };
+    // Clouds end their messages with a full stop; do not print two.
+    let e = e.to_string();
     Diagnostic::error(
         summary,
-        format!("Could not {action} node pool {name:?}: {e}. {fix}"),
+        format!(
+            "Could not {action} node pool {name:?}: {}. {fix}",
+            e.trim_end_matches('.')
+        ),
     )
 }
 
@@ -1066,11 +1081,7 @@ pub fn parse_import_id(id: &str, settings: &Settings) -> Option<(Location, Strin
         && !group.is_empty()
         && !id.contains('/')
     {
-        let region = settings
-            .aws
-            .region
-            .clone()
-            .or_else(|| settings.sandbox.as_ref().map(|_| "us-east-1".to_string()))?;
+        let region = settings.aws.region.clone()?;
         return Some((
             Location::Eks {
                 region,
@@ -1080,4 +1091,85 @@ pub fn parse_import_id(id: &str, settings: &Settings) -> Option<(Location, Strin
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tf::plan::plan;
+
+    /// A configuration as terraform sends it: every attribute present, null unless set.
+    fn config(set: &[(&str, Value)]) -> Value {
+        let ty = schema().ty();
+        let mut v = Value::null_object(&ty);
+        for (k, val) in set {
+            *v.get_mut(k).unwrap() = val.clone();
+        }
+        for b in [
+            "aks",
+            "gke",
+            "eks",
+            "mig",
+            "time_slicing",
+            "mps",
+            "autoscaling",
+            "timeouts",
+        ] {
+            if v.get(b).is_null() {
+                *v.get_mut(b).unwrap() = Value::List(vec![]);
+            }
+        }
+        v
+    }
+
+    fn aks_block() -> Value {
+        Value::List(vec![Value::object([
+            ("subscription_id", Value::Null),
+            ("resource_group", "rg".into()),
+            ("cluster_name", "c".into()),
+            ("os_sku", Value::Null),
+        ])])
+    }
+
+    fn sandbox_settings() -> Settings {
+        Settings::from_config(&Value::object([("sandbox", "http://127.0.0.1:1".into())]))
+    }
+
+    #[test]
+    fn create_plan_knows_the_derived_facts() {
+        let ts = Value::List(vec![Value::object([
+            ("replicas", Value::int(10)),
+            ("rename_by_default", Value::Null),
+            ("fail_requests_greater_than_one", Value::Null),
+        ])]);
+        let cfg = config(&[
+            ("name", "a100ts".into()),
+            ("machine_type", "Standard_NC24ads_A100_v4".into()),
+            ("aks", aks_block()),
+            ("time_slicing", ts),
+        ]);
+        let mut planned = plan(&schema().block, &Value::Null, &cfg, &cfg);
+        let settings = sandbox_settings();
+        fill_defaults(&mut planned.state, &cfg, &settings);
+        let mut diags = Diagnostics::new();
+        let v = &planned.state;
+        assert!(
+            model::sharing_mode(v).is_some(),
+            "sharing {:?}",
+            v.get("time_slicing")
+        );
+        assert!(model::taints(v).is_some(), "taints {:?}", v.get("taints"));
+        assert!(
+            location(v, &settings, &mut diags).is_some(),
+            "location {:?}",
+            v.get("aks")
+        );
+        let r = resolve(&planned.state, &settings, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        let r = r.expect("resolved");
+        assert_eq!(
+            r.derived.device_plugin_config.unwrap().name,
+            "time-sliced-10"
+        );
+    }
 }

@@ -736,7 +736,7 @@ pub fn pool_json(c: &AksCluster, p: &AgentPool) -> Value {
         "provisioningState": p.provisioning_state,
         "count": pr.count,
         "vmSize": pr.vm_size,
-        "osDiskSizeGB": if pr.os_disk_size_gb == 0 { 128 } else { pr.os_disk_size_gb },
+        "osDiskSizeGB": effective_disk(pr.os_disk_size_gb),
         "osDiskType": "Managed",
         "kubeletDiskType": "OS",
         "maxPods": pr.max_pods,
@@ -1273,6 +1273,11 @@ fn parse_props(
     Ok(props)
 }
 
+/// The OS disk size a pool gets: 0 means the VM size's default (128 GB for the GPU sizes here).
+fn effective_disk(size_gb: u32) -> u32 {
+    if size_gb == 0 { 128 } else { size_gb }
+}
+
 /// Fields AKS refuses to change on an existing pool ("PropertyChangeNotAllowed"); azurerm replaces
 /// the pool when one of them changes.
 fn immutable_changes(old: &PoolProps, new: &PoolProps) -> Option<(&'static str, String, String)> {
@@ -1284,10 +1289,12 @@ fn immutable_changes(old: &PoolProps, new: &PoolProps) -> Option<(&'static str, 
         ),
         ("vmSize", old.vm_size.clone(), new.vm_size.clone()),
         ("osType", old.os_type.clone(), new.os_type.clone()),
+        // 0 asks for the VM default, which GET reports as its size: sending that size back
+        // (as `az aks nodepool update` does) is no change.
         (
             "osDiskSizeGB",
-            old.os_disk_size_gb.to_string(),
-            new.os_disk_size_gb.to_string(),
+            effective_disk(old.os_disk_size_gb).to_string(),
+            effective_disk(new.os_disk_size_gb).to_string(),
         ),
         (
             "scaleSetPriority",

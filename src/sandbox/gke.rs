@@ -1430,3 +1430,51 @@ fn update_cluster(
         Ok(json_response(StatusCode::OK, &op_json(base, &op)))
     })
 }
+
+/// Compute Engine's instance group managers of the pools (`GET /compute/v1/projects/{p}/zones/
+/// {z}/instanceGroupManagers/{name}`), reduced to what tells a pool's current size: GKE's node pool
+/// resource keeps only `initialNodeCount`, so clients read `targetSize` here, as the google
+/// provider does.
+pub async fn instance_group_manager(State(sb): State<Sandbox>, uri: Uri) -> Response {
+    let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    let found = match parts.as_slice() {
+        [
+            "compute",
+            "v1",
+            "projects",
+            project,
+            "zones",
+            zone,
+            "instanceGroupManagers",
+            name,
+        ] => sb.with_world(|w, _| {
+            w.gke.clusters.values().find_map(|c| {
+                let in_zone =
+                    c.project == *project && zone.strip_suffix("-a") == Some(c.location.as_str());
+                let pool = c
+                    .pools
+                    .values()
+                    .find(|p| format!("gke-{}-{}-grp", c.name, p.name) == *name)?;
+                in_zone.then(|| {
+                    (
+                        pool.spec.node_count,
+                        (*name).to_string(),
+                        (*zone).to_string(),
+                    )
+                })
+            })
+        }),
+        _ => None,
+    };
+    match found {
+        Some((size, name, zone)) => {
+            axum::response::IntoResponse::into_response(axum::Json(json!({
+                "kind": "compute#instanceGroupManager",
+                "name": name,
+                "zone": zone,
+                "targetSize": size,
+            })))
+        }
+        None => gerr(404, format!("The resource '{}' was not found", uri.path())).into_response(),
+    }
+}

@@ -387,6 +387,7 @@ impl Sandbox {
             .route("/{tenant}/oauth2/v2.0/token", any(arm::token))
             .route("/subscriptions/{*rest}", any(arm::handle))
             .route("/v1/{*rest}", any(gke::handle))
+            .route("/compute/v1/{*rest}", get(gke::instance_group_manager))
             .route("/clusters", any(eks::handle))
             .route("/clusters/{*rest}", any(eks::handle))
             .with_state(self.clone())

@@ -21,13 +21,27 @@ impl Stack {
     /// takes any free port) and serves until the runtime ends.
     pub async fn start(mut config: Config, port: u16) -> Result<Stack, SandboxError> {
         let kube = KubeApi::new();
+        // The clusters' objects persist beside the cloud world's state file.
+        let kube_state = config
+            .state_file
+            .as_ref()
+            .map(|p| p.with_extension("kube.json"));
+        if let Some(path) = kube_state.as_ref().filter(|p| p.exists()) {
+            let text = std::fs::read(path).map_err(|e| SandboxError::Io(path.clone(), e))?;
+            let snapshot: serde_json::Value = serde_json::from_slice(&text)
+                .map_err(|e| SandboxError::Corrupt(path.clone(), e))?;
+            kube.restore(&snapshot)
+                .map_err(|e| SandboxError::Io(path.clone(), std::io::Error::other(e)))?;
+        }
         for c in &config.clusters {
             let (cloud, name) = match c {
                 ClusterSpec::Aks { name, .. } => ("aks", name),
                 ClusterSpec::Gke { name, .. } => ("gke", name),
                 ClusterSpec::Eks { name, .. } => ("eks", name),
             };
-            kube.add_cluster(cloud, name);
+            if !kube.has_cluster(cloud, name) {
+                kube.add_cluster(cloud, name);
+            }
         }
         config.node_sink = Some(kube.clone());
         let sandbox = Sandbox::open(config)?;
@@ -53,6 +67,9 @@ impl Stack {
             let _ = axum::serve(cloud, router).await;
         });
         tokio::spawn(kube.clone().serve_tls(kube_listener));
+        if let Some(path) = kube_state {
+            persist(kube.clone(), path);
+        }
         Ok(Stack {
             sandbox,
             kube,
@@ -73,4 +90,17 @@ impl Stack {
     pub fn write_kubeconfigs(&self, dir: &Path) -> std::io::Result<Vec<(String, String, PathBuf)>> {
         self.kube.write_kubeconfigs(dir, &self.kube_url())
     }
+}
+
+/// Writes the clusters' objects after every change (atomically: a crash leaves the last
+/// complete snapshot). Changes that arrive while a write runs are folded into the next one.
+fn persist(kube: Arc<KubeApi>, path: PathBuf) {
+    let mut changes = kube.subscribe();
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let bytes = serde_json::to_vec(&kube.snapshot()).unwrap_or_default();
+            let path = path.clone();
+            let _ = tokio::task::spawn_blocking(move || super::write_atomic(&path, &bytes)).await;
+        }
+    });
 }

@@ -24,35 +24,43 @@ pub struct Planned {
 pub fn plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> Planned {
     let mut state = proposed.clone();
     let create = prior.is_null();
-    let changed = create || proposed != prior;
-    walk(block, prior, &mut state, config, create, changed);
+    // Computed attributes the configuration leaves null start from their prior value (terraform
+    // proposes null for some of them, e.g. nested attributes), so only what the user controls
+    // decides whether the object changes.
+    if !create {
+        walk(block, prior, &mut state, config, &|old, _| old.clone());
+    }
+    if create || state != *prior {
+        // A `use_state_for_unknown` attribute keeps its prior value, null included: it is settled
+        // once the object exists.
+        walk(block, prior, &mut state, config, &|old, a| {
+            let keep = !create && a.has(PlanModifier::UseStateForUnknown);
+            if keep { old.clone() } else { Value::UNKNOWN }
+        });
+    }
     Planned {
         state,
         requires_replace: Vec::new(),
     }
 }
 
+/// Sets every computed attribute whose configuration is null to `value(prior, attribute)`.
 fn walk(
     block: &Block,
     prior: &Value,
     planned: &mut Value,
     config: &Value,
-    create: bool,
-    changed: bool,
+    value: &dyn Fn(&Value, &Attribute) -> Value,
 ) {
     if !planned.is_known() || planned.is_null() {
         return;
     }
     for a in &block.attributes {
-        let cfg = config.get(&a.name);
-        let old = prior.get(&a.name);
         if let Some(slot) = planned.get_mut(&a.name)
             && a.computed
-            && cfg.is_null()
-            && changed
+            && config.get(&a.name).is_null()
         {
-            let keep = !create && a.has(PlanModifier::UseStateForUnknown) && !old.is_null();
-            *slot = if keep { old.clone() } else { Value::UNKNOWN };
+            *slot = value(prior.get(&a.name), a);
         }
     }
     for b in &block.blocks {
@@ -62,20 +70,13 @@ fn walk(
             continue;
         };
         match b.nesting {
-            Nesting::Single => walk(&b.block, old, slot, cfg, create, changed),
+            Nesting::Single => walk(&b.block, old, slot, cfg, value),
             Nesting::List | Nesting::Set => {
                 if let Value::List(items) | Value::Set(items) = slot {
                     for (i, item) in items.iter_mut().enumerate() {
                         let old_i = old.elements().get(i).unwrap_or(&Value::Null);
                         let cfg_i = cfg.elements().get(i).unwrap_or(&Value::Null);
-                        walk(
-                            &b.block,
-                            old_i,
-                            item,
-                            cfg_i,
-                            create || old_i.is_null(),
-                            changed,
-                        );
+                        walk(&b.block, old_i, item, cfg_i, value);
                     }
                 }
             }

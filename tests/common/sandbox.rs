@@ -67,59 +67,126 @@ impl Running {
     }
 }
 
-/// The whole stack (clouds over HTTP, every cluster's Kubernetes API over HTTPS) served from a
-/// thread of the test process, with one kubeconfig per cluster written to a temp dir.
+/// The whole stack: cloud APIs plus every cluster's Kubernetes API, whose nodes mirror the pools.
 pub struct RunningStack {
     pub url: String,
-    pub kube_url: String,
-    pub sandbox: Sandbox,
-    pub kube: std::sync::Arc<fracgpu::sandbox::kube::KubeApi>,
+    pub stack: fracgpu::sandbox::stack::Stack,
+    /// One kubeconfig per cluster (see [`RunningStack::kubeconfig`]).
     pub kubeconfig_dir: tempfile::TempDir,
-    /// Keeps the runtime that serves the stack alive.
-    _rt: std::sync::mpsc::Sender<()>,
 }
 
-pub fn start_stack() -> RunningStack {
+pub fn start_stack(op_time: Duration) -> RunningStack {
     let (tx, rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let stack = rt
-            .block_on(fracgpu::sandbox::stack::Stack::start(
-                Config {
-                    op_time: Duration::ZERO,
-                    ..Config::default()
-                },
-                0,
-            ))
-            .expect("stack starts");
-        tx.send(stack).ok();
-        // Serve until the test drops its handle.
-        let _ = stop_rx.recv();
-        drop(rt);
+        rt.block_on(async move {
+            let config = Config {
+                op_time,
+                ..Config::default()
+            };
+            let stack = fracgpu::sandbox::stack::Stack::start(config, 0)
+                .await
+                .expect("stack starts");
+            tx.send(stack).unwrap();
+            std::future::pending::<()>().await;
+        });
     });
     let stack = rx.recv().expect("stack running");
-    let dir = tempfile::tempdir().unwrap();
-    stack.write_kubeconfigs(dir.path()).expect("kubeconfigs");
     RunningStack {
         url: stack.cloud_url(),
-        kube_url: stack.kube_url(),
-        sandbox: stack.sandbox,
-        kube: stack.kube,
-        kubeconfig_dir: dir,
-        _rt: stop_tx,
+        stack,
+        kubeconfig_dir: tempfile::tempdir().unwrap(),
     }
 }
 
 impl RunningStack {
-    /// The kubeconfig of one cluster, e.g. ("aks", "sandbox-aks").
+    /// The kubeconfig of one cluster, e.g. ("aks", "sandbox-aks"), written afresh so that
+    /// clusters added after the start have one too.
     pub fn kubeconfig(&self, cloud: &str, cluster: &str) -> std::path::PathBuf {
+        self.stack
+            .write_kubeconfigs(self.kubeconfig_dir.path())
+            .expect("kubeconfigs written");
         self.kubeconfig_dir
             .path()
             .join(format!("{cloud}-{cluster}.kubeconfig"))
+    }
+
+    /// The Node objects of one pool as its cluster's Kubernetes API holds them.
+    pub fn nodes(&self, cloud: &str, cluster: &str, pool: &str) -> Vec<serde_json::Value> {
+        let kube = &self.stack.kube;
+        kube.pool_node_names(cloud, cluster, pool)
+            .iter()
+            .filter_map(|n| kube.object(cloud, cluster, "nodes", "", n))
+            .collect()
+    }
+}
+
+impl Running {
+    /// Arms a fault (see `src/sandbox/faults.rs`) on this sandbox.
+    pub fn inject(&self, fault: serde_json::Value) -> serde_json::Value {
+        inject(&self.url, fault)
+    }
+
+    /// The faults still armed, i.e. not yet consumed by a matching request.
+    pub fn armed(&self) -> Vec<serde_json::Value> {
+        armed(&self.url)
+    }
+}
+
+/// One request to a sandbox's control plane at `url` (in-process or a `fracgpu-sandbox` child),
+/// answering its status and JSON body.
+pub fn control(
+    method: &str,
+    url: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut req = reqwest::Client::new()
+            .request(method.parse().unwrap(), url)
+            .timeout(Duration::from_secs(10));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let v = resp.json().await.unwrap_or(serde_json::Value::Null);
+                (status, v)
+            }
+            Err(_) => (0, serde_json::Value::Null),
+        }
+    })
+}
+
+/// `POST {url}/_sandbox/faults`: the next `count` matching requests fail as `kind` says.
+pub fn inject(url: &str, fault: serde_json::Value) -> serde_json::Value {
+    let (status, body) = control(
+        "POST",
+        &format!("{url}/_sandbox/faults"),
+        Some(fault.clone()),
+    );
+    assert_eq!(status, 201, "arming {fault}: {body}");
+    body
+}
+
+pub fn armed(url: &str) -> Vec<serde_json::Value> {
+    let (status, body) = control("GET", &format!("{url}/_sandbox/faults"), None);
+    assert_eq!(status, 200, "{body}");
+    body["faults"].as_array().cloned().unwrap_or_default()
+}
+
+/// `GET {url}/_sandbox/inventory`, or None when nothing answers.
+pub fn inventory(url: &str) -> Option<serde_json::Value> {
+    match control("GET", &format!("{url}/_sandbox/inventory"), None) {
+        (200, v) => Some(v),
+        _ => None,
     }
 }

@@ -93,6 +93,10 @@ impl Workspace {
             .env("TF_INPUT", "0")
             .env("NO_COLOR", "1")
             .env_remove("TF_LOG");
+        // FRACGPU_TF_LOG=debug shows terraform's and the provider's logs in a failing test's output.
+        if let Ok(level) = std::env::var("FRACGPU_TF_LOG") {
+            cmd.env("TF_LOG", level);
+        }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }

@@ -74,7 +74,8 @@ impl KubeApi {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    /// Notified after every change (watches and persistence wait on it).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
 

@@ -1,0 +1,84 @@
+//! The outcome users want, checked on the sandbox's digital twin: after `terraform apply`, the
+//! pool's nodes exist in the cluster with the labels and taints workloads select on, and GKE's
+//! shared GPUs are advertised at once (AKS and EKS advertise after the device plugin config is
+//! delivered: see the device plugin config tests).
+
+mod common;
+
+use std::time::Duration;
+
+use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+
+#[test]
+fn nodes_of_applied_pools_carry_what_workloads_select_on() {
+    let sb = common::sandbox::start_stack(Duration::ZERO);
+    let ws = Workspace::new(&format!(
+        r#"{REQUIRED_PROVIDERS}
+provider "fracgpu" {{
+  sandbox = "{url}"
+}}
+
+resource "fracgpu_nodepool" "gke" {{
+  name         = "l4ts"
+  machine_type = "g2-standard-8"
+  node_count   = 2
+  gke {{
+    location = "us-central1"
+    cluster  = "sandbox-gke"
+  }}
+  time_slicing {{ replicas = 8 }}
+}}
+
+resource "fracgpu_nodepool" "aks" {{
+  name         = "a100ts"
+  machine_type = "Standard_NC24ads_A100_v4"
+  aks {{
+    resource_group = "sandbox-rg"
+    cluster_name   = "sandbox-aks"
+  }}
+  time_slicing {{ replicas = 10 }}
+}}
+
+output "gke" {{ value = fracgpu_nodepool.gke }}
+output "aks" {{ value = fracgpu_nodepool.aks }}
+"#,
+        url = sb.url
+    ));
+    ws.init();
+    ws.apply();
+    let out = ws.output_json();
+
+    // GKE: two nodes, each advertising gpus x clients, selected by the pool's node selector.
+    let gke = &out["gke"]["value"];
+    let nodes = sb.nodes("gke", "sandbox-gke", "l4ts");
+    assert_eq!(nodes.len(), 2);
+    for node in &nodes {
+        let labels = &node["metadata"]["labels"];
+        for (k, v) in gke["node_selector"].as_object().unwrap() {
+            assert_eq!(&labels[k], v, "node label {k}");
+        }
+        assert_eq!(
+            node["status"]["allocatable"]["nvidia.com/gpu"],
+            gke["slices_per_node"].to_string()
+        );
+    }
+
+    // AKS: the node carries the selector labels and the GPU taint the tolerations match.
+    let aks = &out["aks"]["value"];
+    let nodes = sb.nodes("aks", "sandbox-aks", "a100ts");
+    assert_eq!(nodes.len(), 1);
+    let node = &nodes[0];
+    for (k, v) in aks["node_selector"].as_object().unwrap() {
+        assert_eq!(&node["metadata"]["labels"][k], v, "node label {k}");
+    }
+    let taint = &node["spec"]["taints"][0];
+    let toleration = &aks["tolerations"][0];
+    assert_eq!(taint["key"], toleration["key"]);
+    assert_eq!(taint["effect"], toleration["effect"]);
+
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(
+        sb.nodes("gke", "sandbox-gke", "l4ts").is_empty(),
+        "nodes go with the pool"
+    );
+}
