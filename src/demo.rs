@@ -126,7 +126,19 @@ pub fn run() -> Result<(), DemoError> {
         include_str!("../examples/quickstart/main.tf"),
     )
     .map_err(|e| DemoError(e.to_string()))?;
-    let result = quickstart(&work, &cli, &sandbox_var, &stack);
+    let kubeconfigs = stack
+        .write_kubeconfigs(&root.join("kubeconfigs"))
+        .map_err(|e| DemoError(format!("could not write the kubeconfigs: {e}")))?;
+    let map: serde_json::Map<String, serde_json::Value> = kubeconfigs
+        .into_iter()
+        .filter(|(cloud, _, _)| cloud != "gke")
+        .map(|(cloud, _, path)| (cloud, serde_json::Value::String(path.display().to_string())))
+        .collect();
+    let vars = [
+        sandbox_var,
+        format!("kubeconfigs={}", serde_json::Value::Object(map)),
+    ];
+    let result = quickstart(&work, &cli, &vars, &stack);
     let _ = std::fs::remove_dir_all(&root);
     result?;
     step(
@@ -138,26 +150,24 @@ pub fn run() -> Result<(), DemoError> {
 fn quickstart(
     work: &Path,
     cli: &Path,
-    sandbox_var: &str,
+    vars: &[String],
     stack: &crate::sandbox::stack::Stack,
 ) -> Result<(), DemoError> {
+    // Every command that evaluates the configuration gets the sandbox's addresses.
+    let run = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        for var in vars {
+            all.push("-var");
+            all.push(var);
+        }
+        terraform(work, cli, &all)
+    };
     step("terraform init (offline, from a local provider mirror)");
     terraform(work, cli, &["init", "-input=false", "-no-color"])?;
     step(
-        "terraform apply: a time-sliced A100 pool on each of AKS, GKE and EKS (examples/quickstart)",
+        "terraform apply: a time-sliced A100 pool on each of AKS, GKE and EKS, and the device plugin config on the AKS and EKS clusters (examples/quickstart)",
     );
-    terraform(
-        work,
-        cli,
-        &[
-            "apply",
-            "-auto-approve",
-            "-input=false",
-            "-no-color",
-            "-var",
-            sandbox_var,
-        ],
-    )?;
+    run(&["apply", "-auto-approve", "-input=false", "-no-color"])?;
     let out = terraform(work, cli, &["output", "-json", "pools"])?;
     let pools: serde_json::Value =
         serde_json::from_str(&out).map_err(|e| DemoError(e.to_string()))?;
@@ -199,33 +209,11 @@ fn quickstart(
     }
     println!();
     step("a second plan shows no changes");
-    let plan = terraform(
-        work,
-        cli,
-        &[
-            "plan",
-            "-no-color",
-            "-input=false",
-            "-detailed-exitcode",
-            "-var",
-            sandbox_var,
-        ],
-    )?;
+    let plan = run(&["plan", "-no-color", "-input=false", "-detailed-exitcode"])?;
     if !plan.contains("No changes") {
         return Err(DemoError(format!("the second plan was not empty:\n{plan}")));
     }
     step("terraform destroy");
-    terraform(
-        work,
-        cli,
-        &[
-            "destroy",
-            "-auto-approve",
-            "-input=false",
-            "-no-color",
-            "-var",
-            sandbox_var,
-        ],
-    )?;
+    run(&["destroy", "-auto-approve", "-input=false", "-no-color"])?;
     Ok(())
 }

@@ -13,6 +13,12 @@ variable "sandbox" {
   default     = null
 }
 
+variable "kubeconfigs" {
+  description = "Kubeconfig path of each cluster whose GPU operator receives the pool's device plugin config (keys aks, eks). The demo passes the sandbox's."
+  type        = map(string)
+  default     = {}
+}
+
 provider "fracgpu" {
   sandbox = var.sandbox
 }
@@ -54,6 +60,34 @@ resource "fracgpu_nodepool" "eks" {
   }
   time_slicing { replicas = local.replicas }
   labels = { team = "ml" }
+}
+
+# On AKS and EKS the NVIDIA device plugin shares the GPUs: each pool's config goes to the GPU
+# operator of its cluster, and the nodes labelled with its name advertise the slices.
+resource "fracgpu_device_plugin_config" "aks" {
+  count = contains(keys(var.kubeconfigs), "aks") ? 1 : 0
+  kubernetes {
+    config_path = var.kubeconfigs["aks"]
+  }
+  default_config = "all"
+  config { name = "all" }
+  config {
+    name = fracgpu_nodepool.aks.device_plugin_config_name
+    yaml = fracgpu_nodepool.aks.device_plugin_config
+  }
+}
+
+resource "fracgpu_device_plugin_config" "eks" {
+  count = contains(keys(var.kubeconfigs), "eks") ? 1 : 0
+  kubernetes {
+    config_path = var.kubeconfigs["eks"]
+  }
+  default_config = "all"
+  config { name = "all" }
+  config {
+    name = fracgpu_nodepool.eks.device_plugin_config_name
+    yaml = fracgpu_nodepool.eks.device_plugin_config
+  }
 }
 
 output "pools" {
