@@ -673,7 +673,12 @@ async fn a_fixed_size_is_read_from_the_instance_group_managers() {
         "{}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke/nodePools/igm:setSize",
         env.base
     );
-    let resp = reqwest::Client::new().post(url).json(&json!({"nodeCount": 5})).send().await.unwrap();
+    let resp = reqwest::Client::new()
+        .post(url)
+        .json(&json!({"nodeCount": 5}))
+        .send()
+        .await
+        .unwrap();
     assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
     let p = loop {
         let p = env.gke.get(&loc(), "igm").await.unwrap().unwrap();
