@@ -297,11 +297,20 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
     }
     let _ = std::io::stdout().flush();
 
+    // Shutdown must start both the graceful stop and the fallback timer below. One waiter turns
+    // the Notify (whose notify_one wakes a single waiter, or stores a permit if none waits yet) into
+    // a watch that every waiter sees: with two Notify waiters only one woke, and when it was the
+    // timer every plugin process lingered 300 ms after terraform had closed its connection.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.notified().await;
+        let _ = stop_tx.send(true);
+    });
     let stop = {
-        let shutdown = shutdown.clone();
+        let mut stop_rx = stop_rx.clone();
         async move {
             tokio::select! {
-                () = shutdown.notified() => {}
+                _ = stop_rx.wait_for(|s| *s) => {}
                 () = terminate_signal(opts.debug) => {}
             }
         }
@@ -309,10 +318,14 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
     let served =
         server.serve_with_incoming_shutdown(tokio_stream::wrappers::ReceiverStream::new(rx), stop);
     tokio::pin!(served);
-    let stopping = async {
-        // Graceful shutdown waits for open streams (stdio stays open forever), so give in-flight
-        // calls a moment and then leave: terraform kills the process after 2 s anyway.
-        shutdown.notified().await;
+    let mut stop_rx = stop_rx;
+    let stopping = async move {
+        // Graceful shutdown waits for open streams (stdio stays open until terraform closes its
+        // connection), so give in-flight calls a moment and then leave: terraform kills the process
+        // after 2 s anyway.
+        if stop_rx.wait_for(|s| *s).await.is_err() {
+            return std::future::pending().await;
+        }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     let result = tokio::select! {
