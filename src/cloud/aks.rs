@@ -285,7 +285,12 @@ fn http_client() -> Result<reqwest::Client, CloudError> {
         .connect_timeout(Duration::from_secs(10))
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| CloudError::Transport(format!("cannot build the HTTP client: {}", chain(&e))))
+        .map_err(|e| {
+            CloudError::Transport(format!(
+                "cannot build the HTTP client: {}",
+                super::error_chain(&e)
+            ))
+        })
 }
 
 fn parse_base(url: &str, what: &str) -> Result<Url, CloudError> {
@@ -300,7 +305,7 @@ fn parse_base(url: &str, what: &str) -> Result<Url, CloudError> {
 }
 
 fn auth_err(what: &str, e: azure_core::Error) -> CloudError {
-    CloudError::Auth(format!("{what}: {}", chain(&e)))
+    CloudError::Auth(format!("{what}: {}", super::error_chain(&e)))
 }
 
 impl AksClient {
@@ -515,7 +520,7 @@ impl AksClient {
                     CloudError::Auth(format!(
                         "could not get an Azure access token ({}): {}",
                         self.credential_kind,
-                        chain(&e)
+                        super::error_chain(&e)
                     ))
                 })
         };
@@ -551,10 +556,9 @@ impl AksClient {
         tracing::debug!(method = %method, path = url.path(), "ARM request");
         let what = format!("{method} {}", url.path());
         let fut = async {
-            let resp = req
-                .send()
-                .await
-                .map_err(|e| CloudError::Transport(format!("{what}: {}", chain(&e))))?;
+            let resp = req.send().await.map_err(|e| {
+                CloudError::Transport(format!("{what}: {}", super::error_chain(&e)))
+            })?;
             let status = resp.status().as_u16();
             let headers = resp.headers().clone();
             let body = read_bounded(resp, &what).await?;
@@ -1106,7 +1110,7 @@ async fn read_bounded(mut resp: reqwest::Response, what: &str) -> Result<Vec<u8>
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| CloudError::Transport(format!("{what}: {}", chain(&e))))?
+        .map_err(|e| CloudError::Transport(format!("{what}: {}", super::error_chain(&e))))?
     {
         if buf.len() + chunk.len() > MAX_BODY {
             return Err(CloudError::BadResponse(format!(
@@ -1116,22 +1120,6 @@ async fn read_bounded(mut resp: reqwest::Response, what: &str) -> Result<Vec<u8>
         buf.extend_from_slice(&chunk);
     }
     Ok(buf)
-}
-
-/// An error with its sources: reqwest's own message alone rarely says what happened.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        // Wrappers often repeat their source's text; say each thing once.
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
 }
 
 #[derive(Deserialize)]
@@ -1621,7 +1609,10 @@ impl azure_core::http::HttpClient for SandboxTransport {
             } else {
                 ErrorKind::Io
             };
-            Error::with_message(kind, format!("sandbox token endpoint: {}", chain(&e)))
+            Error::with_message(
+                kind,
+                format!("sandbox token endpoint: {}", super::error_chain(&e)),
+            )
         })?;
         let status = resp.status().as_u16();
         let mut headers = azure_core::http::headers::Headers::new();

@@ -628,26 +628,12 @@ fn cloud_error(e: &gcc::Error) -> CloudError {
         };
     }
     if e.is_authentication() {
-        return CloudError::Auth(chain(e));
+        return CloudError::Auth(super::error_chain(e));
     }
     if e.is_deserialization() || e.is_serialization() {
-        return CloudError::BadResponse(chain(e));
+        return CloudError::BadResponse(super::error_chain(e));
     }
-    CloudError::Transport(chain(e))
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        let m = c.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = c.source();
-    }
-    s
+    CloudError::Transport(super::error_chain(e))
 }
 
 fn retry_after(e: &gcc::Error) -> Option<Duration> {

@@ -184,6 +184,22 @@ impl fmt::Display for CloudError {
 
 impl std::error::Error for CloudError {}
 
+/// An error with its sources: an HTTP client's own message alone rarely says what happened.
+/// Wrappers often repeat their source's text, so each part is said once.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
 impl CloudError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, CloudError::Api { status: 404, .. })
