@@ -10,7 +10,7 @@
 //! - `cloud`: one `NodePools` trait and a client per cloud (AKS, GKE, EKS): mapping, long-running
 //!   operations, retries, error mapping.
 //! - `data_sources`: one file per data source.
-//! - `resources`: one file per resource (`fracgpu_nodepool`).
+//! - `resources`: one file per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`).
 //! - `functions`: provider-defined functions (`provider::fracgpu::...`).
 //! - `gpu`: the domain, pure: the GPU and machine-type catalog, the sharing model (validation and
 //!   derived placement facts), workload fit, device plugin config documents. No I/O.

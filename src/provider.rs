@@ -18,7 +18,9 @@ pub const SANDBOX_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 pub const SANDBOX_PROJECT: &str = "sandbox-project";
 pub const SANDBOX_REGION: &str = "us-east-1";
 
-#[derive(Clone, Debug, Default)]
+// The settings hold credentials: they derive no Debug, so no log line or panic message can print
+// them.
+#[derive(Clone, Default)]
 pub struct AzureSettings {
     pub subscription_id: Option<String>,
     pub tenant_id: Option<String>,
@@ -33,7 +35,7 @@ pub struct AzureSettings {
     pub endpoint: Option<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct GoogleSettings {
     pub project: Option<String>,
     pub credentials: Option<String>,
@@ -41,7 +43,7 @@ pub struct GoogleSettings {
     pub endpoint: Option<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct AwsSettings {
     pub region: Option<String>,
     pub profile: Option<String>,
@@ -52,7 +54,7 @@ pub struct AwsSettings {
 
 /// The provider block as configured, with environment fallbacks applied where a default is
 /// needed at plan time (subscription, project, region).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Settings {
     pub sandbox: Option<String>,
     pub azure: AzureSettings,
