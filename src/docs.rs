@@ -265,9 +265,69 @@ fn catalog_page() -> Page {
     }
 }
 
-/// Every documentation page, rendered from the provider's registry and the examples under `root`.
+/// The fence language of an included file, by its extension.
+fn fence_language(rel: &str) -> &'static str {
+    match rel.rsplit('.').next() {
+        Some("tf" | "hcl") => "terraform",
+        Some("yml" | "yaml") => "yaml",
+        Some("sh") => "shell",
+        Some("json") => "json",
+        _ => "text",
+    }
+}
+
+/// A written guide from `templates/guides/NAME.md`. A line that is exactly
+/// `{{ include "RELATIVE/PATH" }}` becomes a fenced block holding that file, so the HCL a guide
+/// shows is the HCL a test applies; `{{ gpu_catalog }}` becomes the catalog's tables.
+fn guide_page(root: &Path, rel: &str) -> Result<Page, String> {
+    let template = read_example(root, rel)?;
+    let mut out = String::with_capacity(template.len() * 2);
+    for line in template.lines() {
+        let directive = line
+            .trim()
+            .strip_prefix("{{")
+            .and_then(|l| l.strip_suffix("}}"))
+            .map(str::trim);
+        match directive {
+            Some("gpu_catalog") => out.push_str(&crate::gpu::catalog_markdown()),
+            Some(d) if d.starts_with("include ") => {
+                let path = d["include ".len()..].trim().trim_matches('"');
+                let body = read_example(root, path)
+                    .map_err(|e| format!("{rel}: include of a missing file: {e}"))?;
+                let _ = writeln!(out, "```{}\n{}```", fence_language(path), body);
+            }
+            Some(d) => return Err(format!("{rel}: unknown directive {{{{ {d} }}}}")),
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    let name = Path::new(rel)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Page {
+        path: format!("docs/guides/{name}"),
+        content: out.trim_end().to_string() + "\n",
+    })
+}
+
+/// Every documentation page, rendered from the provider's registry, the examples and the guide
+/// templates under `root`.
 pub fn pages(root: &Path, provider: &dyn Provider) -> Result<Vec<Page>, String> {
     let mut pages = vec![index_page(root, provider)?, catalog_page()];
+    let mut guides: Vec<String> = std::fs::read_dir(root.join("templates/guides"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    guides.sort();
+    for g in guides {
+        pages.push(guide_page(root, &format!("templates/guides/{g}"))?);
+    }
     for r in provider.resources() {
         pages.push(resource_page(root, r.as_ref())?);
     }

@@ -21,7 +21,12 @@ fn committed_docs_match_the_schemas() {
         }
     }
     // No page may outlive what it documents.
-    for dir in ["docs/data-sources", "docs/resources", "docs/functions"] {
+    for dir in [
+        "docs/data-sources",
+        "docs/resources",
+        "docs/functions",
+        "docs/guides",
+    ] {
         for entry in std::fs::read_dir(root.join(dir))
             .into_iter()
             .flatten()
