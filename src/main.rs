@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    fracgpu::plugin::log::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

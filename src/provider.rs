@@ -229,8 +229,10 @@ impl Provider for FracGpu {
     }
 
     async fn configure(&self, _terraform_version: &str, config: &Value, _diags: &mut Diagnostics) {
+        let settings = Settings::from_config(config);
+        tracing::info!(sandbox = settings.sandbox.is_some(), "provider configured");
         if let Ok(mut s) = self.state.settings.write() {
-            *s = Settings::from_config(config);
+            *s = settings;
         }
     }
 

@@ -65,6 +65,12 @@ impl OpCtx {
             return Err(self.timeout(waiting_for));
         }
         let wake = (now + delay).min(self.deadline);
+        tracing::debug!(
+            waiting_for,
+            elapsed_s = self.started.elapsed().as_secs(),
+            next_check_ms = (wake - now).as_millis() as u64,
+            "waiting"
+        );
         tokio::select! {
             () = tokio::time::sleep_until(wake.into()) => {
                 if wake >= self.deadline && Instant::now() >= self.deadline {

@@ -4,6 +4,7 @@
 
 pub mod convert;
 mod goplugin;
+pub mod log;
 mod provider_service;
 pub mod serve;
 pub mod tls;

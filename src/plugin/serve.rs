@@ -123,7 +123,7 @@ async fn listen() -> Result<Listener, StartError> {
         match unix_listener() {
             Ok((l, p)) => return Ok(Listener::Unix(l, p)),
             Err(e) => {
-                eprintln!("[WARN] unix socket unavailable ({e}); falling back to TCP on 127.0.0.1")
+                tracing::warn!(error = %e, "unix socket unavailable; falling back to TCP on 127.0.0.1")
             }
         }
     }
@@ -213,7 +213,7 @@ fn accept_loop(
                         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, a.accept(stream)).await {
                             Ok(Ok(s)) => Conn(Box::new(s)),
                             Ok(Err(e)) => {
-                                eprintln!("[WARN] refused a connection: TLS handshake failed: {e}");
+                                tracing::warn!(error = %e, "refused a connection: TLS handshake failed");
                                 return;
                             }
                             Err(_) => return,

@@ -844,6 +844,16 @@ impl DevicePluginConfigResource {
 /// can take minutes.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Logs how a create, update or delete of the config ended.
+fn log_outcome(operation: &str, target: &str, started: std::time::Instant, failed: bool) {
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if failed {
+        tracing::warn!(config_map = %target, operation, elapsed_ms, "device plugin config: failed");
+    } else {
+        tracing::info!(config_map = %target, operation, elapsed_ms, "device plugin config: done");
+    }
+}
+
 fn timed_out(op: &str, limit: std::time::Duration) -> Diagnostic {
     Diagnostic::error(
         "Operation timed out",
@@ -1195,7 +1205,20 @@ impl Resource for DevicePluginConfigResource {
     async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
         let limit = timeout(planned, "create", DEFAULT_TIMEOUT);
         let mut inner = Diagnostics::new();
+        let target = format!(
+            "{}/{}",
+            str_or(planned, "namespace", DEFAULT_NAMESPACE),
+            str_or(planned, "name", DEFAULT_NAME)
+        );
+        let started = std::time::Instant::now();
+        tracing::info!(config_map = %target, operation = "create", "device plugin config: starting");
         let out = tokio::time::timeout(limit, self.do_create(planned, &mut inner)).await;
+        log_outcome(
+            "create",
+            &target,
+            started,
+            out.is_err() || inner.has_errors(),
+        );
         diags.extend(inner);
         out.unwrap_or_else(|_| {
             diags.push(timed_out("create", limit));
@@ -1264,7 +1287,20 @@ impl Resource for DevicePluginConfigResource {
     async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
         let limit = timeout(planned, "update", DEFAULT_TIMEOUT);
         let mut inner = Diagnostics::new();
+        let target = format!(
+            "{}/{}",
+            str_or(planned, "namespace", DEFAULT_NAMESPACE),
+            str_or(planned, "name", DEFAULT_NAME)
+        );
+        let started = std::time::Instant::now();
+        tracing::info!(config_map = %target, operation = "update", "device plugin config: starting");
         let out = tokio::time::timeout(limit, self.do_update(prior, planned, &mut inner)).await;
+        log_outcome(
+            "update",
+            &target,
+            started,
+            out.is_err() || inner.has_errors(),
+        );
         diags.extend(inner);
         out.unwrap_or_else(|_| {
             diags.push(timed_out("update", limit));
@@ -1275,7 +1311,20 @@ impl Resource for DevicePluginConfigResource {
     async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
         let limit = timeout(state, "delete", DEFAULT_TIMEOUT);
         let mut inner = Diagnostics::new();
+        let target = format!(
+            "{}/{}",
+            str_or(state, "namespace", DEFAULT_NAMESPACE),
+            str_or(state, "name", DEFAULT_NAME)
+        );
+        let started = std::time::Instant::now();
+        tracing::info!(config_map = %target, operation = "delete", "device plugin config: starting");
         let out = tokio::time::timeout(limit, self.do_delete(state, &mut inner)).await;
+        log_outcome(
+            "delete",
+            &target,
+            started,
+            out.is_err() || inner.has_errors(),
+        );
         diags.extend(inner);
         if out.is_err() {
             diags.push(timed_out("delete", limit));

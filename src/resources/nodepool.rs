@@ -929,9 +929,15 @@ impl Resource for NodePool {
             return Value::Null;
         };
         let ctx = self.ctx(planned, "create");
+        let cloud = r.spec.location.cloud();
+        tracing::info!(cloud, pool = %r.spec.name, machine_type = %r.spec.machine_type, "creating node pool");
         match client.create(&r.spec, &ctx).await {
-            Ok(pool) => state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null),
+            Ok(pool) => {
+                tracing::info!(cloud, pool = %r.spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool created");
+                state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null)
+            }
             Err(e) => {
+                tracing::warn!(cloud, pool = %r.spec.name, error = %e, "node pool create failed");
                 diags.push(cloud_diagnostic("create", &r.spec.name, &e));
                 // Whatever exists is kept in state (tainted), so nothing is orphaned.
                 match client.get(&r.spec.location, &r.spec.name).await {
@@ -949,9 +955,13 @@ impl Resource for NodePool {
         let loc = location(state, &settings, diags)?;
         let name = state.get("name").as_str()?.to_string();
         let client = self.client(&loc, diags).await?;
+        tracing::debug!(cloud = loc.cloud(), pool = %name, "reading node pool");
         match client.get(&loc, &name).await {
             Ok(Some(pool)) => state_from_pool(&pool, state, &settings, diags),
-            Ok(None) => None,
+            Ok(None) => {
+                tracing::info!(cloud = loc.cloud(), pool = %name, "node pool no longer exists; dropping it from state");
+                None
+            }
             Err(e) => {
                 diags.push(cloud_diagnostic("read", &name, &e));
                 None
@@ -982,11 +992,15 @@ impl Resource for NodePool {
                 return prior.clone();
             }
         };
+        let cloud = r.spec.location.cloud();
+        tracing::info!(cloud, pool = %r.spec.name, "updating node pool in place");
         match client.update(&current, &r.spec, &ctx).await {
             Ok(pool) => {
+                tracing::info!(cloud, pool = %r.spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool updated");
                 state_from_pool(&pool, planned, &settings, diags).unwrap_or_else(|| prior.clone())
             }
             Err(e) => {
+                tracing::warn!(cloud, pool = %r.spec.name, error = %e, "node pool update failed");
                 diags.push(cloud_diagnostic("update", &r.spec.name, &e));
                 // Record what the cloud now holds, so the next plan shows what is left to do.
                 match client.get(&r.spec.location, &r.spec.name).await {
@@ -1009,8 +1023,19 @@ impl Resource for NodePool {
         let Some(client) = self.client(&loc, diags).await else {
             return;
         };
-        if let Err(e) = client.delete(&loc, name, &self.ctx(state, "delete")).await {
-            diags.push(cloud_diagnostic("delete", name, &e));
+        let ctx = self.ctx(state, "delete");
+        tracing::info!(cloud = loc.cloud(), pool = name, "deleting node pool");
+        match client.delete(&loc, name, &ctx).await {
+            Ok(()) => tracing::info!(
+                cloud = loc.cloud(),
+                pool = name,
+                elapsed_ms = ctx.started.elapsed().as_millis() as u64,
+                "node pool deleted"
+            ),
+            Err(e) => {
+                tracing::warn!(cloud = loc.cloud(), pool = name, error = %e, "node pool delete failed");
+                diags.push(cloud_diagnostic("delete", name, &e));
+            }
         }
     }
 

@@ -84,6 +84,11 @@ impl Workspace {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// Runs a command with extra environment variables for this run only.
+    pub fn run_with(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(terraform());
         cmd.args(args)
             .current_dir(&self.dir)
@@ -98,6 +103,9 @@ impl Workspace {
             cmd.env("TF_LOG", level);
         }
         for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        for (k, v) in extra_env {
             cmd.env(k, v);
         }
         let out = cmd
