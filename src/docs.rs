@@ -276,9 +276,44 @@ fn fence_language(rel: &str) -> &'static str {
     }
 }
 
+/// Per GPU model, what each sharing mode gives a workload: the MIG instances of the smallest and
+/// largest profiles, and the memory share of 4 and 10 time-slicing replicas or MPS clients.
+fn sharing_comparison() -> String {
+    let mut out = String::from(
+        "| GPU | Memory (MiB) | MIG, smallest profile | MIG, largest profile | 4 slices or MPS clients | 10 slices or MPS clients |\n|---|---|---|---|---|---|\n",
+    );
+    for g in crate::gpu::all_gpu_models() {
+        // `+me` variants are the same size as their base profile and no cloud API can ask for them.
+        let profiles: Vec<_> = g
+            .mig_profiles
+            .iter()
+            .filter(|p| !p.name.ends_with("+me"))
+            .collect();
+        let mig = |p: Option<&&crate::gpu::MigProfile>| {
+            p.map_or("no MIG".to_string(), |p| {
+                format!("`{}`: {} x {} MiB", p.name, p.max_instances, p.memory_mib)
+            })
+        };
+        let smallest = profiles.iter().min_by_key(|p| p.memory_mib);
+        let largest = profiles.iter().max_by_key(|p| p.memory_mib);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} MiB each | {} MiB each |",
+            g.id,
+            g.memory_mib,
+            mig(smallest),
+            mig(largest),
+            g.memory_mib / 4,
+            g.memory_mib / 10
+        );
+    }
+    out
+}
+
 /// A written guide from `templates/guides/NAME.md`. A line that is exactly
 /// `{{ include "RELATIVE/PATH" }}` becomes a fenced block holding that file, so the HCL a guide
-/// shows is the HCL a test applies; `{{ gpu_catalog }}` becomes the catalog's tables.
+/// shows is the HCL a test applies; `{{ gpu_catalog }}` becomes the catalog's tables and `{{ sharing_comparison }}` a table of what
+/// each sharing mode gives a workload on each GPU.
 fn guide_page(root: &Path, rel: &str) -> Result<Page, String> {
     let template = read_example(root, rel)?;
     let mut out = String::with_capacity(template.len() * 2);
@@ -290,6 +325,7 @@ fn guide_page(root: &Path, rel: &str) -> Result<Page, String> {
             .map(str::trim);
         match directive {
             Some("gpu_catalog") => out.push_str(&crate::gpu::catalog_markdown()),
+            Some("sharing_comparison") => out.push_str(&sharing_comparison()),
             Some(d) if d.starts_with("include ") => {
                 let path = d["include ".len()..].trim().trim_matches('"');
                 let body = read_example(root, path)
