@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use fracgpu::tf::{Type, Value, msgpack};
 
+#[path = "figures.rs"]
+mod figures;
+
 const COOKIE: &str = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
 const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
 
@@ -50,6 +53,21 @@ fn handshake_latency() {
         let _ = child.wait();
     }
     times.sort();
+    let (median, p95) = (percentile(&times, 0.5), percentile(&times, 0.95));
+    figures::record(
+        "handshake_median",
+        "provider start -> handshake line, median",
+        median.as_secs_f64() * 1e3,
+        "ms",
+        "50 starts, certificate generation included",
+    );
+    figures::record(
+        "handshake_p95",
+        "provider start -> handshake line, p95",
+        p95.as_secs_f64() * 1e3,
+        "ms",
+        "50 starts",
+    );
     println!(
         "provider start -> handshake line   median {:>7.2} ms   p95 {:>7.2} ms   (50 starts, TLS certificate generation included)",
         percentile(&times, 0.5).as_secs_f64() * 1e3,
@@ -183,6 +201,27 @@ fn codec_throughput() {
     }
     let dec = t.elapsed();
     let mb = (bytes.len() * rounds) as f64 / 1e6;
+    figures::record(
+        "msgpack_encode",
+        "value codec: msgpack encode",
+        mb / enc.as_secs_f64(),
+        "MB/s",
+        &format!(
+            "{:.2} M objects/s, 200 pool states of {} bytes",
+            (200 * rounds) as f64 / enc.as_secs_f64() / 1e6,
+            bytes.len()
+        ),
+    );
+    figures::record(
+        "msgpack_decode",
+        "value codec: msgpack decode",
+        mb / dec.as_secs_f64(),
+        "MB/s",
+        &format!(
+            "{:.2} M objects/s",
+            (200 * rounds) as f64 / dec.as_secs_f64() / 1e6
+        ),
+    );
     println!(
         "msgpack encode                     {:>7.1} MB/s   {:>9.0} objects/s   ({} bytes per 200 pools)",
         mb / enc.as_secs_f64(),

@@ -18,6 +18,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use fracgpu::sandbox::{Config, Sandbox};
 
+#[path = "figures.rs"]
+mod figures;
+
 const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
 const PLAN_ROUNDS: usize = 3;
 
@@ -483,6 +486,62 @@ fn main() {
         map.get(cloud).copied().unwrap_or(0) as f64 / pools as f64
     };
     let total30: u64 = reqs.values().sum();
+    let peak_rss = rss.iter().copied().max().unwrap_or(0) as f64 / 1024.0;
+    figures::record(
+        "plan200_pools",
+        &format!("terraform plan, {n} fracgpu_nodepool (refresh against the sandbox)"),
+        secs(plan_pools),
+        "s",
+        &format!("median of {PLAN_ROUNDS}"),
+    );
+    figures::record(
+        "plan200_data",
+        &format!("terraform plan, {n} terraform_data"),
+        secs(plan_data),
+        "s",
+        &format!("median of {PLAN_ROUNDS}: terraform's own floor"),
+    );
+    figures::record(
+        "plan200_ratio",
+        "  provider overhead: nodepool plan / terraform_data plan",
+        secs(plan_pools) / secs(plan_data),
+        "x",
+        "",
+    );
+    figures::record(
+        "apply30",
+        &format!(
+            "apply 30 pools, {:.0} s operations, parallelism 10",
+            secs(op)
+        ),
+        secs(apply30),
+        "s",
+        &format!(
+            "ideal 3 waves x {:.0} s = {:.0} s: {:.2}x ideal",
+            secs(op),
+            secs(ideal),
+            secs(apply30) / secs(ideal)
+        ),
+    );
+    for cloud in ["aks", "gke", "eks"] {
+        figures::record(
+            &format!("requests_{cloud}"),
+            &format!(
+                "  API requests per pool during that apply, {}",
+                cloud.to_uppercase()
+            ),
+            per_pool(cloud, &reqs, per_cloud),
+            "",
+            &format!("{throttled} of all {total30} requests answered 429"),
+        );
+    }
+    figures::record(
+        "rss_plan200",
+        &format!("peak provider RSS during the {n}-pool plan"),
+        peak_rss,
+        "MiB",
+        &format!("{} provider processes", rss.len()),
+    );
     println!();
     println!("{:<58} {:>12}   reference", "figure", "measured");
     println!(

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::http::{Method, Request};
 use fracgpu::sandbox::{Config, Sandbox};
+
+#[path = "figures.rs"]
+mod figures;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -204,6 +207,15 @@ async fn main() {
                     measure(&t, &client, cloud, create, clients, counter.clone()).await;
                 let op = if create { "create" } else { "get" };
                 println!("{cloud:<5} {op:<7} {clients:>9} {rps:>12.0} {errors:>7}");
+                if clients == 16 {
+                    figures::record(
+                        &format!("sandbox_{cloud}_{op}"),
+                        &format!("sandbox {} {op}, 16 clients", cloud.to_uppercase()),
+                        rps,
+                        "req/s",
+                        &format!("{errors} errors"),
+                    );
+                }
             }
         }
     }
