@@ -108,11 +108,13 @@ fn quoted(items: &[&str]) -> String {
         .join(", ")
 }
 
-/// An attribute or block is "set" when it is non-null, and for a block list, non-empty.
-/// Unknown counts as set: it will be known at apply time.
+/// An attribute or block is "set" when it is known, non-null, and for a block list, non-empty.
+/// An unknown one is undecided: a `dynamic` block whose `for_each` reads a module variable is
+/// unknown while Terraform validates the module, and the same check runs again at plan time
+/// with the value known, so the validators below count only what is decided.
 fn is_set(v: &Value) -> bool {
     match v {
-        Value::Null => false,
+        Value::Null | Value::Unknown(_) => false,
         Value::List(items) | Value::Set(items) => !items.is_empty(),
         _ => true,
     }
@@ -135,8 +137,10 @@ impl BlockValidator for ExactlyOneOf {
             .map(|n| format!("`{n}`"))
             .collect::<Vec<_>>()
             .join(", ");
+        let undecided = self.0.iter().any(|n| !block.get(n).is_known());
         match set.len() {
             1 => {}
+            0 if undecided => {}
             0 => diags.push(
                 Diagnostic::error(
                     "Missing required argument",
@@ -239,5 +243,24 @@ mod tests {
             &mut d,
         );
         assert!(d.is_empty());
+        // Dynamic blocks of a module: all unknown while validating, decided at plan time.
+        let mut d = Diagnostics::new();
+        let dynamic = Value::object([
+            ("aks", Value::UNKNOWN),
+            ("gke", Value::UNKNOWN),
+            ("eks", Value::UNKNOWN),
+        ]);
+        ExactlyOneOf(&["aks", "gke", "eks"]).validate(&dynamic, &AttrPath::root(), &mut d);
+        ConflictsWith(&["aks", "gke", "eks"]).validate(&dynamic, &AttrPath::root(), &mut d);
+        assert!(d.is_empty(), "{d:?}");
+        // A known conflict is still one, whatever else is unknown.
+        let mut d = Diagnostics::new();
+        let two = Value::object([
+            ("aks", Value::List(vec![Value::Object(Default::default())])),
+            ("gke", Value::List(vec![Value::Object(Default::default())])),
+            ("eks", Value::UNKNOWN),
+        ]);
+        ConflictsWith(&["aks", "gke", "eks"]).validate(&two, &AttrPath::root(), &mut d);
+        assert_eq!(d.0.len(), 1, "{d:?}");
     }
 }

@@ -37,21 +37,25 @@ pub fn start(op_time: Duration) -> Running {
     }
 }
 
+/// The pools of an inventory, as (cloud, cluster, name) sorted.
+fn pool_names(inv: &serde_json::Value) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = inv["pools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let s = |k: &str| p[k].as_str().unwrap_or_default().to_string();
+            (s("cloud"), s("cluster"), s("name"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 impl Running {
     /// The pools of the world, as (cloud, cluster, name) sorted.
     pub fn pools(&self) -> Vec<(String, String, String)> {
-        let inv = self.sandbox.inventory();
-        let mut out: Vec<(String, String, String)> = inv["pools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| {
-                let s = |k: &str| p[k].as_str().unwrap_or_default().to_string();
-                (s("cloud"), s("cluster"), s("name"))
-            })
-            .collect();
-        out.sort();
-        out
+        pool_names(&self.sandbox.inventory())
     }
 
     /// One pool's resource document as the cloud API shows it.
@@ -113,6 +117,24 @@ impl RunningStack {
         self.kubeconfig_dir
             .path()
             .join(format!("{cloud}-{cluster}.kubeconfig"))
+    }
+
+    /// The kubeconfig of each default cluster by cloud, as the JSON object a `kubeconfigs`
+    /// variable takes: `{"aks": ".../aks-sandbox-aks.kubeconfig", "gke": ..., "eks": ...}`.
+    pub fn kubeconfigs_var(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = ["aks", "gke", "eks"]
+            .into_iter()
+            .map(|cloud| {
+                let path = self.kubeconfig(cloud, &format!("sandbox-{cloud}"));
+                (cloud.to_string(), path.display().to_string().into())
+            })
+            .collect();
+        serde_json::Value::Object(map).to_string()
+    }
+
+    /// The pools of the world, as (cloud, cluster, name) sorted.
+    pub fn pools(&self) -> Vec<(String, String, String)> {
+        pool_names(&self.stack.sandbox.inventory())
     }
 
     /// The Node objects of one pool as its cluster's Kubernetes API holds them.

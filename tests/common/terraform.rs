@@ -50,7 +50,38 @@ pub fn mirror(root: &Path) -> PathBuf {
     mirror
 }
 
+/// Copies a directory tree, leaving out what terraform leaves behind in a working directory.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        let n = name.to_string_lossy();
+        if n == ".terraform" || n == ".terraform.lock.hcl" || n.starts_with("terraform.tfstate") {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            copy_tree(&path, &to.join(&name));
+        } else {
+            std::fs::copy(&path, to.join(&name)).unwrap();
+        }
+    }
+}
+
 impl Workspace {
+    /// A workspace holding a copy of the tree at `src`, working in its subdirectory `rel`, so
+    /// that relative module sources (`../modules/x`) resolve as they do in the repository.
+    pub fn with_tree(src: &Path, rel: &str) -> Workspace {
+        let ws = Workspace::new("");
+        std::fs::remove_file(ws.dir.join("main.tf")).unwrap();
+        let tree = ws.dir.join("tree");
+        copy_tree(src, &tree);
+        Workspace {
+            dir: tree.join(rel),
+            ..ws
+        }
+    }
+
     pub fn new(main_tf: &str) -> Workspace {
         let root = tempfile::tempdir().unwrap();
         let mirror = mirror(root.path());
@@ -89,9 +120,20 @@ impl Workspace {
 
     /// Runs a command with extra environment variables for this run only.
     pub fn run_with(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(terraform());
+        self.run_program_with(&terraform(), args, extra_env)
+    }
+
+    /// Runs any program (e.g. a script that calls terraform) in the workspace with terraform's
+    /// environment: the offline provider mirror, no checkpoint calls, the workspace's variables.
+    pub fn run_program(&self, program: &str, args: &[&str]) -> Output {
+        self.run_program_with(program, args, &[])
+    }
+
+    fn run_program_with(&self, program: &str, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&self.dir)
+            .env("TERRAFORM", terraform())
             .env("TF_CLI_CONFIG_FILE", &self.cli_config)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
