@@ -105,6 +105,30 @@ impl Workspace {
         }
     }
 
+    /// A workspace whose CLI config installs providers only from the given filesystem mirror (any
+    /// layout terraform reads), with no direct access to any registry.
+    pub fn with_mirror(main_tf: &str, mirror: &Path) -> Workspace {
+        let root = tempfile::tempdir().unwrap();
+        let cli_config = root.path().join("terraformrc");
+        std::fs::write(
+            &cli_config,
+            format!(
+                "provider_installation {{\n  filesystem_mirror {{\n    path = {:?}\n  }}\n}}\n",
+                mirror.display().to_string()
+            ),
+        )
+        .unwrap();
+        let dir = root.path().join("work");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.tf"), main_tf).unwrap();
+        Workspace {
+            dir,
+            cli_config,
+            env: Vec::new(),
+            _root: root,
+        }
+    }
+
     pub fn env(mut self, k: &str, v: &str) -> Workspace {
         self.env.push((k.into(), v.into()));
         self
