@@ -161,8 +161,7 @@ fn drift_check_script_tells_clean_drift_and_error_apart() {
         out.stdout
     );
     assert!(
-        out.stdout
-            .contains("  - Error: Cloud API refused the request"),
+        out.stdout.contains("  - Error: Cloud API error"),
         "the message quotes terraform's error:\n{}",
         out.stdout
     );

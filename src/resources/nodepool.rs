@@ -781,6 +781,14 @@ fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
             "Pool conflict",
             "A pool of this name exists or is busy; import it with `terraform import`, or wait and retry.",
         ),
+        CloudError::Api { status: 429, .. } => (
+            "Cloud API throttled",
+            "The cloud kept answering \"too many requests\" after the provider's retries. Apply again later, or with a lower -parallelism.",
+        ),
+        CloudError::Api { status: 500.., .. } => (
+            "Cloud API error",
+            "The cloud failed on its side and kept failing after the provider's retries; nothing in the configuration needs to change. Apply again; what exists is kept in state.",
+        ),
         CloudError::Api { .. } => (
             "Cloud API refused the request",
             "Fix the value the message names and apply again.",
