@@ -110,3 +110,21 @@ fn every_example_applies_plans_empty_and_destroys() {
         );
     }
 }
+
+/// Examples are what users copy: they are in `terraform fmt`'s canonical layout, tests included.
+#[test]
+fn every_example_is_terraform_fmt_clean() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let out = std::process::Command::new(common::terraform::terraform())
+        .args(["fmt", "-check", "-recursive", "-list=true", "-no-color"])
+        .arg(&root)
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .expect("terraform runs");
+    assert!(
+        out.status.success(),
+        "not `terraform fmt` clean (run `terraform fmt -recursive examples`):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -60,7 +60,7 @@ output "workload_placement" {
       inference  = fracgpu_nodepool.inference
       partitions = fracgpu_nodepool.partitions
       t4         = fracgpu_nodepool.t4
-    } : k => {
+      } : k => {
       request       = "${p.resource_name} (${p.slices_per_node} per node, ${p.memory_per_slice_mb} MiB each)"
       node_selector = p.node_selector
     }
