@@ -84,6 +84,20 @@ impl Workspace {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
+        let out = self
+            .command(args)
+            .output()
+            .unwrap_or_else(|e| panic!("could not run terraform: {e}"));
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// The command [`Workspace::run`] runs, for a test that must watch the process (e.g. the
+    /// provider it starts) while it runs.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(terraform());
         cmd.args(args)
             .current_dir(&self.dir)
@@ -100,14 +114,7 @@ impl Workspace {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("could not run terraform: {e}"));
-        Output {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        cmd
     }
 
     /// Runs a command that must succeed; on failure the test fails with terraform's output.
