@@ -20,8 +20,11 @@
 //! - `demo`: the quick start run by `fracgpu-sandbox demo`.
 //! - `kube`: Kubernetes delivery of the device plugin config (ConfigMap, ClusterPolicy pointer,
 //!   device plugin restart) and reading Helm release Secrets.
+//! - `bounded`: a size and time bound on HTTP answer bodies, for the clients (kube, the AWS SDK)
+//!   that read bodies whole without one.
 //! - `sandbox`: local emulators of the cloud and Kubernetes APIs (served by `fracgpu-sandbox`).
 
+pub mod bounded;
 pub mod cloud;
 pub mod data_sources;
 pub mod demo;

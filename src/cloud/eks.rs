@@ -239,6 +239,7 @@ impl EksClient {
                 self.base
                     .clone()
                     .region(Region::new(region.to_string()))
+                    .interceptor(BoundAnswers)
                     .build(),
             )
         });
@@ -1297,5 +1298,40 @@ mod tests {
         };
         let d = format!("{cfg:?}");
         assert!(!d.contains("s3cr3t") && !d.contains("AKIAEXAMPLE") && !d.contains("tok\""));
+    }
+}
+
+/// EKS answers are a few KiB; anything near this is not EKS.
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// From an answer's headers to its last byte.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Puts every answer's body under [`crate::bounded`]'s size and time bound before the SDK reads
+/// it whole (it has no limit of its own).
+#[derive(Debug)]
+struct BoundAnswers;
+
+impl aws_sdk_eks::config::Intercept for BoundAnswers {
+    fn name(&self) -> &'static str {
+        "BoundAnswers"
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_eks::config::interceptors::BeforeDeserializationInterceptorContextMut<
+            '_,
+        >,
+        _components: &aws_sdk_eks::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_eks::config::ConfigBag,
+    ) -> Result<(), aws_sdk_eks::error::BoxError> {
+        use aws_smithy_types::body::SdkBody;
+        let body = context.response_mut().body_mut();
+        let inner = std::mem::replace(body, SdkBody::taken());
+        *body = SdkBody::from_body_1_x(crate::bounded::BoundedBody::new(
+            inner,
+            MAX_BODY,
+            BODY_DEADLINE,
+        ));
+        Ok(())
     }
 }

@@ -107,12 +107,13 @@ pub struct GkeClient {
 
 impl GkeClient {
     pub async fn new(cfg: GkeConfig) -> Result<GkeClient, CloudError> {
-        let mut b =
-            ClusterManager::builder().with_retry_policy(google_cloud_gax::retry_policy::NeverRetry);
-        let endpoint = cfg.sandbox.as_ref().or(cfg.endpoint.as_ref());
-        if let Some(e) = endpoint {
-            b = b.with_endpoint(e.trim_end_matches('/'));
-        }
+        let endpoint = cfg
+            .sandbox
+            .as_deref()
+            .or(cfg.endpoint.as_deref())
+            .unwrap_or("https://container.googleapis.com")
+            .trim_end_matches('/')
+            .to_string();
         let creds = if cfg.sandbox.is_some() {
             google_cloud_auth::credentials::anonymous::Builder::new().build()
         } else if let Some(t) = &cfg.access_token {
@@ -130,15 +131,15 @@ impl GkeClient {
                     ))
                 })?
         };
-        let cm = b
-            .with_credentials(creds.clone())
-            .build()
-            .await
-            .map_err(|e| CloudError::Auth(format!("cannot set up the GKE client: {e}")))?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
+        let http = super::gke_http::http_client()
             .map_err(|e| CloudError::Transport(format!("cannot set up an HTTP client: {e}")))?;
+        // Our own transport under the official client: every answer is read with a size cap
+        // and a time limit (see gke_http). Retries stay ours too (`call`).
+        let cm = ClusterManager::from_stub(super::gke_http::BoundedTransport {
+            http: http.clone(),
+            endpoint,
+            creds: creds.clone(),
+        });
         Ok(GkeClient {
             cm,
             timing: GkeTiming::default(),
@@ -809,7 +810,10 @@ impl GkeClient {
         if !r.status().is_success() {
             return Err(format!("HTTP {}", r.status()));
         }
-        let v: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
+        let body = super::gke_http::read_capped(r, super::gke_http::MAX_BODY)
+            .await
+            .map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         // int32 in Compute's JSON, but accept a string as int64s are sent.
         match &v["targetSize"] {
             serde_json::Value::Number(n) => n.as_u64(),

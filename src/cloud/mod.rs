@@ -7,6 +7,7 @@
 pub mod aks;
 pub mod eks;
 pub mod gke;
+pub mod gke_http;
 pub mod poll;
 
 use std::collections::BTreeMap;

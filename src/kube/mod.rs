@@ -78,6 +78,8 @@ pub enum KubeError {
     Config(String),
     /// No answer from the API server (connection refused, TLS, timeout).
     Unreachable { target: String, cause: String },
+    /// An answer that does not decode, is too large or never finishes.
+    BadResponse { target: String, cause: String },
     /// The API server answered with a Status.
     Api {
         code: u16,
@@ -100,6 +102,12 @@ impl std::fmt::Display for KubeError {
             KubeError::Config(m) => write!(f, "{m}"),
             KubeError::Unreachable { target, cause } => {
                 write!(f, "cannot reach {target}: {cause}")
+            }
+            KubeError::BadResponse { target, cause } => {
+                write!(
+                    f,
+                    "the API server of {target} sent an answer the provider cannot read: {cause}"
+                )
             }
             KubeError::Api {
                 code,
@@ -143,6 +151,14 @@ impl KubeError {
                         cause.push_str(&text);
                     }
                     src = s.source();
+                }
+                let unreadable = matches!(other, kube::Error::SerdeError(_))
+                    || crate::bounded::is_bounded_error(&cause);
+                if unreadable {
+                    return KubeError::BadResponse {
+                        target: target.to_string(),
+                        cause,
+                    };
                 }
                 KubeError::Unreachable {
                     target: target.to_string(),
@@ -230,8 +246,22 @@ pub async fn connect(s: &KubernetesSettings) -> Result<Cluster, KubeError> {
     cfg.connect_timeout = Some(Duration::from_secs(10));
     cfg.read_timeout = Some(Duration::from_secs(60));
     let url = cfg.cluster_url.to_string();
-    let client = kube::Client::try_from(cfg).map_err(|e| KubeError::from_kube(&target, e))?;
+    let client = kube::client::ClientBuilder::try_from(cfg)
+        .map_err(|e| KubeError::from_kube(&target, e))?
+        .with_layer(&tower::util::MapResponseLayer::new(bound))
+        .build();
     Ok(Cluster::new(client, format!("{target} ({url})")))
+}
+
+/// Larger than any object the provider reads (a Helm release Secret is at most ~1 MiB, etcd's
+/// limit) and any list of them it asks for.
+pub const MAX_BODY: usize = 32 * 1024 * 1024;
+/// From an answer's headers to its last byte (a watch is never asked for).
+pub const BODY_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Wraps a response's body in the size and time bound (a layer of the client's stack).
+fn bound<B>(r: axum::http::Response<B>) -> axum::http::Response<crate::bounded::BoundedBody<B>> {
+    r.map(|b| crate::bounded::BoundedBody::new(b, MAX_BODY, BODY_DEADLINE))
 }
 
 /// Now as RFC 3339 UTC with seconds, for the restart annotation.

@@ -568,6 +568,11 @@ fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError) -> Diagnos
             format!("{check} and that the API server is up."),
             access.map(AttrPath::parse),
         ),
+        KubeError::BadResponse { .. } => (
+            "Unreadable Kubernetes API answer",
+            "The API server (or a proxy in front of it) answered with something that is not a Kubernetes object of a sane size; check what serves that address.".to_string(),
+            access.map(AttrPath::parse),
+        ),
         KubeError::Config(_) => (
             "Invalid Kubernetes settings",
             format!("{check}: the kubeconfig path, its context, or host/token/cluster_ca_certificate."),

@@ -879,6 +879,9 @@ fn gpu_replacement(
         .collect()
 }
 
+/// How long a failed create may spend looking for what it left behind.
+const SALVAGE_READ: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[async_trait]
 impl Resource for NodePool {
     fn type_name(&self) -> &'static str {
@@ -947,8 +950,15 @@ impl Resource for NodePool {
             Err(e) => {
                 tracing::warn!(cloud, pool = %r.spec.name, error = %e, "node pool create failed");
                 diags.push(cloud_diagnostic("create", &r.spec.name, &e));
-                // Whatever exists is kept in state (tainted), so nothing is orphaned.
-                match client.get(&r.spec.location, &r.spec.name).await {
+                // Whatever exists is kept in state (tainted), so nothing is orphaned. The look
+                // is bounded on its own: the create's time is already spent, and an API that
+                // made the create fail by never finishing its answers would otherwise hold
+                // terraform for the client's whole read timeout.
+                let look = client.get(&r.spec.location, &r.spec.name);
+                match tokio::time::timeout(SALVAGE_READ, look)
+                    .await
+                    .unwrap_or(Ok(None))
+                {
                     Ok(Some(pool)) => {
                         state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null)
                     }

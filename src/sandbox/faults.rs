@@ -5,6 +5,11 @@
 //! `drop` (the connection is cut before an answer), `slow` (answered after `delay_ms`) or
 //! `fail_operation` (the request succeeds but its operation ends Failed). Errors use the matched
 //! cloud's error shape. `GET` lists the armed faults, `DELETE` clears them.
+//!
+//! Hostile answers, all `200 OK` with `application/json`, for testing that clients bound what they
+//! read and how long they wait: `malformed` (not JSON), `wrong_types` (JSON whose fields have the
+//! wrong types), `huge` (a chunked body of `size_mb` MiB, default 128), `endless` (a chunked body
+//! that never ends) and `trickle` (one byte every `delay_ms`, default 1000, forever).
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -13,6 +18,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio_stream::StreamExt as _;
 
 use super::util::json_response;
 use super::{Sandbox, World};
@@ -36,6 +42,9 @@ pub struct Fault {
     pub retry_after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// Body size of a `huge` answer in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mb: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -65,6 +74,16 @@ pub enum FaultKind {
     Slow,
     #[serde(rename = "fail_operation")]
     FailOperation,
+    #[serde(rename = "malformed")]
+    Malformed,
+    #[serde(rename = "wrong_types")]
+    WrongTypes,
+    #[serde(rename = "huge")]
+    Huge,
+    #[serde(rename = "endless")]
+    Endless,
+    #[serde(rename = "trickle")]
+    Trickle,
 }
 
 /// Request extension: the operation this request starts must end Failed.
@@ -141,7 +160,59 @@ pub async fn middleware(State(sb): State<Sandbox>, req: Request, next: Next) -> 
             req.extensions_mut().insert(FailOperation);
             next.run(req).await
         }
+        FaultKind::Malformed => hostile(Body::from(r#"{"name": "truncated", "properties": {"#)),
+        FaultKind::WrongTypes => hostile(Body::from(WRONG_TYPES)),
+        FaultKind::Huge => {
+            let chunks = fault.size_mb.unwrap_or(128) * (1 << 20) / FILLER.len() as u64;
+            let body = tokio_stream::iter(
+                std::iter::once(Bytes::from_static(b"{\"filler\": \""))
+                    .chain(std::iter::repeat_n(
+                        Bytes::from_static(FILLER),
+                        chunks as usize,
+                    ))
+                    .chain(std::iter::once(Bytes::from_static(b"\"}"))),
+            )
+            .map(Ok::<_, std::io::Error>);
+            hostile(Body::from_stream(body))
+        }
+        FaultKind::Endless => {
+            let body = tokio_stream::iter(
+                std::iter::once(Bytes::from_static(b"{\"filler\": \""))
+                    .chain(std::iter::repeat(Bytes::from_static(FILLER))),
+            )
+            .map(Ok::<_, std::io::Error>);
+            hostile(Body::from_stream(body))
+        }
+        FaultKind::Trickle => {
+            let every = std::time::Duration::from_millis(fault.delay_ms.unwrap_or(1000).max(1));
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+            tokio::spawn(async move {
+                let mut byte: &'static [u8] = b"{";
+                // Ends when the client goes away and the body is dropped.
+                while tx.send(Ok(Bytes::from_static(byte))).await.is_ok() {
+                    byte = b" ";
+                    tokio::time::sleep(every).await;
+                }
+            });
+            hostile(Body::from_stream(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            ))
+        }
     }
+}
+
+/// 64 KiB of JSON string content.
+static FILLER: &[u8] = &[b'x'; 64 * 1024];
+
+/// Valid JSON in which the fields the clouds' and Kubernetes' documents share have the wrong types.
+const WRONG_TYPES: &str = r#"{"id": 7, "name": ["not", "a", "string"], "properties": "not an object", "status": {"not": "a string"}, "config": 42, "nodegroup": "not an object", "update": 12, "kind": 3, "apiVersion": false, "metadata": "not an object", "data": [1, 2], "spec": 9}"#;
+
+fn hostile(body: Body) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap_or_default()
 }
 
 /// An injected failure in the error shape of the API the path belongs to.
@@ -156,6 +227,17 @@ fn cloud_error(path: &str, status: StatusCode) -> Response {
         return json_response(
             status,
             &json!({"error": {"code": status.as_u16(), "message": msg, "status": s}}),
+        );
+    }
+    if path.starts_with("/k8s/") {
+        let reason = match status.as_u16() {
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            _ => "InternalError",
+        };
+        return json_response(
+            status,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": msg, "reason": reason, "code": status.as_u16()}),
         );
     }
     if path.starts_with("/clusters") {

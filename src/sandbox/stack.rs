@@ -66,7 +66,16 @@ impl Stack {
         tokio::spawn(async move {
             let _ = axum::serve(cloud, router).await;
         });
-        tokio::spawn(kube.clone().serve_tls(kube_listener));
+        // Faults armed on the cloud port apply to the clusters' APIs too (paths `/k8s/...`).
+        let kube_router = kube.router().layer(axum::middleware::from_fn_with_state(
+            sandbox.clone(),
+            super::faults::middleware,
+        ));
+        let tls = super::kube::TlsListener::new(kube_listener, &kube.tls_identity())
+            .map_err(|e| SandboxError::Io(PathBuf::from("kube TLS"), std::io::Error::other(e)))?;
+        tokio::spawn(async move {
+            let _ = axum::serve(tls, kube_router).await;
+        });
         if let Some(path) = kube_state {
             persist(kube.clone(), path);
         }

@@ -154,6 +154,27 @@ impl Workspace {
     }
 
     fn run_program_with(&self, program: &str, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        let mut cmd = self.program_command(program, args);
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("could not run {program}: {e}"));
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// The command [`Workspace::run`] runs, for a test that must watch the process (e.g. the
+    /// provider it starts) while it runs.
+    pub fn command(&self, args: &[&str]) -> Command {
+        self.program_command(&terraform(), args)
+    }
+
+    fn program_command(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&self.dir)
@@ -171,17 +192,7 @@ impl Workspace {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("could not run terraform: {e}"));
-        Output {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        cmd
     }
 
     /// Runs a command that must succeed; on failure the test fails with terraform's output.
