@@ -8,12 +8,12 @@
 //! the matched cloud's error shape. `GET` lists the armed faults, `DELETE` clears them.
 //!
 //! `POST /_sandbox/chaos` with `{"seed", "rate", "kinds", "match"?, "retry_after"?}` arms seeded
-//! random faults: every matching request (not met by an armed fault) fails with probability `rate`,
-//! as one of `kinds` (`fail_operation` only for mutations, i.e. not GET). The draw for the n-th
-//! request of a stream (method and path, with operation and update ids masked) is a pure function
-//! of the seed, the stream and n, so a run replays from its seed as far as each stream's own order
-//! of requests is the same. `GET` shows the chaos and what it injected, per kind; `DELETE` disarms
-//! it and answers the same counts.
+//! random faults: every matching request (not met by an armed fault) fails with probability
+//! `rate`, as one of `kinds` (`fail_operation` only for mutations: not GET, not a token). The draw
+//! for the n-th request of a stream (method and path, with operation and update ids masked) is a
+//! pure function of the seed, the stream and n, so a run replays from its seed as far as each
+//! stream's own order of requests is the same. `GET` shows the chaos and what it injected, per
+//! kind; `DELETE` disarms it and answers the same counts.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -147,12 +147,13 @@ impl Chaos {
         if ((x >> 11) as f64) / ((1u64 << 53) as f64) >= c.rate {
             return None;
         }
-        // An operation can only fail where a request starts one.
+        // An operation can only fail where a request starts one: a mutation, not a token.
+        let starts_one = method != Method::GET && !path.contains("/oauth2/");
         let kinds: Vec<FaultKind> = c
             .kinds
             .iter()
             .copied()
-            .filter(|k| *k != FaultKind::FailOperation || method != Method::GET)
+            .filter(|k| *k != FaultKind::FailOperation || starts_one)
             .collect();
         if kinds.is_empty() {
             return None;
@@ -499,6 +500,10 @@ mod tests {
     fn operations_fail_only_where_a_request_starts_one_and_counts_add_up() {
         let mut c = chaos(1, 1.0, &[FaultKind::FailOperation]);
         assert!(c.draw(&Method::GET, "/x").is_none(), "a GET starts nothing");
+        assert!(
+            c.draw(&Method::POST, "/tenant/oauth2/v2.0/token").is_none(),
+            "nor does a token request"
+        );
         assert_eq!(
             c.draw(&Method::DELETE, "/x").map(|f| f.kind),
             Some(FaultKind::FailOperation)
