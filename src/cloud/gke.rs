@@ -671,7 +671,15 @@ impl GkeClient {
             if ctx.stop.is_stopped() {
                 return Err(CloudError::Stopped);
             }
-            let e = match tokio::time::timeout_at(ctx.deadline.into(), f()).await {
+            let sent = tokio::select! {
+                r = tokio::time::timeout_at(ctx.deadline.into(), f()) => r,
+                // A call in flight is abandoned on a stop: terraform waits for the provider to
+                // return before it exits. (The deadline ends the call above.)
+                e = ctx.sleep(Duration::from_secs(365 * 86_400), what) => {
+                    return Err(e.err().unwrap_or(CloudError::Stopped));
+                }
+            };
+            let e = match sent {
                 Err(_) => {
                     return Err(CloudError::Timeout {
                         waited: ctx.started.elapsed(),

@@ -38,6 +38,16 @@ pub enum Location {
 }
 
 impl Location {
+    /// The ID a pool of this name has here (the cloud's own, as in [`Pool::id`]), known before
+    /// the cloud is asked.
+    pub fn pool_id(&self, name: &str) -> String {
+        match self {
+            Location::Aks { .. } => aks::AksClient::pool_id(self, name).unwrap_or_default(),
+            Location::Gke { .. } => gke::pool_id(self, name).unwrap_or_default(),
+            Location::Eks { cluster, .. } => eks::pool_id(cluster, name),
+        }
+    }
+
     pub fn cloud(&self) -> &'static str {
         match self {
             Location::Aks { .. } => "aks",

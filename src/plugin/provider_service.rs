@@ -5,7 +5,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
@@ -189,6 +190,18 @@ macro_rules! try_diag {
 
 pub struct ProviderService {
     pub registry: Arc<Registry>,
+    /// When terraform first called StopProvider, so that an apply ending afterwards can say how
+    /// long it took to stop (terraform waits for it before it exits).
+    stopped_at: Arc<OnceLock<Instant>>,
+}
+
+impl ProviderService {
+    pub fn new(registry: Arc<Registry>) -> ProviderService {
+        ProviderService {
+            registry,
+            stopped_at: Arc::default(),
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -470,7 +483,9 @@ impl pb::provider_server::Provider for ProviderService {
     ) -> Result<Response<pb::apply_resource_change::Response>, Status> {
         type R = pb::apply_resource_change::Response;
         let reg = self.registry.clone();
-        guarded("ApplyResourceChange", async move {
+        let stopped_at = self.stopped_at.clone();
+        let type_name = req.get_ref().type_name.clone();
+        let r = guarded("ApplyResourceChange", async move {
             let req = req.into_inner();
             let (res, schema) = try_diag!(reg.resource(&req.type_name), R);
             let ty = schema.ty();
@@ -508,7 +523,15 @@ impl pb::provider_server::Provider for ProviderService {
                 ..Default::default()
             }
         })
-        .await
+        .await;
+        if let Some(at) = stopped_at.get() {
+            tracing::info!(
+                tf_resource_type = %type_name,
+                ms_after_stop = at.elapsed().as_millis() as u64,
+                "ApplyResourceChange returned after StopProvider"
+            );
+        }
+        r
     }
 
     async fn import_resource_state(
@@ -698,7 +721,9 @@ impl pb::provider_server::Provider for ProviderService {
         &self,
         _: Request<pb::stop_provider::Request>,
     ) -> Result<Response<pb::stop_provider::Response>, Status> {
+        let _ = self.stopped_at.set(Instant::now());
         self.registry.provider.stop();
+        tracing::info!("StopProvider: every running operation stops waiting");
         Ok(Response::new(pb::stop_provider::Response::default()))
     }
 }
@@ -832,7 +857,7 @@ mod tests {
     fn service() -> (ProviderService, Type) {
         let reg = Arc::new(Registry::new(Arc::new(TestProvider)));
         let ty = Echo.schema().ty();
-        (ProviderService { registry: reg }, ty)
+        (ProviderService::new(reg), ty)
     }
 
     fn dv(v: &Value, ty: &Type) -> Option<pb::DynamicValue> {

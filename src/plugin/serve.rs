@@ -265,7 +265,7 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
     let (tx, rx) = mpsc::channel(64);
     accept_loop(listener, tls_config, tx);
 
-    let provider_svc = ProviderServer::new(ProviderService { registry })
+    let provider_svc = ProviderServer::new(ProviderService::new(registry))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let server = tonic::transport::Server::builder()

@@ -821,6 +821,76 @@ fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
     )
 }
 
+/// How long the read that records a pool may take after terraform asked the provider to stop:
+/// terraform waits for the answer before it exits, and the provider must answer within 2 s.
+const READ_AFTER_STOP: Duration = Duration::from_secs(1);
+
+/// The pool as the cloud holds it after a create or update failed with `e`, so that state can
+/// record it: Some(None) when the cloud has no such pool, None when the cloud could not say.
+async fn read_after_failure(
+    client: &dyn cloud::NodePools,
+    loc: &Location,
+    name: &str,
+    e: &CloudError,
+) -> Option<Option<Pool>> {
+    let read = client.get(loc, name);
+    // The operation's time is already spent: after a stop the look gets a second, otherwise
+    // SALVAGE_READ, so that an API which made the operation fail by never finishing its answers
+    // cannot hold terraform for the client's whole read timeout.
+    let limit = if matches!(e, CloudError::Stopped) {
+        READ_AFTER_STOP
+    } else {
+        SALVAGE_READ
+    };
+    tokio::time::timeout(limit, read).await.ok()?.ok()
+}
+
+/// Whether a create that failed with `e` may still have made the pool: anything but a refusal
+/// (credentials, a request the API rejected, a pool that belongs to someone else).
+fn may_have_created(e: &CloudError) -> bool {
+    match e {
+        CloudError::Auth(_) => false,
+        CloudError::Api { status, .. } => {
+            !matches!(status, 400..=499) || matches!(status, 408 | 429)
+        }
+        _ => true,
+    }
+}
+
+/// The state of a pool whose create may have reached the cloud but that could not be read back:
+/// the plan with its ID, and nothing unknown (terraform keeps unknowns out of state).
+fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
+    let mut v = unknown_as_null(planned);
+    set(
+        &mut v,
+        "id",
+        Value::string(spec.location.pool_id(&spec.name)),
+    );
+    set(&mut v, "status", Value::string("Unknown"));
+    v
+}
+
+fn unknown_as_null(v: &Value) -> Value {
+    match v {
+        Value::Unknown(_) => Value::Null,
+        Value::List(items) => Value::List(items.iter().map(unknown_as_null).collect()),
+        Value::Set(items) => Value::Set(items.iter().map(unknown_as_null).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(unknown_as_null).collect()),
+        Value::Map(m) => Value::Map(
+            m.iter()
+                .map(|(k, x)| (k.clone(), unknown_as_null(x)))
+                .collect(),
+        ),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), unknown_as_null(x)))
+                .collect(),
+        ),
+        Value::Dynamic(t, x) => Value::Dynamic(t.clone(), Box::new(unknown_as_null(x))),
+        other => other.clone(),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The resource
 
@@ -950,19 +1020,19 @@ impl Resource for NodePool {
             Err(e) => {
                 tracing::warn!(cloud, pool = %r.spec.name, error = %e, "node pool create failed");
                 diags.push(cloud_diagnostic("create", &r.spec.name, &e));
-                // Whatever exists is kept in state (tainted), so nothing is orphaned. The look
-                // is bounded on its own: the create's time is already spent, and an API that
-                // made the create fail by never finishing its answers would otherwise hold
-                // terraform for the client's whole read timeout.
-                let look = client.get(&r.spec.location, &r.spec.name);
-                match tokio::time::timeout(SALVAGE_READ, look)
-                    .await
-                    .unwrap_or(Ok(None))
+                // Whatever exists is kept in state (tainted), so nothing is orphaned. The look is
+                // bounded on its own (see read_after_failure).
+                match read_after_failure(client.as_ref(), &r.spec.location, &r.spec.name, &e).await
                 {
-                    Ok(Some(pool)) => {
+                    Some(Some(pool)) => {
                         state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null)
                     }
-                    _ => Value::Null,
+                    Some(None) => Value::Null,
+                    // The cloud could not say. If the create may have reached it, keep the pool
+                    // in state as planned (tainted): the next refresh drops it if it is not there,
+                    // whereas a pool left out of state would be orphaned.
+                    None if may_have_created(&e) => unread_pool(planned, &r.spec),
+                    None => Value::Null,
                 }
             }
         }
@@ -1021,8 +1091,9 @@ impl Resource for NodePool {
                 tracing::warn!(cloud, pool = %r.spec.name, error = %e, "node pool update failed");
                 diags.push(cloud_diagnostic("update", &r.spec.name, &e));
                 // Record what the cloud now holds, so the next plan shows what is left to do.
-                match client.get(&r.spec.location, &r.spec.name).await {
-                    Ok(Some(pool)) => state_from_pool(&pool, prior, &settings, diags)
+                match read_after_failure(client.as_ref(), &r.spec.location, &r.spec.name, &e).await
+                {
+                    Some(Some(pool)) => state_from_pool(&pool, prior, &settings, diags)
                         .unwrap_or_else(|| prior.clone()),
                     _ => prior.clone(),
                 }
@@ -1214,5 +1285,72 @@ mod tests {
             r.derived.device_plugin_config.unwrap().name,
             "time-sliced-10"
         );
+    }
+
+    #[test]
+    fn a_pool_that_cannot_be_read_after_a_failed_create_is_kept_whole_and_known() {
+        let ts = Value::List(vec![Value::object([
+            ("replicas", Value::int(4)),
+            ("rename_by_default", Value::Null),
+            ("fail_requests_greater_than_one", Value::Null),
+        ])]);
+        let cfg = config(&[
+            ("name", "unread".into()),
+            ("machine_type", "Standard_NC24ads_A100_v4".into()),
+            ("aks", aks_block()),
+            ("time_slicing", ts),
+        ]);
+        let mut planned = plan(&schema().block, &Value::Null, &cfg, &cfg);
+        let settings = sandbox_settings();
+        fill_defaults(&mut planned.state, &cfg, &settings);
+        let mut diags = Diagnostics::new();
+        let r = resolve(&planned.state, &settings, &mut diags).expect("resolved");
+        // As modify_plan does.
+        set(
+            &mut planned.state,
+            "node_labels",
+            model::string_map(&r.spec.labels),
+        );
+        assert!(!planned.state.is_fully_known(), "the plan has unknowns");
+        let v = unread_pool(&planned.state, &r.spec);
+        assert!(v.is_fully_known(), "no unknown goes to state: {v:?}");
+        assert_eq!(
+            v.get("id").as_str(),
+            Some(
+                "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/agentPools/unread"
+            )
+        );
+        assert_eq!(v.get("status").as_str(), Some("Unknown"));
+        assert_eq!(v.get("name"), planned.state.get("name"));
+        assert_eq!(v.get("node_labels"), planned.state.get("node_labels"));
+    }
+
+    #[test]
+    fn only_a_refused_create_is_known_to_have_made_nothing() {
+        let api = |status| CloudError::Api {
+            status,
+            code: "X".into(),
+            message: "m".into(),
+        };
+        for e in [
+            CloudError::Stopped,
+            CloudError::Transport("reset".into()),
+            CloudError::OperationFailed {
+                code: "X".into(),
+                message: "m".into(),
+            },
+            CloudError::Timeout {
+                waited: Duration::from_secs(1),
+                waiting_for: "x".into(),
+            },
+            api(429),
+            api(503),
+            api(408),
+        ] {
+            assert!(may_have_created(&e), "{e}");
+        }
+        for e in [CloudError::Auth("no".into()), api(400), api(403), api(409)] {
+            assert!(!may_have_created(&e), "{e}");
+        }
     }
 }

@@ -1408,6 +1408,12 @@ fn put_pool(
         let key = cluster_key(sub, rg, cluster);
         let c = find_cluster(w, sub, rg, cluster)?;
         let existing = c.pools.get(name).cloned();
+        // A PUT of a pool not yet made (or whose creation is pending or failed) asks for a create.
+        if existing.as_ref().is_none_or(|p| matches!(p.provisioning_state.as_str(), "Creating" | "Failed")) {
+            let cluster_name = c.name.clone();
+            w.count_create_request("aks", &cluster_name, name);
+        }
+        let c = find_cluster(w, sub, rg, cluster)?;
         if let Some(p) = &existing
             && let Some(pending) = &p.pending {
                 let what = match pending.kind {
@@ -1432,6 +1438,10 @@ fn put_pool(
                 });
             }
         let (kind, status, state) = if existing.is_some() { (OpKind::Update, StatusCode::OK, "Updating") } else { (OpKind::Create, StatusCode::CREATED, "Creating") };
+        if kind == OpKind::Create {
+            let cluster_name = c.name.clone();
+            w.count_create("aks", &cluster_name, name);
+        }
         let pending = new_op(w, ctx, &key, name, kind);
         let op = pending.op.clone();
         let c = w.aks.clusters.get_mut(&key).expect("found above");

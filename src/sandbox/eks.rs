@@ -904,8 +904,10 @@ fn create(
 ) -> Result<Response, AwsError> {
     let req = parse_body(body)?;
     sb.with_world_opts(fail, |w, ctx| {
-        let cl = cluster(w, region, c)?;
+        cluster(w, region, c)?;
         let (name, spec, token) = parse_create(&req)?;
+        w.count_create_request("eks", c, &name);
+        let cl = cluster(w, region, c)?;
         if let Some(existing) = cl.nodegroups.get(&name) {
             // Same clientRequestToken: an idempotent retry, answered with the node group.
             if token.is_some() && existing.client_request_token == token {
@@ -944,6 +946,7 @@ fn create(
         ctx.schedule(deadline);
         let key = format!("{region}/{c}");
         w.eks.pending.insert((deadline, key.clone(), name.clone()));
+        w.count_create("eks", c, &name);
         let cm = w.eks.clusters.get_mut(&key).expect("found above");
         let doc = nodegroup_json(cm, &ng);
         cm.nodegroups.insert(name, ng);

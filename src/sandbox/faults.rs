@@ -2,14 +2,25 @@
 //!
 //! `POST /_sandbox/faults` with `{"match": {"method"?, "path_contains"?}, "count", "kind", "retry_after"?,
 //! "delay_ms"?}` makes the next `count` matching requests fail: `429` (with Retry-After), `500`, `503`,
-//! `drop` (the connection is cut before an answer), `slow` (answered after `delay_ms`) or
-//! `fail_operation` (the request succeeds but its operation ends Failed). Errors use the matched
+//! `drop` (the connection is cut before an answer), `drop_after` (the request is served, then the
+//! connection is cut: the cloud acted, the client never hears of it), `slow` (answered after
+//! `delay_ms`) or `fail_operation` (the request succeeds but its operation ends Failed). Errors use the matched
 //! cloud's error shape. `GET` lists the armed faults, `DELETE` clears them.
 //!
 //! Hostile answers, all `200 OK` with `application/json`, for testing that clients bound what they
 //! read and how long they wait: `malformed` (not JSON), `wrong_types` (JSON whose fields have the
 //! wrong types), `huge` (a chunked body of `size_mb` MiB, default 128), `endless` (a chunked body
 //! that never ends) and `trickle` (one byte every `delay_ms`, default 1000, forever).
+//!
+//! `POST /_sandbox/chaos` with `{"seed", "rate", "kinds", "match"?, "retry_after"?}` arms seeded
+//! random faults: every matching request (not met by an armed fault) fails with probability
+//! `rate`, as one of `kinds` (`fail_operation` only for mutations: not GET, not a token). The draw
+//! for the n-th request of a stream (method and path, with operation and update ids masked) is a
+//! pure function of the seed, the stream and n, so a run replays from its seed as far as each
+//! stream's own order of requests is the same. `GET` shows the chaos and what it injected, per
+//! kind; `DELETE` disarms it and answers the same counts.
+
+use std::collections::{BTreeMap, HashMap};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -27,6 +38,7 @@ use super::{Sandbox, World};
 pub struct Faults {
     armed: Vec<Fault>,
     next_id: u64,
+    chaos: Option<Chaos>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +82,8 @@ pub enum FaultKind {
     Unavailable,
     #[serde(rename = "drop")]
     Drop,
+    #[serde(rename = "drop_after")]
+    DropAfter,
     #[serde(rename = "slow")]
     Slow,
     #[serde(rename = "fail_operation")]
@@ -92,16 +106,13 @@ pub struct FailOperation;
 
 impl Faults {
     fn take(&mut self, method: &Method, path: &str) -> Option<Fault> {
-        let i = self.armed.iter().position(|f| {
-            f.matcher
-                .method
-                .as_deref()
-                .is_none_or(|m| m.eq_ignore_ascii_case(method.as_str()))
-                && f.matcher
-                    .path_contains
-                    .as_deref()
-                    .is_none_or(|p| path.contains(p))
-        })?;
+        let Some(i) = self
+            .armed
+            .iter()
+            .position(|f| f.matcher.matches(method, path))
+        else {
+            return self.chaos.as_mut().and_then(|c| c.draw(method, path));
+        };
         let f = self.armed[i].clone();
         self.armed[i].count -= 1;
         if self.armed[i].count == 0 {
@@ -109,6 +120,119 @@ impl Faults {
         }
         Some(f)
     }
+}
+
+/// How chaos is armed (the body of `POST /_sandbox/chaos`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosConfig {
+    pub seed: u64,
+    /// Probability that a matching request fails, 0 to 1.
+    pub rate: f64,
+    pub kinds: Vec<FaultKind>,
+    #[serde(default, rename = "match")]
+    pub matcher: Match,
+    /// Retry-After of the 429s chaos answers, in seconds (its 503s have none). Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Chaos {
+    config: ChaosConfig,
+    /// Requests seen per stream, for the position of the next draw.
+    streams: HashMap<String, u64>,
+    requests: u64,
+    injected: BTreeMap<String, u64>,
+}
+
+impl Chaos {
+    fn report(&self) -> Value {
+        json!({"chaos": self.config, "requests": self.requests, "injected": self.injected})
+    }
+
+    /// The fault, if any, that the next request of this method and path meets.
+    fn draw(&mut self, method: &Method, path: &str) -> Option<Fault> {
+        let c = &self.config;
+        if !c.matcher.matches(method, path) {
+            return None;
+        }
+        self.requests += 1;
+        let stream = stream_of(method, path);
+        let n = self.streams.entry(stream.clone()).or_insert(0);
+        *n += 1;
+        let x = mix(c.seed ^ mix(fnv1a(&stream) ^ mix(*n)));
+        // 53 random bits as a fraction in [0, 1).
+        if ((x >> 11) as f64) / ((1u64 << 53) as f64) >= c.rate {
+            return None;
+        }
+        // An operation can only fail where a request starts one: a mutation, not a token.
+        let starts_one = method != Method::GET && !path.contains("/oauth2/");
+        let kinds: Vec<FaultKind> = c
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| *k != FaultKind::FailOperation || starts_one)
+            .collect();
+        if kinds.is_empty() {
+            return None;
+        }
+        let kind = kinds[(mix(x) % kinds.len() as u64) as usize];
+        let name = serde_json::to_value(kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        *self.injected.entry(name).or_insert(0) += 1;
+        Some(Fault {
+            id: 0,
+            matcher: Match::default(),
+            count: 1,
+            kind,
+            retry_after: (kind == FaultKind::TooManyRequests).then(|| c.retry_after.unwrap_or(1)),
+            delay_ms: Some(500),
+            size_mb: None,
+        })
+    }
+}
+
+impl Match {
+    fn matches(&self, method: &Method, path: &str) -> bool {
+        self.method
+            .as_deref()
+            .is_none_or(|m| m.eq_ignore_ascii_case(method.as_str()))
+            && self
+                .path_contains
+                .as_deref()
+                .is_none_or(|p| path.contains(p))
+    }
+}
+
+/// A request's stream: its method and path with the ids of operations and updates masked, since
+/// those differ from run to run.
+fn stream_of(method: &Method, path: &str) -> String {
+    let mut out = format!("{method} ");
+    let mut mask = false;
+    for seg in path.split('/') {
+        out.push_str(if mask { "*" } else { seg });
+        out.push('/');
+        mask = matches!(seg, "operations" | "updates");
+    }
+    out
+}
+
+/// SplitMix64's output function: any input to a well-mixed 64-bit value.
+fn mix(z: u64) -> u64 {
+    let z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a: a string to 64 bits, stable across processes (unlike std's hasher).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 pub async fn middleware(State(sb): State<Sandbox>, req: Request, next: Next) -> Response {
@@ -137,16 +261,10 @@ pub async fn middleware(State(sb): State<Sandbox>, req: Request, next: Next) -> 
             }
             r
         }
-        FaultKind::Drop => {
-            // A body that fails before its first byte makes hyper abort the connection without
-            // completing the response: the client sees a reset/incomplete message.
-            let stream = tokio_stream::once(Err::<Bytes, std::io::Error>(std::io::Error::other(
-                "sandbox: injected connection drop",
-            )));
-            Response::builder()
-                .status(StatusCode::OK)
-                .body(Body::from_stream(stream))
-                .unwrap_or_default()
+        FaultKind::Drop => dropped(),
+        FaultKind::DropAfter => {
+            let _served = next.run(req).await;
+            dropped()
         }
         FaultKind::Slow => {
             tokio::time::sleep(std::time::Duration::from_millis(
@@ -212,6 +330,18 @@ fn hostile(body: Body) -> Response {
         .status(StatusCode::OK)
         .header("content-type", "application/json")
         .body(body)
+        .unwrap_or_default()
+}
+
+/// A body that fails before its first byte makes hyper abort the connection without completing the
+/// response: the client sees a reset/incomplete message.
+fn dropped() -> Response {
+    let stream = tokio_stream::once(Err::<Bytes, std::io::Error>(std::io::Error::other(
+        "sandbox: injected connection drop",
+    )));
+    Response::builder()
+        .status(StatusCode::OK)
+        .body(Body::from_stream(stream))
         .unwrap_or_default()
 }
 
@@ -296,12 +426,53 @@ pub async fn faults_endpoint(State(sb): State<Sandbox>, method: Method, body: By
     }
 }
 
+pub async fn chaos_endpoint(State(sb): State<Sandbox>, method: Method, body: Bytes) -> Response {
+    let mut f = sb.faults();
+    match method {
+        Method::GET => match &f.chaos {
+            Some(c) => json_response(StatusCode::OK, &c.report()),
+            None => json_response(StatusCode::OK, &json!({ "chaos": null })),
+        },
+        Method::DELETE => match f.chaos.take() {
+            Some(c) => json_response(StatusCode::OK, &c.report()),
+            None => json_response(StatusCode::OK, &json!({ "chaos": null })),
+        },
+        Method::POST => match serde_json::from_slice::<ChaosConfig>(&body) {
+            Ok(config) if (0.0..=1.0).contains(&config.rate) && !config.kinds.is_empty() => {
+                let c = Chaos {
+                    config,
+                    streams: HashMap::new(),
+                    requests: 0,
+                    injected: BTreeMap::new(),
+                };
+                let r = json_response(StatusCode::CREATED, &c.report());
+                f.chaos = Some(c);
+                r
+            }
+            Ok(_) => json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "rate must be between 0 and 1 and kinds must name at least one fault"}),
+            ),
+            Err(e) => json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({ "error": format!("bad chaos: {e}") }),
+            ),
+        },
+        _ => json_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &json!({"error": "use GET, POST or DELETE"}),
+        ),
+    }
+}
+
 pub async fn inventory(State(sb): State<Sandbox>) -> Response {
     json_response(StatusCode::OK, &sb.inventory())
 }
 
 /// A stable JSON listing of the world: clusters and pools sorted by cloud, cluster and name; each
-/// pool carries its state and the document a GET on the cloud's API returns for it.
+/// pool carries its state and the document a GET on the cloud's API returns for it. `creates`
+/// counts, per cloud, cluster and pool name, the creates that made a pool (`count`) and the create
+/// requests that reached the cluster (`requests`).
 pub fn inventory_of(w: &World) -> Value {
     let mut clusters = Vec::new();
     let mut pools = Vec::new();
@@ -325,5 +496,130 @@ pub fn inventory_of(w: &World) -> Value {
             pools.push(json!({"cloud": "eks", "cluster": c.name, "name": p.name, "state": p.status, "resource": super::eks::nodegroup_json(c, p)}));
         }
     }
-    json!({"clusters": clusters, "pools": pools})
+    // Counted per pool name ever asked for, so they outlive the pools (a destroyed pool's count
+    // stays).
+    let mut keys: Vec<&String> = w.creates.keys().chain(w.create_requests.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let creates: Vec<Value> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let mut parts = k.splitn(3, '/');
+            let (cloud, cluster, name) = (parts.next()?, parts.next()?, parts.next()?);
+            let count = w.creates.get(k).copied().unwrap_or(0);
+            let requests = w.create_requests.get(k).copied().unwrap_or(0);
+            Some(json!({"cloud": cloud, "cluster": cluster, "name": name, "count": count, "requests": requests}))
+        })
+        .collect();
+    json!({"clusters": clusters, "pools": pools, "creates": creates})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chaos(seed: u64, rate: f64, kinds: &[FaultKind]) -> Chaos {
+        Chaos {
+            config: ChaosConfig {
+                seed,
+                rate,
+                kinds: kinds.to_vec(),
+                matcher: Match::default(),
+                retry_after: None,
+            },
+            streams: HashMap::new(),
+            requests: 0,
+            injected: BTreeMap::new(),
+        }
+    }
+
+    const ALL: &[FaultKind] = &[
+        FaultKind::TooManyRequests,
+        FaultKind::Unavailable,
+        FaultKind::Drop,
+        FaultKind::DropAfter,
+        FaultKind::FailOperation,
+    ];
+
+    /// The fates of a fixed sequence of requests, interleaving two streams.
+    fn fates(c: &mut Chaos) -> Vec<Option<FaultKind>> {
+        (0..200)
+            .map(|i| {
+                let (m, p) = if i % 2 == 0 {
+                    (Method::PUT, "/subscriptions/s/agentPools/a")
+                } else {
+                    (Method::GET, "/v1/projects/p/locations/l/operations/op-123")
+                };
+                c.draw(&m, p).map(|f| f.kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_seed_replays_its_faults_and_another_seed_does_not() {
+        let a = fates(&mut chaos(7, 0.3, ALL));
+        assert_eq!(a, fates(&mut chaos(7, 0.3, ALL)));
+        assert_ne!(a, fates(&mut chaos(8, 0.3, ALL)));
+        let hits = a.iter().flatten().count();
+        assert!((30..=90).contains(&hits), "about 30% of 200: {hits}");
+    }
+
+    #[test]
+    fn a_stream_draws_the_same_whatever_other_streams_do() {
+        let mut alone = chaos(3, 0.5, ALL);
+        let put = |c: &mut Chaos| c.draw(&Method::PUT, "/x/agentPools/a").map(|f| f.kind);
+        let only: Vec<_> = (0..50).map(|_| put(&mut alone)).collect();
+        let mut mixed = chaos(3, 0.5, ALL);
+        let with_others: Vec<_> = (0..50)
+            .map(|_| {
+                mixed.draw(&Method::GET, "/y");
+                put(&mut mixed)
+            })
+            .collect();
+        assert_eq!(only, with_others);
+    }
+
+    #[test]
+    fn operations_fail_only_where_a_request_starts_one_and_counts_add_up() {
+        let mut c = chaos(1, 1.0, &[FaultKind::FailOperation]);
+        assert!(c.draw(&Method::GET, "/x").is_none(), "a GET starts nothing");
+        assert!(
+            c.draw(&Method::POST, "/tenant/oauth2/v2.0/token").is_none(),
+            "nor does a token request"
+        );
+        assert_eq!(
+            c.draw(&Method::DELETE, "/x").map(|f| f.kind),
+            Some(FaultKind::FailOperation)
+        );
+        let mut c = chaos(1, 1.0, ALL);
+        for _ in 0..100 {
+            assert!(c.draw(&Method::GET, "/x").is_some(), "rate 1 fails all");
+        }
+        assert_eq!(c.requests, 100);
+        assert_eq!(c.injected.values().sum::<u64>(), 100);
+        assert!(!c.injected.contains_key("fail_operation"));
+        assert!(chaos(1, 0.0, ALL).draw(&Method::PUT, "/x").is_none());
+    }
+
+    #[test]
+    fn operation_and_update_ids_are_masked_in_streams() {
+        assert_eq!(
+            stream_of(
+                &Method::GET,
+                "/v1/projects/p/locations/l/operations/operation-1-ab"
+            ),
+            stream_of(
+                &Method::GET,
+                "/v1/projects/p/locations/l/operations/operation-2-cd"
+            ),
+        );
+        assert_eq!(
+            stream_of(&Method::GET, "/clusters/c/node-groups/n/updates/u1"),
+            stream_of(&Method::GET, "/clusters/c/node-groups/n/updates/u2"),
+        );
+        assert_ne!(
+            stream_of(&Method::GET, "/x/agentPools/a"),
+            stream_of(&Method::GET, "/x/agentPools/b"),
+        );
+    }
 }

@@ -1185,6 +1185,9 @@ fn create(
     let (name, spec) = parse_pool(np)?;
     sb.with_world_opts(fail, |w, ctx| {
         let full = cluster(w, p, l, c)?;
+        let cluster_name = full.name.clone();
+        w.count_create_request("gke", &cluster_name, &name);
+        let full = cluster(w, p, l, c)?;
         if full.pools.contains_key(&name) {
             return Err(gerr(
                 409,
@@ -1207,6 +1210,7 @@ fn create(
                 previous: None,
             }),
         };
+        w.count_create("gke", &cl.name, &name);
         if let Some(cm) = w.gke.clusters.get_mut(&key) {
             cm.pools.insert(name, pool);
         }

@@ -13,7 +13,8 @@
 //! - `/subscriptions/...`: ARM agentPools and the async operation documents ([`arm`])
 //! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations ([`gke`])
 //! - `/clusters/...`: EKS clusters, node groups and updates ([`eks`])
-//! - `/_sandbox/faults`, `/_sandbox/inventory`, `/_sandbox/health`: control plane ([`faults`])
+//! - `/_sandbox/faults`, `/_sandbox/chaos`, `/_sandbox/inventory`, `/_sandbox/health`: control
+//!   plane ([`faults`])
 //! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately),
 //!   mounted with [`Sandbox::router_with`] and fed pools' nodes through a [`NodeSink`].
 
@@ -132,6 +133,15 @@ pub struct World {
     pub eks: eks::EksWorld,
     /// Counter for operation ids, so they stay unique across restarts.
     pub next_id: u64,
+    /// Pools made per "cloud/cluster/name" (accepted creates, not retries answered with the same
+    /// pool), so a test can prove that no create was duplicated.
+    #[serde(default)]
+    pub creates: std::collections::BTreeMap<String, u64>,
+    /// Create requests that reached a cluster, per "cloud/cluster/name", whatever the answer
+    /// (accepted, refused by a quota, a conflict, an idempotent replay): with `creates`, it shows
+    /// how often a client retried.
+    #[serde(default)]
+    pub create_requests: std::collections::BTreeMap<String, u64>,
 }
 
 impl World {
@@ -176,6 +186,22 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Counts a create that made a pool (see [`World::creates`]).
+    pub fn count_create(&mut self, cloud: &str, cluster: &str, pool: &str) {
+        *self
+            .creates
+            .entry(format!("{cloud}/{cluster}/{pool}"))
+            .or_insert(0) += 1;
+    }
+
+    /// Counts a create request (see [`World::create_requests`]).
+    pub fn count_create_request(&mut self, cloud: &str, cluster: &str, pool: &str) {
+        *self
+            .create_requests
+            .entry(format!("{cloud}/{cluster}/{pool}"))
+            .or_insert(0) += 1;
     }
 
     /// The nodes of every pool that has nodes now: created and not failed at creation (pools being
@@ -384,6 +410,7 @@ impl Sandbox {
             .route("/_sandbox/health", get(|| async { "ok" }))
             .route("/_sandbox/inventory", get(faults::inventory))
             .route("/_sandbox/faults", any(faults::faults_endpoint))
+            .route("/_sandbox/chaos", any(faults::chaos_endpoint))
             .route("/{tenant}/oauth2/v2.0/token", any(arm::token))
             .route("/subscriptions/{*rest}", any(arm::handle))
             .route("/v1/{*rest}", any(gke::handle))
