@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod plugin;
+pub mod pools;
 pub mod sandbox;
 pub mod terraform;

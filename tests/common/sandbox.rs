@@ -11,11 +11,15 @@ pub struct Running {
 }
 
 pub fn start(op_time: Duration) -> Running {
-    let sandbox = Sandbox::open(Config {
+    start_with(Config {
         op_time,
         ..Config::default()
     })
-    .expect("sandbox opens");
+}
+
+/// A sandbox of any config (e.g. more clusters than the default world's three).
+pub fn start_with(config: Config) -> Running {
+    let sandbox = Sandbox::open(config).expect("sandbox opens");
     let router = sandbox.router();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -196,6 +200,24 @@ pub fn inject(url: &str, fault: serde_json::Value) -> serde_json::Value {
         Some(fault.clone()),
     );
     assert_eq!(status, 201, "arming {fault}: {body}");
+    body
+}
+
+/// `POST {url}/_sandbox/chaos`: seeded random faults (see `src/sandbox/faults.rs`) until disarmed.
+pub fn arm_chaos(url: &str, chaos: serde_json::Value) {
+    let (status, body) = control(
+        "POST",
+        &format!("{url}/_sandbox/chaos"),
+        Some(chaos.clone()),
+    );
+    assert_eq!(status, 201, "arming chaos {chaos}: {body}");
+}
+
+/// `DELETE {url}/_sandbox/chaos`: disarms chaos and answers what it did (`requests`, `injected`
+/// per kind).
+pub fn disarm_chaos(url: &str) -> serde_json::Value {
+    let (status, body) = control("DELETE", &format!("{url}/_sandbox/chaos"), None);
+    assert_eq!(status, 200, "{body}");
     body
 }
 
