@@ -239,7 +239,9 @@ fn check_target(t: Target) {
         if k.huge && peak > RSS_LIMIT_KIB {
             problems.push(format!("peak RSS {} MiB over 200 MiB", peak / 1024));
         }
-        let limit = if k.slow { TIMEOUT_S + 45 } else { 30 };
+        // Generous for a loaded CI machine, yet under what the unbounded clients took before
+        // (an endless answer 153 s, a trickle 136 s past a 15 s timeout).
+        let limit = if k.slow { TIMEOUT_S + 100 } else { 120 };
         if took > Duration::from_secs(limit) {
             problems.push(format!("took {:.0} s, over {limit} s", took.as_secs_f64()));
         }
