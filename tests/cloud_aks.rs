@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use fracgpu::cloud::aks::{AksClient, AksConfig, AksOverrides};
 use fracgpu::cloud::{
-    CloudError, Location, NodePools, OpCtx, PoolGpu, PoolSpec, PoolTaint, Scaling, StopSignal,
+    CloudError, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling, StopSignal,
 };
 use fracgpu::sandbox::{Config, DEFAULT_SUBSCRIPTION, Sandbox};
 use serde_json::{Value, json};
@@ -16,6 +16,13 @@ struct Env {
     sb: Sandbox,
     base: String,
     client: AksClient,
+}
+
+impl Env {
+    /// The pool as a refresh reads it.
+    async fn pool(&self, name: &str) -> Result<Option<Pool>, CloudError> {
+        self.client.get(&loc(), name, &read_ctx()).await
+    }
 }
 
 async fn start(op_time: Duration) -> Env {
@@ -86,6 +93,11 @@ fn ctx(secs: u64) -> OpCtx {
     OpCtx::new(Duration::from_secs(secs), StopSignal::default())
 }
 
+/// The limit `terraform refresh` gives a read by default.
+fn read_ctx() -> OpCtx {
+    ctx(120)
+}
+
 async fn fault(env: &Env, f: Value) {
     let r = reqwest::Client::new()
         .post(format!("{}/_sandbox/faults", env.base))
@@ -150,12 +162,7 @@ async fn lifecycle(op_time: Duration) {
     assert_eq!(props["osDiskSizeGB"], 128);
     assert_eq!(props["osSKU"], "Ubuntu");
 
-    let got = env
-        .client
-        .get(&loc(), "ts")
-        .await
-        .expect("get")
-        .expect("some");
+    let got = env.pool("ts").await.expect("get").expect("some");
     assert_eq!(got.spec, spec);
     assert_eq!(got.id, created.id);
 
@@ -203,10 +210,7 @@ async fn lifecycle(op_time: Duration) {
         props["count"], 3,
         "the current size is kept inside the new range"
     );
-    assert_eq!(
-        env.client.get(&loc(), "ts").await.unwrap().unwrap().spec,
-        spec3
-    );
+    assert_eq!(env.pool("ts").await.unwrap().unwrap().spec, spec3);
     let fixed = env
         .client
         .update(&auto, &spec, &ctx(60))
@@ -219,7 +223,7 @@ async fn lifecycle(op_time: Duration) {
         .delete(&loc(), "ts", &ctx(60))
         .await
         .expect("delete");
-    assert!(env.client.get(&loc(), "ts").await.expect("get").is_none());
+    assert!(env.pool("ts").await.expect("get").is_none());
     assert!(inventory_pool(&env, "ts").is_none());
     // Deleting what is gone is success.
     env.client
@@ -261,7 +265,7 @@ async fn mig_pool_with_explicit_disk_and_os_sku_round_trips() {
     assert_eq!(props["gpuInstanceProfile"], "MIG1g");
     assert_eq!(props["osSKU"], "Ubuntu2204");
     assert_eq!(props["enableAutoScaling"], true);
-    let got = env.client.get(&loc(), "mig").await.unwrap().unwrap();
+    let got = env.pool("mig").await.unwrap().unwrap();
     assert_eq!(got.spec, spec);
     assert_eq!(got.spec.gpu.count, 1);
 }
@@ -279,7 +283,7 @@ async fn spot_pool() {
     assert_eq!(props["scaleSetEvictionPolicy"], "Delete");
     assert_eq!(props["spotMaxPrice"], -1.0);
     assert_eq!(props["osDiskSizeGB"], 200);
-    let got = env.client.get(&loc(), "spot").await.unwrap().unwrap();
+    let got = env.pool("spot").await.unwrap().unwrap();
     assert_eq!(got.spec, spec);
     // Labels of a Spot pool change in place too.
     let mut spec2 = spec.clone();
@@ -342,7 +346,7 @@ async fn arm_validation_errors_surface_with_their_codes() {
         resource_group: "sandbox-rg".into(),
         cluster: "sandbox-aks".into(),
     };
-    let (status, code, _) = api_code(env.client.get(&wrong_sub, "ts").await);
+    let (status, code, _) = api_code(env.client.get(&wrong_sub, "ts", &read_ctx()).await);
     assert_eq!((status, code.as_str()), (404, "SubscriptionNotFound"));
     assert!(env.sb.inventory()["pools"].as_array().unwrap().is_empty());
 }
@@ -405,7 +409,7 @@ async fn throttling_server_errors_and_dropped_connections_are_retried() {
         .delete(&loc(), "flaky", &ctx(60))
         .await
         .expect("delete through dropped connections");
-    assert!(env.client.get(&loc(), "flaky").await.unwrap().is_none());
+    assert!(env.pool("flaky").await.unwrap().is_none());
     assert_eq!(armed_faults(&env).await, 0);
 }
 
@@ -597,7 +601,7 @@ async fn a_pool_made_elsewhere_with_aks_defaults_reads_as_not_set() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 201);
     let spec = ts_spec("byhand");
-    let got = env.client.get(&loc(), "byhand").await.unwrap().unwrap();
+    let got = env.pool("byhand").await.unwrap().unwrap();
     assert_eq!(got.spec, spec);
     // ... so creating it adopts it, and an in-place update works on it.
     let adopted = env.client.create(&spec, &ctx(30)).await.expect("adopt");
@@ -620,7 +624,7 @@ async fn a_refused_client_secret_is_an_auth_error() {
         ..Default::default()
     })
     .expect("client");
-    match client.get(&loc(), "any").await {
+    match client.get(&loc(), "any", &read_ctx()).await {
         Err(CloudError::Auth(m)) => assert!(m.contains("AADSTS7000215"), "{m}"),
         other => panic!("expected Auth, got {other:?}"),
     }
@@ -1015,7 +1019,7 @@ async fn an_operation_url_on_another_host_never_gets_the_token() {
 #[tokio::test]
 async fn an_oversized_answer_is_refused() {
     let (client, _state) = scripted_client().await;
-    match client.get(&loc(), "big").await {
+    match client.get(&loc(), "big", &read_ctx()).await {
         Err(CloudError::BadResponse(m)) => assert!(m.contains("larger than"), "{m}"),
         other => panic!("expected BadResponse, got {other:?}"),
     }

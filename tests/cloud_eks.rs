@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use fracgpu::cloud::eks::{EksClient, EksConfig, canonical_spec};
 use fracgpu::cloud::{
-    CloudError, EksPoolFields, Location, NodePools, OpCtx, PoolGpu, PoolSpec, PoolTaint, Scaling,
-    StopSignal,
+    CloudError, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
+    Scaling, StopSignal,
 };
 use fracgpu::sandbox::{Config, Sandbox};
 use serde_json::{Value, json};
@@ -50,6 +50,11 @@ async fn sandbox(op_time: Duration) -> Env {
 }
 
 impl Env {
+    /// The pool as a refresh reads it.
+    async fn pool(&self, name: &str) -> Result<Option<Pool>, CloudError> {
+        self.eks.get(&loc(), name, &read_ctx()).await
+    }
+
     async fn fault(&self, fault: Value) {
         let r = self
             .http
@@ -122,6 +127,11 @@ fn raw_client(url: &str) -> aws_sdk_eks::Client {
 
 fn ctx(timeout: Duration) -> OpCtx {
     OpCtx::new(timeout, StopSignal::default())
+}
+
+/// The limit `terraform refresh` gives a read by default.
+fn read_ctx() -> OpCtx {
+    ctx(Duration::from_secs(120))
 }
 
 fn loc() -> Location {
@@ -214,7 +224,7 @@ async fn time_sliced_group_create_get_update_delete() {
     // EKS's default disk size reads back as the spec's None: no perpetual diff.
     assert_eq!(ng["diskSize"], 20);
 
-    let got = env.eks.get(&loc(), "ts10").await.unwrap().expect("exists");
+    let got = env.pool("ts10").await.unwrap().expect("exists");
     assert_eq!(got, pool);
 
     // In place: autoscaling, one label changed, one removed, one added, taints swapped.
@@ -252,10 +262,7 @@ async fn time_sliced_group_create_get_update_delete() {
         ng["scalingConfig"],
         json!({"minSize": 0, "maxSize": 3, "desiredSize": 1})
     );
-    assert_eq!(
-        env.eks.get(&loc(), "ts10").await.unwrap().unwrap().spec,
-        next
-    );
+    assert_eq!(env.pool("ts10").await.unwrap().unwrap().spec, next);
 
     // An update with nothing to change makes no call and returns the group.
     let same = env
@@ -279,7 +286,7 @@ async fn time_sliced_group_create_get_update_delete() {
         .delete(&loc(), "ts10", &ctx(Duration::from_secs(30)))
         .await
         .unwrap();
-    assert!(env.eks.get(&loc(), "ts10").await.unwrap().is_none());
+    assert!(env.pool("ts10").await.unwrap().is_none());
     assert!(env.nodegroups().await.is_empty());
     // Deleting what is gone is success.
     env.eks
@@ -306,15 +313,12 @@ async fn mig_p4d_group_round_trips() {
     assert_eq!(ng["diskSize"], 200);
     assert_eq!(ng["instanceTypes"], json!(["p4d.24xlarge"]));
     assert_eq!(ng["labels"], json!({"nvidia.com/mig.config": "all-1g.5gb"}));
-    assert_eq!(
-        env.eks.get(&loc(), "mig1g").await.unwrap().unwrap().spec,
-        spec
-    );
+    assert_eq!(env.pool("mig1g").await.unwrap().unwrap().spec, spec);
     env.eks
         .delete(&loc(), "mig1g", &ctx(Duration::from_secs(30)))
         .await
         .unwrap();
-    assert!(env.eks.get(&loc(), "mig1g").await.unwrap().is_none());
+    assert!(env.pool("mig1g").await.unwrap().is_none());
 }
 
 #[tokio::test]
@@ -335,10 +339,7 @@ async fn spot_autoscaled_group_starts_at_min() {
         ng["scalingConfig"],
         json!({"minSize": 0, "maxSize": 4, "desiredSize": 0})
     );
-    assert_eq!(
-        env.eks.get(&loc(), "spot").await.unwrap().unwrap().spec,
-        spec
-    );
+    assert_eq!(env.pool("spot").await.unwrap().unwrap().spec, spec);
 }
 
 #[tokio::test]
@@ -423,10 +424,7 @@ async fn validation_errors_surface_with_the_aws_code() {
         .await
         .unwrap_err();
     assert_eq!(api_code(&e), (400, "InvalidParameterException"));
-    assert_eq!(
-        env.eks.get(&loc(), "good").await.unwrap().unwrap().spec,
-        good
-    );
+    assert_eq!(env.pool("good").await.unwrap().unwrap().spec, good);
     assert_eq!(
         env.nodegroups().await.len(),
         1,
@@ -450,7 +448,7 @@ async fn throttling_bursts_are_retried_honouring_retry_after() {
     env.fault(json!({"match": {"method": "GET", "path_contains": "/node-groups/throttled"}, "count": 1, "kind": "429", "retry_after": 1}))
         .await;
     let t = Instant::now();
-    env.eks.get(&loc(), "throttled").await.unwrap().unwrap();
+    env.pool("throttled").await.unwrap().unwrap();
     assert!(
         t.elapsed() >= Duration::from_secs(1),
         "Retry-After: 1 honoured"
@@ -459,7 +457,7 @@ async fn throttling_bursts_are_retried_honouring_retry_after() {
     // A burst longer than the retry budget ends as the throttling error, not a hang.
     env.fault(json!({"match": {"method": "GET", "path_contains": "/node-groups/throttled"}, "count": 20, "kind": "429", "retry_after": 0}))
         .await;
-    let e = env.eks.get(&loc(), "throttled").await.unwrap_err();
+    let e = env.pool("throttled").await.unwrap_err();
     assert_eq!(api_code(&e), (429, "ThrottlingException"));
 }
 
@@ -525,7 +523,7 @@ async fn failed_operations_end_as_operation_failed() {
         other => panic!("expected OperationFailed, got {other:?}"),
     }
     // The failed group exists (so the resource can keep it in state, tainted) and can be deleted.
-    let failed = env.eks.get(&loc(), "doomed").await.unwrap().unwrap();
+    let failed = env.pool("doomed").await.unwrap().unwrap();
     assert_eq!(failed.status, "CREATE_FAILED");
     env.eks
         .delete(&loc(), "doomed", &ctx(Duration::from_secs(30)))
@@ -554,10 +552,7 @@ async fn failed_operations_end_as_operation_failed() {
         matches!(&e, CloudError::OperationFailed { code, .. } if code == "AsgInstanceLaunchFailures"),
         "{e:?}"
     );
-    assert_eq!(
-        env.eks.get(&loc(), "upfail").await.unwrap().unwrap().spec,
-        spec
-    );
+    assert_eq!(env.pool("upfail").await.unwrap().unwrap().spec, spec);
 
     // A group that failed to create cannot be updated in place: said at once, no waiting.
     env.fault(json!({"match": {"method": "POST", "path_contains": "/node-groups"}, "count": 1, "kind": "fail_operation"}))
@@ -567,7 +562,7 @@ async fn failed_operations_end_as_operation_failed() {
         .create(&broken, &ctx(Duration::from_secs(30)))
         .await
         .unwrap_err();
-    let failed = env.eks.get(&loc(), "broken").await.unwrap().unwrap();
+    let failed = env.pool("broken").await.unwrap().unwrap();
     let mut next = broken.clone();
     next.labels.insert("x".into(), "y".into());
     let e = env
@@ -610,7 +605,7 @@ async fn the_deadline_ends_waits_and_slow_calls() {
     );
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     // The group exists and reads back (status CREATING) so it can be saved as tainted.
-    let p = env.eks.get(&loc(), "slowop").await.unwrap().unwrap();
+    let p = env.pool("slowop").await.unwrap().unwrap();
     assert_eq!(p.status, "CREATING");
 
     // A request slower than the deadline.
@@ -743,7 +738,7 @@ async fn a_deleting_group_reads_as_gone_and_delete_waits_for_it() {
         .send()
         .await
         .unwrap();
-    assert!(env.eks.get(&loc(), "going").await.unwrap().is_none());
+    assert!(env.pool("going").await.unwrap().is_none());
     assert_eq!(
         env.nodegroups().await.len(),
         1,
@@ -809,7 +804,7 @@ async fn out_of_band_changes_show_as_drift_and_update_repairs_them() {
         .unwrap();
     assert!(upd.update.is_some());
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let drifted = env.eks.get(&loc(), "drift").await.unwrap().unwrap();
+    let drifted = env.pool("drift").await.unwrap().unwrap();
     assert_ne!(drifted.spec, spec);
     assert_eq!(drifted.spec.scaling, Scaling::Auto { min: 1, max: 5 });
     assert_eq!(drifted.spec.labels["rogue"], "1");
@@ -937,7 +932,11 @@ async fn moto_happy_path_round_trips() {
         assert_eq!(pool.id, format!("moto-eks:{name}"));
         assert_eq!(pool.status, "ACTIVE");
         assert_eq!(pool.spec, spec, "moto's defaults must not show as drift");
-        let got = eks.get(&location, name).await.unwrap().expect("exists");
+        let got = eks
+            .get(&location, name, &read_ctx())
+            .await
+            .unwrap()
+            .expect("exists");
         assert_eq!(got, pool);
         // Idempotent against moto too: moto ignores clientRequestToken and answers
         // ResourceInUseException, so this is adoption by spec.
@@ -967,7 +966,11 @@ async fn moto_happy_path_round_trips() {
 
     // In place: moto answers UpdateNodegroupConfig with a finished update (it has no
     // DescribeUpdate), which the client takes as final.
-    let current = eks.get(&location, "moto-ts").await.unwrap().unwrap();
+    let current = eks
+        .get(&location, "moto-ts", &read_ctx())
+        .await
+        .unwrap()
+        .unwrap();
     let mut next = current.spec.clone();
     next.scaling = Scaling::Auto { min: 1, max: 4 };
     next.labels.insert("tier".into(), "batch".into());
@@ -983,14 +986,23 @@ async fn moto_happy_path_round_trips() {
         .unwrap();
     assert_eq!(updated.spec, next);
     assert_eq!(
-        eks.get(&location, "moto-ts").await.unwrap().unwrap().spec,
+        eks.get(&location, "moto-ts", &read_ctx())
+            .await
+            .unwrap()
+            .unwrap()
+            .spec,
         next
     );
     for name in ["moto-ts", "moto-spot"] {
         eks.delete(&location, name, &ctx(Duration::from_secs(30)))
             .await
             .unwrap();
-        assert!(eks.get(&location, name).await.unwrap().is_none());
+        assert!(
+            eks.get(&location, name, &read_ctx())
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 }
 
@@ -1030,14 +1042,19 @@ async fn each_region_has_its_own_clusters() {
         .await
         .unwrap();
     assert_eq!(pool.spec.location, eu);
-    assert!(eks.get(&eu, "eu").await.unwrap().is_some());
-    assert!(eks.get(&loc(), "eu").await.unwrap().is_none());
+    assert!(eks.get(&eu, "eu", &read_ctx()).await.unwrap().is_some());
+    assert!(eks.get(&loc(), "eu", &read_ctx()).await.unwrap().is_none());
     // An empty region in the location falls back to the provider's region.
     let default = Location::Eks {
         region: String::new(),
         cluster: CLUSTER.into(),
     };
-    assert!(eks.get(&default, "eu").await.unwrap().is_none());
+    assert!(
+        eks.get(&default, "eu", &read_ctx())
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // Without any region there is nothing to sign for: a clear error, no request.
     let no_region = EksClient::new(EksConfig {
@@ -1046,7 +1063,10 @@ async fn each_region_has_its_own_clusters() {
     })
     .await
     .unwrap();
-    let e = no_region.get(&default, "eu").await.unwrap_err();
+    let e = no_region
+        .get(&default, "eu", &read_ctx())
+        .await
+        .unwrap_err();
     assert_eq!(api_code(&e), (0, "MissingRegion"));
 }
 
@@ -1154,7 +1174,11 @@ async fn throttling_as_aws_usually_sends_it_is_retried() {
     ])
     .await;
     let eks = stub_client(&url).await;
-    let pool = eks.get(&loc(), "stubbed").await.unwrap().expect("found");
+    let pool = eks
+        .get(&loc(), "stubbed", &read_ctx())
+        .await
+        .unwrap()
+        .expect("found");
     assert_eq!(count.lock().unwrap().len(), 3);
     // EKS's own additions (eks.amazonaws.com/* labels, remoteAccess, releaseVersion, diskSize 20)
     // do not reach the spec.
@@ -1171,7 +1195,11 @@ async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
         r#"{"message":"nope"}"#.to_string(),
     )])
     .await;
-    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    let e = stub_client(&url)
+        .await
+        .get(&loc(), "x", &read_ctx())
+        .await
+        .unwrap_err();
     assert_eq!(api_code(&e), (400, "InvalidParameterException"));
     assert!(e.to_string().contains("nope"));
     assert_eq!(count.lock().unwrap().len(), 1);
@@ -1182,14 +1210,22 @@ async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
         r#"{"message":"The security token included in the request is invalid."}"#.to_string(),
     )])
     .await;
-    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    let e = stub_client(&url)
+        .await
+        .get(&loc(), "x", &read_ctx())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&e, CloudError::Auth(m) if m.contains("UnrecognizedClientException")),
         "{e:?}"
     );
 
     let (url, count) = stub(vec![(200, None, "{not json".to_string())]).await;
-    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    let e = stub_client(&url)
+        .await
+        .get(&loc(), "x", &read_ctx())
+        .await
+        .unwrap_err();
     assert!(matches!(e, CloudError::BadResponse(_)), "{e:?}");
     assert_eq!(
         count.lock().unwrap().len(),
@@ -1204,7 +1240,11 @@ async fn client_errors_are_not_retried_and_garbage_is_a_bad_response() {
         r#"{"message":"boom"}"#.to_string(),
     )])
     .await;
-    let e = stub_client(&url).await.get(&loc(), "x").await.unwrap_err();
+    let e = stub_client(&url)
+        .await
+        .get(&loc(), "x", &read_ctx())
+        .await
+        .unwrap_err();
     assert_eq!(api_code(&e), (500, "ServerException"));
     assert_eq!(
         count.lock().unwrap().len() as u32,

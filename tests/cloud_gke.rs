@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use fracgpu::cloud::gke::{GkeClient, GkeConfig, GkeTiming, canonical_spec};
 use fracgpu::cloud::{
-    CloudError, GkeSharing, Location, NodePools, OpCtx, PoolGpu, PoolSpec, PoolTaint, Scaling,
-    StopSignal,
+    CloudError, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
+    Scaling, StopSignal,
 };
 use fracgpu::sandbox::{Config, NodeEvent, PoolNodes, RecordingSink, Sandbox};
 use serde_json::{Value, json};
@@ -60,6 +60,11 @@ async fn start_with(op_time: Duration, extra: axum::Router) -> Env {
 }
 
 impl Env {
+    /// The pool as a refresh reads it.
+    async fn pool(&self, name: &str) -> Result<Option<Pool>, CloudError> {
+        self.gke.get(&loc(), name, &read_ctx()).await
+    }
+
     async fn fault(&self, f: Value) {
         let r = self
             .http
@@ -131,6 +136,11 @@ fn ctx(timeout: Duration) -> OpCtx {
     OpCtx::new(timeout, StopSignal::default())
 }
 
+/// The limit `terraform refresh` gives a read by default.
+fn read_ctx() -> OpCtx {
+    ctx(Duration::from_secs(120))
+}
+
 fn long() -> OpCtx {
     ctx(Duration::from_secs(60))
 }
@@ -199,7 +209,7 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     );
     assert_eq!(pool.status, "RUNNING");
     assert_eq!(pool.spec, spec);
-    assert_eq!(env.gke.get(&loc(), "ts").await.unwrap(), Some(pool.clone()));
+    assert_eq!(env.pool("ts").await.unwrap(), Some(pool.clone()));
 
     // What went over the wire, as GKE stores it.
     let r = env.resource("ts").await;
@@ -234,7 +244,7 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     want.scaling = Scaling::Auto { min: 1, max: 5 };
     let p = env.gke.update(&before, &want, &long()).await.unwrap();
     assert_eq!(p.spec, want);
-    assert_eq!(env.gke.get(&loc(), "ts").await.unwrap().unwrap().spec, want);
+    assert_eq!(env.pool("ts").await.unwrap().unwrap().spec, want);
     assert_eq!(r_autoscaling(&env.resource("ts").await), (true, 1, 5));
 
     // labels (replace all)
@@ -243,7 +253,7 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     want.labels.insert("tier".into(), "gold".into());
     let p = env.gke.update(&before, &want, &long()).await.unwrap();
     assert_eq!(p.spec, want);
-    assert_eq!(env.gke.get(&loc(), "ts").await.unwrap().unwrap().spec, want);
+    assert_eq!(env.pool("ts").await.unwrap().unwrap().spec, want);
 
     // taints
     let before = p;
@@ -256,7 +266,7 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     assert_eq!(p.spec, want);
     let r = env.resource("ts").await;
     assert_eq!(r["config"]["taints"][1]["effect"], "PREFER_NO_SCHEDULE");
-    assert_eq!(env.gke.get(&loc(), "ts").await.unwrap().unwrap().spec, want);
+    assert_eq!(env.pool("ts").await.unwrap().unwrap().spec, want);
 
     // autoscaling off again, back to a fixed size: two operations
     let before = p;
@@ -277,7 +287,7 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     assert!(msg.contains("machine_type"), "{msg}");
 
     env.gke.delete(&loc(), "ts", &long()).await.unwrap();
-    assert_eq!(env.gke.get(&loc(), "ts").await.unwrap(), None);
+    assert_eq!(env.pool("ts").await.unwrap(), None);
     assert_eq!(env.resource("ts").await, Value::Null);
     // deleting what is gone is success
     env.gke.delete(&loc(), "ts", &long()).await.unwrap();
@@ -307,7 +317,7 @@ async fn partitioned_a100_with_time_sharing_on_top_round_trips() {
     };
     let pool = env.gke.create(&spec, &long()).await.unwrap();
     assert_eq!(pool.spec, spec);
-    assert_eq!(env.gke.get(&loc(), "mig").await.unwrap().unwrap(), pool);
+    assert_eq!(env.pool("mig").await.unwrap().unwrap(), pool);
     let r = env.resource("mig").await;
     assert_eq!(r["config"]["accelerators"][0]["gpuPartitionSize"], "1g.5gb");
     assert_eq!(r["config"]["diskSizeGb"], 200);
@@ -326,10 +336,7 @@ async fn mps_on_spot_with_autoscaling_from_zero_round_trips() {
     spec.gpu.gke_sharing = Some(GkeSharing::Mps { max_clients: 4 });
     let pool = env.gke.create(&spec, &long()).await.unwrap();
     assert_eq!(pool.spec, spec);
-    assert_eq!(
-        env.gke.get(&loc(), "mps").await.unwrap().unwrap().spec,
-        spec
-    );
+    assert_eq!(env.pool("mps").await.unwrap().unwrap().spec, spec);
     let r = env.resource("mps").await;
     assert_eq!(r["config"]["spot"], true);
     assert_eq!(r["initialNodeCount"], 0);
@@ -487,7 +494,7 @@ async fn a_dropped_connection_is_retried() {
     env.fault(json!({"match": {"method": "DELETE"}, "count": 1, "kind": "drop"}))
         .await;
     env.gke.delete(&loc(), "dropped", &long()).await.unwrap();
-    assert_eq!(env.gke.get(&loc(), "dropped").await.unwrap(), None);
+    assert_eq!(env.pool("dropped").await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -506,10 +513,10 @@ async fn a_failed_operation_is_reported_with_its_code() {
         other => panic!("expected OperationFailed, got {other:?}"),
     }
     // The pool exists in ERROR (so the resource can save it as tainted) and can be deleted.
-    let p = env.gke.get(&loc(), "doomed").await.unwrap().unwrap();
+    let p = env.pool("doomed").await.unwrap().unwrap();
     assert_eq!(p.status, "ERROR");
     env.gke.delete(&loc(), "doomed", &long()).await.unwrap();
-    assert_eq!(env.gke.get(&loc(), "doomed").await.unwrap(), None);
+    assert_eq!(env.pool("doomed").await.unwrap(), None);
 
     // A failed update restores the previous values.
     let spec = time_sharing("upd");
@@ -522,10 +529,7 @@ async fn a_failed_operation_is_reported_with_its_code() {
         env.gke.update(&pool, &want, &long()).await,
         Err(CloudError::OperationFailed { .. })
     ));
-    assert_eq!(
-        env.gke.get(&loc(), "upd").await.unwrap().unwrap().spec,
-        spec
-    );
+    assert_eq!(env.pool("upd").await.unwrap().unwrap().spec, spec);
 }
 
 #[tokio::test]
@@ -545,11 +549,11 @@ async fn a_short_deadline_times_out_and_a_later_delete_waits_for_the_running_ope
     assert!(t0.elapsed() < Duration::from_millis(1500));
     // The pool is still PROVISIONING: GKE refuses the delete (FAILED_PRECONDITION, operation in
     // progress) until the create finishes; the client waits and retries.
-    let p = env.gke.get(&loc(), "slow").await.unwrap().unwrap();
+    let p = env.pool("slow").await.unwrap().unwrap();
     assert_eq!(p.status, "PROVISIONING");
     env.gke.delete(&loc(), "slow", &long()).await.unwrap();
     assert!(t0.elapsed() >= Duration::from_secs(2));
-    assert_eq!(env.gke.get(&loc(), "slow").await.unwrap(), None);
+    assert_eq!(env.pool("slow").await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -601,7 +605,7 @@ async fn stop_ends_the_wait_promptly() {
     assert!(matches!(r, Err(CloudError::Stopped)), "{r:?}");
     assert!(t0.elapsed() < Duration::from_secs(2));
     // What exists is still visible for the state.
-    assert!(env.gke.get(&loc(), "stopme").await.unwrap().is_some());
+    assert!(env.pool("stopme").await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -639,7 +643,7 @@ async fn an_access_token_and_endpoint_override_reach_the_api() {
     })
     .await
     .unwrap();
-    assert_eq!(gke.get(&loc(), "none").await.unwrap(), None);
+    assert_eq!(gke.get(&loc(), "none", &read_ctx()).await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -681,7 +685,7 @@ async fn a_fixed_size_is_read_from_the_instance_group_managers() {
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
     let p = loop {
-        let p = env.gke.get(&loc(), "igm").await.unwrap().unwrap();
+        let p = env.pool("igm").await.unwrap().unwrap();
         if p.status == "RUNNING" {
             break p;
         }
@@ -724,7 +728,10 @@ async fn an_access_token_is_sent_as_a_bearer_header_and_the_sandbox_gets_none() 
     })
     .await
     .unwrap();
-    assert_eq!(with_token.get(&loc(), "p").await.unwrap(), None);
+    assert_eq!(
+        with_token.get(&loc(), "p", &read_ctx()).await.unwrap(),
+        None
+    );
     let sandboxed = GkeClient::new(GkeConfig {
         access_token: Some("ya29.test-token".into()),
         sandbox: Some(base),
@@ -732,7 +739,7 @@ async fn an_access_token_is_sent_as_a_bearer_header_and_the_sandbox_gets_none() 
     })
     .await
     .unwrap();
-    assert_eq!(sandboxed.get(&loc(), "p").await.unwrap(), None);
+    assert_eq!(sandboxed.get(&loc(), "p", &read_ctx()).await.unwrap(), None);
     assert_eq!(
         *seen.lock().unwrap(),
         vec![Some("Bearer ya29.test-token".to_string()), None]

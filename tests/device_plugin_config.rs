@@ -334,3 +334,54 @@ fn cluster_policy_delivery_lifecycle() {
     );
     assert_ne!(restart_annotation(&st).unwrap(), before);
 }
+
+/// A create that runs out of time after it wrote the ConfigMap (the ClusterPolicy answers too
+/// slowly) keeps the config in state, tainted, rather than leaving a ConfigMap no state knows:
+/// the next apply replaces it instead of failing on "ConfigMap already exists".
+#[test]
+fn a_create_that_times_out_after_writing_keeps_its_configmap_in_state() {
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    let main_tf = config(&kc, 10).replace(
+        "  mig_strategy   = \"none\"\n",
+        "  mig_strategy   = \"none\"\n  timeouts {\n    create = \"5s\"\n  }\n",
+    );
+    let ws = Workspace::new(&main_tf);
+    ws.init();
+    common::sandbox::inject(
+        &st.url,
+        serde_json::json!({
+        "match": {"method": "PATCH", "path_contains": "clusterpolicies"},
+        "count": 1,
+        "kind": "trickle",
+        "delay_ms": 500
+        }),
+    );
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    assert!(out.text().contains("Operation timed out"), "{}", out.text());
+    assert!(
+        object(&st, "configmaps", NS, CM).is_some(),
+        "the create wrote the ConfigMap before the slow step"
+    );
+    let listed = ws.ok(&["state", "list"]).stdout;
+    assert!(
+        listed.contains("fracgpu_device_plugin_config.this"),
+        "the written ConfigMap is in state: {listed}"
+    );
+    let shown = ws.show_json();
+    let res = &shown["values"]["root_module"]["resources"][0];
+    assert_eq!(res["tainted"], true, "{res}");
+
+    // The trickle is spent: the next apply replaces the tainted config and converges.
+    let out = ws.apply();
+    assert!(
+        out.text().contains("1 added, 0 changed, 1 destroyed"),
+        "{}",
+        out.text()
+    );
+    let cp = object(&st, "clusterpolicies.nvidia.com", "", "cluster-policy").unwrap();
+    assert_eq!(cp["spec"]["devicePlugin"]["config"]["name"], CM);
+    let (code, out) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", out.text());
+}

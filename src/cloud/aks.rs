@@ -51,8 +51,6 @@ const AKS_DEFAULT_OS_DISK_GB: u32 = 128;
 const AKS_DEFAULT_OS_SKU: &str = "Ubuntu";
 /// AKS adds this label and taint to every Spot pool itself.
 const SPOT_KEY: &str = "kubernetes.azure.com/scalesetpriority";
-/// Without an OpCtx (reads), give up after this long.
-const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 // ------------------------------------------------------------------------------------------- config
 
@@ -913,9 +911,13 @@ async fn bounded<T>(
 
 #[async_trait]
 impl NodePools for AksClient {
-    async fn get(&self, location: &Location, name: &str) -> Result<Option<Pool>, CloudError> {
-        let ctx = OpCtx::new(READ_TIMEOUT, Default::default());
-        self.get_with(location, name, &ctx).await
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError> {
+        self.get_with(location, name, ctx).await
     }
 
     async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {

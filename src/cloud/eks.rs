@@ -45,7 +45,7 @@ use aws_sdk_eks::types::{
 use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
     CloudError, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
-    Scaling, StopSignal,
+    Scaling,
 };
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
@@ -115,7 +115,6 @@ pub struct EksClient {
     retry_first: Duration,
     retry_cap: Duration,
     attempt_timeout: Duration,
-    read_timeout: Duration,
 }
 
 impl EksClient {
@@ -199,7 +198,6 @@ impl EksClient {
             retry_first: Duration::from_millis(if fast { 100 } else { 1000 }),
             retry_cap: Duration::from_secs(20),
             attempt_timeout: Duration::from_secs(60),
-            read_timeout: Duration::from_secs(300),
         })
     }
 
@@ -533,11 +531,15 @@ impl NodePools for EksClient {
     /// None when the node group (or its cluster) does not exist, and also while it is DELETING:
     /// a deletion cannot be undone, so for the user the group is already gone, and a create of the
     /// same name waits for the deletion to finish instead of failing. DELETE_FAILED is returned.
-    async fn get(&self, location: &Location, name: &str) -> Result<Option<Pool>, CloudError> {
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError> {
         let (region, cluster) = eks_location(location)?;
         let client = self.client(region)?;
-        let ctx = OpCtx::new(self.read_timeout, StopSignal::default());
-        let ng = self.describe(&client, cluster, name, &ctx).await?;
+        let ng = self.describe(&client, cluster, name, ctx).await?;
         Ok(ng
             .filter(|ng| status_of(ng) != "DELETING")
             .map(|ng| to_pool(region, cluster, &ng)))

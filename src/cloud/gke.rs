@@ -30,8 +30,7 @@ use google_cloud_container_v1::model::{
 
 use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
-    CloudError, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
-    Scaling, StopSignal,
+    CloudError, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
 };
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
@@ -45,8 +44,6 @@ const GKE_LABEL_PREFIXES: &[&str] = &["cloud.google.com/", "node.kubernetes.io/"
 const MAX_TRANSIENT_RETRIES: u32 = 8;
 const RETRY_CAP: Duration = Duration::from_secs(20);
 const POLL_CAP: Duration = Duration::from_secs(10);
-/// `get` has no terraform timeout of its own.
-const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How to reach GKE. With nothing set: Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS,
 /// the gcloud ADC file, the metadata server) against container.googleapis.com.
@@ -944,9 +941,13 @@ fn replacement_fields(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
 
 #[async_trait]
 impl NodePools for GkeClient {
-    async fn get(&self, location: &Location, name: &str) -> Result<Option<Pool>, CloudError> {
-        let ctx = OpCtx::new(READ_TIMEOUT, StopSignal::default());
-        match self.get_raw(location, name, &ctx).await? {
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError> {
+        match self.get_raw(location, name, ctx).await? {
             // A pool being deleted is gone for the user.
             Some(np) if np.status == m::node_pool::Status::Stopping => Ok(None),
             Some(np) => Ok(Some(self.pool_of(location, &np).await?)),

@@ -221,7 +221,13 @@ impl CloudError {
 #[async_trait]
 pub trait NodePools: Send + Sync {
     /// The pool, or None when it does not exist (or is being deleted and gone for the user).
-    async fn get(&self, location: &Location, name: &str) -> Result<Option<Pool>, CloudError>;
+    /// Retries and slow answers end at `ctx`'s deadline or stop.
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError>;
 
     /// Creates the pool and waits until it is ready. A pool of that name that a previous attempt
     /// of the same create left behind is adopted rather than reported as a conflict.

@@ -86,7 +86,7 @@ pub fn schema() -> Schema {
         .single_block("kubernetes", kubernetes_block("How to reach the cluster. Default: the provider's `kubernetes` block, then `KUBECONFIG` / `~/.kube/config` / in-cluster."))
         .block("config", Nesting::List, config)
         .single_block("helm", helm)
-        .single_block("timeouts", timeouts_block(&["create", "update", "delete"]));
+        .single_block("timeouts", timeouts_block(&["create", "read", "update", "delete"]));
     Schema::new(0, block)
 }
 
@@ -849,20 +849,61 @@ impl DevicePluginConfigResource {
 /// can take minutes.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Logs how a create, update or delete of the config ended.
-fn log_outcome(operation: &str, target: &str, started: std::time::Instant, failed: bool) {
-    let elapsed_ms = started.elapsed().as_millis() as u64;
-    if failed {
-        tracing::warn!(config_map = %target, operation, elapsed_ms, "device plugin config: failed");
-    } else {
-        tracing::info!(config_map = %target, operation, elapsed_ms, "device plugin config: done");
+/// How long a read may take when `timeouts` does not say.
+const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How long a create that timed out may spend looking for what it wrote.
+const LOOK_AFTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A create, update or delete of the config: bounded by its `timeouts` entry, logged at start
+/// and end.
+struct Op {
+    name: &'static str,
+    config_map: String,
+    started: std::time::Instant,
+    limit: std::time::Duration,
+}
+
+impl Op {
+    fn start(name: &'static str, value: &Value) -> Op {
+        let config_map = format!(
+            "{}/{}",
+            str_or(value, "namespace", DEFAULT_NAMESPACE),
+            str_or(value, "name", DEFAULT_NAME)
+        );
+        tracing::info!(config_map = %config_map, operation = name, "device plugin config: starting");
+        Op {
+            name,
+            config_map,
+            started: std::time::Instant::now(),
+            limit: timeout(value, name, DEFAULT_TIMEOUT),
+        }
+    }
+
+    /// The work's result, or None when it ran out of time.
+    async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::time::timeout(self.limit, work).await.ok()
+    }
+
+    /// Logs the outcome and hands the work's diagnostics on, plus one for a timeout.
+    fn end(&self, ran_out: bool, inner: Diagnostics, diags: &mut Diagnostics) {
+        let elapsed_ms = self.started.elapsed().as_millis() as u64;
+        let (config_map, operation) = (&self.config_map, self.name);
+        if ran_out || inner.has_errors() {
+            tracing::warn!(config_map = %config_map, operation, elapsed_ms, "device plugin config: failed");
+        } else {
+            tracing::info!(config_map = %config_map, operation, elapsed_ms, "device plugin config: done");
+        }
+        diags.extend(inner);
+        if ran_out {
+            diags.push(timed_out(self.name, self.limit));
+        }
     }
 }
 
 fn timed_out(op: &str, limit: std::time::Duration) -> Diagnostic {
     Diagnostic::error(
         "Operation timed out",
-        format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. Anything already written stays (a create leaves the ConfigMap for `terraform import`).", limit.as_secs()),
+        format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. What was already written stays in state, so the next apply picks up from there.", limit.as_secs()),
     )
     .at(AttrPath::attr("timeouts"))
 }
@@ -972,6 +1013,90 @@ impl DevicePluginConfigResource {
             mig_strategy_ours: ours,
             data,
         })
+    }
+
+    async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let c = self.connect(state, diags).await?;
+        let name = str_or(state, "name", DEFAULT_NAME).to_string();
+        let mut st = state.clone();
+        let prior_data = map_of(state.get("data"));
+        let seen = if str_or(state, "delivery", "cluster_policy") == "helm" {
+            self.observe_helm(&c, state, diags).await?
+        } else {
+            self.observe_cluster_policy(&c, state, diags).await?
+        };
+        let Observed {
+            pointer_name,
+            default: pointer_default,
+            mig_strategy: mig,
+            mig_strategy_ours: mig_ours,
+            data: cluster_data,
+        } = seen;
+        // A vanished ConfigMap: the resource is gone and will be created again.
+        let cluster_data = cluster_data?;
+        // The operator reads our data only while the pointer names our ConfigMap.
+        let data = if pointer_name.as_deref() == Some(name.as_str()) {
+            reconcile(&prior_data, &cluster_data)
+        } else {
+            BTreeMap::new()
+        };
+        set(&mut st, "data", string_map(&data));
+        if !state.get("default_config").is_null() || state.get("config").elements().is_empty() {
+            set(
+                &mut st,
+                "default_config",
+                Value::opt_string(pointer_default),
+            );
+        }
+        if mig_ours || !state.get("mig_strategy").is_null() {
+            set(&mut st, "mig_strategy", Value::opt_string(mig));
+        }
+        if state.get("config").elements().is_empty() {
+            // Imported: rebuild the blocks from what the cluster holds.
+            set(&mut st, "config", config_blocks(&cluster_data));
+        }
+        // Keep helm_values consistent with what was read.
+        let mut quiet = Diagnostics::new();
+        if let Some(d) = resolve(&st, &mut quiet) {
+            let vp = d
+                .helm
+                .as_ref()
+                .map(|h| h.values_path.clone())
+                .unwrap_or_else(|| DEFAULT_VALUES_PATH.to_string());
+            set(
+                &mut st,
+                "helm_values",
+                Value::string(helm::to_yaml(&d.helm_values(&vp, &[]))),
+            );
+            self.warn_unknown_labels(&c, &d, diags).await;
+        }
+        Some(st)
+    }
+
+    /// The state of a create that ran out of time: the plan (tainted) when its ConfigMap was
+    /// written, so that it is not orphaned, else nothing. A Helm delivery only sets values on a
+    /// release the next create overwrites, so it leaves nothing to orphan.
+    async fn written_before_timeout(&self, planned: &Value) -> Value {
+        let mut quiet = Diagnostics::new();
+        let Some(d) = resolve(planned, &mut quiet) else {
+            return Value::Null;
+        };
+        if d.helm.is_some() {
+            return Value::Null;
+        }
+        let look = async {
+            let c = self.connect(planned, &mut quiet).await?;
+            c.configmap(&d.namespace, &d.name).await.ok().flatten()
+        };
+        match tokio::time::timeout(LOOK_AFTER_TIMEOUT, look).await {
+            // The cluster could not say: keep the plan, the next refresh drops it if absent.
+            Ok(Some(_)) | Err(_) => {
+                let mut st = planned.unknowns_as_null();
+                set(&mut st, "restarted_at", Value::Null);
+                st
+            }
+            Ok(None) => Value::Null,
+        }
     }
 
     async fn do_create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
@@ -1208,132 +1333,38 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
-        let limit = timeout(planned, "create", DEFAULT_TIMEOUT);
+        let op = Op::start("create", planned);
         let mut inner = Diagnostics::new();
-        let target = format!(
-            "{}/{}",
-            str_or(planned, "namespace", DEFAULT_NAMESPACE),
-            str_or(planned, "name", DEFAULT_NAME)
-        );
-        let started = std::time::Instant::now();
-        tracing::info!(config_map = %target, operation = "create", "device plugin config: starting");
-        let out = tokio::time::timeout(limit, self.do_create(planned, &mut inner)).await;
-        log_outcome(
-            "create",
-            &target,
-            started,
-            out.is_err() || inner.has_errors(),
-        );
-        diags.extend(inner);
-        out.unwrap_or_else(|_| {
-            diags.push(timed_out("create", limit));
-            Value::Null
-        })
+        let out = op.run(self.do_create(planned, &mut inner)).await;
+        op.end(out.is_none(), inner, diags);
+        match out {
+            Some(st) => st,
+            None => self.written_before_timeout(planned).await,
+        }
     }
 
     async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let c = self.connect(state, diags).await?;
-        let name = str_or(state, "name", DEFAULT_NAME).to_string();
-        let mut st = state.clone();
-        let prior_data = map_of(state.get("data"));
-        let seen = if str_or(state, "delivery", "cluster_policy") == "helm" {
-            self.observe_helm(&c, state, diags).await?
-        } else {
-            self.observe_cluster_policy(&c, state, diags).await?
-        };
-        let Observed {
-            pointer_name,
-            default: pointer_default,
-            mig_strategy: mig,
-            mig_strategy_ours: mig_ours,
-            data: cluster_data,
-        } = seen;
-        // A vanished ConfigMap: the resource is gone and will be created again.
-        let cluster_data = cluster_data?;
-        // The operator reads our data only while the pointer names our ConfigMap.
-        let data = if pointer_name.as_deref() == Some(name.as_str()) {
-            reconcile(&prior_data, &cluster_data)
-        } else {
-            BTreeMap::new()
-        };
-        set(&mut st, "data", string_map(&data));
-        if !state.get("default_config").is_null() || state.get("config").elements().is_empty() {
-            set(
-                &mut st,
-                "default_config",
-                Value::opt_string(pointer_default),
-            );
-        }
-        if mig_ours || !state.get("mig_strategy").is_null() {
-            set(&mut st, "mig_strategy", Value::opt_string(mig));
-        }
-        if state.get("config").elements().is_empty() {
-            // Imported: rebuild the blocks from what the cluster holds.
-            set(&mut st, "config", config_blocks(&cluster_data));
-        }
-        // Keep helm_values consistent with what was read.
-        let mut quiet = Diagnostics::new();
-        if let Some(d) = resolve(&st, &mut quiet) {
-            let vp = d
-                .helm
-                .as_ref()
-                .map(|h| h.values_path.clone())
-                .unwrap_or_else(|| DEFAULT_VALUES_PATH.to_string());
-            set(
-                &mut st,
-                "helm_values",
-                Value::string(helm::to_yaml(&d.helm_values(&vp, &[]))),
-            );
-            self.warn_unknown_labels(&c, &d, diags).await;
-        }
-        Some(st)
-    }
-
-    async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
-        let limit = timeout(planned, "update", DEFAULT_TIMEOUT);
-        let mut inner = Diagnostics::new();
-        let target = format!(
-            "{}/{}",
-            str_or(planned, "namespace", DEFAULT_NAMESPACE),
-            str_or(planned, "name", DEFAULT_NAME)
-        );
-        let started = std::time::Instant::now();
-        tracing::info!(config_map = %target, operation = "update", "device plugin config: starting");
-        let out = tokio::time::timeout(limit, self.do_update(prior, planned, &mut inner)).await;
-        log_outcome(
-            "update",
-            &target,
-            started,
-            out.is_err() || inner.has_errors(),
-        );
-        diags.extend(inner);
-        out.unwrap_or_else(|_| {
-            diags.push(timed_out("update", limit));
-            prior.clone()
+        let limit = timeout(state, "read", DEFAULT_READ_TIMEOUT);
+        let read = tokio::time::timeout(limit, self.do_read(state, diags)).await;
+        read.unwrap_or_else(|_| {
+            diags.push(timed_out("read", limit));
+            None
         })
     }
 
-    async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
-        let limit = timeout(state, "delete", DEFAULT_TIMEOUT);
+    async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
+        let op = Op::start("update", planned);
         let mut inner = Diagnostics::new();
-        let target = format!(
-            "{}/{}",
-            str_or(state, "namespace", DEFAULT_NAMESPACE),
-            str_or(state, "name", DEFAULT_NAME)
-        );
-        let started = std::time::Instant::now();
-        tracing::info!(config_map = %target, operation = "delete", "device plugin config: starting");
-        let out = tokio::time::timeout(limit, self.do_delete(state, &mut inner)).await;
-        log_outcome(
-            "delete",
-            &target,
-            started,
-            out.is_err() || inner.has_errors(),
-        );
-        diags.extend(inner);
-        if out.is_err() {
-            diags.push(timed_out("delete", limit));
-        }
+        let out = op.run(self.do_update(prior, planned, &mut inner)).await;
+        op.end(out.is_none(), inner, diags);
+        out.unwrap_or_else(|| prior.clone())
+    }
+
+    async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
+        let op = Op::start("delete", state);
+        let mut inner = Diagnostics::new();
+        let out = op.run(self.do_delete(state, &mut inner)).await;
+        op.end(out.is_none(), inner, diags);
     }
 
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {

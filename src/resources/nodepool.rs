@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::cloud::{
-    self, CloudError, EksPoolFields, Location, OpCtx, Pool, PoolGpu, PoolTaint, Scaling,
+    self, CloudError, EksPoolFields, Location, OpCtx, Pool, PoolGpu, PoolTaint, Scaling, StopSignal,
 };
 use crate::gpu::{self, Cloud, DEVICE_PLUGIN_CONFIG_LABEL, Field, MIG_CONFIG_LABEL, SharingMode};
 use crate::model::{self, domain_diagnostic};
@@ -22,6 +22,8 @@ use crate::tf::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 
 pub const TYPE_NAME: &str = "fracgpu_nodepool";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+/// A read is one GET with retries; past this, an API that does not answer fails the refresh.
+const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
 const EKS_GPU_AMIS: &[&str] = &[
     "AL2023_x86_64_NVIDIA",
@@ -117,7 +119,7 @@ pub fn schema() -> Schema {
     .single_block("gke", gke)
     .single_block("eks", eks)
     .single_block("autoscaling", autoscaling)
-    .single_block("timeouts", timeouts_block(&["create", "update", "delete"]))
+    .single_block("timeouts", timeouts_block(&["create", "read", "update", "delete"]))
     .validate(ExactlyOneOf(&["aks", "gke", "eks"]))
     .validate(ConflictsWith(&["node_count", "autoscaling"]));
     Schema::new(0, model::sharing_blocks(block, false))
@@ -833,16 +835,20 @@ async fn read_after_failure(
     name: &str,
     e: &CloudError,
 ) -> Option<Option<Pool>> {
-    let read = client.get(loc, name);
     // The operation's time is already spent: after a stop the look gets a second, otherwise
     // SALVAGE_READ, so that an API which made the operation fail by never finishing its answers
-    // cannot hold terraform for the client's whole read timeout.
+    // cannot hold terraform for the resource's whole read timeout. The look runs past terraform's
+    // stop on purpose (a signal that already fired would end it at once), bounded by `limit`.
     let limit = if matches!(e, CloudError::Stopped) {
         READ_AFTER_STOP
     } else {
         SALVAGE_READ
     };
-    tokio::time::timeout(limit, read).await.ok()?.ok()
+    let ctx = OpCtx::new(limit, StopSignal::default());
+    tokio::time::timeout(limit, client.get(loc, name, &ctx))
+        .await
+        .ok()?
+        .ok()
 }
 
 /// Whether a create that failed with `e` may still have made the pool: anything but a refusal
@@ -860,7 +866,7 @@ fn may_have_created(e: &CloudError) -> bool {
 /// The state of a pool whose create may have reached the cloud but that could not be read back:
 /// the plan with its ID, and nothing unknown (terraform keeps unknowns out of state).
 fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
-    let mut v = unknown_as_null(planned);
+    let mut v = planned.unknowns_as_null();
     set(
         &mut v,
         "id",
@@ -868,27 +874,6 @@ fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
     );
     set(&mut v, "status", Value::string("Unknown"));
     v
-}
-
-fn unknown_as_null(v: &Value) -> Value {
-    match v {
-        Value::Unknown(_) => Value::Null,
-        Value::List(items) => Value::List(items.iter().map(unknown_as_null).collect()),
-        Value::Set(items) => Value::Set(items.iter().map(unknown_as_null).collect()),
-        Value::Tuple(items) => Value::Tuple(items.iter().map(unknown_as_null).collect()),
-        Value::Map(m) => Value::Map(
-            m.iter()
-                .map(|(k, x)| (k.clone(), unknown_as_null(x)))
-                .collect(),
-        ),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.clone(), unknown_as_null(x)))
-                .collect(),
-        ),
-        Value::Dynamic(t, x) => Value::Dynamic(t.clone(), Box::new(unknown_as_null(x))),
-        other => other.clone(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -904,7 +889,12 @@ impl NodePool {
     }
 
     fn ctx(&self, v: &Value, op: &str) -> OpCtx {
-        OpCtx::new(timeout(v, op, DEFAULT_TIMEOUT), self.state.stop.clone())
+        let default = if op == "read" {
+            DEFAULT_READ_TIMEOUT
+        } else {
+            DEFAULT_TIMEOUT
+        };
+        OpCtx::new(timeout(v, op, default), self.state.stop.clone())
     }
 
     async fn client(
@@ -1044,7 +1034,8 @@ impl Resource for NodePool {
         let name = state.get("name").as_str()?.to_string();
         let client = self.client(&loc, diags).await?;
         tracing::debug!(cloud = loc.cloud(), pool = %name, "reading node pool");
-        match client.get(&loc, &name).await {
+        let ctx = self.ctx(state, "read");
+        match client.get(&loc, &name, &ctx).await {
             Ok(Some(pool)) => state_from_pool(&pool, state, &settings, diags),
             Ok(None) => {
                 tracing::info!(cloud = loc.cloud(), pool = %name, "node pool no longer exists; dropping it from state");
@@ -1066,7 +1057,7 @@ impl Resource for NodePool {
             return prior.clone();
         };
         let ctx = self.ctx(planned, "update");
-        let current = match client.get(&r.spec.location, &r.spec.name).await {
+        let current = match client.get(&r.spec.location, &r.spec.name, &ctx).await {
             Ok(Some(p)) => p,
             Ok(None) => {
                 diags.push(Diagnostic::error(
@@ -1140,7 +1131,8 @@ impl Resource for NodePool {
             return None;
         };
         let client = self.client(&loc, diags).await?;
-        let pool = match client.get(&loc, &name).await {
+        let ctx = OpCtx::new(DEFAULT_READ_TIMEOUT, self.state.stop.clone());
+        let pool = match client.get(&loc, &name, &ctx).await {
             Ok(Some(p)) => p,
             Ok(None) => {
                 diags.push(Diagnostic::error(

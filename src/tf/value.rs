@@ -196,6 +196,29 @@ impl Value {
         }
     }
 
+    /// This value with every unknown inside it null: what state may hold of a plan (terraform
+    /// refuses unknowns in state).
+    pub fn unknowns_as_null(&self) -> Value {
+        match self {
+            Value::Unknown(_) => Value::Null,
+            Value::List(v) => Value::List(v.iter().map(Value::unknowns_as_null).collect()),
+            Value::Set(v) => Value::Set(v.iter().map(Value::unknowns_as_null).collect()),
+            Value::Tuple(v) => Value::Tuple(v.iter().map(Value::unknowns_as_null).collect()),
+            Value::Map(m) => Value::Map(
+                m.iter()
+                    .map(|(k, x)| (k.clone(), x.unknowns_as_null()))
+                    .collect(),
+            ),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| (k.clone(), x.unknowns_as_null()))
+                    .collect(),
+            ),
+            Value::Dynamic(t, v) => Value::Dynamic(t.clone(), Box::new(v.unknowns_as_null())),
+            other => other.clone(),
+        }
+    }
+
     /// Null or unknown: a value validators and plan modifiers must leave alone.
     pub fn is_null_or_unknown(&self) -> bool {
         self.is_null() || !self.is_known()
