@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::pools::{self, StatePool};
 use common::sandbox;
 use common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
-use serde_json::{Value, json};
+use serde_json::json;
 
 // ------------------------------------------------------------------------------------------ config
 
@@ -55,103 +56,16 @@ fn apply(ws: &Workspace) -> Output {
 
 // --------------------------------------------------------------------------------------- invariant
 
-/// A pool as terraform's state or the sandbox's inventory knows it: (cloud, cluster, name, id).
-type PoolKey = (String, String, String, String);
-
-/// A block of a resource in `terraform show -json` (a single nested block is an object; tolerate a
-/// one-element list too).
-fn block<'a>(values: &'a Value, name: &str) -> Option<&'a Value> {
-    let b = &values[name];
-    let b = if b.is_array() { &b[0] } else { b };
-    (!b.is_null()).then_some(b)
-}
-
-struct StatePool {
-    address: String,
-    key: PoolKey,
-    tainted: bool,
-}
-
-fn state_pools(ws: &Workspace) -> Vec<StatePool> {
-    let show = ws.show_json();
-    let mut out: Vec<StatePool> = show["values"]["root_module"]["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["type"] == "fracgpu_nodepool")
-        .map(|r| {
-            let v = &r["values"];
-            let (cloud, cluster) = if let Some(b) = block(v, "aks") {
-                ("aks", b["cluster_name"].clone())
-            } else if let Some(b) = block(v, "gke") {
-                ("gke", b["cluster"].clone())
-            } else if let Some(b) = block(v, "eks") {
-                ("eks", b["cluster_name"].clone())
-            } else {
-                panic!("no cloud block in {r}")
-            };
-            let s = |x: &Value| x.as_str().unwrap_or_default().to_string();
-            StatePool {
-                address: s(&r["address"]),
-                key: (
-                    cloud.into(),
-                    s(&cluster),
-                    s(&v["name"]),
-                    normalize_id(cloud, &s(&v["id"])),
-                ),
-                tainted: r["tainted"] == true,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| a.key.cmp(&b.key));
-    out
-}
-
-/// IDs as each cloud compares them (ARM IDs are case-insensitive).
-fn normalize_id(cloud: &str, id: &str) -> String {
-    if cloud == "aks" {
-        id.to_lowercase()
-    } else {
-        id.to_string()
-    }
-}
-
-fn inventory_pools(inv: &Value) -> Vec<PoolKey> {
-    let mut out: Vec<PoolKey> = inv["pools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            let s = |x: &Value| x.as_str().unwrap_or_default().to_string();
-            let (cloud, cluster, name) = (s(&p["cloud"]), s(&p["cluster"]), s(&p["name"]));
-            let r = &p["resource"];
-            // The cloud's own ID, in the form the provider documents for import.
-            let id = match cloud.as_str() {
-                "aks" => s(&r["id"]),
-                "gke" => s(&r["selfLink"])
-                    .split_once("/v1/")
-                    .map(|(_, path)| path.to_string())
-                    .unwrap_or_default(),
-                _ => format!("{}:{}", s(&r["clusterName"]), s(&r["nodegroupName"])),
-            };
-            let id = normalize_id(&cloud, &id);
-            (cloud, cluster, name, id)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-/// The invariant of every scenario: each pool in terraform's state exists in the sandbox with the
-/// same cloud, cluster, name and ID, and the sandbox holds no pool terraform does not know.
+/// The invariant of every scenario: terraform's state and the sandbox's inventory hold the same
+/// pools with the same ID, node count and labels; no orphan (in the cloud, unknown to terraform)
+/// and no ghost (in state, gone from the cloud).
 fn assert_inventory_equals_state(ws: &Workspace, url: &str) -> Vec<StatePool> {
-    let state = state_pools(ws);
+    let state = pools::state_pools(ws);
     let inv = sandbox::inventory(url).expect("the sandbox answers");
-    let cloud = inventory_pools(&inv);
-    let known: Vec<PoolKey> = state.iter().map(|p| p.key.clone()).collect();
-    assert_eq!(
-        known, cloud,
-        "terraform's state (left) and the sandbox's inventory (right) differ"
+    let a = pools::compare(&state, &pools::inventory_pools(&inv));
+    assert!(
+        a.orphans.is_empty() && a.ghosts.is_empty() && a.differ.is_empty(),
+        "terraform's state and the sandbox's inventory differ: {a:?}"
     );
     state
 }
@@ -259,7 +173,7 @@ fn a_dropped_create_request_leaves_exactly_one_pool() {
     );
     assert_no_faults_left(&sb.url);
     let state = assert_inventory_equals_state(&ws, &sb.url);
-    let names: Vec<&str> = state.iter().map(|p| p.key.2.as_str()).collect();
+    let names: Vec<&str> = state.iter().map(|p| p.record.name.as_str()).collect();
     assert_eq!(names, ["dropaks", "dropeks", "dropgke"]);
     assert_eq!(ws.plan_exit_code().0, 0);
 }
@@ -365,7 +279,7 @@ fn a_create_whose_answer_is_lost_adopts_the_pool_it_made() {
         out.text()
     );
     let state = assert_inventory_equals_state(&ws, &sb.url);
-    let names: Vec<&str> = state.iter().map(|p| p.key.2.as_str()).collect();
+    let names: Vec<&str> = state.iter().map(|p| p.record.name.as_str()).collect();
     assert_eq!(names, ["lostaks", "losteks", "lostgke"]);
     assert!(state.iter().all(|p| !p.tainted));
     assert_eq!(ws.plan_exit_code().0, 0);
@@ -416,7 +330,7 @@ fn a_failed_operation_taints_the_pool_and_the_next_apply_replaces_it() {
     let state = assert_inventory_equals_state(&ws, &sb.url);
     assert_eq!(state.len(), 3);
     for p in &state {
-        assert!(p.tainted, "{} is tainted", p.address);
+        assert!(p.tainted, "{} is tainted", p.record.name);
     }
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 2, "{}", plan.text());

@@ -82,48 +82,39 @@ impl Workspace {
         }
     }
 
+    /// A workspace that installs this crate's provider from a mirror of the build.
     pub fn new(main_tf: &str) -> Workspace {
-        let root = tempfile::tempdir().unwrap();
-        let mirror = mirror(root.path());
-        let cli_config = root.path().join("terraformrc");
-        std::fs::write(
-            &cli_config,
+        Workspace::with_cli_config(main_tf, |root| {
             format!(
                 "provider_installation {{\n  filesystem_mirror {{\n    path = {:?}\n    include = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n  direct {{\n    exclude = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n}}\n",
-                mirror.display().to_string()
-            ),
-        )
-        .unwrap();
-        let dir = root.path().join("work");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("main.tf"), main_tf).unwrap();
-        Workspace {
-            dir,
-            cli_config,
-            env: Vec::new(),
-            _root: root,
-        }
+                mirror(root).display().to_string()
+            )
+        })
     }
 
     /// A workspace whose CLI config installs providers only from the given filesystem mirror (any
     /// layout terraform reads), with no direct access to any registry.
     pub fn with_mirror(main_tf: &str, mirror: &Path) -> Workspace {
-        let root = tempfile::tempdir().unwrap();
-        let cli_config = root.path().join("terraformrc");
-        std::fs::write(
-            &cli_config,
+        Workspace::with_cli_config(main_tf, |_| {
             format!(
                 "provider_installation {{\n  filesystem_mirror {{\n    path = {:?}\n  }}\n}}\n",
                 mirror.display().to_string()
-            ),
-        )
-        .unwrap();
+            )
+        })
+    }
+
+    /// A fresh directory holding `main.tf`, with the CLI config `cli_config` writes for the
+    /// workspace's root directory.
+    fn with_cli_config(main_tf: &str, cli_config: impl FnOnce(&Path) -> String) -> Workspace {
+        let root = tempfile::tempdir().unwrap();
+        let config_path = root.path().join("terraformrc");
+        std::fs::write(&config_path, cli_config(root.path())).unwrap();
         let dir = root.path().join("work");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("main.tf"), main_tf).unwrap();
         Workspace {
             dir,
-            cli_config,
+            cli_config: config_path,
             env: Vec::new(),
             _root: root,
         }
