@@ -258,7 +258,7 @@ fn gke_create_interrupted_while_the_pool_cannot_be_read_still_keeps_it_in_state(
 fn gke_create_interrupted_during_a_slow_operation_poll_returns_within_two_seconds() {
     interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgkeslow", 1), |sb| {
         sb.inject(json!({"match": {"method": "GET", "path_contains": "locations/us-central1/operations/"}, "count": 50, "kind": "slow", "delay_ms": 20000}));
-        // Interrupt once a poll is in flight (GKE's first poll comes after about a second).
+        // Interrupt once a poll is in flight.
         let t = Instant::now();
         while sb.armed().first().is_some_and(|f| f["count"] == 50) {
             assert!(

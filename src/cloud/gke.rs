@@ -137,9 +137,19 @@ impl GkeClient {
             endpoint,
             creds: creds.clone(),
         });
+        // The sandbox's operations take about two seconds, not minutes: poll and retry sooner, as
+        // the AKS and EKS clients do against it.
+        let timing = if cfg.sandbox.is_some() {
+            GkeTiming {
+                poll_first: Duration::from_millis(250),
+                retry_first: Duration::from_millis(100),
+            }
+        } else {
+            GkeTiming::default()
+        };
         Ok(GkeClient {
             cm,
-            timing: GkeTiming::default(),
+            timing,
             creds,
             http,
             sandbox: cfg.sandbox.map(|s| s.trim_end_matches('/').to_string()),
