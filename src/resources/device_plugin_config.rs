@@ -17,7 +17,7 @@ use crate::kube::{self as k, Cluster, ExecSettings, KubeError, KubernetesSetting
 use crate::model;
 use crate::provider::ProviderState;
 use crate::tf::api::{PlanRequest, Resource};
-use crate::tf::plan::{Planned, timeout, timeouts_block};
+use crate::tf::plan::{Planned, Timeouts};
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 use crate::tf::types::Type;
 use crate::tf::validators::{Matches, OneOf};
@@ -86,7 +86,7 @@ pub fn schema() -> Schema {
         .single_block("kubernetes", kubernetes_block("How to reach the cluster. Default: the provider's `kubernetes` block, then `KUBECONFIG` / `~/.kube/config` / in-cluster."))
         .block("config", Nesting::List, config)
         .single_block("helm", helm)
-        .single_block("timeouts", timeouts_block(&["create", "read", "update", "delete"]));
+        .single_block("timeouts", TIMEOUTS.block());
     Schema::new(0, block)
 }
 
@@ -845,12 +845,14 @@ impl DevicePluginConfigResource {
     }
 }
 
-/// How long an operation may take when `timeouts` does not say: a helm upgrade of the operator
-/// can take minutes.
-const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// How long a read may take when `timeouts` does not say.
-const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How long each operation may take when `timeouts` does not say: a helm upgrade of the operator
+/// can take minutes, a read is a few GETs.
+const TIMEOUTS: Timeouts = Timeouts(&[
+    ("create", std::time::Duration::from_secs(600)),
+    ("read", std::time::Duration::from_secs(120)),
+    ("update", std::time::Duration::from_secs(600)),
+    ("delete", std::time::Duration::from_secs(600)),
+]);
 /// How long a create that timed out may spend looking for what it wrote.
 const LOOK_AFTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -875,7 +877,7 @@ impl Op {
             name,
             config_map,
             started: std::time::Instant::now(),
-            limit: timeout(value, name, DEFAULT_TIMEOUT),
+            limit: TIMEOUTS.of(value, name),
         }
     }
 
@@ -1344,7 +1346,7 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let limit = timeout(state, "read", DEFAULT_READ_TIMEOUT);
+        let limit = TIMEOUTS.of(state, "read");
         let read = tokio::time::timeout(limit, self.do_read(state, diags)).await;
         read.unwrap_or_else(|_| {
             diags.push(timed_out("read", limit));

@@ -15,15 +15,20 @@ use crate::gpu::{self, Cloud, DEVICE_PLUGIN_CONFIG_LABEL, Field, MIG_CONFIG_LABE
 use crate::model::{self, domain_diagnostic};
 use crate::provider::{ProviderState, Settings};
 use crate::tf::api::{PlanRequest, Resource};
-use crate::tf::plan::{Planned, timeout, timeouts_block};
+use crate::tf::plan::{Planned, Timeouts};
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 use crate::tf::validators::{ConflictsWith, ExactlyOneOf, IntBetween, OneOf};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 
 pub const TYPE_NAME: &str = "fracgpu_nodepool";
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45 * 60);
-/// A read is one GET with retries; past this, an API that does not answer fails the refresh.
-const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(120);
+/// A create, update or delete waits for the cloud's operation; a read is one GET with retries,
+/// and past its limit an API that does not answer fails the refresh.
+const TIMEOUTS: Timeouts = Timeouts(&[
+    ("create", Duration::from_secs(45 * 60)),
+    ("read", Duration::from_secs(120)),
+    ("update", Duration::from_secs(45 * 60)),
+    ("delete", Duration::from_secs(45 * 60)),
+]);
 pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
 const EKS_GPU_AMIS: &[&str] = &[
     "AL2023_x86_64_NVIDIA",
@@ -119,7 +124,7 @@ pub fn schema() -> Schema {
     .single_block("gke", gke)
     .single_block("eks", eks)
     .single_block("autoscaling", autoscaling)
-    .single_block("timeouts", timeouts_block(&["create", "read", "update", "delete"]))
+    .single_block("timeouts", TIMEOUTS.block())
     .validate(ExactlyOneOf(&["aks", "gke", "eks"]))
     .validate(ConflictsWith(&["node_count", "autoscaling"]));
     Schema::new(0, model::sharing_blocks(block, false))
@@ -889,12 +894,7 @@ impl NodePool {
     }
 
     fn ctx(&self, v: &Value, op: &str) -> OpCtx {
-        let default = if op == "read" {
-            DEFAULT_READ_TIMEOUT
-        } else {
-            DEFAULT_TIMEOUT
-        };
-        OpCtx::new(timeout(v, op, default), self.state.stop.clone())
+        OpCtx::new(TIMEOUTS.of(v, op), self.state.stop.clone())
     }
 
     async fn client(
@@ -1131,7 +1131,7 @@ impl Resource for NodePool {
             return None;
         };
         let client = self.client(&loc, diags).await?;
-        let ctx = OpCtx::new(DEFAULT_READ_TIMEOUT, self.state.stop.clone());
+        let ctx = self.ctx(&Value::Null, "read");
         let pool = match client.get(&loc, &name, &ctx).await {
             Ok(Some(p)) => p,
             Ok(None) => {

@@ -142,31 +142,56 @@ fn block_forces_replacement(block: &Block) -> bool {
 // ---------------------------------------------------------------------------------------------
 // timeouts
 
-/// The `timeouts` block with one optional duration string per operation.
-pub fn timeouts_block(operations: &[&str]) -> Block {
-    let mut b = Block::new(
-        "How long each operation may take before it fails, as a duration like `45m` or `1h30m`.",
-    );
-    for op in operations {
-        b = b.attr(
-            Attribute::string(op)
-                .optional()
-                .describe(&format!("Time limit for {op}, e.g. `30m`."))
-                .validate(DurationString),
+/// A resource's `timeouts` block: its operations, each with the limit it has when the block does
+/// not set one.
+pub struct Timeouts(pub &'static [(&'static str, Duration)]);
+
+impl Timeouts {
+    /// The block, one optional duration string per operation, each describing its default.
+    pub fn block(&self) -> Block {
+        let mut b = Block::new(
+            "How long each operation may take before it fails, as a duration like `45m` or `1h30m`.",
         );
+        for (op, default) in self.0 {
+            b = b.attr(
+                Attribute::string(op)
+                    .optional()
+                    .describe(&format!(
+                        "Time limit for {op}. Default `{}`.",
+                        duration_text(*default)
+                    ))
+                    .validate(DurationString),
+            );
+        }
+        b
     }
-    b
+
+    /// The limit of `operation` for a resource value: `timeouts[0].<operation>`, else its default.
+    pub fn of(&self, value: &Value, operation: &str) -> Duration {
+        let default = self
+            .0
+            .iter()
+            .find(|(op, _)| *op == operation)
+            .map(|(_, d)| *d)
+            .expect("an operation of this timeouts block");
+        value
+            .get("timeouts")
+            .elements()
+            .first()
+            .and_then(|t| t.get(operation).as_str())
+            .and_then(parse_duration)
+            .unwrap_or(default)
+    }
 }
 
-/// Reads `timeouts[0].<operation>` from a resource value, falling back to `default`.
-pub fn timeout(value: &Value, operation: &str, default: Duration) -> Duration {
-    value
-        .get("timeouts")
-        .elements()
-        .first()
-        .and_then(|t| t.get(operation).as_str())
-        .and_then(parse_duration)
-        .unwrap_or(default)
+/// A whole number of hours, minutes or seconds in Go's duration notation (`45m`, `2h`, `90s`).
+fn duration_text(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s > 0 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s > 0 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 /// Parses durations in the notation terraform users know from Go (`90s`, `45m`, `1h30m`, `500ms`).
@@ -218,7 +243,7 @@ impl Validator for DurationString {
         }
     }
     fn describe(&self) -> String {
-        "A duration such as `45m`.".into()
+        "Written like `90s`, `45m` or `1h30m`.".into()
     }
 }
 
@@ -357,13 +382,30 @@ mod tests {
             "timeouts",
             Value::List(vec![Value::object([("create", "2m".into())])]),
         )]);
+        const T: Timeouts = Timeouts(&[
+            ("create", Duration::from_secs(1)),
+            ("delete", Duration::from_secs(3600)),
+        ]);
+        assert_eq!(T.of(&v, "create"), Duration::from_secs(120));
+        assert_eq!(T.of(&v, "delete"), Duration::from_secs(3600));
+        assert_eq!(T.of(&Value::Null, "create"), Duration::from_secs(1));
+        // Each attribute names its default in the notation it accepts.
+        let block = T.block();
+        let described: Vec<_> = block
+            .attributes
+            .iter()
+            .map(|a| (a.name.as_str(), a.description.as_str()))
+            .collect();
         assert_eq!(
-            timeout(&v, "create", Duration::from_secs(1)),
-            Duration::from_secs(120)
+            described,
+            [
+                ("create", "Time limit for create. Default `1s`."),
+                ("delete", "Time limit for delete. Default `1h`.")
+            ]
         );
-        assert_eq!(
-            timeout(&v, "delete", Duration::from_secs(1)),
-            Duration::from_secs(1)
-        );
+        for (d, text) in [(45 * 60, "45m"), (120, "2m"), (90, "90s"), (7200, "2h")] {
+            assert_eq!(duration_text(Duration::from_secs(d)), text);
+            assert_eq!(parse_duration(text), Some(Duration::from_secs(d)));
+        }
     }
 }
