@@ -48,7 +48,7 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                     Attribute::string("strategy")
                         .optional()
                         .computed()
-                        .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`).")
+                        .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`). It is part of the device plugin config: on a node pool a change applies in place.")
                         .validate(OneOf(&["single", "mixed"])),
                 )
                 .single_block("gke_sharing", gke_sharing),
@@ -63,10 +63,10 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                         .validate(IntBetween(2, 48)),
                 )
                 .attr(Attribute::bool("rename_by_default").optional().computed().describe(
-                    "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`.",
+                    "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
                 ))
                 .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
-                    "Refuse pods that request more than one slice (AKS/EKS). Default `false`.",
+                    "Refuse pods that request more than one slice (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
                 )),
         )
         .single_block(
@@ -90,7 +90,7 @@ pub fn taints_attribute(description: &str) -> Attribute {
             Attribute::string("key").required().describe("Taint key."),
             Attribute::string("value")
                 .optional()
-                .describe("Taint value (may be omitted)."),
+                .describe("Taint value. Default empty."),
             Attribute::string("effect")
                 .required()
                 .describe("`NoSchedule`, `PreferNoSchedule` or `NoExecute`.")

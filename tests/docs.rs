@@ -43,3 +43,55 @@ fn committed_docs_match_the_schemas() {
         "docs/ is out of date: {stale:?}. Run `FRACGPU_WRITE_DOCS=1 cargo test --test docs` and commit the result."
     );
 }
+
+/// The bar the docs set for the node pool: every argument a user sets says its unit where it has
+/// one, its default, and whether changing it replaces the pool or applies in place (the
+/// `timeouts` block changes nothing in the cloud and is left out).
+#[test]
+fn every_node_pool_argument_says_its_default_and_how_a_change_applies() {
+    use fracgpu::tf::schema::{Attribute, Block, PlanModifier};
+
+    fn walk(b: &Block, path: &str, out: &mut Vec<String>) {
+        for a in &b.attributes {
+            check(a, &format!("{path}{}", a.name), out);
+        }
+        for nb in &b.blocks {
+            if nb.name != "timeouts" {
+                walk(&nb.block, &format!("{path}{}.", nb.name), out);
+            }
+        }
+    }
+    fn check(a: &Attribute, path: &str, out: &mut Vec<String>) {
+        if !a.optional {
+            return;
+        }
+        let d = a.description.to_lowercase();
+        if !d.contains("default") {
+            out.push(format!("{path}: no default"));
+        }
+        if !a.has(PlanModifier::RequiresReplace)
+            && !d.contains("in place")
+            && !d.contains("replace")
+        {
+            out.push(format!(
+                "{path}: does not say whether a change replaces the pool"
+            ));
+        }
+        let numeric = matches!(a.ty, fracgpu::tf::Type::Number);
+        let unit = [
+            "gb", "mib", "mb", "nodes", "gpu", "replicas", "count", "clients",
+        ];
+        if numeric && !unit.iter().any(|u| d.contains(u) || path.contains(u)) {
+            out.push(format!("{path}: a number without its unit"));
+        }
+    }
+
+    let provider = fracgpu::provider::FracGpu::new();
+    let pool = fracgpu::tf::api::Provider::resources(provider.as_ref())
+        .into_iter()
+        .find(|r| r.type_name() == "fracgpu_nodepool")
+        .expect("the node pool resource");
+    let mut missing = Vec::new();
+    walk(&pool.schema().block, "", &mut missing);
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

@@ -51,7 +51,7 @@ pub fn kubernetes_block(description: &str) -> Block {
         .attr(Attribute::string("host").optional().describe("API server URL, e.g. `https://1.2.3.4`; used with `token`, `exec` and `cluster_ca_certificate` instead of a kubeconfig."))
         .attr(Attribute::string("token").optional().sensitive().describe("Bearer token."))
         .attr(Attribute::string("cluster_ca_certificate").optional().describe("PEM of the CA that signed the API server's certificate."))
-        .attr(Attribute::bool("insecure").optional().describe("Skip verifying the API server's certificate (tests only)."))
+        .attr(Attribute::bool("insecure").optional().describe("Skip verifying the API server's certificate (tests only). Default `false`."))
         .single_block("exec", exec)
 }
 
@@ -78,7 +78,7 @@ pub fn schema() -> Schema {
         .attr(Attribute::string("name").optional().computed().requires_replace().describe(&format!("Name of the ConfigMap. Default `{DEFAULT_NAME}`."))
             .validate(Matches::new(DNS_SUBDOMAIN_RE, "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')")))
         .attr(Attribute::string("default_config").optional().describe("The config of nodes without the `nvidia.com/device-plugin.config` label; must be one of the `config` names."))
-        .attr(Attribute::string("mig_strategy").optional().describe("`none`, `single` or `mixed`, set on the ClusterPolicy (`spec.mig.strategy`; the operator hands it to the plugin, overriding the file's flag).").validate(OneOf(MIG_STRATEGIES)))
+        .attr(Attribute::string("mig_strategy").optional().describe("`none`, `single` or `mixed`, set on the ClusterPolicy (`spec.mig.strategy`; the operator hands it to the plugin, overriding the file's flag). Default: the ClusterPolicy's own value is left alone.").validate(OneOf(MIG_STRATEGIES)))
         .attr(Attribute::string("delivery").optional().computed().requires_replace().describe("`cluster_policy` (default: server-side apply of the ConfigMap and the ClusterPolicy pointer) or `helm` (upgrade the operator's release). Changing it replaces the resource, so the old delivery is undone.").validate(OneOf(DELIVERIES)))
         .attr(Attribute::new("data", Type::map(Type::String)).computed().describe("The ConfigMap's data: config name -> rendered YAML."))
         .attr(Attribute::string("helm_values").computed().describe("The same as GPU operator Helm values (under `values_path`), for a `helm_release` of your own."))
