@@ -44,7 +44,7 @@ pub fn kubernetes_block(description: &str) -> Block {
         .attr(Attribute::string("api_version").required().describe("e.g. `client.authentication.k8s.io/v1beta1`."))
         .attr(Attribute::string("command").required().describe("The plugin executable."))
         .attr(Attribute::new("args", Type::list(Type::String)).optional().describe("Its arguments."))
-        .attr(Attribute::new("env", Type::map(Type::String)).optional().describe("Extra environment variables."));
+        .attr(Attribute::new("env", Type::map(Type::String)).optional().sensitive().describe("Extra environment variables for the plugin; sensitive, since they may carry credentials."));
     Block::new(description)
         .attr(Attribute::string("config_path").optional().describe("Path of a kubeconfig file. Default: `KUBECONFIG`, then `~/.kube/config`."))
         .attr(Attribute::string("config_context").optional().describe("Context of the kubeconfig. Default: its current context."))
