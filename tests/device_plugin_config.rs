@@ -385,3 +385,53 @@ fn a_create_that_times_out_after_writing_keeps_its_configmap_in_state() {
     let (code, out) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", out.text());
 }
+
+/// The other side of the same rule: a create that runs out of time before it wrote anything
+/// (here, while checking that the name is free) leaves state empty, so a ConfigMap someone else
+/// keeps under that name is never taken into state, and never deleted by a later replace.
+#[test]
+fn a_create_that_times_out_before_writing_takes_no_foreign_configmap() {
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    kubectl(
+        &kc,
+        &[
+            "create",
+            "configmap",
+            CM,
+            "-n",
+            NS,
+            "--from-literal=theirs=keep",
+        ],
+    );
+    let main_tf = config(&kc, 10).replace(
+        "  mig_strategy   = \"none\"\n",
+        "  mig_strategy   = \"none\"\n  timeouts {\n    create = \"5s\"\n  }\n",
+    );
+    let ws = Workspace::new(&main_tf);
+    ws.init();
+    common::sandbox::inject(
+        &st.url,
+        serde_json::json!({
+            "match": {"method": "GET", "path_contains": format!("configmaps/{CM}")},
+            "count": 1,
+            "kind": "trickle",
+            "delay_ms": 500
+        }),
+    );
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    assert!(out.text().contains("Operation timed out"), "{}", out.text());
+    let listed = ws.ok(&["state", "list"]).stdout;
+    assert!(listed.trim().is_empty(), "nothing in state: {listed}");
+    // The next apply refuses the name instead of replacing what it never made.
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    assert!(
+        out.text().contains("ConfigMap already exists"),
+        "{}",
+        out.text()
+    );
+    let cm = object(&st, "configmaps", NS, CM).expect("their ConfigMap stays");
+    assert_eq!(cm["data"], serde_json::json!({"theirs": "keep"}));
+}

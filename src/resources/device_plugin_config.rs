@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde_json::json;
@@ -1075,8 +1076,8 @@ impl DevicePluginConfigResource {
         Some(st)
     }
 
-    /// The state of a create that ran out of time: the plan (tainted) when its ConfigMap was
-    /// written, so that it is not orphaned, else nothing. A Helm delivery only sets values on a
+    /// The state of a create that ran out of time while writing: the plan (tainted) when its
+    /// ConfigMap was written, so that it is not orphaned, else nothing. A Helm delivery only sets values on a
     /// release the next create overwrites, so it leaves nothing to orphan.
     async fn written_before_timeout(&self, planned: &Value) -> Value {
         let mut quiet = Diagnostics::new();
@@ -1101,7 +1102,13 @@ impl DevicePluginConfigResource {
         }
     }
 
-    async fn do_create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
+    /// Sets `writing` once it starts to change the cluster.
+    async fn do_create(
+        &self,
+        planned: &Value,
+        diags: &mut Diagnostics,
+        writing: &AtomicBool,
+    ) -> Value {
         let Some(d) = resolve(planned, diags) else {
             if !diags.has_errors() {
                 diags.push(Diagnostic::error(
@@ -1136,6 +1143,7 @@ impl DevicePluginConfigResource {
                 }
             }
         }
+        writing.store(true, Ordering::Relaxed);
         let Some(restarted) = self.deliver(&c, &d, &BTreeMap::new(), diags).await else {
             // Whatever was written stays in state (tainted), so nothing is orphaned.
             return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
@@ -1337,11 +1345,14 @@ impl Resource for DevicePluginConfigResource {
     async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
         let op = Op::start("create", planned);
         let mut inner = Diagnostics::new();
-        let out = op.run(self.do_create(planned, &mut inner)).await;
+        let writing = AtomicBool::new(false);
+        let out = op.run(self.do_create(planned, &mut inner, &writing)).await;
         op.end(out.is_none(), inner, diags);
         match out {
             Some(st) => st,
-            None => self.written_before_timeout(planned).await,
+            // Before the write began, whatever the cluster holds under that name is not ours.
+            None if writing.load(Ordering::Relaxed) => self.written_before_timeout(planned).await,
+            None => Value::Null,
         }
     }
 
