@@ -521,3 +521,51 @@ fn a_sandbox_restart_mid_apply_is_ridden_over() {
     assert!(assert_inventory_equals_state(&ws, &url).is_empty());
     drop(sandbox_proc);
 }
+
+/// A pool of the same name that someone else made (here another team's terraform, with other
+/// settings) is refused, never taken into state: a failed create's pool goes to state tainted,
+/// and the next apply would destroy it. On every cloud, across two applies.
+#[test]
+fn someone_elses_pool_of_the_same_name_is_never_taken_into_state() {
+    let sb = sandbox::start(Duration::ZERO);
+    // One resource per cloud, each pool named "samename".
+    let theirs: Vec<String> = [
+        ("aks", aks("samename", "")),
+        ("gke", gke("samename", "")),
+        ("eks", eks("samename", "")),
+    ]
+    .into_iter()
+    .map(|(cloud, p)| p.replacen("\"samename\"", &format!("\"{cloud}\""), 1))
+    .collect();
+    let their_ws = Workspace::new(&config(&sb.url, &theirs));
+    their_ws.init();
+    their_ws.apply();
+    let before = pools::inventory_pools(&sandbox::inventory(&sb.url).unwrap());
+    assert_eq!(before.len(), 3);
+
+    let ours: Vec<String> = theirs
+        .iter()
+        .map(|p| p.replace("replicas = 4", "replicas = 2"))
+        .collect();
+    let ws = Workspace::new(&config(&sb.url, &ours));
+    ws.init();
+    for attempt in 1..=2 {
+        let out = apply(&ws);
+        let text = out.text();
+        assert_eq!(out.code, 1, "attempt {attempt}:\n{text}");
+        assert_eq!(
+            text.matches("Error: Pool conflict").count(),
+            3,
+            "attempt {attempt}: each cloud refuses the name:\n{text}"
+        );
+        let listed = ws.ok(&["state", "list"]).stdout;
+        assert!(
+            listed.trim().is_empty(),
+            "attempt {attempt}: nothing of theirs in our state: {listed}"
+        );
+        let now = pools::inventory_pools(&sandbox::inventory(&sb.url).unwrap());
+        assert_eq!(now, before, "attempt {attempt}: their pools are untouched");
+    }
+    // Theirs still plans clean.
+    assert_eq!(their_ws.plan_exit_code().0, 0);
+}

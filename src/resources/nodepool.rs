@@ -1010,19 +1010,24 @@ impl Resource for NodePool {
             Err(e) => {
                 tracing::warn!(cloud, pool = %r.spec.name, error = %e, "node pool create failed");
                 diags.push(cloud_diagnostic("create", &r.spec.name, &e));
-                // Whatever exists is kept in state (tainted), so nothing is orphaned. The look is
-                // bounded on its own (see read_after_failure).
+                // A refused create made nothing: a pool of that name is someone else's (the
+                // clients adopt their own earlier attempts), and taking it into state, tainted,
+                // would have the next apply destroy it.
+                if !may_have_created(&e) {
+                    return Value::Null;
+                }
+                // Whatever this create made is kept in state (tainted), so nothing is orphaned.
+                // The look is bounded on its own (see read_after_failure).
                 match read_after_failure(client.as_ref(), &r.spec.location, &r.spec.name, &e).await
                 {
                     Some(Some(pool)) => {
                         state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null)
                     }
                     Some(None) => Value::Null,
-                    // The cloud could not say. If the create may have reached it, keep the pool
-                    // in state as planned (tainted): the next refresh drops it if it is not there,
-                    // whereas a pool left out of state would be orphaned.
-                    None if may_have_created(&e) => unread_pool(planned, &r.spec),
-                    None => Value::Null,
+                    // The cloud could not say: keep the pool in state as planned (tainted). The
+                    // next refresh drops it if it is not there, whereas a pool left out of state
+                    // would be orphaned.
+                    None => unread_pool(planned, &r.spec),
                 }
             }
         }
