@@ -335,14 +335,10 @@ fn cluster_policy_delivery_lifecycle() {
     assert_ne!(restart_annotation(&st).unwrap(), before);
 }
 
-/// A create that runs out of time after it wrote the ConfigMap (the ClusterPolicy answers too
-/// slowly) keeps the config in state, tainted, rather than leaving a ConfigMap no state knows:
-/// the next apply replaces it instead of failing on "ConfigMap already exists".
-#[test]
-fn a_create_that_times_out_after_writing_keeps_its_configmap_in_state() {
-    let st = start_stack(Duration::ZERO);
-    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
-    let main_tf = config(&kc, 10).replace(
+/// Applies the config with a 5 s create limit while the first `method` request to a path
+/// containing `path` trickles, and checks that the create timed out.
+fn create_timing_out_on(st: &RunningStack, kc: &str, method: &str, path: &str) -> Workspace {
+    let main_tf = config(kc, 10).replace(
         "  mig_strategy   = \"none\"\n",
         "  mig_strategy   = \"none\"\n  timeouts {\n    create = \"5s\"\n  }\n",
     );
@@ -351,15 +347,26 @@ fn a_create_that_times_out_after_writing_keeps_its_configmap_in_state() {
     common::sandbox::inject(
         &st.url,
         serde_json::json!({
-        "match": {"method": "PATCH", "path_contains": "clusterpolicies"},
-        "count": 1,
-        "kind": "trickle",
-        "delay_ms": 500
+            "match": {"method": method, "path_contains": path},
+            "count": 1,
+            "kind": "trickle",
+            "delay_ms": 500
         }),
     );
     let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
     assert_eq!(out.code, 1, "{}", out.text());
     assert!(out.text().contains("Operation timed out"), "{}", out.text());
+    ws
+}
+
+/// A create that runs out of time after it wrote the ConfigMap (the ClusterPolicy answers too
+/// slowly) keeps the config in state, tainted, rather than leaving a ConfigMap no state knows:
+/// the next apply replaces it instead of failing on "ConfigMap already exists".
+#[test]
+fn a_create_that_times_out_after_writing_keeps_its_configmap_in_state() {
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    let ws = create_timing_out_on(&st, &kc, "PATCH", "clusterpolicies");
     assert!(
         object(&st, "configmaps", NS, CM).is_some(),
         "the create wrote the ConfigMap before the slow step"
@@ -404,24 +411,7 @@ fn a_create_that_times_out_before_writing_takes_no_foreign_configmap() {
             "--from-literal=theirs=keep",
         ],
     );
-    let main_tf = config(&kc, 10).replace(
-        "  mig_strategy   = \"none\"\n",
-        "  mig_strategy   = \"none\"\n  timeouts {\n    create = \"5s\"\n  }\n",
-    );
-    let ws = Workspace::new(&main_tf);
-    ws.init();
-    common::sandbox::inject(
-        &st.url,
-        serde_json::json!({
-            "match": {"method": "GET", "path_contains": format!("configmaps/{CM}")},
-            "count": 1,
-            "kind": "trickle",
-            "delay_ms": 500
-        }),
-    );
-    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
-    assert_eq!(out.code, 1, "{}", out.text());
-    assert!(out.text().contains("Operation timed out"), "{}", out.text());
+    let ws = create_timing_out_on(&st, &kc, "GET", &format!("configmaps/{CM}"));
     let listed = ws.ok(&["state", "list"]).stdout;
     assert!(listed.trim().is_empty(), "nothing in state: {listed}");
     // The next apply refuses the name instead of replacing what it never made.
