@@ -8,6 +8,9 @@
 //! The 2 s are measured inside the provider, from StopProvider's arrival to the moment
 //! ApplyResourceChange returns, and read from the provider's log line (TF_LOG_PROVIDER=INFO), so a
 //! loaded machine slowing terraform itself does not count against the provider.
+//!
+//! Ctrl-C during `terraform plan` is covered too: a refresh whose read the cloud or the cluster
+//! holds back stops with terraform instead of waiting out `timeouts.read`.
 
 mod common;
 
@@ -80,7 +83,33 @@ fn apply_and_interrupt(
     pool: &str,
     accepted: impl FnOnce(),
 ) -> Interrupted {
-    let mut cmd = ws.command(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    let creating = || {
+        let inv = sb.sandbox.inventory();
+        inv["pools"].as_array().into_iter().flatten().any(|p| {
+            p["name"] == pool
+                && matches!(
+                    p["state"].as_str(),
+                    Some("Creating" | "PROVISIONING" | "CREATING")
+                )
+        })
+    };
+    run_and_interrupt(
+        ws,
+        &["apply", "-no-color", "-auto-approve", "-input=false"],
+        creating,
+        accepted,
+    )
+}
+
+/// Runs terraform with `args` in a process group of its own, waits until `ready`, calls `then`,
+/// sends SIGINT to the group (as a terminal's Ctrl-C does) and waits for terraform to exit.
+fn run_and_interrupt(
+    ws: &Workspace,
+    args: &[&str],
+    ready: impl Fn() -> bool,
+    then: impl FnOnce(),
+) -> Interrupted {
+    let mut cmd = ws.command(args);
     // Its own process group, so the signal reaches terraform and the provider, as from a terminal.
     cmd.process_group(0)
         .stdin(Stdio::null())
@@ -90,33 +119,22 @@ fn apply_and_interrupt(
     let stdout = drain(child.0.stdout.take().unwrap());
     let stderr = drain(child.0.stderr.take().unwrap());
     let started = Instant::now();
-    loop {
-        let inv = sb.sandbox.inventory();
-        let creating = inv["pools"].as_array().into_iter().flatten().any(|p| {
-            p["name"] == pool
-                && matches!(
-                    p["state"].as_str(),
-                    Some("Creating" | "PROVISIONING" | "CREATING")
-                )
-        });
-        if creating {
-            break;
-        }
+    while !ready() {
         if let Ok(Some(status)) = child.0.try_wait() {
             panic!(
-                "terraform ended ({status}) before the cloud accepted the create:\n{}\n{}",
+                "terraform ended ({status}) before the moment to interrupt it:\n{}\n{}",
                 stdout.join().unwrap(),
                 stderr.join().unwrap()
             );
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "the create never reached the sandbox"
+            "the moment to interrupt terraform never came"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    accepted();
-    // Let the provider settle into waiting for the operation.
+    then();
+    // Let the provider settle into waiting.
     std::thread::sleep(Duration::from_millis(300));
     let pgid = child.0.id();
     let sent = Instant::now();
@@ -268,4 +286,94 @@ fn gke_create_interrupted_during_a_slow_operation_poll_returns_within_two_second
             std::thread::sleep(Duration::from_millis(20));
         }
     });
+}
+
+/// Ctrl-C during a refresh: `terraform plan` while the cloud holds back its answer to the read of
+/// the pool for 60 s. Terraform asks the provider to stop, the read stops with it (its own limit,
+/// `timeouts.read`, is 2 minutes away), and terraform exits within the same bound as for an apply,
+/// leaving the pool in state.
+#[test]
+fn a_refresh_interrupted_during_a_slow_read_stops_with_terraform() {
+    let sb = sandbox::start(Duration::ZERO);
+    let decl = Decl::new("aks", "sandbox-aks", "intread", 1);
+    let ws = Workspace::new(&pools::config(&sb.url, std::slice::from_ref(&decl), ""))
+        .env("TF_LOG_PROVIDER", "INFO")
+        .env("TF_LOG_PATH", LOG);
+    ws.init();
+    ws.apply();
+    sb.inject(json!({"match": {"method": "GET", "path_contains": "agentPools/intread"}, "count": 5, "kind": "slow", "delay_ms": 60000}));
+    // Ready once the first read is held back by the sandbox.
+    let reading = || sb.armed().first().is_some_and(|f| f["count"] != 5);
+    let run = run_and_interrupt(&ws, &["plan", "-no-color", "-input=false"], reading, || {});
+    eprintln!(
+        "plan interrupted during a 60 s read: SIGINT to terraform's exit {:.2?}, exit {}",
+        run.sigint_to_exit, run.status
+    );
+    assert!(!run.status.success(), "{}", run.output);
+    assert!(
+        run.log
+            .contains("StopProvider: every running operation stops waiting"),
+        "terraform asked the provider to stop:\n{}\n{}",
+        run.log,
+        run.output
+    );
+    assert!(
+        run.sigint_to_exit < EXIT_BOUND,
+        "terraform exited {:?} after SIGINT (bound {EXIT_BOUND:?}):\n{}",
+        run.sigint_to_exit,
+        run.output
+    );
+    sandbox::control("DELETE", &format!("{}/_sandbox/faults", sb.url), None);
+    let state = pools::state_pools(&ws);
+    assert_eq!(
+        state.len(),
+        1,
+        "the interrupted refresh kept the pool in state"
+    );
+    assert_eq!(ws.plan_exit_code().0, 0);
+}
+
+/// The same for the device plugin config: a refresh while the Kubernetes API holds back the
+/// ConfigMap for 60 s stops with terraform, and the config stays in state.
+#[test]
+fn a_config_refresh_interrupted_during_a_slow_kubernetes_read_stops_with_terraform() {
+    let st = sandbox::start_stack(Duration::ZERO);
+    let kubeconfig = st.kubeconfig("aks", "sandbox-aks");
+    let ws = Workspace::new(&format!(
+        "{}\nprovider \"fracgpu\" {{\n  kubernetes {{\n    config_path = \"{}\"\n  }}\n}}\n\nresource \"fracgpu_device_plugin_config\" \"this\" {{\n  default_config = \"ts\"\n  config {{\n    name = \"ts\"\n    time_slicing {{ replicas = 4 }}\n  }}\n}}\n",
+        common::terraform::REQUIRED_PROVIDERS,
+        kubeconfig.display()
+    ))
+    .env("TF_LOG_PROVIDER", "INFO")
+    .env("TF_LOG_PATH", LOG);
+    ws.init();
+    ws.apply();
+    sandbox::inject(
+        &st.url,
+        json!({"match": {"method": "GET", "path_contains": "configmaps/time-slicing-config"}, "count": 5, "kind": "slow", "delay_ms": 60000}),
+    );
+    let reading = || {
+        sandbox::armed(&st.url)
+            .first()
+            .is_some_and(|f| f["count"] != 5)
+    };
+    let run = run_and_interrupt(&ws, &["plan", "-no-color", "-input=false"], reading, || {});
+    eprintln!(
+        "config plan interrupted during a 60 s read: SIGINT to terraform's exit {:.2?}, exit {}",
+        run.sigint_to_exit, run.status
+    );
+    assert!(!run.status.success(), "{}", run.output);
+    assert!(
+        run.sigint_to_exit < EXIT_BOUND,
+        "terraform exited {:?} after SIGINT (bound {EXIT_BOUND:?}):\n{}",
+        run.sigint_to_exit,
+        run.output
+    );
+    sandbox::control("DELETE", &format!("{}/_sandbox/faults", st.url), None);
+    let listed = ws.ok(&["state", "list"]).stdout;
+    assert!(
+        listed.contains("fracgpu_device_plugin_config.this"),
+        "{listed}"
+    );
+    assert_eq!(ws.plan_exit_code().0, 0);
 }

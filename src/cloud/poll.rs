@@ -31,7 +31,7 @@ impl StopSignal {
     pub fn is_stopped(&self) -> bool {
         *self.rx.borrow()
     }
-    async fn stopped(&self) {
+    pub async fn stopped(&self) {
         let mut rx = self.rx.clone();
         let _ = rx.wait_for(|s| *s).await;
     }

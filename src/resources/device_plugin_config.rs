@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use serde_json::json;
 
+use crate::cloud::StopSignal;
 use crate::gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
 use crate::gpu::{self, SharingMode};
 use crate::kube::helm::{self, ReleaseState};
@@ -854,20 +855,65 @@ const TIMEOUTS: Timeouts = Timeouts(&[
     ("update", std::time::Duration::from_secs(600)),
     ("delete", std::time::Duration::from_secs(600)),
 ]);
-/// How long a create that timed out may spend looking for what it wrote.
-const LOOK_AFTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// A create, update or delete of the config: bounded by its `timeouts` entry, logged at start
-/// and end.
+/// Why an operation ended before its work did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    /// Its `timeouts` entry ran out.
+    Timeout,
+    /// Terraform called StopProvider (Ctrl-C).
+    Stop,
+}
+
+impl Cut {
+    fn diagnostic(self, op: &str, limit: std::time::Duration) -> Diagnostic {
+        match self {
+            Cut::Timeout => Diagnostic::error(
+                "Operation timed out",
+                format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. Nothing is lost: the next plan shows what is left to do.", limit.as_secs()),
+            )
+            .at(AttrPath::attr("timeouts")),
+            Cut::Stop => Diagnostic::error(
+                "Interrupted",
+                format!("The {op} stopped because terraform was interrupted. Nothing is lost: the next plan shows what is left to do."),
+            ),
+        }
+    }
+
+    /// How long a create cut short may look for what it wrote: after a stop terraform waits for
+    /// the answer, which must come within 2 s.
+    fn look_limit(self) -> std::time::Duration {
+        match self {
+            Cut::Timeout => std::time::Duration::from_secs(10),
+            Cut::Stop => std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+/// Runs `work` until it ends, `limit` passes or terraform asks the provider to stop.
+async fn bounded<T>(
+    limit: std::time::Duration,
+    stop: &StopSignal,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, Cut> {
+    tokio::select! {
+        r = tokio::time::timeout(limit, work) => r.map_err(|_| Cut::Timeout),
+        () = stop.stopped() => Err(Cut::Stop),
+    }
+}
+
+/// A create, update or delete of the config: bounded by its `timeouts` entry and terraform's
+/// stop, logged at start and end.
 struct Op {
     name: &'static str,
     config_map: String,
     started: std::time::Instant,
     limit: std::time::Duration,
+    stop: StopSignal,
 }
 
 impl Op {
-    fn start(name: &'static str, value: &Value) -> Op {
+    fn start(name: &'static str, value: &Value, stop: &StopSignal) -> Op {
         let config_map = format!(
             "{}/{}",
             str_or(value, "namespace", DEFAULT_NAMESPACE),
@@ -879,36 +925,28 @@ impl Op {
             config_map,
             started: std::time::Instant::now(),
             limit: TIMEOUTS.of(value, name),
+            stop: stop.clone(),
         }
     }
 
-    /// The work's result, or None when it ran out of time.
-    async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
-        tokio::time::timeout(self.limit, work).await.ok()
+    async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> Result<T, Cut> {
+        bounded(self.limit, &self.stop, work).await
     }
 
-    /// Logs the outcome and hands the work's diagnostics on, plus one for a timeout.
-    fn end(&self, ran_out: bool, inner: Diagnostics, diags: &mut Diagnostics) {
+    /// Logs the outcome and hands the work's diagnostics on, plus one when it was cut short.
+    fn end(&self, cut: Option<Cut>, inner: Diagnostics, diags: &mut Diagnostics) {
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
         let (config_map, operation) = (&self.config_map, self.name);
-        if ran_out || inner.has_errors() {
-            tracing::warn!(config_map = %config_map, operation, elapsed_ms, "device plugin config: failed");
+        if cut.is_some() || inner.has_errors() {
+            tracing::warn!(config_map = %config_map, operation, elapsed_ms, ?cut, "device plugin config: failed");
         } else {
             tracing::info!(config_map = %config_map, operation, elapsed_ms, "device plugin config: done");
         }
         diags.extend(inner);
-        if ran_out {
-            diags.push(timed_out(self.name, self.limit));
+        if let Some(c) = cut {
+            diags.push(c.diagnostic(self.name, self.limit));
         }
     }
-}
-
-fn timed_out(op: &str, limit: std::time::Duration) -> Diagnostic {
-    Diagnostic::error(
-        "Operation timed out",
-        format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. What was already written stays in state, so the next apply picks up from there.", limit.as_secs()),
-    )
-    .at(AttrPath::attr("timeouts"))
 }
 
 /// The operations behind the trait, which bounds each by its `timeouts` entry.
@@ -1076,10 +1114,10 @@ impl DevicePluginConfigResource {
         Some(st)
     }
 
-    /// The state of a create that ran out of time while writing: the plan (tainted) when its
-    /// ConfigMap was written, so that it is not orphaned, else nothing. A Helm delivery only sets values on a
+    /// The state of a create cut short (timeout or stop) while writing: the plan (tainted) when
+    /// its ConfigMap was written, so that it is not orphaned, else nothing. A Helm delivery only sets values on a
     /// release the next create overwrites, so it leaves nothing to orphan.
-    async fn written_before_timeout(&self, planned: &Value) -> Value {
+    async fn written_before_cut(&self, planned: &Value, limit: std::time::Duration) -> Value {
         let mut quiet = Diagnostics::new();
         let Some(d) = resolve(planned, &mut quiet) else {
             return Value::Null;
@@ -1091,7 +1129,7 @@ impl DevicePluginConfigResource {
             let c = self.connect(planned, &mut quiet).await?;
             c.configmap(&d.namespace, &d.name).await.ok().flatten()
         };
-        match tokio::time::timeout(LOOK_AFTER_TIMEOUT, look).await {
+        match tokio::time::timeout(limit, look).await {
             // The cluster could not say: keep the plan, the next refresh drops it if absent.
             Ok(Some(_)) | Err(_) => {
                 let mut st = planned.unknowns_as_null();
@@ -1343,41 +1381,43 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
-        let op = Op::start("create", planned);
+        let op = Op::start("create", planned, &self.state.stop);
         let mut inner = Diagnostics::new();
         let writing = AtomicBool::new(false);
         let out = op.run(self.do_create(planned, &mut inner, &writing)).await;
-        op.end(out.is_none(), inner, diags);
+        op.end(out.as_ref().err().copied(), inner, diags);
         match out {
-            Some(st) => st,
+            Ok(st) => st,
             // Before the write began, whatever the cluster holds under that name is not ours.
-            None if writing.load(Ordering::Relaxed) => self.written_before_timeout(planned).await,
-            None => Value::Null,
+            Err(cut) if writing.load(Ordering::Relaxed) => {
+                self.written_before_cut(planned, cut.look_limit()).await
+            }
+            Err(_) => Value::Null,
         }
     }
 
     async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
         let limit = TIMEOUTS.of(state, "read");
-        let read = tokio::time::timeout(limit, self.do_read(state, diags)).await;
-        read.unwrap_or_else(|_| {
-            diags.push(timed_out("read", limit));
+        let read = bounded(limit, &self.state.stop, self.do_read(state, diags)).await;
+        read.unwrap_or_else(|cut| {
+            diags.push(cut.diagnostic("read", limit));
             None
         })
     }
 
     async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
-        let op = Op::start("update", planned);
+        let op = Op::start("update", planned, &self.state.stop);
         let mut inner = Diagnostics::new();
         let out = op.run(self.do_update(prior, planned, &mut inner)).await;
-        op.end(out.is_none(), inner, diags);
-        out.unwrap_or_else(|| prior.clone())
+        op.end(out.as_ref().err().copied(), inner, diags);
+        out.unwrap_or_else(|_| prior.clone())
     }
 
     async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
-        let op = Op::start("delete", state);
+        let op = Op::start("delete", state, &self.state.stop);
         let mut inner = Diagnostics::new();
         let out = op.run(self.do_delete(state, &mut inner)).await;
-        op.end(out.is_none(), inner, diags);
+        op.end(out.err(), inner, diags);
     }
 
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {
