@@ -288,25 +288,18 @@ fn gke_create_interrupted_during_a_slow_operation_poll_returns_within_two_second
     });
 }
 
-/// Ctrl-C during a refresh: `terraform plan` while the cloud holds back its answer to the read of
-/// the pool for 60 s. Terraform asks the provider to stop, the read stops with it (its own limit,
-/// `timeouts.read`, is 2 minutes away), and terraform exits within the same bound as for an apply,
-/// leaving the pool in state.
-#[test]
-fn a_refresh_interrupted_during_a_slow_read_stops_with_terraform() {
-    let sb = sandbox::start(Duration::ZERO);
-    let decl = Decl::new("aks", "sandbox-aks", "intread", 1);
-    let ws = Workspace::new(&pools::config(&sb.url, std::slice::from_ref(&decl), ""))
-        .env("TF_LOG_PROVIDER", "INFO")
-        .env("TF_LOG_PATH", LOG);
-    ws.init();
-    ws.apply();
-    sb.inject(json!({"match": {"method": "GET", "path_contains": "agentPools/intread"}, "count": 5, "kind": "slow", "delay_ms": 60000}));
-    // Ready once the first read is held back by the sandbox.
-    let reading = || sb.armed().first().is_some_and(|f| f["count"] != 5);
-    let run = run_and_interrupt(&ws, &["plan", "-no-color", "-input=false"], reading, || {});
+/// Runs `terraform plan` while the sandbox at `url` holds back every GET of a path containing
+/// `path` for 60 s, sends SIGINT once the first is held, and checks that terraform asked the
+/// provider to stop and exited within EXIT_BOUND. The faults are cleared afterwards.
+fn plan_interrupted_during_a_slow_read(ws: &Workspace, url: &str, path: &str) {
+    sandbox::inject(
+        url,
+        json!({"match": {"method": "GET", "path_contains": path}, "count": 5, "kind": "slow", "delay_ms": 60000}),
+    );
+    let reading = || sandbox::armed(url).first().is_some_and(|f| f["count"] != 5);
+    let run = run_and_interrupt(ws, &["plan", "-no-color", "-input=false"], reading, || {});
     eprintln!(
-        "plan interrupted during a 60 s read: SIGINT to terraform's exit {:.2?}, exit {}",
+        "plan interrupted during a 60 s read of {path}: SIGINT to terraform's exit {:.2?}, exit {}",
         run.sigint_to_exit, run.status
     );
     assert!(!run.status.success(), "{}", run.output);
@@ -323,7 +316,23 @@ fn a_refresh_interrupted_during_a_slow_read_stops_with_terraform() {
         run.sigint_to_exit,
         run.output
     );
-    sandbox::control("DELETE", &format!("{}/_sandbox/faults", sb.url), None);
+    sandbox::control("DELETE", &format!("{url}/_sandbox/faults"), None);
+}
+
+/// Ctrl-C during a refresh: `terraform plan` while the cloud holds back its answer to the read of
+/// the pool for 60 s. Terraform asks the provider to stop, the read stops with it (its own limit,
+/// `timeouts.read`, is 2 minutes away), and terraform exits within the same bound as for an apply,
+/// leaving the pool in state.
+#[test]
+fn a_refresh_interrupted_during_a_slow_read_stops_with_terraform() {
+    let sb = sandbox::start(Duration::ZERO);
+    let decl = Decl::new("aks", "sandbox-aks", "intread", 1);
+    let ws = Workspace::new(&pools::config(&sb.url, std::slice::from_ref(&decl), ""))
+        .env("TF_LOG_PROVIDER", "INFO")
+        .env("TF_LOG_PATH", LOG);
+    ws.init();
+    ws.apply();
+    plan_interrupted_during_a_slow_read(&ws, &sb.url, "agentPools/intread");
     let state = pools::state_pools(&ws);
     assert_eq!(
         state.len(),
@@ -348,28 +357,7 @@ fn a_config_refresh_interrupted_during_a_slow_kubernetes_read_stops_with_terrafo
     .env("TF_LOG_PATH", LOG);
     ws.init();
     ws.apply();
-    sandbox::inject(
-        &st.url,
-        json!({"match": {"method": "GET", "path_contains": "configmaps/time-slicing-config"}, "count": 5, "kind": "slow", "delay_ms": 60000}),
-    );
-    let reading = || {
-        sandbox::armed(&st.url)
-            .first()
-            .is_some_and(|f| f["count"] != 5)
-    };
-    let run = run_and_interrupt(&ws, &["plan", "-no-color", "-input=false"], reading, || {});
-    eprintln!(
-        "config plan interrupted during a 60 s read: SIGINT to terraform's exit {:.2?}, exit {}",
-        run.sigint_to_exit, run.status
-    );
-    assert!(!run.status.success(), "{}", run.output);
-    assert!(
-        run.sigint_to_exit < EXIT_BOUND,
-        "terraform exited {:?} after SIGINT (bound {EXIT_BOUND:?}):\n{}",
-        run.sigint_to_exit,
-        run.output
-    );
-    sandbox::control("DELETE", &format!("{}/_sandbox/faults", st.url), None);
+    plan_interrupted_during_a_slow_read(&ws, &st.url, "configmaps/time-slicing-config");
     let listed = ws.ok(&["state", "list"]).stdout;
     assert!(
         listed.contains("fracgpu_device_plugin_config.this"),
