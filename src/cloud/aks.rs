@@ -669,7 +669,7 @@ impl AksClient {
         ctx: &OpCtx,
         mut retry_after: Option<Duration>,
     ) -> Result<Pool, CloudError> {
-        let mut backoff = Backoff::new(self.timing.poll_first, self.timing.poll_cap);
+        let mut backoff = Backoff::polling(self.timing.poll_first, self.timing.poll_cap);
         let what = format!("agent pool '{name}' to finish provisioning");
         loop {
             let d = self.delay(&mut backoff, retry_after);
@@ -709,7 +709,7 @@ impl AksClient {
                 .filter(|u| self.same_origin(u))
         };
         let mut retry_after = r.retry_after();
-        let mut backoff = Backoff::new(self.timing.poll_first, self.timing.poll_cap);
+        let mut backoff = Backoff::polling(self.timing.poll_first, self.timing.poll_cap);
         if let Some(op) = header("azure-asyncoperation") {
             loop {
                 ctx.sleep(self.delay(&mut backoff, retry_after), what)
@@ -809,7 +809,7 @@ impl AksClient {
         ctx: &OpCtx,
         mut retry_after: Option<Duration>,
     ) -> Result<(), CloudError> {
-        let mut backoff = Backoff::new(self.timing.poll_first, self.timing.poll_cap);
+        let mut backoff = Backoff::polling(self.timing.poll_first, self.timing.poll_cap);
         let what = format!("agent pool '{name}' to be deleted");
         loop {
             let Some(doc) = self.get_raw(location, name, ctx).await? else {

@@ -333,7 +333,7 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
-        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let mut waiting = format!("node group {cluster}:{name} to become ACTIVE");
         loop {
             let found = self.describe(client, cluster, name, ctx).await;
@@ -369,7 +369,7 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
-        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let mut waiting = format!("node group {cluster}:{name} to be deleted");
         loop {
             let found = self.describe(client, cluster, name, ctx).await;
@@ -393,7 +393,7 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
-        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let mut waiting = format!("node group {cluster}:{name} to be ready for changes");
         loop {
             let found = self.describe(client, cluster, name, ctx).await;
@@ -425,7 +425,7 @@ impl EksClient {
                 "UpdateNodegroupConfig answered without an update id".into(),
             ));
         }
-        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let req = client
             .describe_update()
             .name(cluster)
@@ -634,7 +634,7 @@ impl NodePools for EksClient {
         // The diff is taken against what EKS holds now, not `current`: that also repairs labels or
         // taints changed out of band. Each submission carries its own token, so a retried request
         // is the same update and a second submission is a new one.
-        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let mut last = None;
         for _ in 0..3 {
             let ng = self
@@ -722,7 +722,7 @@ impl NodePools for EksClient {
             .cluster_name(cluster)
             .nodegroup_name(name);
         tracing::debug!(cluster, nodegroup = name, "eks: deleting node group");
-        let mut backoff = Backoff::new(self.poll_first, self.poll_cap);
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let mut last = None;
         for _ in 0..3 {
             match self

@@ -728,7 +728,7 @@ impl GkeClient {
             op.name,
             op.operation_type.name().unwrap_or("?")
         );
-        let mut backoff = Backoff::new(self.timing.poll_first, POLL_CAP);
+        let mut backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
         let mut op = op;
         loop {
             if op.status == m::operation::Status::Done {
@@ -852,7 +852,7 @@ impl GkeClient {
     /// Adopts a pool an earlier attempt of this create left behind, once its own operation ends.
     async fn adopt(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
         let id = pool_id(&spec.location, &spec.name)?;
-        let mut backoff = Backoff::new(self.timing.poll_first, POLL_CAP);
+        let mut backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
         loop {
             let Some(np) = self.get_raw(&spec.location, &spec.name, ctx).await? else {
                 return Err(CloudError::Api {
