@@ -43,6 +43,29 @@ struct Interrupted {
 }
 
 impl Interrupted {
+    /// Terraform failed the interrupted command, asked the provider to stop, and exited within
+    /// EXIT_BOUND of the SIGINT.
+    fn assert_stopped_in_time(&self) {
+        assert!(
+            !self.status.success(),
+            "an interrupted command fails:\n{}",
+            self.output
+        );
+        assert!(
+            self.log
+                .contains("StopProvider: every running operation stops waiting"),
+            "terraform asked the provider to stop:\n{}\n{}",
+            self.log,
+            self.output
+        );
+        assert!(
+            self.sigint_to_exit < EXIT_BOUND,
+            "terraform exited {:?} after SIGINT (bound {EXIT_BOUND:?}):\n{}",
+            self.sigint_to_exit,
+            self.output
+        );
+    }
+
     /// `ms_after_stop` of every ApplyResourceChange that returned after StopProvider.
     fn stop_times(&self) -> Vec<u64> {
         self.log
@@ -177,21 +200,10 @@ fn interrupt_scenario(decl: Decl, accepted: impl FnOnce(&Running)) {
         "{} {}: SIGINT to terraform's exit {:.2?}; provider returned {:?} ms after StopProvider; exit {}",
         decl.cloud, decl.name, run.sigint_to_exit, stops, run.status
     );
-    assert!(
-        !run.status.success(),
-        "an interrupted apply fails:\n{}",
-        run.output
-    );
+    run.assert_stopped_in_time();
     assert!(
         run.output.contains("Interrupted"),
         "the provider says the create was interrupted:\n{}",
-        run.output
-    );
-    assert!(
-        run.log
-            .contains("StopProvider: every running operation stops waiting"),
-        "terraform asked the provider to stop:\n{}\n{}",
-        run.log,
         run.output
     );
     assert_eq!(
@@ -204,11 +216,6 @@ fn interrupt_scenario(decl: Decl, accepted: impl FnOnce(&Running)) {
         stops[0] <= STOP_BOUND_MS,
         "the provider returned {} ms after StopProvider (bound {STOP_BOUND_MS} ms)",
         stops[0]
-    );
-    assert!(
-        run.sigint_to_exit < EXIT_BOUND,
-        "terraform exited {:?} after SIGINT (bound {EXIT_BOUND:?})",
-        run.sigint_to_exit
     );
     // Faults a scenario armed are over.
     sandbox::control("DELETE", &format!("{}/_sandbox/faults", sb.url), None);
@@ -302,20 +309,7 @@ fn plan_interrupted_during_a_slow_read(ws: &Workspace, url: &str, path: &str) {
         "plan interrupted during a 60 s read of {path}: SIGINT to terraform's exit {:.2?}, exit {}",
         run.sigint_to_exit, run.status
     );
-    assert!(!run.status.success(), "{}", run.output);
-    assert!(
-        run.log
-            .contains("StopProvider: every running operation stops waiting"),
-        "terraform asked the provider to stop:\n{}\n{}",
-        run.log,
-        run.output
-    );
-    assert!(
-        run.sigint_to_exit < EXIT_BOUND,
-        "terraform exited {:?} after SIGINT (bound {EXIT_BOUND:?}):\n{}",
-        run.sigint_to_exit,
-        run.output
-    );
+    run.assert_stopped_in_time();
     sandbox::control("DELETE", &format!("{url}/_sandbox/faults"), None);
 }
 
