@@ -4,10 +4,11 @@
 //! wrong, within a bounded time and without the provider's memory growing with the answer.
 //!
 //! Each case runs `terraform apply` with the sandbox's fault injection turned on for one API,
-//! watches the provider process terraform starts, and reports the time and the provider's peak
-//! RSS (VmHWM). The bounds asserted are the requirement itself: a huge answer must not cost more
-//! than 200 MiB of memory, and a slow one must not hold terraform beyond the resource's
-//! `timeouts` (15 s for create and read here) plus generous slack.
+//! measures every provider process terraform starts (a wrapper records each one's peak RSS from
+//! getrusage when it ends), and reports the time and the providers' peak RSS. The bounds asserted
+//! are the requirement itself: a huge answer must not cost more than 200 MiB of memory, and a slow
+//! one must not hold terraform beyond the resource's `timeouts` (15 s for create and read here)
+//! plus generous slack.
 
 mod common;
 
@@ -23,47 +24,52 @@ const RSS_LIMIT_KIB: u64 = 200 * 1024;
 /// The resources' `timeouts` for the slow answers.
 const TIMEOUT_S: u64 = 15;
 
-/// The provider processes terraform (pid `parent`) started, found by their executable.
-fn providers_of(parent: u32) -> Vec<u32> {
-    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_terraform-provider-fracgpu")).unwrap();
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // Field 4, after the parenthesised command name.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent)
-            && std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_ref() == Some(&exe)
-        {
-            out.push(pid);
-        }
-    }
-    out
+/// A workspace whose provider is a wrapper that runs the real binary and, when it ends, appends
+/// the peak RSS (KiB, getrusage of its child) to `rss.log` beside the workspace: every provider
+/// process terraform starts is measured whole, however short it lives.
+struct Watched {
+    ws: Workspace,
+    rss_log: std::path::PathBuf,
+    _root: tempfile::TempDir,
 }
 
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Runs terraform, sampling the peak RSS of the providers it starts until it exits.
-fn run_watched(ws: &Workspace, args: &[&str]) -> (Output, Duration, u64) {
-    let started = Instant::now();
-    let mut child = ws
-        .command(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+fn watched_workspace(main_tf: &str) -> Watched {
+    let root = tempfile::tempdir().unwrap();
+    let rss_log = root.path().join("rss.log");
+    let wrapper = root.path().join("wrapper.py");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/usr/bin/env python3\nimport resource, subprocess, sys\np = subprocess.run([{:?}] + sys.argv[1:])\nwith open({:?}, 'a') as f:\n    f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + '\\n')\nsys.exit(p.returncode)\n",
+            env!("CARGO_BIN_EXE_terraform-provider-fracgpu"),
+            rss_log.display().to_string()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fracgpu::demo::local_mirror(root.path(), &wrapper)
+        .map_err(|e| e.0)
         .unwrap();
-    let pid = child.id();
+    let ws = Workspace::with_mirror(main_tf, &root.path().join("mirror"));
+    Watched {
+        ws,
+        rss_log,
+        _root: root,
+    }
+}
+
+/// Runs terraform; answers its output, how long it took, and the peak RSS of the provider
+/// processes it started (0 when none ran).
+fn run_watched(w: &Watched, args: &[&str]) -> (Output, Duration, u64) {
+    let _ = std::fs::remove_file(&w.rss_log);
+    let started = Instant::now();
+    let mut child =
+        w.ws.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     // Drain the pipes on threads so terraform never blocks on them.
     let drain = |r: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
@@ -75,11 +81,7 @@ fn run_watched(ws: &Workspace, args: &[&str]) -> (Output, Duration, u64) {
     };
     let out_t = drain(Box::new(child.stdout.take().unwrap()));
     let err_t = drain(Box::new(child.stderr.take().unwrap()));
-    let mut peak = 0;
     let status = loop {
-        for p in providers_of(pid) {
-            peak = peak.max(peak_rss_kib(p).unwrap_or(0));
-        }
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
@@ -89,12 +91,21 @@ fn run_watched(ws: &Workspace, args: &[&str]) -> (Output, Duration, u64) {
         );
         std::thread::sleep(Duration::from_millis(25));
     };
+    let took = started.elapsed();
     let out = Output {
         code: status.code().unwrap_or(-1),
         stdout: out_t.join().unwrap(),
         stderr: err_t.join().unwrap(),
     };
-    (out, started.elapsed(), peak)
+    // Terraform ends its providers before it exits; give the wrappers a moment to write.
+    std::thread::sleep(Duration::from_millis(200));
+    let peak = std::fs::read_to_string(&w.rss_log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    (out, took, peak)
 }
 
 struct Target {
@@ -106,16 +117,16 @@ struct Target {
     names: &'static [&'static str],
 }
 
-fn workspace(st: &RunningStack, t: &Target) -> Workspace {
+fn workspace(st: &RunningStack, t: &Target) -> Watched {
     let kubeconfig = st.kubeconfig("aks", "sandbox-aks");
-    let ws = Workspace::new(&format!(
+    let w = watched_workspace(&format!(
         "{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{}\"\n  kubernetes {{\n    config_path = \"{}\"\n  }}\n}}\n\n{}",
         st.url,
         kubeconfig.display(),
         t.resource
     ));
-    ws.init();
-    ws
+    w.ws.init();
+    w
 }
 
 fn pool(location: &str, name: &str, machine: &str) -> String {
@@ -248,7 +259,7 @@ fn check_target(t: Target) {
             problems.push(format!("took {:.0} s, over {limit} s", took.as_secs_f64()));
         }
         if peak == 0 {
-            problems.push("the provider process was not observed".into());
+            problems.push("no provider process was measured".into());
         }
         if !problems.is_empty() {
             failures.push(format!(
