@@ -9,14 +9,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::plugin::{Auth, COOKIE, ClientCert, Handshake, client_cert, connect, parse_handshake};
+use common::plugin::{Auth, ClientCert, Handshake, Plugin, client_cert, connect, start_logging_to};
 use fracgpu::plugin::proto::plugin::{Empty, grpc_controller_client::GrpcControllerClient};
 use fracgpu::plugin::proto::tfplugin6 as pb;
 use pb::provider_client::ProviderClient;
@@ -24,45 +23,22 @@ use pb::provider_client::ProviderClient;
 /// The provider as terraform starts it, with its stderr kept in a file (the refusals are logged
 /// there).
 struct Provider {
-    child: Child,
-    handshake: Handshake,
+    plugin: Plugin,
     stderr: PathBuf,
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Provider {
     fn start(client: &ClientCert, dir: &Path, env: &[(&str, &str)]) -> Provider {
         let stderr = dir.join("provider.stderr");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraform-provider-fracgpu"));
-        cmd.env("TF_PLUGIN_MAGIC_COOKIE", COOKIE)
-            .env("PLUGIN_PROTOCOL_VERSIONS", "5,6")
-            .env("PLUGIN_CLIENT_CERT", &client.pem)
-            .env_remove("FRACGPU_PLUGIN_TRANSPORT")
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("provider binary starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let log = std::fs::File::create(&stderr).unwrap();
         Provider {
-            handshake: parse_handshake(&line),
-            child,
+            plugin: start_logging_to(client, env, log.into()),
             stderr,
         }
     }
 
     fn running(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
+        self.plugin.child.try_wait().unwrap().is_none()
     }
 
     fn log(&self) -> String {
@@ -256,7 +232,7 @@ async fn attack(p: &mut Provider, cert: &ClientCert, files: Option<&CurlFiles>) 
         ("plain HTTP/2", Auth::Plain),
     ] {
         attempts += 1;
-        let outcome = match connect(&p.handshake, auth).await {
+        let outcome = match connect(&p.plugin.handshake, auth).await {
             Err(e) => Err(format!("connect: {e}")),
             Ok(ch) => GrpcControllerClient::new(ch)
                 .shutdown(Empty {})
@@ -267,11 +243,11 @@ async fn attack(p: &mut Provider, cert: &ClientCert, files: Option<&CurlFiles>) 
         assert!(
             outcome.is_err(),
             "{} with {what}: Shutdown must be refused",
-            p.handshake.network
+            p.plugin.handshake.network
         );
         println!(
             "{} / {what} (in-process): refused: {}",
-            p.handshake.network,
+            p.plugin.handshake.network,
             outcome.unwrap_err().lines().next().unwrap_or("")
         );
     }
@@ -286,17 +262,17 @@ async fn attack(p: &mut Provider, cert: &ClientCert, files: Option<&CurlFiles>) 
             ),
         ] {
             attempts += 1;
-            let r = curl_shutdown(&p.handshake, files, mode, None);
+            let r = curl_shutdown(&p.plugin.handshake, files, mode, None);
             assert!(
                 r.code != 0 && !r.headers.contains("application/grpc"),
                 "{} / curl with {what}: refused before any gRPC answer, got exit {} and headers {:?}",
-                p.handshake.network,
+                p.plugin.handshake.network,
                 r.code,
                 r.headers
             );
             println!(
                 "{} / {what} (curl, another process): exit {}: {}",
-                p.handshake.network,
+                p.plugin.handshake.network,
                 r.code,
                 r.stderr.trim()
             );
@@ -307,7 +283,9 @@ async fn attack(p: &mut Provider, cert: &ClientCert, files: Option<&CurlFiles>) 
         "no refused client's Shutdown ran: the provider still runs"
     );
     // It still serves terraform's own connection.
-    let ch = connect(&p.handshake, Auth::Cert(cert)).await.unwrap();
+    let ch = connect(&p.plugin.handshake, Auth::Cert(cert))
+        .await
+        .unwrap();
     ProviderClient::new(ch)
         .get_provider_schema(pb::get_provider_schema::Request {})
         .await
@@ -337,7 +315,7 @@ fn assert_refusals_logged(p: &Provider, attempts: usize) {
 /// the refusals above were not an artefact of how curl was called.
 fn curl_with_terraforms_cert_shuts_down(p: &mut Provider, cert: &ClientCert, files: &CurlFiles) {
     let (c, k) = files.identity("terraform", cert);
-    let r = curl_shutdown(&p.handshake, files, CurlMode::TlsCert(&c, &k), None);
+    let r = curl_shutdown(&p.plugin.handshake, files, CurlMode::TlsCert(&c, &k), None);
     assert_eq!(r.code, 0, "curl with terraform's certificate: {}", r.stderr);
     // The trailers may be lost as the process leaves; the answer's headers and the exit show
     // that the RPC ran.
@@ -369,8 +347,8 @@ async fn unix_socket_refuses_every_client_but_terraform() {
         logs.path(),
         &[("PLUGIN_UNIX_SOCKET_DIR", base.path().to_str().unwrap())],
     );
-    assert_eq!(p.handshake.network, "unix");
-    let files = curl_available().then(|| CurlFiles::new(&p.handshake));
+    assert_eq!(p.plugin.handshake.network, "unix");
+    let files = curl_available().then(|| CurlFiles::new(&p.plugin.handshake));
     let attempts = attack(&mut p, &cert, files.as_ref()).await;
     assert_refusals_logged(&p, attempts);
     if let Some(files) = &files {
@@ -393,8 +371,9 @@ async fn tcp_fallback_refuses_every_client_but_terraform() {
             ("PLUGIN_MAX_PORT", "20299"),
         ],
     );
-    assert_eq!(p.handshake.network, "tcp", "fell back to TCP");
+    assert_eq!(p.plugin.handshake.network, "tcp", "fell back to TCP");
     let port: u16 = p
+        .plugin
         .handshake
         .address
         .rsplit_once(':')
@@ -403,15 +382,15 @@ async fn tcp_fallback_refuses_every_client_but_terraform() {
         .parse()
         .unwrap();
     assert!((20200..=20299).contains(&port));
-    assert!(p.handshake.address.starts_with("127.0.0.1:"));
-    let files = curl_available().then(|| CurlFiles::new(&p.handshake));
+    assert!(p.plugin.handshake.address.starts_with("127.0.0.1:"));
+    let files = curl_available().then(|| CurlFiles::new(&p.plugin.handshake));
     let mut attempts = attack(&mut p, &cert, files.as_ref()).await;
     // Any local user can open a TCP connection, so TLS is the only barrier there: show it holds
     // for another uid too.
     if let (Some(files), Some(nobody)) = (&files, unprivileged_prefix()) {
         for mode in [CurlMode::Plain, CurlMode::TlsNoCert] {
             attempts += 1;
-            let r = curl_shutdown(&p.handshake, files, mode, Some(&nobody));
+            let r = curl_shutdown(&p.plugin.handshake, files, mode, Some(&nobody));
             assert!(
                 r.code != 0 && !r.headers.contains("application/grpc"),
                 "curl as uid 65534 is refused: exit {} {:?} {}",
@@ -491,7 +470,7 @@ fn other_users_cannot_reach_the_unix_socket() {
         logs.path(),
         &[("PLUGIN_UNIX_SOCKET_DIR", base.path().to_str().unwrap())],
     );
-    let sock = PathBuf::from(&p.handshake.address);
+    let sock = PathBuf::from(&p.plugin.handshake.address);
     let dir = sock.parent().unwrap();
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(dir), 0o700, "socket directory is the owner's alone");

@@ -1246,22 +1246,28 @@ mod tests {
         Settings::from_config(&Value::object([("sandbox", "http://127.0.0.1:1".into())]))
     }
 
-    #[test]
-    fn create_plan_knows_the_derived_facts() {
+    /// The create plan of a time-sliced A100 pool on AKS, with the provider's defaults filled in.
+    fn time_sliced_create_plan(name: &str, replicas: i64, settings: &Settings) -> Planned {
         let ts = Value::List(vec![Value::object([
-            ("replicas", Value::int(10)),
+            ("replicas", Value::int(replicas)),
             ("rename_by_default", Value::Null),
             ("fail_requests_greater_than_one", Value::Null),
         ])]);
         let cfg = config(&[
-            ("name", "a100ts".into()),
+            ("name", name.into()),
             ("machine_type", "Standard_NC24ads_A100_v4".into()),
             ("aks", aks_block()),
             ("time_slicing", ts),
         ]);
         let mut planned = plan(&schema().block, &Value::Null, &cfg, &cfg);
+        fill_defaults(&mut planned.state, &cfg, settings);
+        planned
+    }
+
+    #[test]
+    fn create_plan_knows_the_derived_facts() {
         let settings = sandbox_settings();
-        fill_defaults(&mut planned.state, &cfg, &settings);
+        let planned = time_sliced_create_plan("a100ts", 10, &settings);
         let mut diags = Diagnostics::new();
         let v = &planned.state;
         assert!(
@@ -1286,20 +1292,8 @@ mod tests {
 
     #[test]
     fn a_pool_that_cannot_be_read_after_a_failed_create_is_kept_whole_and_known() {
-        let ts = Value::List(vec![Value::object([
-            ("replicas", Value::int(4)),
-            ("rename_by_default", Value::Null),
-            ("fail_requests_greater_than_one", Value::Null),
-        ])]);
-        let cfg = config(&[
-            ("name", "unread".into()),
-            ("machine_type", "Standard_NC24ads_A100_v4".into()),
-            ("aks", aks_block()),
-            ("time_slicing", ts),
-        ]);
-        let mut planned = plan(&schema().block, &Value::Null, &cfg, &cfg);
         let settings = sandbox_settings();
-        fill_defaults(&mut planned.state, &cfg, &settings);
+        let mut planned = time_sliced_create_plan("unread", 4, &settings);
         let mut diags = Diagnostics::new();
         let r = resolve(&planned.state, &settings, &mut diags).expect("resolved");
         // As modify_plan does.

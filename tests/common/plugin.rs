@@ -80,14 +80,20 @@ impl Drop for Plugin {
 
 /// Starts the provider with terraform's environment and reads its handshake line.
 pub fn start(client: &ClientCert, extra_env: &[(&str, &str)]) -> Plugin {
+    start_logging_to(client, extra_env, Stdio::null())
+}
+
+/// As [`start`], with the provider's stderr (its log) sent to `stderr`.
+pub fn start_logging_to(client: &ClientCert, extra_env: &[(&str, &str)], stderr: Stdio) -> Plugin {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_terraform-provider-fracgpu"));
     cmd.env("TF_PLUGIN_MAGIC_COOKIE", COOKIE)
         .env("PLUGIN_PROTOCOL_VERSIONS", "5,6")
         .env("PLUGIN_MIN_PORT", "10000")
         .env("PLUGIN_MAX_PORT", "25000")
         .env("PLUGIN_CLIENT_CERT", &client.pem)
+        .env_remove("FRACGPU_PLUGIN_TRANSPORT")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(stderr);
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
