@@ -1549,7 +1549,7 @@ fn bad_requests_answer_with_status_objects() {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}, "data": {"b": "2"}}),
             409,
             "Conflict",
-            "Apply failed with 1 conflict: conflict with \"sandbox-test\" using v1: .data.b",
+            "Apply failed with 1 conflict: conflict with \"sandbox-test\" using v1 at 20",
         ),
         bad(
             "immutable ConfigMap",

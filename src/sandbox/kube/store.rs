@@ -466,6 +466,8 @@ impl Cluster {
             return self.write(kind, ns, name, None, fresh, &ctx);
         };
         let mut owners = managed_entries(&old);
+        // Keyed by the whole entry, as the API server keys managers (manager, operation,
+        // apiVersion, time): "helm" that applied and "helm" that updated are two managers.
         let mut conflicts: BTreeMap<String, Vec<FieldPath>> = BTreeMap::new();
         for p in &paths {
             let live = patch::get_path(&old, p);
@@ -478,14 +480,14 @@ impl Cluster {
             {
                 if e.fields.contains(p) {
                     conflicts
-                        .entry(e.manager.clone())
+                        .entry(e.describe(&kind.api_version()))
                         .or_default()
                         .push(p.clone());
                 }
             }
         }
         if !conflicts.is_empty() && !force {
-            return Err(apply_conflict(&conflicts, &kind.api_version()));
+            return Err(apply_conflict(&conflicts));
         }
         if force {
             for e in owners
@@ -1225,28 +1227,35 @@ fn set_managed(obj: &mut Value, owners: &[Managed], api_version: &str) {
     }
 }
 
-fn apply_conflict(conflicts: &BTreeMap<String, Vec<FieldPath>>, api_version: &str) -> ApiError {
+impl Managed {
+    /// How the API server names a manager in a conflict (printManager in
+    /// k8s.io/apimachinery pkg/util/managedfields/internal/conflict.go): the quoted name, and
+    /// for an update manager also the API version and time of its last write.
+    fn describe(&self, api_version: &str) -> String {
+        if self.operation == "Update" {
+            format!("{:?} using {api_version} at {}", self.manager, self.time)
+        } else {
+            format!("{:?}", self.manager)
+        }
+    }
+}
+
+fn apply_conflict(conflicts: &BTreeMap<String, Vec<FieldPath>>) -> ApiError {
     let total: usize = conflicts.values().map(Vec::len).sum();
     let mut causes = Vec::new();
     let mut parts = Vec::new();
     for (m, paths) in conflicts {
         for p in paths {
-            causes.push(json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{m}\" using {api_version}"), "field": patch::dotted(p)}));
+            causes.push(json!({"reason": "FieldManagerConflict", "message": format!("conflict with {m}"), "field": patch::dotted(p)}));
         }
         if total == 1 {
-            parts.push(format!(
-                "conflict with \"{m}\" using {api_version}: {}",
-                patch::dotted(&paths[0])
-            ));
+            parts.push(format!("conflict with {m}: {}", patch::dotted(&paths[0])));
         } else {
             let list: Vec<String> = paths
                 .iter()
                 .map(|p| format!("- {}", patch::dotted(p)))
                 .collect();
-            parts.push(format!(
-                "conflicts with \"{m}\" using {api_version}:\n{}",
-                list.join("\n")
-            ));
+            parts.push(format!("conflicts with {m}:\n{}", list.join("\n")));
         }
     }
     let plural = if total == 1 { "conflict" } else { "conflicts" };
@@ -1749,6 +1758,64 @@ mod tests {
             "config".into(),
             "name".into()
         ])));
+    }
+
+    #[test]
+    fn conflicts_name_update_managers_with_version_and_time_and_appliers_alone() {
+        // As printManager (k8s.io/apimachinery, pkg/util/managedfields/internal/conflict.go)
+        // writes them: `"m" using v1 at <time>` for an update, `"m"` for an apply.
+        let mut c = Cluster::new("aks", "t");
+        let p = kinds::CLUSTERPOLICIES;
+        c.apply(
+            p,
+            "",
+            CLUSTER_POLICY,
+            cp_apply(json!({"mig": {"strategy": "mixed"}})),
+            "helm",
+            true,
+        )
+        .unwrap();
+        let e = c
+            .apply(
+                p,
+                "",
+                CLUSTER_POLICY,
+                cp_apply(json!({"mig": {"strategy": "none"}})),
+                "fracgpu",
+                false,
+            )
+            .unwrap_err();
+        assert!(
+            e.message
+                .ends_with("conflict with \"helm\": .spec.mig.strategy"),
+            "{}",
+            e.message
+        );
+        c.patch(
+            p,
+            "",
+            CLUSTER_POLICY,
+            PatchType::Merge,
+            &json!({"spec": {"mig": {"strategy": "single"}}}),
+            &ctx("kubectl-patch"),
+        )
+        .unwrap();
+        let e = c
+            .apply(
+                p,
+                "",
+                CLUSTER_POLICY,
+                cp_apply(json!({"mig": {"strategy": "none"}})),
+                "fracgpu",
+                false,
+            )
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("conflict with \"kubectl-patch\" using nvidia.com/v1 at 20"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
