@@ -1,209 +1,201 @@
-//! `fracgpu_device_plugin_config` with delivery "helm": the deployed release is read from
-//! Helm-format release Secrets in the sandbox (encoded here the way Helm 3 writes them,
-//! independently of the provider's decoder) and compared with the configuration; apply runs
-//! `helm upgrade --reuse-values`. Most tests use a recording stand-in for helm (named so);
-//! one runs the real helm binary and is skipped when helm is not on the PATH.
+//! `fracgpu_device_plugin_config` with delivery "helm", and "cluster_policy" on a ClusterPolicy
+//! that a Helm release owns, driven through the real terraform with real helm 3 and helm 4
+//! (installed by `scripts/test-tools`) against the sandbox's Kubernetes API.
+//!
+//! The release is a wrapping chart shaped like tfy-gpu-operator (tests/fixtures/charts): the GPU
+//! operator chart under an alias, with defaults of its own under `data`. `KUBECONFIG` names a
+//! file that does not exist, or another cluster running the same release, for every terraform
+//! run: helm must reach the cluster the resource names and nothing else.
 
 mod common;
 
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use base64::Engine as _;
 use common::sandbox::{RunningStack, start_stack};
 use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use common::tools::{self, Tool};
 use fracgpu::sandbox::kube::PoolNodes;
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const NS: &str = "gpu-operator";
 const RELEASE: &str = "tfy-gpu-operator";
 const ALIAS: &str = "azure-aks-gpu-operator";
+const MISSING_KUBECONFIG: &str = "/nonexistent/kubeconfig";
 
-fn ts(replicas: u32) -> String {
-    format!(
-        "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: {replicas}\n"
+fn chart() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/charts/tfy-gpu-operator")
+        .display()
+        .to_string()
+}
+
+/// One cluster of the sandbox as helm and kubectl see it.
+struct HelmCluster {
+    helm: PathBuf,
+    kubectl: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+fn run(program: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(program)
+        .args(args)
+        .env("KUBECONFIG", MISSING_KUBECONFIG)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
-/// A release document as Helm 3 stores it, with the user-supplied values in `config`.
-fn release_json(revision: u64, status: &str, config: Value) -> Value {
-    json!({
-        "name": RELEASE, "namespace": NS, "version": revision,
-        "info": {"status": status, "first_deployed": "2026-01-01T00:00:00Z", "last_deployed": "2026-01-01T00:00:00Z", "description": "Upgrade complete"},
-        "chart": {
-            "metadata": {"apiVersion": "v2", "name": "tfy-gpu-operator", "version": "0.1.20", "appVersion": "v26.7.0"},
-            "values": {ALIAS: {"devicePlugin": {"config": {"create": false, "name": "", "default": "", "data": {}}}, "mig": {"strategy": "mixed"}}},
-            "templates": [],
-        },
-        "config": config,
-        "manifest": "---\n",
-    })
+impl HelmCluster {
+    fn new(st: &RunningStack, helm: &Path, kubectl: &Path, cloud: &str) -> HelmCluster {
+        HelmCluster {
+            helm: helm.to_path_buf(),
+            kubectl: kubectl.to_path_buf(),
+            kubeconfig: st.kubeconfig(cloud, &format!("sandbox-{cloud}")),
+        }
+    }
+
+    fn kc(&self) -> String {
+        self.kubeconfig.display().to_string()
+    }
+
+    /// helm with this cluster's kubeconfig and the release's namespace; must succeed.
+    fn helm(&self, args: &[&str]) -> String {
+        let kc = self.kc();
+        let mut all = args.to_vec();
+        all.extend(["--namespace", NS, "--kubeconfig", &kc]);
+        let (ok, out, err) = run(&self.helm, &all);
+        assert!(ok, "helm {}: {err}", args.join(" "));
+        out
+    }
+
+    fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+        let kc = self.kc();
+        let mut all = vec!["--kubeconfig", &kc];
+        all.extend(args);
+        run(&self.kubectl, &all)
+    }
+
+    /// Installs the operator chart as its own release, the way a platform team does: the
+    /// ClusterPolicy the sandbox seeds (as the operator chart would have made it) goes first,
+    /// so that the release owns the one it renders.
+    fn install(&self, set: &[&str]) {
+        let (ok, _, err) =
+            self.kubectl(&["delete", "clusterpolicies.nvidia.com", "cluster-policy"]);
+        assert!(ok, "{err}");
+        let chart = chart();
+        let mut args = vec!["install", RELEASE, &chart];
+        for s in set {
+            args.extend(["--set-json", s]);
+        }
+        self.helm(&args);
+    }
+
+    /// `helm get values -o json`: the release's user values (helm prints null for none).
+    fn values(&self) -> Value {
+        let out = self.helm(&["get", "values", RELEASE, "-o", "json"]);
+        match serde_json::from_str(&out).expect("helm prints JSON values") {
+            Value::Null => json!({}),
+            v => v,
+        }
+    }
+
+    /// The deployed revision, from `helm status`.
+    fn revision(&self) -> u64 {
+        let out = self.helm(&["status", RELEASE, "-o", "json"]);
+        let v: Value = serde_json::from_str(&out).expect("helm prints JSON status");
+        v["version"].as_u64().expect("version")
+    }
+
+    /// The data of a ConfigMap in the operator's namespace, None when there is none.
+    fn configmap(&self, name: &str) -> Option<serde_json::Map<String, Value>> {
+        let (ok, out, _) = self.kubectl(&["get", "configmap", "-n", NS, name, "-o", "json"]);
+        ok.then(|| {
+            let v: Value = serde_json::from_str(&out).unwrap();
+            v["data"].as_object().cloned().unwrap_or_default()
+        })
+    }
+
+    fn cluster_policy(&self) -> Value {
+        let (ok, out, err) = self.kubectl(&[
+            "get",
+            "clusterpolicies.nvidia.com",
+            "cluster-policy",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ]);
+        assert!(ok, "{err}");
+        serde_json::from_str(&out).unwrap()
+    }
 }
 
-/// Helm's storage encoding: gzip (magic 1f 8b 08), then base64; the Secret's data field then
-/// gets the API's own base64 layer from the client.
-fn helm_encode(release: &Value) -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(release.to_string().as_bytes()).unwrap();
-    let zipped = gz.finish().unwrap();
-    assert_eq!(&zipped[..3], &[0x1f, 0x8b, 0x08]);
-    base64::engine::general_purpose::STANDARD
-        .encode(zipped)
-        .into_bytes()
+fn keys(m: &serde_json::Map<String, Value>) -> Vec<&str> {
+    m.keys().map(String::as_str).collect()
 }
 
-fn values(data: Value, default: &str) -> Value {
-    json!({ALIAS: {"devicePlugin": {"config": {"create": true, "name": "time-slicing-config", "default": default, "data": data}}}})
+/// The managers that hold a ClusterPolicy field, as (manager, operation).
+fn owners(policy: &Value, fields_v1: &str) -> Vec<(String, String)> {
+    policy["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["fieldsV1"].pointer(fields_v1).is_some())
+        .map(|m| {
+            (
+                m["manager"].as_str().unwrap_or_default().to_string(),
+                m["operation"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
 }
 
-/// Stores one revision as Helm does: Secret sh.helm.release.v1.<release>.v<N>.
-fn put_revision(st: &RunningStack, revision: u64, status: &str, config: Value) {
-    let kc = st.kubeconfig("aks", "sandbox-aks");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&kc).unwrap();
-        let cfg = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        let client = kube::Client::try_from(cfg).unwrap();
-        let api: Api<Secret> = Api::namespaced(client, NS);
-        let name = format!("sh.helm.release.v1.{RELEASE}.v{revision}");
-        let secret = Secret {
-            metadata: kube::core::ObjectMeta {
-                name: Some(name.clone()),
-                labels: Some(
-                    [
-                        ("name", RELEASE.to_string()),
-                        ("owner", "helm".to_string()),
-                        ("status", status.to_string()),
-                        ("version", revision.to_string()),
-                    ]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
-                ),
-                ..Default::default()
-            },
-            type_: Some("helm.sh/release.v1".into()),
-            data: Some(
-                [(
-                    "release".to_string(),
-                    ByteString(helm_encode(&release_json(revision, status, config))),
-                )]
-                .into(),
-            ),
-            ..Default::default()
-        };
-        let _ = api.delete(&name, &Default::default()).await;
-        api.create(&PostParams::default(), &secret).await.unwrap();
-    });
-}
-
-fn config(kubeconfig: &str, helm_path: &str, replicas: u32) -> String {
+fn helm_config(kubernetes: &str, helm: &Path, configs: &str, default: &str) -> String {
     format!(
         r#"{REQUIRED_PROVIDERS}
-provider "fracgpu" {{
-  kubernetes {{ config_path = "{kubeconfig}" }}
-}}
-
 resource "fracgpu_device_plugin_config" "this" {{
   delivery       = "helm"
-  default_config = "all"
-  config {{ name = "all" }}
-  config {{
-    name = "time-sliced-10"
-    time_slicing {{
-      replicas          = {replicas}
-      rename_by_default = true
-    }}
+  default_config = "{default}"
+  kubernetes {{
+{kubernetes}
   }}
+{configs}
   helm {{
     release     = "{RELEASE}"
     namespace   = "{NS}"
-    chart       = "truefoundry/tfy-gpu-operator"
+    chart       = "{chart}"
     values_path = "{ALIAS}.devicePlugin"
-    helm_path   = "{helm_path}"
+    helm_path   = "{helm}"
   }}
 }}
-
-output "dpc" {{ value = fracgpu_device_plugin_config.this }}
-"#
+"#,
+        chart = chart(),
+        helm = helm.display(),
     )
 }
 
-/// A stand-in for helm that records its arguments and the values file it was given.
-struct RecordingHelm {
-    dir: tempfile::TempDir,
+fn time_sliced(name: &str, replicas: u32) -> String {
+    format!(
+        "  config {{\n    name = \"{name}\"\n    time_slicing {{\n      replicas          = {replicas}\n      rename_by_default = true\n    }}\n  }}\n"
+    )
 }
 
-impl RecordingHelm {
-    fn new() -> RecordingHelm {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("helm");
-        let d = dir.path().display();
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$@\" > {d}/args\nwhile [ $# -gt 0 ]; do\n  if [ \"$1\" = --values ]; then cp \"$2\" {d}/values; fi\n  shift\ndone\nif [ -x {d}/hook ]; then {d}/hook && rm {d}/hook; fi\necho 'Release \"tfy-gpu-operator\" has been upgraded.'\n"
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        RecordingHelm { dir }
-    }
-    /// A script the stand-in runs once, as its next upgrade: what the chart would change.
-    fn hook(&self, script: &str) {
-        let path = self.dir.path().join("hook");
-        std::fs::write(&path, format!("#!/bin/sh\nset -e\n{script}")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    fn path(&self) -> String {
-        self.dir.path().join("helm").display().to_string()
-    }
-    /// The last invocation's arguments and values; None when helm was not run.
-    fn take(&self) -> Option<(Vec<String>, Value)> {
-        let args = std::fs::read_to_string(self.dir.path().join("args")).ok()?;
-        let values = std::fs::read_to_string(self.dir.path().join("values")).unwrap();
-        std::fs::remove_file(self.dir.path().join("args")).unwrap();
-        Some((
-            args.lines().map(str::to_string).collect(),
-            serde_json::from_str(&values).expect("values file is JSON (valid YAML)"),
-        ))
-    }
-}
-
-#[test]
-fn helm_delivery_with_recording_helm_stand_in() {
-    let st = start_stack(std::time::Duration::ZERO);
-    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
-    let helm = RecordingHelm::new();
-    // History: v1 superseded, v2 deployed (what counts), v3 failed.
-    put_revision(&st, 1, "superseded", values(json!({"all": ""}), "all"));
-    put_revision(
-        &st,
-        2,
-        "deployed",
-        values(json!({"all": "", "time-sliced-10": ts(10)}), "all"),
-    );
-    put_revision(&st, 3, "failed", values(json!({"x": ""}), "x"));
-
-    // A time-sliced pool's node, labelled for the config.
+/// A time-sliced pool's node on AKS, labelled for a config.
+fn labelled_node(st: &RunningStack, config: &str) -> String {
     st.stack.kube.pool_changed(&PoolNodes {
         cloud: "aks",
         cluster: "sandbox-aks".into(),
-        pool: "ts10".into(),
+        pool: "ts".into(),
         node_count: 1,
         labels: [(
             "nvidia.com/device-plugin.config".to_string(),
-            "time-sliced-10".to_string(),
+            config.to_string(),
         )]
         .into(),
         taints: vec![],
@@ -214,251 +206,486 @@ fn helm_delivery_with_recording_helm_stand_in() {
         mig_instances_per_gpu: 0,
         gke_sharing: None,
     });
-    // What the operator chart does on this upgrade: render the ConfigMap and point the
-    // ClusterPolicy at it. The provider's restart must come after it.
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "time-slicing-config", "namespace": NS},
-        "data": {"all": "", "time-sliced-10": ts(10)}});
-    let cm_file = st.kubeconfig_dir.path().join("chart-configmap.json");
-    std::fs::write(&cm_file, cm.to_string()).unwrap();
-    helm.hook(&format!(
-        "kubectl --kubeconfig {kc} apply -f {}\nkubectl --kubeconfig {kc} patch clusterpolicies.nvidia.com cluster-policy --type merge -p '{{\"spec\":{{\"devicePlugin\":{{\"config\":{{\"name\":\"time-slicing-config\",\"default\":\"all\"}}}}}}}}'\n",
-        cm_file.display()
-    ));
+    st.stack.kube.pool_node_names("aks", "sandbox-aks", "ts")[0].clone()
+}
 
-    let ws = Workspace::new(&config(&kc, &helm.path(), 10));
-    ws.init();
-    ws.apply();
-    let (args, vals) = helm.take().expect("helm upgrade ran");
-    let node = st.stack.kube.pool_node_names("aks", "sandbox-aks", "ts10")[0].clone();
-    let node = st
-        .stack
+fn shared_gpus(st: &RunningStack, node: &str) -> Option<Value> {
+    st.stack
         .kube
-        .object("aks", "sandbox-aks", "nodes", "", &node)
-        .unwrap();
-    assert_eq!(
-        node.pointer("/status/allocatable/nvidia.com~1gpu.shared"),
-        Some(&json!("10")),
-        "the twin advertises the shared GPU after upgrade + restart: {}",
-        node["status"]
-    );
-    assert_eq!(
-        &args[..5],
-        [
-            "upgrade",
-            RELEASE,
-            "truefoundry/tfy-gpu-operator",
-            "--namespace",
-            NS
-        ]
-    );
-    assert!(args.contains(&"--reuse-values".to_string()), "{args:?}");
-    let at = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .map(|i| args[i + 1].clone())
+        .object("aks", "sandbox-aks", "nodes", "", node)
+        .and_then(|n| {
+            n.pointer("/status/allocatable/nvidia.com~1gpu.shared")
+                .cloned()
+        })
+}
+
+/// Create; empty plan; rename a config; empty plan; a hand `helm upgrade --reuse-values --set`
+/// is drift that apply repairs; destroy gives the release back the values it had before.
+/// `other` is the cluster `KUBECONFIG` names during the run (another cluster with the same
+/// release, which must never be upgraded), or None for a file that does not exist.
+fn helm_lifecycle(helm_tool: Tool, other_cluster_in_kubeconfig: bool) {
+    let (Some(helm), Some(kubectl)) = (tools::require(helm_tool), tools::require(Tool::Kubectl))
+    else {
+        return;
     };
+    let st = start_stack(std::time::Duration::ZERO);
+    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
+    let eks = HelmCluster::new(&st, &helm, &kubectl, "eks");
+    // The platform team's own device plugin values, which destroy must give back.
+    let before =
+        json!({"create": true, "name": "platform-config", "default": "all", "data": {"all": ""}});
+    aks.install(&[&format!("{ALIAS}.devicePlugin.config={before}")]);
+    eks.install(&[]);
+    let values_before = aks.values();
+    let kubeconfig_env = if other_cluster_in_kubeconfig {
+        eks.kc()
+    } else {
+        MISSING_KUBECONFIG.to_string()
+    };
+    let node = labelled_node(&st, "time-sliced-8");
+
+    let access = format!("    config_path = \"{}\"", aks.kc());
+    let config = |configs: &str, default: &str| helm_config(&access, &helm, configs, default);
+    let ws = Workspace::new(&config(
+        &format!(
+            "  config {{ name = \"all\" }}\n{}",
+            time_sliced("time-sliced-8", 8)
+        ),
+        "all",
+    ))
+    .env("KUBECONFIG", &kubeconfig_env);
+    ws.init();
+    let out = ws.apply();
+    // The wrapper's own default config stays, and the user is told so.
+    assert!(
+        out.text().contains("Chart defines more configs")
+            && out.text().contains("\"time-sliced-10\""),
+        "{}",
+        out.text()
+    );
+    let cm = aks
+        .configmap("time-slicing-config")
+        .expect("the chart rendered our ConfigMap");
+    assert_eq!(keys(&cm), ["all", "time-sliced-10", "time-sliced-8"]);
+    assert!(
+        cm["time-sliced-8"]
+            .as_str()
+            .unwrap()
+            .contains("replicas: 8")
+    );
     assert_eq!(
-        at("--version").as_deref(),
-        Some("0.1.20"),
-        "the deployed chart version"
+        aks.cluster_policy()["spec"]["devicePlugin"]["config"],
+        json!({"name": "time-slicing-config", "default": "all"}),
+        "the chart points the operator at it"
     );
-    assert_eq!(at("--kubeconfig").as_deref(), Some(kc.as_str()));
-    let cfg = &vals[ALIAS]["devicePlugin"]["config"];
-    assert_eq!(cfg["create"], true);
-    assert_eq!(cfg["name"], "time-slicing-config");
-    assert_eq!(cfg["default"], "all");
-    assert!(
-        cfg["data"]["time-sliced-10"]
-            .as_str()
-            .unwrap()
-            .contains("replicas: 10")
+    assert_eq!(
+        shared_gpus(&st, &node),
+        Some(json!("8")),
+        "the node advertises the shared GPU after the upgrade and the restart"
     );
-    // The daemonset was restarted: the chart's ConfigMap change alone reaches no node.
-    let ds = st
-        .stack
-        .kube
-        .object(
-            "aks",
-            "sandbox-aks",
-            "daemonsets.apps",
-            NS,
-            "nvidia-device-plugin-daemonset",
-        )
-        .unwrap();
-    assert!(
-        ds.pointer("/spec/template/metadata/annotations/fracgpu.dev~1restartedAt")
-            .is_some()
-    );
-
-    // The deployed values match: no drift, and helm is not run again.
-    let (code, plan) = ws.plan_exit_code();
-    assert_eq!(code, 0, "{}", plan.text());
-
-    // Someone runs `helm upgrade --set ...replicas=5` outside terraform: drift.
-    put_revision(
-        &st,
-        2,
-        "superseded",
-        values(json!({"all": "", "time-sliced-10": ts(10)}), "all"),
-    );
-    put_revision(
-        &st,
-        4,
-        "deployed",
-        values(json!({"all": "", "time-sliced-10": ts(5)}), "all"),
-    );
-    let (code, plan) = ws.plan_exit_code();
-    assert_eq!(code, 2, "changed Helm values are drift:\n{}", plan.text());
-    assert!(plan.stdout.contains("replicas: 5"), "{}", plan.stdout);
-
-    // Apply repairs it through helm, with only the change in the values file.
-    ws.apply();
-    let (_, vals) = helm.take().expect("helm upgrade ran");
-    assert!(
-        vals[ALIAS]["devicePlugin"]["config"]["data"]["time-sliced-10"]
-            .as_str()
-            .unwrap()
-            .contains("replicas: 10")
-    );
-    put_revision(
-        &st,
-        4,
-        "superseded",
-        values(json!({"all": "", "time-sliced-10": ts(5)}), "all"),
-    );
-    put_revision(
-        &st,
-        5,
-        "deployed",
-        values(json!({"all": "", "time-sliced-10": ts(10)}), "all"),
+    assert_eq!(
+        eks.revision(),
+        1,
+        "the other cluster's release is untouched"
     );
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
 
-    // Update replicas; a key the release has and the configuration does not is removed (null).
-    put_revision(
-        &st,
-        5,
-        "deployed",
-        values(
-            json!({"all": "", "time-sliced-10": ts(10), "stale": ""}),
+    // Rename: the old config leaves what the chart renders.
+    ws.write(
+        "main.tf",
+        &config(
+            &format!(
+                "  config {{ name = \"all\" }}\n{}",
+                time_sliced("time-sliced-4", 4)
+            ),
             "all",
         ),
     );
-    ws.write("main.tf", &config(&kc, &helm.path(), 4));
     ws.apply();
-    let (_, vals) = helm.take().expect("helm upgrade ran");
-    let data = &vals[ALIAS]["devicePlugin"]["config"]["data"];
+    let cm = aks.configmap("time-slicing-config").unwrap();
+    assert_eq!(keys(&cm), ["all", "time-sliced-10", "time-sliced-4"]);
     assert!(
-        data["time-sliced-10"]
+        cm["time-sliced-4"]
             .as_str()
             .unwrap()
             .contains("replicas: 4")
     );
-    assert!(data.get("stale").is_some_and(Value::is_null), "{data}");
-    put_revision(
-        &st,
-        6,
-        "deployed",
-        values(json!({"all": "", "time-sliced-10": ts(4)}), "all"),
-    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
 
-    // A pending operation blocks the upgrade with a clear error.
-    put_revision(&st, 7, "pending-upgrade", values(json!({}), "all"));
-    ws.write("main.tf", &config(&kc, &helm.path(), 3));
-    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
-    assert_ne!(out.code, 0);
-    assert!(out.text().contains("pending-upgrade"), "{}", out.text());
-    assert!(helm.take().is_none(), "helm was not run");
-    put_revision(&st, 7, "failed", values(json!({}), "all"));
-
-    // Helm missing: a diagnostic naming helm_path.
-    ws.write("main.tf", &config(&kc, "/nonexistent/helm", 3));
-    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
-    assert_ne!(out.code, 0);
-    assert!(out.text().contains("helm.helm_path"), "{}", out.text());
-
-    // Destroy: the chart stops creating the ConfigMap, every key is removed.
-    ws.write("main.tf", &config(&kc, &helm.path(), 4));
-    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
-    let (_, vals) = helm.take().expect("helm upgrade ran");
-    let cfg = &vals[ALIAS]["devicePlugin"]["config"];
-    assert_eq!(cfg["create"], false, "{cfg}");
-    assert!(cfg["data"]["time-sliced-10"].is_null(), "{cfg}");
-}
-
-/// The real helm against the sandbox: a tiny local chart is installed, then the resource
-/// upgrades it. Skipped when helm is not on the PATH.
-#[test]
-fn helm_delivery_with_real_helm_when_available() {
-    let Ok(found) = Command::new("helm").arg("version").output() else {
-        eprintln!("helm is not on the PATH: skipped");
-        return;
-    };
-    if !found.status.success() {
-        eprintln!("helm does not run: skipped");
-        return;
-    }
-    let st = start_stack(std::time::Duration::ZERO);
-    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
-    let chart = tempfile::tempdir().unwrap();
-    let c = chart.path().join("tfy-gpu-operator");
-    std::fs::create_dir_all(c.join("templates")).unwrap();
-    std::fs::write(
-        c.join("Chart.yaml"),
-        "apiVersion: v2\nname: tfy-gpu-operator\nversion: 0.1.20\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("values.yaml"),
-        format!("{ALIAS}:\n  devicePlugin:\n    config:\n      create: false\n      name: \"\"\n      default: \"\"\n      data: {{}}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/configmap.yaml"),
-        format!("{{{{- $c := index .Values \"{ALIAS}\" \"devicePlugin\" \"config\" }}}}\n{{{{- if $c.create }}}}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{{{ $c.name }}}}\ndata:\n{{{{- range $k, $v := $c.data }}}}\n  {{{{ $k }}}}: {{{{ $v | quote }}}}\n{{{{- end }}}}\n{{{{- end }}}}\n"),
-    )
-    .unwrap();
-    let install = Command::new("helm")
-        .args([
-            "install",
-            RELEASE,
-            &c.display().to_string(),
-            "--namespace",
-            NS,
-            "--kubeconfig",
-            &kc,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        install.status.success(),
-        "{}",
-        String::from_utf8_lossy(&install.stderr)
-    );
-    let ws = Workspace::new(
-        &config(&kc, "helm", 10).replace("truefoundry/tfy-gpu-operator", &c.display().to_string()),
-    );
-    ws.init();
+    // Someone changes the device plugin values by hand: drift, which apply repairs.
+    let chart = chart();
+    aks.helm(&[
+        "upgrade",
+        RELEASE,
+        &chart,
+        "--reuse-values",
+        "--set",
+        &format!("{ALIAS}.devicePlugin.config.default=time-sliced-4"),
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "a hand helm upgrade is drift:\n{}", plan.text());
+    assert!(plan.stdout.contains("default_config"), "{}", plan.stdout);
     ws.apply();
-    let cm = st
-        .stack
-        .kube
-        .object(
-            "aks",
-            "sandbox-aks",
-            "configmaps",
-            NS,
-            "time-slicing-config",
-        )
-        .expect("the chart rendered the ConfigMap");
-    assert!(
-        cm["data"]["time-sliced-10"]
-            .as_str()
-            .unwrap()
-            .contains("replicas: 10")
+    assert_eq!(
+        aks.values()[ALIAS]["devicePlugin"]["config"]["default"],
+        "all"
     );
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
+
+    // Destroy gives the release its earlier values back, and the chart renders them again.
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert_eq!(aks.values(), values_before);
+    assert!(aks.configmap("time-slicing-config").is_none());
+    assert_eq!(
+        keys(&aks.configmap("platform-config").unwrap()),
+        ["all", "time-sliced-10"]
+    );
+    assert_eq!(
+        eks.revision(),
+        1,
+        "the other cluster's release is untouched"
+    );
+}
+
+#[test]
+fn helm4_delivery_lifecycle() {
+    helm_lifecycle(Tool::Helm4, false);
+}
+
+#[test]
+fn helm3_delivery_lifecycle_with_kubeconfig_naming_another_cluster() {
+    helm_lifecycle(Tool::Helm3, true);
+}
+
+/// Every way of naming the cluster reaches it with helm too, whatever `KUBECONFIG` (here:
+/// another cluster with the same release) says; a release without device plugin values of its
+/// own gets the chart's defaults back on destroy.
+#[test]
+fn helm_reaches_the_named_cluster_by_context_token_and_exec() {
+    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
+    else {
+        return;
+    };
+    let st = start_stack(std::time::Duration::ZERO);
+    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
+    let eks = HelmCluster::new(&st, &helm, &kubectl, "eks");
+    aks.install(&[]);
+    eks.install(&[]);
+    let ws = Workspace::new("").env("KUBECONFIG", &eks.kc());
+    ws.write("ca.pem", &st.stack.kube.ca_pem());
+    let host = format!("{}/k8s/aks/sandbox-aks", st.stack.kube_url());
+    let token = st.stack.kube.token("aks", "sandbox-aks").unwrap();
+
+    // One kubeconfig holding both clusters, whose current context is the other one.
+    let both = ws.dir.join("both.kubeconfig");
+    let aks_kc: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&aks.kubeconfig).unwrap()).unwrap();
+    let mut eks_kc: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&eks.kubeconfig).unwrap()).unwrap();
+    for list in ["clusters", "contexts", "users"] {
+        let extra = aks_kc[list].as_array().unwrap().clone();
+        eks_kc[list].as_array_mut().unwrap().extend(extra);
+    }
+    std::fs::write(&both, eks_kc.to_string()).unwrap();
+
+    let plugin = ws.dir.join("get-token.sh");
+    std::fs::write(
+        &plugin,
+        "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}' \"$SANDBOX_TOKEN\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let ways = [
+        (
+            "config_path + config_context",
+            format!(
+                "    config_path    = \"{}\"\n    config_context = \"aks-sandbox-aks\"",
+                both.display()
+            ),
+        ),
+        (
+            "host + token + CA",
+            format!(
+                "    host                   = \"{host}\"\n    token                  = \"{token}\"\n    cluster_ca_certificate = file(\"ca.pem\")"
+            ),
+        ),
+        (
+            "exec",
+            format!(
+                "    host                   = \"{host}\"\n    cluster_ca_certificate = file(\"ca.pem\")\n    exec {{\n      api_version = \"client.authentication.k8s.io/v1beta1\"\n      command     = \"{}\"\n      env         = {{ SANDBOX_TOKEN = \"{token}\" }}\n    }}",
+                plugin.display()
+            ),
+        ),
+    ];
+    let mut inited = false;
+    for (way, access) in ways {
+        let revision = aks.revision();
+        ws.write(
+            "main.tf",
+            &helm_config(
+                &access,
+                &helm,
+                &time_sliced("time-sliced-4", 4),
+                "time-sliced-4",
+            ),
+        );
+        if !inited {
+            ws.init();
+            inited = true;
+        }
+        ws.apply();
+        assert_eq!(
+            aks.revision(),
+            revision + 1,
+            "{way}: the named cluster's release"
+        );
+        assert_eq!(
+            eks.revision(),
+            1,
+            "{way}: the other cluster's release is untouched"
+        );
+        assert_eq!(
+            aks.values()[ALIAS]["devicePlugin"]["config"]["default"],
+            "time-sliced-4",
+            "{way}"
+        );
+        ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+        assert_eq!(
+            aks.values(),
+            json!({}),
+            "{way}: the chart's defaults are back"
+        );
+        assert!(aks.configmap("time-slicing-config").is_none(), "{way}");
+    }
+}
+
+/// A release Secret as Helm stores one (gzip, then base64; the API adds its own layer),
+/// encoded here independently of the provider's decoder: for the states helm leaves behind
+/// when it is interrupted, which a test cannot make real helm produce on demand.
+fn put_pending_revision(st: &RunningStack, revision: u64) {
+    let release = json!({
+        "name": RELEASE, "namespace": NS, "version": revision,
+        "info": {"status": "pending-upgrade"},
+        "chart": {"metadata": {"name": RELEASE, "version": "0.1.20"}, "values": {}},
+        "config": {},
+    });
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(release.to_string().as_bytes()).unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+        "metadata": {"name": format!("sh.helm.release.v1.{RELEASE}.v{revision}"), "namespace": NS,
+            "labels": {"name": RELEASE, "owner": "helm", "status": "pending-upgrade", "version": revision.to_string()}},
+        "data": {"release": base64::engine::general_purpose::STANDARD.encode(data)},
+    });
+    let file = st.kubeconfig_dir.path().join("pending.json");
+    std::fs::write(&file, secret.to_string()).unwrap();
+    let kubectl = tools::require(Tool::Kubectl).unwrap();
+    let (ok, _, err) = run(
+        &kubectl,
+        &[
+            "--kubeconfig",
+            &st.kubeconfig("aks", "sandbox-aks").display().to_string(),
+            "create",
+            "-f",
+            &file.display().to_string(),
+        ],
+    );
+    assert!(ok, "{err}");
+}
+
+/// What stops a Helm delivery is said plainly: helm missing, an operation in progress.
+#[test]
+fn helm_delivery_errors_name_the_cause() {
+    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
+    else {
+        return;
+    };
+    let st = start_stack(std::time::Duration::ZERO);
+    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
+    aks.install(&[]);
+    let access = format!("    config_path = \"{}\"", aks.kc());
+    let configs = time_sliced("time-sliced-4", 4);
+
+    let ws = Workspace::new(&helm_config(
+        &access,
+        Path::new("/nonexistent/helm"),
+        &configs,
+        "time-sliced-4",
+    ))
+    .env("KUBECONFIG", MISSING_KUBECONFIG);
+    ws.init();
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.text().contains("helm.helm_path") && out.text().contains("Helm 3 or 4"),
+        "{}",
+        out.text()
+    );
+    assert_eq!(aks.revision(), 1);
+
+    put_pending_revision(&st, 2);
+    ws.write(
+        "main.tf",
+        &helm_config(&access, &helm, &configs, "time-sliced-4"),
+    );
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_ne!(out.code, 0);
+    assert!(out.text().contains("pending-upgrade"), "{}", out.text());
+    assert!(aks.configmap("time-slicing-config").is_none());
+}
+
+fn policy_config(kubeconfig: &str, mig_strategy: Option<&str>) -> String {
+    let mig = mig_strategy
+        .map(|m| format!("  mig_strategy   = \"{m}\"\n"))
+        .unwrap_or_default();
+    format!(
+        r#"{REQUIRED_PROVIDERS}
+resource "fracgpu_device_plugin_config" "this" {{
+  default_config = "all"
+{mig}  kubernetes {{
+    config_path = "{kubeconfig}"
+  }}
+  config {{ name = "all" }}
+{ts}}}
+"#,
+        ts = time_sliced("time-sliced-4", 4)
+    )
+}
+
+/// `cluster_policy` delivery on a ClusterPolicy that a Helm 4 release owns through server-side
+/// apply: the pointer (which the chart does not render) is ours and survives the operator's
+/// next `helm upgrade`; the MIG strategy (which the chart renders) is refused, since taking it
+/// would make that upgrade fail; destroy leaves the chart's strategy as it was.
+#[test]
+fn cluster_policy_delivery_beside_a_helm4_release() {
+    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
+    else {
+        return;
+    };
+    let st = start_stack(std::time::Duration::ZERO);
+    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
+    aks.install(&[]);
+    assert_eq!(
+        owners(&aks.cluster_policy(), "/f:spec/f:mig/f:strategy"),
+        [("helm".to_string(), "Apply".to_string())],
+        "helm 4 installs with server-side apply"
+    );
+    let chart = chart();
+    let upgrade = || {
+        aks.helm(&[
+            "upgrade",
+            RELEASE,
+            &chart,
+            "--reuse-values",
+            "--set",
+            &format!("{ALIAS}.migManager.enabled=false"),
+        ])
+    };
+
+    let ws = Workspace::new(&policy_config(&aks.kc(), Some("mixed")))
+        .env("KUBECONFIG", MISSING_KUBECONFIG);
+    ws.init();
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.text()
+            .contains("ClusterPolicy field managed by server-side apply")
+            && out.text().contains("mig_strategy")
+            && out.text().contains("\"helm\""),
+        "{}",
+        out.text()
+    );
+    assert!(
+        aks.configmap("time-slicing-config").is_none(),
+        "nothing written"
+    );
+    upgrade();
+
+    ws.write("main.tf", &policy_config(&aks.kc(), None));
+    ws.apply();
+    upgrade();
+    let policy = aks.cluster_policy();
+    assert_eq!(
+        policy["spec"]["devicePlugin"]["config"],
+        json!({"name": "time-slicing-config", "default": "all"}),
+        "our pointer survives the operator's upgrade"
+    );
+    assert_eq!(
+        policy["spec"]["migManager"]["enabled"], false,
+        "the upgrade happened"
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    let policy = aks.cluster_policy();
+    assert_eq!(policy["spec"]["mig"]["strategy"], "single");
+    assert!(
+        policy["spec"]["devicePlugin"].get("config").is_none(),
+        "{policy}"
+    );
+    upgrade();
+}
+
+/// The same beside a Helm 3 release, whose manager patches and never conflicts: the strategy is
+/// taken, survives the operator's next `helm upgrade`, and destroy gives it back to helm.
+#[test]
+fn cluster_policy_delivery_beside_a_helm3_release() {
+    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm3), tools::require(Tool::Kubectl))
+    else {
+        return;
+    };
+    let st = start_stack(std::time::Duration::ZERO);
+    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
+    aks.install(&[]);
+    let strategy = "/f:spec/f:mig/f:strategy";
+    assert_eq!(
+        owners(&aks.cluster_policy(), strategy),
+        [("helm".to_string(), "Update".to_string())],
+        "helm 3 installs with an update"
+    );
+    let ws = Workspace::new(&policy_config(&aks.kc(), Some("mixed")))
+        .env("KUBECONFIG", MISSING_KUBECONFIG);
+    ws.init();
+    ws.apply();
+    assert_eq!(aks.cluster_policy()["spec"]["mig"]["strategy"], "mixed");
+    let chart = chart();
+    aks.helm(&[
+        "upgrade",
+        RELEASE,
+        &chart,
+        "--reuse-values",
+        "--set",
+        &format!("{ALIAS}.migManager.enabled=false"),
+    ]);
+    let policy = aks.cluster_policy();
+    assert_eq!(
+        policy["spec"]["migManager"]["enabled"], false,
+        "the upgrade happened"
+    );
+    assert_eq!(
+        policy["spec"]["mig"]["strategy"], "mixed",
+        "and left our strategy"
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    let policy = aks.cluster_policy();
+    assert_eq!(policy["spec"]["mig"]["strategy"], "single", "{policy}");
+    assert_eq!(
+        owners(&policy, strategy),
+        [("helm".to_string(), "Update".to_string())],
+        "helm holds it again"
+    );
+    assert!(
+        policy["spec"]["devicePlugin"].get("config").is_none(),
+        "{policy}"
+    );
 }

@@ -2,8 +2,19 @@
 //! ClusterPolicy's pointer at it, and the device plugin daemonset that must be restarted before a
 //! changed config reaches the nodes (the operator does not watch the ConfigMap).
 //!
-//! Every write is a server-side apply under [`FIELD_MANAGER`], forced because the chart's `helm`
-//! manager owns the ClusterPolicy fields we take over; applying an empty set later gives them up.
+//! Every write is a server-side apply under [`FIELD_MANAGER`]. On the ClusterPolicy, which the
+//! operator's Helm release owns, the field ownership is chosen from what helm does next:
+//! - A field held by a manager that used server-side apply (Helm 4 installs and upgrades with
+//!   apply, pkg/kube/client.go `patchResourceServerSide`, without forcing conflicts) is never
+//!   taken: forcing it, or changing it with an update, would make that manager's next apply (the
+//!   next `helm upgrade` of the operator) fail with a conflict. The caller reports it instead.
+//! - A field held by update managers (Helm 3, and Helm 4 on releases it did not install, patch
+//!   with a two-way merge of the old and new manifest, which never conflicts) is taken with a
+//!   forced apply: helm's next upgrade leaves it alone unless the chart's own value changes, and
+//!   then the new value shows as drift. The caller keeps what was there ([`TakenField`]) and
+//!   [`Cluster::give_back`] returns it, under its manager, before the final empty apply gives up
+//!   this manager's fields. Without that, the empty apply would delete a field (e.g.
+//!   `spec.mig.strategy`) that nobody else owns any more.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +22,8 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::KubeError;
 
@@ -33,6 +45,47 @@ pub struct PolicyPointer {
     /// Whether our field manager owns spec.mig.strategy (so an import can tell the strategy is
     /// part of this resource).
     pub mig_strategy_ours: bool,
+}
+
+/// A field of the ClusterPolicy (a dotted path such as `spec.mig.strategy`) as it is now: its
+/// value and the other field managers that hold it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyField {
+    pub path: String,
+    pub value: Option<Value>,
+    /// (manager, operation) of every other manager that owns the field; operation is `Apply`
+    /// or `Update`.
+    pub owners: Vec<(String, String)>,
+}
+
+impl PolicyField {
+    /// The managers that used server-side apply: a field they hold is not ours to take.
+    pub fn appliers(&self) -> Vec<&str> {
+        self.owners
+            .iter()
+            .filter(|(_, op)| op == "Apply")
+            .map(|(m, _)| m.as_str())
+            .collect()
+    }
+}
+
+/// What a ClusterPolicy field held before this provider took it, to give back on destroy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TakenField {
+    pub value: Value,
+    /// The update manager that held it (Kubernetes names fields that predate field tracking
+    /// `before-first-apply`).
+    pub manager: String,
+}
+
+/// The fieldsV1 pointer of a dotted path: `spec.mig.strategy` -> `/f:spec/f:mig/f:strategy`.
+fn fields_v1_pointer(path: &str) -> String {
+    path.split('.').map(|k| format!("/f:{k}")).collect()
+}
+
+/// A JSON pointer of a dotted path.
+fn pointer(path: &str) -> String {
+    path.split('.').map(|k| format!("/{k}")).collect()
 }
 
 /// A connected cluster.
@@ -156,6 +209,73 @@ impl Cluster {
         })
     }
 
+    /// The ClusterPolicy's fields at `paths`, with the managers other than this provider that
+    /// hold them.
+    pub async fn policy_fields(&self, paths: &[&str]) -> Result<Vec<PolicyField>, KubeError> {
+        self.check_operator().await?;
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let obj = api
+            .get_opt(CLUSTER_POLICY)
+            .await
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| KubeError::MissingClusterPolicy(CLUSTER_POLICY.to_string()))?;
+        let managed = obj.metadata.managed_fields.unwrap_or_default();
+        Ok(paths
+            .iter()
+            .map(|path| PolicyField {
+                path: path.to_string(),
+                value: obj.data.pointer(&pointer(path)).cloned(),
+                owners: managed
+                    .iter()
+                    .filter(|m| m.manager.as_deref() != Some(FIELD_MANAGER))
+                    .filter(|m| {
+                        m.fields_v1
+                            .as_ref()
+                            .is_some_and(|f| f.0.pointer(&fields_v1_pointer(path)).is_some())
+                    })
+                    .map(|m| {
+                        (
+                            m.manager.clone().unwrap_or_default(),
+                            m.operation.clone().unwrap_or_default(),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// Gives a field back to the update manager that held it: a merge patch under its name
+    /// sets the old value, and the API server moves the field's ownership to that manager.
+    pub async fn give_back(&self, path: &str, taken: &TakenField) -> Result<(), KubeError> {
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let patch = path
+            .rsplit('.')
+            .fold(taken.value.clone(), |acc, k| json!({ k: acc }));
+        let params = PatchParams {
+            field_manager: Some(taken.manager.clone()),
+            ..PatchParams::default()
+        };
+        api.patch(CLUSTER_POLICY, &params, &Patch::Merge(patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Whether this provider's apply still holds the field (nobody changed it since).
+    pub async fn holds(&self, path: &str) -> Result<bool, KubeError> {
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let Some(obj) = api.get_opt(CLUSTER_POLICY).await.map_err(|e| self.err(e))? else {
+            return Ok(false);
+        };
+        Ok(obj.metadata.managed_fields.iter().flatten().any(|m| {
+            m.manager.as_deref() == Some(FIELD_MANAGER)
+                && m.operation.as_deref() == Some("Apply")
+                && m.fields_v1
+                    .as_ref()
+                    .is_some_and(|f| f.0.pointer(&fields_v1_pointer(path)).is_some())
+        }))
+    }
+
     /// Points the ClusterPolicy at our ConfigMap (Some) or gives the fields up (None): an apply
     /// with an empty set removes what only this manager owned.
     pub async fn apply_pointer(
@@ -229,7 +349,7 @@ impl Cluster {
             .collect())
     }
 
-    /// The Helm 3 release Secrets of one release: (name, labels, data.release bytes).
+    /// The release Secrets of one Helm release: (name, labels, data.release bytes).
     pub async fn release_secrets(
         &self,
         ns: &str,

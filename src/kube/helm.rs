@@ -1,5 +1,6 @@
-//! Helm 3 releases, read natively from their Secrets (no helm binary needed to detect drift) and
-//! upgraded through the `helm` CLI (the only supported writer of a release).
+//! Helm releases, read natively from their Secrets (no helm binary needed to detect drift) and
+//! upgraded through the `helm` CLI (the only supported writer of a release). Helm 3 and 4 store
+//! releases alike (pkg/storage/driver/secrets.go in both).
 //!
 //! Storage: Secret `sh.helm.release.v1.<release>.v<revision>`, type `helm.sh/release.v1`, labels
 //! owner=helm, name, status, version; `data.release` is base64(gzip(JSON)) and the Kubernetes API
@@ -79,7 +80,7 @@ pub fn decode_release(bytes: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(&json).map_err(|e| format!("release data is not JSON: {e}"))
 }
 
-/// Encodes a release the way Helm 3 stores it (before the API's base64): base64(gzip(JSON)).
+/// Encodes a release the way Helm 3 and 4 store it (before the API's base64): base64(gzip(JSON)).
 pub fn encode_release(release: &Value) -> Vec<u8> {
     use std::io::Write as _;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -148,15 +149,73 @@ pub async fn read_release(
         .unwrap_or(ReleaseState::Missing))
 }
 
-/// The arguments of `helm upgrade --reuse-values`; the values file holds the change only.
+/// The value at a dotted path of a values tree (`a.b.c`), if there is one.
+pub fn value_at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .try_fold(v, |acc, k| acc.get(k))
+}
+
+/// Sets (Some) or removes (None) the value at a dotted path, making the maps on the way; a
+/// removal also drops the maps it leaves empty, so a user's values read as they were.
+pub fn set_value_at(v: &mut Value, path: &str, new: Option<Value>) {
+    let keys: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
+    let Some((last, parents)) = keys.split_last() else {
+        return;
+    };
+    match new {
+        Some(new) => {
+            let mut at = v;
+            for k in parents {
+                if !at.is_object() {
+                    *at = Value::Object(Default::default());
+                }
+                at = at
+                    .as_object_mut()
+                    .map(|m| m.entry(k.to_string()).or_insert(Value::Null))
+                    .expect("an object");
+            }
+            if !at.is_object() {
+                *at = Value::Object(Default::default());
+            }
+            if let Some(m) = at.as_object_mut() {
+                m.insert(last.to_string(), new);
+            }
+        }
+        None => {
+            fn remove(at: &mut Value, keys: &[&str]) {
+                let Some(m) = at.as_object_mut() else { return };
+                match keys {
+                    [] => {}
+                    [k] => {
+                        m.remove(*k);
+                    }
+                    [k, rest @ ..] => {
+                        if let Some(child) = m.get_mut(*k) {
+                            remove(child, rest);
+                            if child.as_object().is_some_and(|c| c.is_empty()) {
+                                m.remove(*k);
+                            }
+                        }
+                    }
+                }
+            }
+            remove(v, &keys);
+        }
+    }
+}
+
+/// The arguments of `helm upgrade` that hands helm every user value of the release
+/// (`--reset-values` with the full set), never `--reuse-values` with nulls: under
+/// `--reuse-values` helm keeps a key set to null in what the chart renders (helm/helm#30765),
+/// and helm 4 renders a null under a subchart's values as null, which a ConfigMap refuses.
 pub fn upgrade_args(
     release: &str,
     chart: &str,
     ns: &str,
     chart_version: Option<&str>,
     values_file: &Path,
-    kubeconfig: Option<&str>,
-    context: Option<&str>,
+    target: &[String],
 ) -> Vec<String> {
     let mut a: Vec<String> = vec![
         "upgrade".into(),
@@ -164,24 +223,75 @@ pub fn upgrade_args(
         chart.into(),
         "--namespace".into(),
         ns.into(),
-        "--reuse-values".into(),
+        "--reset-values".into(),
         "--values".into(),
         values_file.display().to_string(),
     ];
     if let Some(v) = chart_version.filter(|v| !v.is_empty()) {
         a.extend(["--version".into(), v.into()]);
     }
-    if let Some(k) = kubeconfig {
-        a.extend(["--kubeconfig".into(), k.into()]);
-    }
-    if let Some(c) = context {
-        a.extend(["--kube-context".into(), c.into()]);
-    }
+    a.extend(target.iter().cloned());
     a
 }
 
+/// Environment variables through which helm picks a cluster besides its flags
+/// (pkg/cli/environment.go of helm 3 and 4). They are taken out of helm's environment so that
+/// helm reaches exactly the cluster the provider's own client reaches.
+const HELM_CLUSTER_ENV: &[&str] = &[
+    "HELM_KUBECONTEXT",
+    "HELM_KUBETOKEN",
+    "HELM_KUBEASUSER",
+    "HELM_KUBEASGROUPS",
+    "HELM_KUBEAPISERVER",
+    "HELM_KUBECAFILE",
+    "HELM_KUBETLS_SERVER_NAME",
+    "HELM_KUBEINSECURE_SKIP_TLS_VERIFY",
+    "HELM_NAMESPACE",
+];
+
+/// How helm is pointed at the cluster the settings name: the flags, and the temporary
+/// kubeconfig behind them (kept alive while helm runs).
+pub struct HelmTarget {
+    pub args: Vec<String>,
+    /// Whether the flags name a kubeconfig, so `KUBECONFIG` must not matter.
+    names_kubeconfig: bool,
+    _file: Option<TempFile>,
+}
+
+impl HelmTarget {
+    /// The same cluster [`super::connect`] reaches with these settings: host, token, CA and exec
+    /// as a private temporary kubeconfig (no secret on helm's command line); a kubeconfig path
+    /// and context as they are; nothing set as helm's own defaults (`KUBECONFIG`,
+    /// `~/.kube/config`, in-cluster), which are the client's too.
+    pub fn new(settings: &KubernetesSettings) -> Result<HelmTarget, KubeError> {
+        if let Some(host) = &settings.host {
+            let kc = super::synthetic_kubeconfig(settings, host)?;
+            let text = serde_json::to_string(&kc)
+                .map_err(|e| KubeError::Helm(format!("kubeconfig for helm: {e}")))?;
+            let f = TempFile::new("kubeconfig", text.as_bytes())?;
+            return Ok(HelmTarget {
+                args: vec!["--kubeconfig".into(), f.0.display().to_string()],
+                names_kubeconfig: true,
+                _file: Some(f),
+            });
+        }
+        let mut args = Vec::new();
+        if let Some(p) = &settings.config_path {
+            args.extend(["--kubeconfig".into(), super::expand_home(p)]);
+        }
+        if let Some(c) = &settings.config_context {
+            args.extend(["--kube-context".into(), c.clone()]);
+        }
+        Ok(HelmTarget {
+            names_kubeconfig: settings.config_path.is_some(),
+            args,
+            _file: None,
+        })
+    }
+}
+
 /// A private file in the temp dir, removed on drop.
-struct TempFile(PathBuf);
+pub struct TempFile(PathBuf);
 
 impl TempFile {
     fn new(stem: &str, content: &[u8]) -> Result<TempFile, KubeError> {
@@ -213,8 +323,8 @@ impl Drop for TempFile {
     }
 }
 
-/// `helm upgrade --reuse-values` with `values` (JSON is YAML) in a temporary file. Settings with a
-/// host (token, exec) go to helm as a temporary kubeconfig, so no secret is on its command line.
+/// `helm upgrade --reset-values` with `values`, the release's complete user values (JSON is
+/// YAML), in a temporary file, against the cluster the settings name.
 pub async fn upgrade(
     helm: &str,
     release: &str,
@@ -225,49 +335,45 @@ pub async fn upgrade(
     settings: &KubernetesSettings,
 ) -> Result<String, KubeError> {
     let values_file = TempFile::new("values.yaml", values.to_string().as_bytes())?;
-    let (kubeconfig, _kc_file, context) = if let Some(host) = &settings.host {
-        let kc = super::synthetic_kubeconfig(settings, host)?;
-        let text = serde_json::to_string(&kc)
-            .map_err(|e| KubeError::Helm(format!("kubeconfig for helm: {e}")))?;
-        let f = TempFile::new("kubeconfig", text.as_bytes())?;
-        (Some(f.0.display().to_string()), Some(f), None)
-    } else {
-        (
-            settings.config_path.as_deref().map(super::expand_home),
-            None,
-            settings.config_context.clone(),
-        )
-    };
+    let target = HelmTarget::new(settings)?;
     let args = upgrade_args(
         release,
         chart,
         ns,
         chart_version,
         &values_file.0,
-        kubeconfig.as_deref(),
-        context.as_deref(),
+        &target.args,
     );
-    run_helm(helm, &args).await
+    run_helm(helm, &args, &target).await
 }
 
 /// Runs `helm` with the args; the error quotes helm's stderr.
-pub async fn run_helm(helm: &str, args: &[String]) -> Result<String, KubeError> {
-    let out = tokio::process::Command::new(helm)
-        .args(args)
-        .output()
-        .await
-        .map_err(|e| {
-            KubeError::Helm(if e.kind() == std::io::ErrorKind::NotFound {
-                format!("the helm CLI {helm:?} was not found: install Helm 3 or set helm.helm_path")
-            } else {
-                format!("could not run {helm:?}: {e}")
-            })
-        })?;
+async fn run_helm(helm: &str, args: &[String], target: &HelmTarget) -> Result<String, KubeError> {
+    let mut cmd = tokio::process::Command::new(helm);
+    // Not killed when the apply is cut short: a helm killed mid-upgrade leaves the release
+    // pending-upgrade, which blocks every later operation until someone rolls it back.
+    cmd.args(args);
+    for k in HELM_CLUSTER_ENV {
+        cmd.env_remove(k);
+    }
+    if target.names_kubeconfig {
+        cmd.env_remove("KUBECONFIG");
+    }
+    let out = cmd.output().await.map_err(|e| {
+        KubeError::Helm(if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "the helm CLI {helm:?} was not found: install Helm 3 or 4, or set helm.helm_path"
+            )
+        } else {
+            format!("could not run {helm:?}: {e}")
+        })
+    })?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         Err(KubeError::Helm(format!(
-            "`{helm} upgrade` failed ({}): {}",
+            "`{helm} {}` failed ({}): {}",
+            args.first().map(String::as_str).unwrap_or_default(),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )))
@@ -372,6 +478,68 @@ mod tests {
         assert!(y.contains("    data:\n      \"10\": \"x\"\n      all: \"\"\n      ts: |\n        version: v1\n"), "{y}");
         let back: Value = serde_saphyr::from_str(&y).unwrap();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn values_are_set_and_removed_by_dotted_path() {
+        let mut v = json!({"keep": 1, "op": {"devicePlugin": {"config": {"a": 1}}, "other": 2}});
+        set_value_at(&mut v, "op.devicePlugin.config", Some(json!({"b": 2})));
+        set_value_at(&mut v, "op.mig.strategy", Some(json!("mixed")));
+        assert_eq!(
+            v,
+            json!({"keep": 1, "op": {"devicePlugin": {"config": {"b": 2}}, "other": 2, "mig": {"strategy": "mixed"}}})
+        );
+        assert_eq!(value_at(&v, "op.mig.strategy"), Some(&json!("mixed")));
+        // Removing prunes the maps it empties, and only those.
+        set_value_at(&mut v, "op.devicePlugin.config", None);
+        set_value_at(&mut v, "op.mig.strategy", None);
+        assert_eq!(v, json!({"keep": 1, "op": {"other": 2}}));
+        set_value_at(&mut v, "absent.path", None);
+        assert_eq!(v, json!({"keep": 1, "op": {"other": 2}}));
+        // A scalar on the way is replaced by a map.
+        let mut s = json!({"a": "x"});
+        set_value_at(&mut s, "a.b", Some(json!(1)));
+        assert_eq!(s, json!({"a": {"b": 1}}));
+    }
+
+    #[test]
+    fn upgrade_hands_helm_all_values_and_names_the_cluster() {
+        let target = HelmTarget::new(&KubernetesSettings {
+            config_path: Some("/k/config".into()),
+            config_context: Some("prod".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let a = upgrade_args(
+            "op",
+            "chart",
+            "ns",
+            Some("1.2"),
+            Path::new("/v"),
+            &target.args,
+        );
+        assert!(a.contains(&"--reset-values".to_string()), "{a:?}");
+        assert!(!a.contains(&"--reuse-values".to_string()), "{a:?}");
+        let at = |f: &str| a.iter().position(|x| x == f).map(|i| a[i + 1].as_str());
+        assert_eq!(at("--kubeconfig"), Some("/k/config"));
+        assert_eq!(at("--kube-context"), Some("prod"));
+        assert_eq!(at("--version"), Some("1.2"));
+        // A host is written to a private kubeconfig that lives as long as the target.
+        let target = HelmTarget::new(&KubernetesSettings {
+            host: Some("https://h".into()),
+            token: Some("secret".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let path = target.args[1].clone();
+        assert!(!target.args.iter().any(|a| a.contains("secret")));
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("https://h")
+        );
+        drop(target);
+        assert!(!Path::new(&path).exists());
     }
 
     #[test]

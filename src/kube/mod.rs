@@ -1,7 +1,8 @@
 //! Kubernetes delivery of the NVIDIA device plugin config: connecting to a cluster the way
 //! kubectl and the official providers do (kubeconfig path and context, host + token + CA, exec
 //! credential plugins, in-cluster), server-side apply of the ConfigMap and the GPU operator's
-//! ClusterPolicy pointer, the device plugin restart, and reading Helm 3 release Secrets.
+//! ClusterPolicy pointer, the device plugin restart, and Helm releases (read from their
+//! Secrets, upgraded with the helm CLI).
 //!
 //! No Terraform types here: the resource hands in plain settings and gets back plain data or a
 //! [`KubeError`] that keeps the API server's status (code, reason, message) for the diagnostic.
@@ -15,7 +16,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-pub use delivery::{Cluster, PolicyPointer};
+pub use delivery::{CLUSTER_POLICY, Cluster, PolicyField, PolicyPointer, TakenField};
 
 /// How to reach a cluster. Empty means "the default": `KUBECONFIG`, `~/.kube/config`, or the
 /// in-cluster service account, as kubectl finds them.

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{self, codec_diag, decode, diagnostics, encode};
 use super::proto::tfplugin6 as pb;
-use crate::tf::api::{DataSource, Function, PlanRequest, Provider, Resource};
+use crate::tf::api::{DataSource, Function, PlanRequest, Private, Provider, Resource};
 use crate::tf::schema::{Schema, validate_config};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value, plan};
 
@@ -394,10 +394,11 @@ impl pb::provider_server::Provider for ProviderService {
                 R
             );
             let mut diags = Diagnostics::new();
+            let mut private = Private(req.private);
             let new_state = if state.is_null() {
                 None
             } else {
-                res.read(&state, &mut diags).await
+                res.read(&state, &mut private, &mut diags).await
             };
             let new_state = match new_state {
                 Some(v) => try_diag!(
@@ -412,7 +413,7 @@ impl pb::provider_server::Provider for ProviderService {
             R {
                 new_state: Some(new_state),
                 diagnostics: diagnostics(&diags),
-                private: req.private,
+                private: private.0,
                 ..Default::default()
             }
         })
@@ -499,8 +500,9 @@ impl pb::provider_server::Provider for ProviderService {
                 R
             );
             let mut diags = Diagnostics::new();
+            let mut private = Private(req.planned_private);
             let new_state = if planned.is_null() {
-                res.delete(&prior, &mut diags).await;
+                res.delete(&prior, &private, &mut diags).await;
                 // A failed delete keeps the object in state.
                 if diags.has_errors() {
                     prior
@@ -508,9 +510,9 @@ impl pb::provider_server::Provider for ProviderService {
                     Value::Null
                 }
             } else if prior.is_null() {
-                res.create(&planned, &mut diags).await
+                res.create(&planned, &mut private, &mut diags).await
             } else {
-                res.update(&prior, &planned, &mut diags).await
+                res.update(&prior, &planned, &mut private, &mut diags).await
             };
             let new_state = try_diag!(
                 encode(&new_state, &ty).map_err(|e| codec_diag("new state", &e)),
@@ -518,7 +520,7 @@ impl pb::provider_server::Provider for ProviderService {
             );
             R {
                 new_state: Some(new_state),
-                private: req.planned_private,
+                private: private.0,
                 diagnostics: diagnostics(&diags),
                 ..Default::default()
             }
@@ -764,22 +766,34 @@ mod tests {
                     .attr(Attribute::string("status").computed()),
             )
         }
-        async fn create(&self, planned: &Value, _: &mut Diagnostics) -> Value {
+        async fn create(
+            &self,
+            planned: &Value,
+            private: &mut Private,
+            _: &mut Diagnostics,
+        ) -> Value {
+            private.0 = b"made".to_vec();
             let mut v = planned.clone();
             *v.get_mut("id").unwrap() =
                 Value::string(format!("id-{}", planned.get("name").as_str().unwrap()));
             *v.get_mut("status").unwrap() = "created".into();
             v
         }
-        async fn read(&self, state: &Value, _: &mut Diagnostics) -> Option<Value> {
+        async fn read(&self, state: &Value, _: &mut Private, _: &mut Diagnostics) -> Option<Value> {
             (state.get("name").as_str() != Some("gone")).then(|| state.clone())
         }
-        async fn update(&self, _: &Value, planned: &Value, _: &mut Diagnostics) -> Value {
+        async fn update(
+            &self,
+            _: &Value,
+            planned: &Value,
+            _: &mut Private,
+            _: &mut Diagnostics,
+        ) -> Value {
             let mut v = planned.clone();
             *v.get_mut("status").unwrap() = "updated".into();
             v
         }
-        async fn delete(&self, _: &Value, _: &mut Diagnostics) {}
+        async fn delete(&self, _: &Value, _: &Private, _: &mut Diagnostics) {}
         async fn import(&self, id: &str, _: &mut Diagnostics) -> Option<Value> {
             Some(Value::object([
                 ("id", Value::string(id)),
@@ -915,7 +929,10 @@ mod tests {
             .into_inner();
         let state = val(&applied.new_state, &ty);
         assert_eq!(state.get("id").as_str(), Some("id-a"));
-        assert_eq!(applied.private, b"private");
+        assert_eq!(
+            applied.private, b"made",
+            "the resource's private data goes back to terraform"
+        );
 
         // Unchanged: the plan equals the state, nothing unknown.
         let plan = svc

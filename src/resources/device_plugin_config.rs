@@ -18,7 +18,7 @@ use crate::kube::helm::{self, ReleaseState};
 use crate::kube::{self as k, Cluster, ExecSettings, KubeError, KubernetesSettings};
 use crate::model;
 use crate::provider::ProviderState;
-use crate::tf::api::{PlanRequest, Resource};
+use crate::tf::api::{PlanRequest, Private, Resource};
 use crate::tf::plan::{Planned, Timeouts};
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 use crate::tf::types::Type;
@@ -145,6 +145,8 @@ struct Desired {
     /// config name -> parsed config
     configs: BTreeMap<String, DevicePluginConfig>,
     helm: Option<HelmSpec>,
+    /// The resource's own `kubernetes` block (empty: the provider's).
+    kubernetes: KubernetesSettings,
     /// The attribute that says how to reach the cluster, for diagnostics.
     access: Option<&'static str>,
 }
@@ -388,6 +390,7 @@ fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<Desired> {
         mig_strategy: mig.map(str::to_string),
         configs,
         helm,
+        kubernetes: kubernetes_settings(v.get("kubernetes")),
         access: access_attr(v),
     })
 }
@@ -401,44 +404,41 @@ impl Desired {
             .collect()
     }
 
-    /// The operator chart's values for this config, nested under `values_path` (and the MIG
-    /// strategy beside it); `remove` lists deployed keys to delete (null, Helm's way).
-    fn helm_values(&self, values_path: &str, remove: &[String]) -> serde_json::Value {
-        let mut data: serde_json::Map<String, serde_json::Value> = self
+    /// The operator chart's values this resource sets, as (dotted path, value): the whole
+    /// `config` under `values_path`, and the MIG strategy beside it when one is set.
+    fn helm_owned(&self, values_path: &str) -> Vec<(String, serde_json::Value)> {
+        let data: serde_json::Map<String, serde_json::Value> = self
             .data()
             .into_iter()
             .map(|(k, v)| (k, v.into()))
             .collect();
-        for k in remove {
-            data.entry(k.clone()).or_insert(serde_json::Value::Null);
-        }
         let mut config = json!({"create": true, "name": self.name, "data": data});
         if let Some(d) = &self.default {
             config["default"] = d.clone().into();
         }
-        let mut root = nest(values_path, json!({"config": config}));
+        let mut owned = vec![(format!("{values_path}.config"), config)];
         if let Some(m) = &self.mig_strategy {
-            let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
-            helm::merge(
-                &mut root,
-                &nest(&format!("{parent}.mig"), json!({"strategy": m})),
-            );
+            owned.push((mig_strategy_path(values_path), json!(m)));
+        }
+        owned
+    }
+
+    /// The same as one values tree, for the `helm_values` attribute.
+    fn helm_values(&self, values_path: &str) -> serde_json::Value {
+        let mut root = json!({});
+        for (path, v) in self.helm_owned(values_path) {
+            helm::set_value_at(&mut root, &path, Some(v));
         }
         root
     }
 }
 
-fn nest(path: &str, v: serde_json::Value) -> serde_json::Value {
-    path.split('.')
-        .filter(|s| !s.is_empty())
-        .rev()
-        .fold(v, |acc, k| json!({ k: acc }))
-}
-
-fn value_at<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
-    path.split('.')
-        .filter(|s| !s.is_empty())
-        .try_fold(v, |acc, k| acc.get(k))
+/// `mig.strategy` beside the `devicePlugin` values (`x.devicePlugin` -> `x.mig.strategy`).
+fn mig_strategy_path(values_path: &str) -> String {
+    match values_path.rsplit_once('.') {
+        Some((parent, _)) => format!("{parent}.mig.strategy"),
+        None => "mig.strategy".to_string(),
+    }
 }
 
 fn string_map(m: &BTreeMap<String, String>) -> Value {
@@ -661,6 +661,51 @@ struct Observed {
     data: Option<BTreeMap<String, String>>,
 }
 
+/// What this resource took over from others, kept in its private state and given back on
+/// destroy, so a destroy leaves the operator as it was before the resource existed.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Takeover {
+    /// Helm delivery: dotted value path -> the release's user value there before the first
+    /// write (None: the user had none, so the chart's default comes back).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    helm: BTreeMap<String, Option<serde_json::Value>>,
+    /// ClusterPolicy delivery: field path -> the value an update manager had set there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    cluster_policy: BTreeMap<String, k::TakenField>,
+}
+
+impl Takeover {
+    /// An unreadable record (from another provider version) reads as empty: destroy then
+    /// gives the chart's defaults back, as for an imported config.
+    fn load(private: &Private) -> Takeover {
+        serde_json::from_slice(&private.0).unwrap_or_default()
+    }
+
+    fn store(&self, private: &mut Private) {
+        private.0 = if *self == Takeover::default() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(self).unwrap_or_default()
+        };
+    }
+}
+
+/// The ClusterPolicy fields this resource sets, with the attribute that sets each.
+fn policy_fields(d: &Desired) -> Vec<(&'static str, serde_json::Value, &'static str)> {
+    let mut f = vec![("spec.devicePlugin.config.name", json!(d.name), "name")];
+    if let Some(default) = &d.default {
+        f.push((
+            "spec.devicePlugin.config.default",
+            json!(default),
+            "default_config",
+        ));
+    }
+    if let Some(m) = &d.mig_strategy {
+        f.push(("spec.mig.strategy", json!(m), "mig_strategy"));
+    }
+    f
+}
+
 // ---------------------------------------------------------------------------------------------
 // The resource
 
@@ -716,11 +761,14 @@ impl DevicePluginConfigResource {
     }
 
     /// Writes the desired config to the cluster and restarts the plugin; returns restarted_at.
+    /// `first` says whether this is the resource's first write (a create): only then is what
+    /// the cluster holds someone else's, to be recorded in `taken` and given back on destroy.
     async fn deliver(
         &self,
         c: &Cluster,
         d: &Desired,
-        prior_data: &BTreeMap<String, String>,
+        taken: &mut Takeover,
+        first: bool,
         diags: &mut Diagnostics,
     ) -> Option<Option<String>> {
         let access = d.access;
@@ -733,6 +781,7 @@ impl DevicePluginConfigResource {
                         return None;
                     }
                 };
+                self.take_policy_fields(c, d, taken, diags).await?;
                 let step = async {
                     c.apply_configmap(&d.namespace, &d.name, &d.data()).await?;
                     c.apply_pointer(Some((
@@ -755,12 +804,7 @@ impl DevicePluginConfigResource {
                     .unwrap_or_else(|| d.namespace.clone())
             }
             Some(h) => {
-                let removed: Vec<String> = prior_data
-                    .keys()
-                    .filter(|k| !d.configs.contains_key(*k))
-                    .cloned()
-                    .collect();
-                self.helm_upgrade(c, d, h, &removed, diags).await?;
+                self.helm_upgrade(c, d, h, taken, first, diags).await?;
                 d.namespace.clone()
             }
         };
@@ -783,48 +827,109 @@ impl DevicePluginConfigResource {
         }
     }
 
+    /// Checks who holds the ClusterPolicy fields this resource sets (see `kube::delivery` for
+    /// why): a field another manager holds through server-side apply is refused with a
+    /// diagnostic; what update managers hold is recorded in `taken` before it is overwritten.
+    async fn take_policy_fields(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        taken: &mut Takeover,
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let wanted = policy_fields(d);
+        let paths: Vec<&str> = wanted.iter().map(|(p, _, _)| *p).collect();
+        let fields = match c.policy_fields(&paths).await {
+            Ok(f) => f,
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ClusterPolicy", d.access, &e));
+                return None;
+            }
+        };
+        let mut refused = false;
+        for ((path, want, attr), field) in wanted.iter().zip(&fields) {
+            if field.value.as_ref() == Some(want) {
+                continue;
+            }
+            let appliers = field.appliers();
+            if !appliers.is_empty() {
+                refused = true;
+                let now = field
+                    .value
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_default();
+                diags.push(
+                    Diagnostic::error(
+                        "ClusterPolicy field managed by server-side apply",
+                        format!(
+                            "{path} of the ClusterPolicy {} is {now}, set by \"{}\" with server-side apply (a Helm 4 release of the GPU operator does that). Setting it to {want} here would make that manager's next apply fail with a conflict, e.g. the next `helm upgrade` of the operator. Set it in the operator release's values instead (delivery = \"helm\" does that for you), or leave `{attr}` unset.",
+                            k::CLUSTER_POLICY,
+                            appliers.join("\", \""),
+                        ),
+                    )
+                    .at(AttrPath::attr(attr)),
+                );
+                continue;
+            }
+            if let (Some(value), Some((manager, _))) = (&field.value, field.owners.first()) {
+                taken
+                    .cluster_policy
+                    .entry(path.to_string())
+                    .or_insert_with(|| k::TakenField {
+                        value: value.clone(),
+                        manager: manager.clone(),
+                    });
+            }
+        }
+        (!refused).then_some(())
+    }
+
     async fn helm_upgrade(
         &self,
         c: &Cluster,
         d: &Desired,
         h: &HelmSpec,
-        removed: &[String],
+        taken: &mut Takeover,
+        first: bool,
         diags: &mut Diagnostics,
     ) -> Option<()> {
-        let access = d.access;
-        let diag = |e: String| {
-            Diagnostic::error(
-                "Helm upgrade failed",
-                format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
-            )
-            .at(AttrPath::attr("helm").with_index(0).with_attr("release"))
+        let deployed = self.deployed_release(c, h, d.access, diags).await?;
+        let owned = d.helm_owned(&h.values_path);
+        // The release's user values, complete: helm is handed all of them with
+        // --reset-values, so nothing of ours lingers and nothing of the user's is lost.
+        let mut values = match &deployed.config {
+            serde_json::Value::Object(_) => deployed.config.clone(),
+            _ => json!({}),
         };
-        let deployed = match helm::read_release(c, &h.namespace, &h.release).await {
-            Ok(ReleaseState::Deployed(r)) => r,
-            Ok(ReleaseState::Pending(r)) => {
-                diags.push(diag(format!("revision {} is {}: another helm operation is in progress or was interrupted. Wait for it, or `helm rollback` it, then apply again.", r.revision, r.status)));
-                return None;
-            }
-            Ok(ReleaseState::Missing) => {
-                diags.push(diag("no deployed revision found (no Secret sh.helm.release.v1.<release>.v<N> with status deployed). Check helm.release and helm.namespace.".into()));
-                return None;
-            }
-            Err(e) => {
-                diags.push(kube_diagnostic("read the Helm release", access, &e));
-                return None;
-            }
-        };
-        // Keys deployed under the data map but no longer wanted are set to null so that
-        // --reuse-values does not keep them.
-        let mut remove: Vec<String> = removed.to_vec();
-        if let Some(serde_json::Value::Object(m)) = value_at(
-            &deployed.effective_values(),
-            &format!("{}.config.data", h.values_path),
-        ) {
-            remove.extend(m.keys().filter(|k| !d.configs.contains_key(*k)).cloned());
+        // What the user had where this resource writes is recorded before helm runs, so that
+        // an upgrade cut short still leaves the record behind for destroy.
+        for (path, v) in owned.iter() {
+            // On a create, what the user had there is theirs; on an update of a config made
+            // before the provider kept this record, the values there are already ours.
+            taken.helm.entry(path.clone()).or_insert_with(|| {
+                if first {
+                    helm::value_at(&deployed.config, path).cloned()
+                } else {
+                    None
+                }
+            });
+            helm::set_value_at(&mut values, path, Some(v.clone()));
         }
-        let values = d.helm_values(&h.values_path, &remove);
-        let settings = self.settings(&Value::Null);
+        // Paths this resource set before and sets no more (a MIG strategy now unset) go back
+        // to what the user had there.
+        let released: Vec<String> = taken
+            .helm
+            .iter()
+            .filter(|(path, _)| !owned.iter().any(|(p, _)| p == *path))
+            .map(|(path, prior)| {
+                helm::set_value_at(&mut values, path, prior.clone());
+                path.clone()
+            })
+            .collect();
+        self.warn_chart_default_configs(&deployed, d, h, diags);
+        // helm must reach the very cluster the client above read the release from.
+        let settings = d.kubernetes.or(&self.state.settings().kubernetes);
         let run = helm::upgrade(
             &h.helm_path,
             &h.release,
@@ -838,13 +943,93 @@ impl DevicePluginConfigResource {
         )
         .await;
         match run {
-            Ok(_) => Some(()),
+            Ok(_) => {
+                for path in released {
+                    taken.helm.remove(&path);
+                }
+                Some(())
+            }
             Err(e) => {
-                diags.push(diag(e.to_string()));
+                diags.push(helm_diagnostic(h, &e.to_string()));
                 None
             }
         }
     }
+
+    /// The deployed revision of the release; None after a diagnostic (missing, pending).
+    async fn deployed_release(
+        &self,
+        c: &Cluster,
+        h: &HelmSpec,
+        access: Option<&'static str>,
+        diags: &mut Diagnostics,
+    ) -> Option<helm::Release> {
+        match helm::read_release(c, &h.namespace, &h.release).await {
+            Ok(ReleaseState::Deployed(r)) => Some(r),
+            Ok(ReleaseState::Pending(r)) => {
+                diags.push(helm_diagnostic(h, &format!("revision {} is {}: another helm operation is in progress or was interrupted. Wait for it, or `helm rollback` it, then apply again.", r.revision, r.status)));
+                None
+            }
+            Ok(ReleaseState::Missing) => {
+                diags.push(helm_diagnostic(h, "no deployed revision found (no Secret sh.helm.release.v1.<release>.v<N> with status deployed). Check helm.release and helm.namespace."));
+                None
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic("read the Helm release", access, &e));
+                None
+            }
+        }
+    }
+
+    /// Configs the chart itself defines stay in what it renders: helm coalesces a chart's
+    /// defaults under every value that does not override them, and a null that would remove
+    /// one is kept as null under a subchart's values by helm 4 (so the ConfigMap is refused).
+    fn warn_chart_default_configs(
+        &self,
+        r: &helm::Release,
+        d: &Desired,
+        h: &HelmSpec,
+        diags: &mut Diagnostics,
+    ) {
+        let defaults = helm::value_at(&r.chart_values, &format!("{}.config.data", h.values_path));
+        let extra: Vec<&String> = defaults
+            .and_then(|v| v.as_object())
+            .map(|m| m.keys().filter(|k| !d.configs.contains_key(*k)).collect())
+            .unwrap_or_default();
+        if !extra.is_empty() {
+            diags.push(
+                Diagnostic::warning(
+                    "Chart defines more configs",
+                    format!(
+                        "The chart {} {} defines {} in its own values ({}.config.data), so the ConfigMap keeps {}: helm renders a chart's defaults unless a value replaces them. Nodes labelled with {} get the chart's version. To manage one, add a `config` block of that name.",
+                        r.chart,
+                        r.chart_version,
+                        quoted(&extra),
+                        h.values_path,
+                        if extra.len() == 1 { "it" } else { "them" },
+                        if extra.len() == 1 { "it" } else { "one of them" },
+                    ),
+                )
+                .at(AttrPath::attr("config")),
+            );
+        }
+    }
+}
+
+fn quoted(names: &[&String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn helm_diagnostic(h: &HelmSpec, e: &str) -> Diagnostic {
+    Diagnostic::error(
+        "Helm upgrade failed",
+        format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
+    )
+    .at(AttrPath::attr("helm").with_index(0).with_attr("release"))
 }
 
 /// How long each operation may take when `timeouts` does not say: a helm upgrade of the operator
@@ -983,7 +1168,7 @@ impl DevicePluginConfigResource {
             }
         };
         let values = release.effective_values();
-        let cfg = value_at(&values, &format!("{values_path}.config"))
+        let cfg = helm::value_at(&values, &format!("{values_path}.config"))
             .cloned()
             .unwrap_or_default();
         let s = |k: &str| {
@@ -993,17 +1178,35 @@ impl DevicePluginConfigResource {
                 .map(str::to_string)
         };
         let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
+        // The configs that are this resource's business: those the release's user values set
+        // and those the configuration names. A config only the chart's own defaults define
+        // stays whatever this resource does (see `warn_chart_default_configs`).
+        let user_set = helm::value_at(&release.config, &format!("{values_path}.config.data"))
+            .and_then(|d| d.as_object())
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, _)| k.clone())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let declared: Vec<String> = state
+            .get("config")
+            .elements()
+            .iter()
+            .filter_map(|c| c.get("name").as_str().map(str::to_string))
+            .collect();
         let data: BTreeMap<String, String> = cfg
             .get("data")
             .and_then(|d| d.as_object())
             .map(|m| {
                 m.iter()
+                    .filter(|(k, _)| user_set.contains(k) || declared.contains(k))
                     .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                     .collect()
             })
             .unwrap_or_default();
-        let parent = values_path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
-        let mig = value_at(&values, &format!("{parent}.mig.strategy"))
+        let mig = helm::value_at(&values, &mig_strategy_path(values_path))
             .and_then(|v| v.as_str())
             .map(str::to_string);
         let name_in_values = if created { s("name") } else { None };
@@ -1107,7 +1310,7 @@ impl DevicePluginConfigResource {
             set(
                 &mut st,
                 "helm_values",
-                Value::string(helm::to_yaml(&d.helm_values(&vp, &[]))),
+                Value::string(helm::to_yaml(&d.helm_values(&vp))),
             );
             self.warn_unknown_labels(&c, &d, diags).await;
         }
@@ -1115,15 +1318,20 @@ impl DevicePluginConfigResource {
     }
 
     /// The state of a create cut short (timeout or stop) while writing: the plan (tainted) when
-    /// its ConfigMap was written, so that it is not orphaned, else nothing. A Helm delivery only sets values on a
-    /// release the next create overwrites, so it leaves nothing to orphan.
+    /// its ConfigMap was written, or when helm was started (it finishes on its own), so that
+    /// the next apply replaces it and destroy gives the release's values back; else nothing.
     async fn written_before_cut(&self, planned: &Value, limit: std::time::Duration) -> Value {
         let mut quiet = Diagnostics::new();
         let Some(d) = resolve(planned, &mut quiet) else {
             return Value::Null;
         };
+        let tainted = || {
+            let mut st = planned.unknowns_as_null();
+            set(&mut st, "restarted_at", Value::Null);
+            st
+        };
         if d.helm.is_some() {
-            return Value::Null;
+            return tainted();
         }
         let look = async {
             let c = self.connect(planned, &mut quiet).await?;
@@ -1131,11 +1339,7 @@ impl DevicePluginConfigResource {
         };
         match tokio::time::timeout(limit, look).await {
             // The cluster could not say: keep the plan, the next refresh drops it if absent.
-            Ok(Some(_)) | Err(_) => {
-                let mut st = planned.unknowns_as_null();
-                set(&mut st, "restarted_at", Value::Null);
-                st
-            }
+            Ok(Some(_)) | Err(_) => tainted(),
             Ok(None) => Value::Null,
         }
     }
@@ -1144,6 +1348,7 @@ impl DevicePluginConfigResource {
     async fn do_create(
         &self,
         planned: &Value,
+        taken: &mut Takeover,
         diags: &mut Diagnostics,
         writing: &AtomicBool,
     ) -> Value {
@@ -1182,7 +1387,7 @@ impl DevicePluginConfigResource {
             }
         }
         writing.store(true, Ordering::Relaxed);
-        let Some(restarted) = self.deliver(&c, &d, &BTreeMap::new(), diags).await else {
+        let Some(restarted) = self.deliver(&c, &d, taken, true, diags).await else {
             // Whatever was written stays in state (tainted), so nothing is orphaned.
             return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
                 (None, Ok(Some(_))) => st,
@@ -1194,7 +1399,13 @@ impl DevicePluginConfigResource {
         st
     }
 
-    async fn do_update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
+    async fn do_update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        taken: &mut Takeover,
+        diags: &mut Diagnostics,
+    ) -> Value {
         let Some(d) = resolve(planned, diags) else {
             return prior.clone();
         };
@@ -1204,10 +1415,7 @@ impl DevicePluginConfigResource {
         let restart_needed = !planned.get("restarted_at").is_known();
         let mut st = planned.clone();
         if restart_needed {
-            let Some(restarted) = self
-                .deliver(&c, &d, &map_of(prior.get("data")), diags)
-                .await
-            else {
+            let Some(restarted) = self.deliver(&c, &d, taken, false, diags).await else {
                 return prior.clone();
             };
             set(&mut st, "restarted_at", Value::opt_string(restarted));
@@ -1220,7 +1428,7 @@ impl DevicePluginConfigResource {
         st
     }
 
-    async fn do_delete(&self, state: &Value, diags: &mut Diagnostics) {
+    async fn do_delete(&self, state: &Value, taken: &Takeover, diags: &mut Diagnostics) {
         let access = access_attr(state);
         let Some(c) = self.connect(state, diags).await else {
             return;
@@ -1230,39 +1438,11 @@ impl DevicePluginConfigResource {
         let mut operand_ns = ns.clone();
         if str_or(state, "delivery", "cluster_policy") == "helm" {
             let mut quiet = Diagnostics::new();
-            let Some(mut d) = resolve(state, &mut quiet) else {
+            let Some(d) = resolve(state, &mut quiet) else {
                 return;
             };
-            let Some(h) = d.helm.clone() else { return };
-            let removed: Vec<String> = d.configs.keys().cloned().collect();
-            d.configs.clear();
-            d.default = None;
-            d.mig_strategy = None;
-            let mut values = d.helm_values(&h.values_path, &removed);
-            if let Some(cfg) =
-                values.pointer_mut(&format!("/{}/config", h.values_path.replace('.', "/")))
-            {
-                *cfg = json!({"create": false, "name": "", "default": "", "data": cfg["data"].clone()});
-            }
-            let settings = self.settings(state);
-            if let Err(e) = helm::upgrade(
-                &h.helm_path,
-                &h.release,
-                &h.chart,
-                &h.namespace,
-                h.chart_version.as_deref(),
-                &values,
-                &settings,
-            )
-            .await
-            {
-                diags.push(
-                    Diagnostic::error(
-                        "Helm upgrade failed",
-                        format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
-                    )
-                    .at(AttrPath::attr("helm")),
-                );
+            let Some(h) = &d.helm else { return };
+            if !self.give_back_helm_values(&c, &d, h, taken, diags).await {
                 return;
             }
         } else {
@@ -1272,15 +1452,23 @@ impl DevicePluginConfigResource {
                         operand_ns = o;
                     }
                     // Give the pointer up only while it is still ours to give.
-                    if p.name.as_deref() == Some(name.as_str())
-                        && let Err(e) = c.apply_pointer(None).await
-                    {
-                        diags.push(kube_diagnostic(
-                            "release the ClusterPolicy pointer",
-                            access,
-                            &e,
-                        ));
-                        return;
+                    if p.name.as_deref() == Some(name.as_str()) {
+                        let give_up = async {
+                            for (path, t) in &taken.cluster_policy {
+                                if c.holds(path).await? {
+                                    c.give_back(path, t).await?;
+                                }
+                            }
+                            c.apply_pointer(None).await
+                        };
+                        if let Err(e) = give_up.await {
+                            diags.push(kube_diagnostic(
+                                "release the ClusterPolicy pointer",
+                                access,
+                                &e,
+                            ));
+                            return;
+                        }
                     }
                 }
                 Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
@@ -1299,6 +1487,65 @@ impl DevicePluginConfigResource {
             .await
         {
             diags.push(kube_diagnostic("restart the device plugin", access, &e));
+        }
+    }
+
+    /// Destroy of a Helm delivery: the release gets back the user values it had where this
+    /// resource wrote (from `taken`); where it has no record (an imported config), the values
+    /// are removed and the chart's defaults come back. False after an error diagnostic.
+    async fn give_back_helm_values(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        h: &HelmSpec,
+        taken: &Takeover,
+        diags: &mut Diagnostics,
+    ) -> bool {
+        let deployed = match helm::read_release(c, &h.namespace, &h.release).await {
+            // Nothing to give back to.
+            Ok(ReleaseState::Missing) => return true,
+            Ok(_) => match self.deployed_release(c, h, d.access, diags).await {
+                Some(r) => r,
+                None => return false,
+            },
+            Err(e) => {
+                diags.push(kube_diagnostic("read the Helm release", d.access, &e));
+                return false;
+            }
+        };
+        let mut values = match &deployed.config {
+            serde_json::Value::Object(_) => deployed.config.clone(),
+            _ => json!({}),
+        };
+        let mut paths: Vec<String> = d
+            .helm_owned(&h.values_path)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        paths.extend(taken.helm.keys().cloned());
+        for path in paths {
+            let prior = taken.helm.get(&path).cloned().flatten();
+            helm::set_value_at(&mut values, &path, prior);
+        }
+        let settings = d.kubernetes.or(&self.state.settings().kubernetes);
+        let run = helm::upgrade(
+            &h.helm_path,
+            &h.release,
+            &h.chart,
+            &h.namespace,
+            h.chart_version
+                .as_deref()
+                .or(Some(deployed.chart_version.as_str())),
+            &values,
+            &settings,
+        )
+        .await;
+        match run {
+            Ok(_) => true,
+            Err(e) => {
+                diags.push(helm_diagnostic(h, &e.to_string()));
+                false
+            }
         }
     }
 }
@@ -1360,7 +1607,7 @@ impl Resource for DevicePluginConfigResource {
         set(
             st,
             "helm_values",
-            Value::string(helm::to_yaml(&d.helm_values(&values_path, &[]))),
+            Value::string(helm::to_yaml(&d.helm_values(&values_path))),
         );
         // Nothing the cluster sees changes: no restart, keep the prior time.
         let prior = req.prior;
@@ -1380,12 +1627,21 @@ impl Resource for DevicePluginConfigResource {
         );
     }
 
-    async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
+    async fn create(
+        &self,
+        planned: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
         let op = Op::start("create", planned, &self.state.stop);
         let mut inner = Diagnostics::new();
         let writing = AtomicBool::new(false);
-        let out = op.run(self.do_create(planned, &mut inner, &writing)).await;
+        let mut taken = Takeover::default();
+        let out = op
+            .run(self.do_create(planned, &mut taken, &mut inner, &writing))
+            .await;
         op.end(out.as_ref().err().copied(), inner, diags);
+        taken.store(private);
         match out {
             Ok(st) => st,
             // Before the write began, whatever the cluster holds under that name is not ours.
@@ -1396,7 +1652,7 @@ impl Resource for DevicePluginConfigResource {
         }
     }
 
-    async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn read(&self, state: &Value, _: &mut Private, diags: &mut Diagnostics) -> Option<Value> {
         let limit = TIMEOUTS.of(state, "read");
         let read = bounded(limit, &self.state.stop, self.do_read(state, diags)).await;
         read.unwrap_or_else(|cut| {
@@ -1405,18 +1661,29 @@ impl Resource for DevicePluginConfigResource {
         })
     }
 
-    async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
+    async fn update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
         let op = Op::start("update", planned, &self.state.stop);
         let mut inner = Diagnostics::new();
-        let out = op.run(self.do_update(prior, planned, &mut inner)).await;
+        let mut taken = Takeover::load(private);
+        let out = op
+            .run(self.do_update(prior, planned, &mut taken, &mut inner))
+            .await;
         op.end(out.as_ref().err().copied(), inner, diags);
+        taken.store(private);
         out.unwrap_or_else(|_| prior.clone())
     }
 
-    async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
+    async fn delete(&self, state: &Value, private: &Private, diags: &mut Diagnostics) {
         let op = Op::start("delete", state, &self.state.stop);
         let mut inner = Diagnostics::new();
-        let out = op.run(self.do_delete(state, &mut inner)).await;
+        let taken = Takeover::load(private);
+        let out = op.run(self.do_delete(state, &taken, &mut inner)).await;
         op.end(out.err(), inner, diags);
     }
 
@@ -1567,13 +1834,26 @@ mod tests {
             ],
         );
         let d = resolve(&v, &mut Diagnostics::new()).unwrap();
-        let vals = d.helm_values("op.devicePlugin", &["gone".to_string()]);
+        let vals = d.helm_values("op.devicePlugin");
         assert_eq!(vals["op"]["devicePlugin"]["config"]["default"], "ts");
         assert_eq!(vals["op"]["devicePlugin"]["config"]["create"], true);
-        assert!(vals["op"]["devicePlugin"]["config"]["data"]["gone"].is_null());
+        assert_eq!(
+            vals["op"]["devicePlugin"]["config"]["data"]
+                .as_object()
+                .map(|m| m.keys().collect::<Vec<_>>()),
+            Some(vec![&"ts".to_string()]),
+            "only the configured keys, no nulls"
+        );
         assert_eq!(vals["op"]["mig"]["strategy"], "single");
-        let root = d.helm_values("devicePlugin", &[]);
+        let root = d.helm_values("devicePlugin");
         assert_eq!(root["mig"]["strategy"], "single");
+        assert_eq!(
+            d.helm_owned("devicePlugin")
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect::<Vec<_>>(),
+            ["devicePlugin.config", "mig.strategy"]
+        );
     }
 
     #[test]

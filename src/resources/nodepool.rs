@@ -14,7 +14,7 @@ use crate::cloud::{
 use crate::gpu::{self, Cloud, DEVICE_PLUGIN_CONFIG_LABEL, Field, MIG_CONFIG_LABEL, SharingMode};
 use crate::model::{self, domain_diagnostic};
 use crate::provider::{ProviderState, Settings};
-use crate::tf::api::{PlanRequest, Resource};
+use crate::tf::api::{PlanRequest, Private, Resource};
 use crate::tf::plan::{Planned, Timeouts};
 use crate::tf::schema::{Attribute, Block, Nesting, Schema};
 use crate::tf::validators::{ConflictsWith, ExactlyOneOf, IntBetween, OneOf};
@@ -991,7 +991,7 @@ impl Resource for NodePool {
         }
     }
 
-    async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value {
+    async fn create(&self, planned: &Value, _: &mut Private, diags: &mut Diagnostics) -> Value {
         let settings = self.state.settings();
         let Some(r) = resolve(planned, &settings, diags) else {
             return Value::Null;
@@ -1033,7 +1033,7 @@ impl Resource for NodePool {
         }
     }
 
-    async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn read(&self, state: &Value, _: &mut Private, diags: &mut Diagnostics) -> Option<Value> {
         let settings = self.state.settings();
         let loc = location(state, &settings, diags)?;
         let name = state.get("name").as_str()?.to_string();
@@ -1053,7 +1053,13 @@ impl Resource for NodePool {
         }
     }
 
-    async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value {
+    async fn update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        _: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
         let settings = self.state.settings();
         let Some(r) = resolve(planned, &settings, diags) else {
             return prior.clone();
@@ -1097,7 +1103,7 @@ impl Resource for NodePool {
         }
     }
 
-    async fn delete(&self, state: &Value, diags: &mut Diagnostics) {
+    async fn delete(&self, state: &Value, _: &Private, diags: &mut Diagnostics) {
         let settings = self.state.settings();
         let Some(loc) = location(state, &settings, diags) else {
             return;

@@ -56,14 +56,36 @@ pub trait Resource: Send + Sync {
     }
     /// Returns the new state; null when nothing was created. A partial state with an error
     /// diagnostic is kept by terraform as tainted, so nothing is orphaned.
-    async fn create(&self, planned: &Value, diags: &mut Diagnostics) -> Value;
+    async fn create(
+        &self,
+        planned: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value;
     /// Returns None when the object no longer exists.
-    async fn read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value>;
-    async fn update(&self, prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Value;
-    async fn delete(&self, state: &Value, diags: &mut Diagnostics);
+    async fn read(
+        &self,
+        state: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Option<Value>;
+    async fn update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value;
+    async fn delete(&self, state: &Value, private: &Private, diags: &mut Diagnostics);
     /// A state skeleton for the ID; terraform then calls read to fill it.
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value>;
 }
+
+/// What a resource keeps beside its state and never shows: opaque bytes terraform stores with
+/// the state and hands back on every later read, plan and apply of the object (the protocol's
+/// `private`). Empty when the object was imported or made by an older provider.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Private(pub Vec<u8>);
 
 pub struct Parameter {
     pub name: &'static str,

@@ -5,3 +5,4 @@ pub mod plugin;
 pub mod pools;
 pub mod sandbox;
 pub mod terraform;
+pub mod tools;
