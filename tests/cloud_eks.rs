@@ -1,6 +1,10 @@
 //! The EKS node group client over real HTTP: against the in-process sandbox (happy paths, validation,
 //! fault injection, deadlines, stop, idempotent create) and, for the happy path, against moto.
 
+#[path = "common/tools.rs"]
+mod tools;
+
+use tools::Tool;
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -827,23 +831,6 @@ impl Drop for Moto {
     }
 }
 
-fn moto_available() -> Result<(), String> {
-    match Command::new("python3")
-        .args([
-            "-c",
-            "import moto.server, sys; print(__import__('moto').__version__)",
-        ])
-        .output()
-    {
-        Err(e) => Err(format!("python3 not runnable: {e}")),
-        Ok(o) if !o.status.success() => Err(format!(
-            "moto not importable: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Ok(_) => Ok(()),
-    }
-}
-
 async fn start_moto() -> (Moto, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -884,8 +871,7 @@ async fn start_moto() -> (Moto, String) {
 
 #[tokio::test]
 async fn moto_happy_path_round_trips() {
-    if let Err(why) = moto_available() {
-        println!("skipping the moto test: {why}");
+    if tools::require(Tool::Moto).is_none() {
         return;
     }
     let (_moto, url) = start_moto().await;

@@ -18,13 +18,6 @@ impl Drop for Moto {
     }
 }
 
-fn python_has_moto() -> bool {
-    Command::new("python3")
-        .args(["-c", "import moto, boto3"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn start_moto() -> (Moto, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -65,8 +58,7 @@ const AWS_ENV: [(&str, &str); 3] = [
 
 #[test]
 fn eks_node_group_lifecycle_against_moto() {
-    if !python_has_moto() {
-        eprintln!("SKIPPED: python3 with moto and boto3 is not available");
+    if common::tools::require(common::tools::Tool::Moto).is_none() {
         return;
     }
     let (_moto, url) = start_moto();

@@ -397,7 +397,6 @@ fn zips_are_reproducible_and_a_signed_run_verifies_with_gpg() {
     );
 
     let Some(gpg) = Gpg::new(tmp.path()) else {
-        eprintln!("SKIPPED the signing part: gpg is not installed (`gpg --version` did not run)");
         let b = tmp.path().join("b");
         release_ok(&["--binary", BINARY, "--out", b.to_str().unwrap()], &[]);
         assert_same_release(&a, &b);
@@ -492,13 +491,7 @@ struct Gpg {
 
 impl Gpg {
     fn new(tmp: &Path) -> Option<Gpg> {
-        let found = Command::new("gpg")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return None;
-        }
+        common::tools::require(common::tools::Tool::Gpg)?;
         let home = tmp.join("gnupg");
         std::fs::create_dir(&home).unwrap();
         std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();

@@ -1,6 +1,6 @@
 //! The sandbox against independent real clients: the gcloud CLI (GKE), the aws CLI (EKS), and the
-//! same EKS happy path run against moto to compare every field moto models. Each test prints why
-//! and skips when its tool is not installed.
+//! same EKS happy path run against moto to compare every field moto models. A missing tool fails
+//! the test under CI=true and skips it elsewhere (tests/common/tools.rs).
 //!
 //! Where moto differs from the sandbox, moto is the one that departs from EKS (checked against the
 //! EKS API reference); those fields are not compared:
@@ -18,6 +18,10 @@
 //! - update status: moto is Successful at once; EKS is InProgress first.
 //! - update-nodegroup-version and describe-update are not implemented by moto (404 HTML).
 
+#[path = "common/tools.rs"]
+mod tools;
+
+use tools::Tool;
 mod sandbox_cloud_support;
 
 use std::path::Path;
@@ -41,11 +45,6 @@ impl Out {
     }
 }
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| Path::new(&d).join(tool).is_file()))
-}
-
 async fn run(tool: &str, args: &[&str], env: &[(&str, String)]) -> Out {
     let mut cmd = tokio::process::Command::new(tool);
     cmd.args(args).stdin(Stdio::null()).kill_on_drop(true);
@@ -67,8 +66,7 @@ async fn run(tool: &str, args: &[&str], env: &[(&str, String)]) -> Out {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools() {
-    if !on_path("gcloud") {
-        println!("SKIPPED: gcloud is not installed");
+    if tools::require(Tool::Gcloud).is_none() {
         return;
     }
     let s = start(300).await;
@@ -331,8 +329,7 @@ async fn wait_status(endpoint: &str, env: &[(&str, String)], want: &str) -> Valu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_cli_drives_the_node_group_lifecycle() {
-    if !on_path("aws") {
-        println!("SKIPPED: the aws CLI is not installed");
+    if tools::require(Tool::Aws).is_none() {
         return;
     }
     let s = start(300).await;
@@ -531,16 +528,7 @@ fn comparable(ng: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eks_happy_path_matches_moto() {
-    if !on_path("aws") {
-        println!("SKIPPED: the aws CLI is not installed");
-        return;
-    }
-    let probe = run("python3", &["-c", "import moto.server"], &[]).await;
-    if !probe.ok {
-        println!(
-            "SKIPPED: moto is not installed ({})",
-            probe.stderr.lines().last().unwrap_or("")
-        );
+    if tools::require(Tool::Aws).is_none() || tools::require(Tool::Moto).is_none() {
         return;
     }
     let port = free_port();

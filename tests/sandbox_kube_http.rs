@@ -1,5 +1,9 @@
 //! The sandbox's Kubernetes API over real HTTP: kubectl, raw requests, the digital twin and bad requests.
 
+#[path = "common/tools.rs"]
+mod tools;
+
+use tools::Tool;
 use fracgpu::sandbox::kube::{KubeApi, PoolNodes};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -158,18 +162,6 @@ fn dechunk(s: &str) -> String {
     out
 }
 
-fn kubectl_path() -> Option<PathBuf> {
-    let p = PathBuf::from("/usr/bin/kubectl");
-    if p.exists() {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("kubectl"))
-            .find(|p| p.exists())
-    })
-}
-
 struct Kubectl {
     bin: PathBuf,
     config: PathBuf,
@@ -178,10 +170,7 @@ struct Kubectl {
 
 impl Kubectl {
     fn new(srv: &Server, cloud: &str, cluster: &str) -> Option<Kubectl> {
-        let Some(bin) = kubectl_path() else {
-            eprintln!("SKIPPED: kubectl is not installed (looked in /usr/bin and PATH)");
-            return None;
-        };
+        let bin = tools::require(Tool::Kubectl)?;
         let dir = tempfile::tempdir().expect("tempdir");
         let config = dir.path().join("kubeconfig");
         std::fs::write(&config, srv.api.kubeconfig(cloud, cluster, &srv.base)).expect("kubeconfig");

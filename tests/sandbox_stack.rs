@@ -1,25 +1,20 @@
 //! The whole sandbox stack: with `--state`, the clusters' Kubernetes objects survive a restart
 //! like the cloud world does.
 
+#[path = "common/tools.rs"]
+mod tools;
+
 use std::time::Duration;
 
 use fracgpu::sandbox::Config;
 use fracgpu::sandbox::stack::Stack;
-
-fn kubectl_available() -> bool {
-    std::process::Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use tools::Tool;
 
 #[test]
 fn kubernetes_objects_survive_a_restart() {
-    if !kubectl_available() {
-        eprintln!("SKIPPED: kubectl is not on the PATH");
+    let Some(kubectl) = tools::require(Tool::Kubectl) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("world.json");
     let config = || Config {
@@ -36,7 +31,7 @@ fn kubernetes_objects_survive_a_restart() {
     let stack = rt.block_on(Stack::start(config(), 0)).unwrap();
     let kubeconfigs = stack.write_kubeconfigs(&dir.path().join("kube")).unwrap();
     let (_, _, aks) = kubeconfigs.iter().find(|(c, _, _)| c == "aks").unwrap();
-    let out = std::process::Command::new("kubectl")
+    let out = std::process::Command::new(&kubectl)
         .args([
             "--kubeconfig",
             aks.to_str().unwrap(),

@@ -330,6 +330,10 @@ fn curl_with_terraforms_cert_shuts_down(p: &mut Provider, cert: &ClientCert, fil
 fn curl_available() -> bool {
     let ok = have("curl");
     if !ok {
+        assert!(
+            !common::tools::in_ci(),
+            "the other-process part needs curl: install Debian's curl"
+        );
         println!("SKIPPED the curl (other process) part: curl is not on PATH");
     }
     ok
@@ -412,6 +416,7 @@ async fn tcp_fallback_refuses_every_client_but_terraform() {
 fn unprivileged_prefix() -> Option<Vec<&'static str>> {
     let uid = Command::new("id").arg("-u").output().ok()?;
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        // Not a missing tool: only root can act as another user.
         println!("SKIPPED the other-user checks: the test does not run as root");
         return None;
     }
@@ -420,6 +425,10 @@ fn unprivileged_prefix() -> Option<Vec<&'static str>> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
+        assert!(
+            !common::tools::in_ci(),
+            "the other-user checks need setpriv (Debian's util-linux) to drop to uid 65534"
+        );
         println!("SKIPPED the other-user checks: setpriv cannot drop to uid 65534 here");
         return None;
     }
@@ -483,7 +492,12 @@ fn other_users_cannot_reach_the_unix_socket() {
         return;
     };
     if !have(python3()) {
-        println!("SKIPPED the other-user connect: python3 is not on PATH");
+        // The system python3: uid 65534 cannot reach a per-user one.
+        assert!(
+            !common::tools::in_ci(),
+            "the other-user connect needs a system python3 (/usr/bin/python3): install Debian's python3-minimal"
+        );
+        println!("SKIPPED the other-user connect: no system python3 (/usr/bin/python3)");
         return;
     }
     // Control: the same program as the same user reaches a socket whose directory lets it in,

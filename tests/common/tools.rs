@@ -1,10 +1,13 @@
 //! The real tools the tests drive, and what a test does when one is missing.
 //!
 //! `scripts/test-tools` installs the pinned ones (helm 3 and 4, kubectl, terraform 1.15) into a
-//! cache outside the repository and lists them in `<cache>/env`; the others (terraform, python3
-//! with moto, the aws CLI, gcloud, gpg) come from the machine. A test asks [`require`] for its
+//! cache outside the repository and lists them in `<cache>/env`; a test that needs one of them
+//! runs the script itself when the cache lacks it, so `cargo test` on a fresh machine fetches
+//! them. The others (terraform, python3 with moto, the aws CLI, gcloud, gpg) come from the
+//! machine. A test asks [`require`] for its
 //! tool: under `CI=true` a missing tool fails the test with the step that installs it, because a
 //! test that cannot run must never pass green there; elsewhere the test is skipped and says so.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,6 +119,21 @@ fn on_path(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Runs `scripts/test-tools` once per test process (the script locks its cache, so test
+/// binaries running side by side do not fetch twice). Its own report goes to stderr: it names
+/// what could not be installed, and then the lookup says the tool is missing.
+fn install_pinned() {
+    static RAN: OnceLock<()> = OnceLock::new();
+    RAN.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test-tools");
+        eprintln!("tools: running {} for the pinned test tools", script.display());
+        match Command::new(&script).output() {
+            Ok(o) => eprintln!("{}", String::from_utf8_lossy(&o.stderr).trim()),
+            Err(e) => eprintln!("tools: could not run {}: {e}", script.display()),
+        }
+    });
+}
+
 /// Whether the tool runs here; Err says why not.
 fn probe(tool: Tool, path: &Path) -> Result<(), String> {
     let args: &[&str] = match tool {
@@ -148,10 +166,14 @@ pub fn find(tool: Tool) -> Found {
     if let Some((_, r)) = memo.lock().unwrap().iter().find(|(t, _)| *t == tool) {
         return r.clone();
     }
-    let path = tool
-        .env_key()
-        .and_then(cached)
-        .or_else(|| tool.program().and_then(on_path));
+    let path = match tool.env_key() {
+        Some(key) => cached(key).or_else(|| {
+            install_pinned();
+            cached(key)
+        }),
+        None => None,
+    }
+    .or_else(|| tool.program().and_then(on_path));
     let r = match path {
         None => Err(format!("{} is not installed", tool.describe())),
         Some(p) => probe(tool, &p).map(|()| p),
