@@ -4,10 +4,10 @@
 #[path = "common/tools.rs"]
 mod tools;
 
-use tools::Tool;
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tools::Tool;
 
 use fracgpu::cloud::eks::{EksClient, EksConfig, canonical_spec};
 use fracgpu::cloud::{

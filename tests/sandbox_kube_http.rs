@@ -3,7 +3,6 @@
 #[path = "common/tools.rs"]
 mod tools;
 
-use tools::Tool;
 use fracgpu::sandbox::kube::{KubeApi, PoolNodes};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -12,6 +11,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use tools::Tool;
 
 struct Server {
     api: Arc<KubeApi>,

@@ -25,6 +25,8 @@ pub struct Workspace {
     pub dir: PathBuf,
     cli_config: PathBuf,
     env: Vec<(String, String)>,
+    /// The terraform this workspace runs (see [`Workspace::with_terraform`]).
+    terraform: String,
 }
 
 fn platform() -> &'static str {
@@ -117,7 +119,14 @@ impl Workspace {
             cli_config: config_path,
             env: Vec::new(),
             _root: root,
+            terraform: terraform(),
         }
+    }
+
+    /// Runs another terraform (e.g. 1.15 from `scripts/test-tools`) in this workspace.
+    pub fn with_terraform(mut self, terraform: &Path) -> Workspace {
+        self.terraform = terraform.display().to_string();
+        self
     }
 
     pub fn env(mut self, k: &str, v: &str) -> Workspace {
@@ -135,7 +144,7 @@ impl Workspace {
 
     /// Runs a command with extra environment variables for this run only.
     pub fn run_with(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        self.run_program_with(&terraform(), args, extra_env)
+        self.run_program_with(&self.terraform, args, extra_env)
     }
 
     /// Runs any program (e.g. a script that calls terraform) in the workspace with terraform's
@@ -162,14 +171,14 @@ impl Workspace {
     /// The command [`Workspace::run`] runs, for a test that must watch the process (e.g. the
     /// provider it starts) while it runs.
     pub fn command(&self, args: &[&str]) -> Command {
-        self.program_command(&terraform(), args)
+        self.program_command(&self.terraform, args)
     }
 
     fn program_command(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&self.dir)
-            .env("TERRAFORM", terraform())
+            .env("TERRAFORM", &self.terraform)
             .env("TF_CLI_CONFIG_FILE", &self.cli_config)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")

@@ -126,7 +126,10 @@ fn install_pinned() {
     static RAN: OnceLock<()> = OnceLock::new();
     RAN.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test-tools");
-        eprintln!("tools: running {} for the pinned test tools", script.display());
+        eprintln!(
+            "tools: running {} for the pinned test tools",
+            script.display()
+        );
         match Command::new(&script).output() {
             Ok(o) => eprintln!("{}", String::from_utf8_lossy(&o.stderr).trim()),
             Err(e) => eprintln!("tools: could not run {}: {e}", script.display()),
