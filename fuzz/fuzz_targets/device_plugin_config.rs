@@ -7,9 +7,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = fracgpu::gpu::device_plugin::parse(text) {
+    if let Ok(config) = gpu::device_plugin::parse(text) {
         if let Ok(rendered) = config.render() {
-            let back = fracgpu::gpu::device_plugin::parse(&rendered).expect("a rendered config parses");
+            let back = gpu::device_plugin::parse(&rendered).expect("a rendered config parses");
             assert_eq!(back, config);
         }
     }

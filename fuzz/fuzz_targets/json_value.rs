@@ -9,5 +9,5 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, bytes)) = data.split_first() else {
         return;
     };
-    let _ = fracgpu::tf::json::decode(bytes, &types::pick(selector));
+    let _ = tfplugin::json::decode(bytes, &types::pick(selector));
 });

@@ -11,9 +11,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let ty = types::pick(selector);
-    if let Ok(value) = fracgpu::tf::msgpack::decode(bytes, &ty) {
-        let again = fracgpu::tf::msgpack::encode(&value, &ty).expect("a decoded value encodes");
-        let back = fracgpu::tf::msgpack::decode(&again, &ty).expect("our own encoding decodes");
+    if let Ok(value) = tfplugin::msgpack::decode(bytes, &ty) {
+        let again = tfplugin::msgpack::encode(&value, &ty).expect("a decoded value encodes");
+        let back = tfplugin::msgpack::decode(&again, &ty).expect("our own encoding decodes");
         assert_eq!(back, value);
     }
 });

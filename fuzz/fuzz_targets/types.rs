@@ -1,6 +1,6 @@
 // The types a fuzz input is decoded against, chosen by its first byte: the shapes terraform
 // sends (objects of nested blocks, collections, dynamic slots).
-use fracgpu::tf::Type;
+use tfplugin::Type;
 
 pub fn pick(selector: u8) -> Type {
     let all = [

@@ -1,0 +1,244 @@
+//! `fracgpu_workload`: before deploying, what a workload must request to land on a shared GPU
+//! pool, and whether it fits at all.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use crate::model::{self, domain_diagnostic};
+use gpu::{self, Cloud, Field, PoolSpec, WorkloadNeed};
+use tfplugin::api::DataSource;
+use tfplugin::schema::{Attribute, Block, Schema};
+use tfplugin::validators::{ExactlyOneOf, IntBetween, OneOf};
+use tfplugin::{Diagnostic, Diagnostics, Value};
+
+pub struct WorkloadDataSource;
+
+/// Domain fields whose attribute has another name here.
+const RENAME: &[(Field, &str)] = &[(Field::PoolName, "pool_name")];
+/// Stands in for the pool name when none is given; its selector label is then left out.
+const PLACEHOLDER_POOL: &str = "gpupool";
+
+pub fn schema() -> Schema {
+    let block = Block::new(
+        "Answers, before anything is deployed, whether a workload fits a GPU pool shared by MIG, time-slicing or MPS, and what it must put in its pod spec: the extended resource and quantity, the memory it must stay under, the node selector and the tolerations.",
+    )
+    .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&["aks", "gke", "eks"])))
+    .attr(Attribute::string("machine_type").optional().describe("The pool's machine type, e.g. `Standard_NC24ads_A100_v4`. Give this or `gpu_model`."))
+    .attr(Attribute::string("gpu_model").optional().describe("The GPU model (e.g. `A100-40GB`, `nvidia-tesla-t4`), to override the catalog or describe a machine type it lacks."))
+    .attr(Attribute::number("gpu_count").optional().describe("GPUs per node, to override the catalog. Default: the machine type's count, or 1.").validate(IntBetween(1, 16)))
+    .attr(Attribute::string("pool_name").optional().describe("The node pool's name; adds the pool's own label to the node selector."))
+    .attr(model::taints_attribute("The pool's taints. Default: `nvidia.com/gpu=Present:NoSchedule`.").optional())
+    .attr(Attribute::number("gpu_memory_mb").optional().describe("GPU memory the workload needs, in MiB. Give this or `mig_profile`.").validate(IntBetween(1, 10_000_000)))
+    .attr(Attribute::string("mig_profile").optional().describe("The MIG instance the workload needs, e.g. `1g.10gb` (MIG pools)."))
+    .attr(Attribute::bool("fits").computed().describe("Whether the workload fits one node of the pool."))
+    .attr(Attribute::string("reason").computed().describe("Why it does not fit and what to change; null when it fits."))
+    .attr(Attribute::string("resource_name").computed().describe("The extended resource to request, e.g. `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`."))
+    .attr(Attribute::number("quantity").computed().describe("How many of that resource to request."))
+    .attr(Attribute::number("memory_limit_mb").computed().describe("The GPU memory (MiB) the workload must stay under: quantity x memory per slice."))
+    .attr(Attribute::number("slices_per_node").computed().describe("Schedulable units per node."))
+    .attr(Attribute::number("memory_per_slice_mb").computed().describe("GPU memory of one unit, in MiB."))
+    .attr(Attribute::new("resources", tfplugin::Type::map(tfplugin::Type::String)).computed().describe("A ready-to-use resource limits map, e.g. `{\"nvidia.com/gpu\" = \"3\"}`."))
+    .attr(Attribute::new("node_selector", tfplugin::Type::map(tfplugin::Type::String)).computed().describe("Labels that pin the workload to the pool's nodes."))
+    .attr(model::tolerations_attribute("Tolerations for the pool's taints."))
+    .attr(Attribute::string("device_plugin_config_name").computed().describe("The NVIDIA device plugin config the pool's nodes select (AKS and EKS; null on GKE)."))
+    .attr(Attribute::string("warning").computed().describe("What nothing enforces, e.g. the memory limit under time-slicing; null when there is nothing to say."))
+    .validate(ExactlyOneOf(&["gpu_memory_mb", "mig_profile"]));
+    Schema::new(0, model::sharing_blocks(block, false))
+}
+
+/// Everything the answer depends on, read from a fully known configuration.
+struct Question {
+    spec: PoolSpec,
+    need: WorkloadNeed,
+    pool_named: bool,
+}
+
+fn question(config: &Value, diags: &mut Diagnostics) -> Option<Question> {
+    let inputs = [
+        "cloud",
+        "machine_type",
+        "gpu_model",
+        "gpu_count",
+        "pool_name",
+        "gpu_memory_mb",
+        "mig_profile",
+    ];
+    if inputs.iter().any(|n| !config.get(n).is_known()) {
+        return None;
+    }
+    let cloud = Cloud::parse(config.get("cloud").as_str()?).ok()?;
+    let machine = config.get("machine_type").as_str();
+    let gpu_model = config.get("gpu_model").as_str();
+    if machine.is_none() && gpu_model.is_none() {
+        diags.push(Diagnostic::error(
+            "Missing machine type",
+            "Set machine_type (e.g. \"Standard_NC24ads_A100_v4\") or gpu_model (e.g. \"A100-40GB\") so the provider knows the pool's GPUs.",
+        ).at(tfplugin::AttrPath::attr("machine_type")));
+        return None;
+    }
+    let gpu_count = config
+        .get("gpu_count")
+        .as_i64()
+        .and_then(|c| u32::try_from(c).ok());
+    // A GPU model alone describes a machine outside the catalog with one GPU unless told otherwise.
+    let (machine, count) = match machine {
+        Some(m) => (m, gpu_count),
+        None => ("custom", Some(gpu_count.unwrap_or(1))),
+    };
+    let hardware = match gpu::resolve_hardware(cloud, machine, gpu_model, count) {
+        Ok(h) => h,
+        Err(errors) => {
+            for e in &errors {
+                diags.push(domain_diagnostic(e, RENAME));
+            }
+            return None;
+        }
+    };
+    let sharing = model::sharing_mode(config)?;
+    let taints = model::taints(config)?;
+    let pool_name = config.get("pool_name").as_str();
+    let need = match (
+        config.get("gpu_memory_mb").as_i64(),
+        config.get("mig_profile").as_str(),
+    ) {
+        (Some(mib), _) => WorkloadNeed::GpuMemoryMib(u64::try_from(mib).unwrap_or(0)),
+        (None, Some(p)) => WorkloadNeed::MigProfile(p.to_string()),
+        _ => return None,
+    };
+    Some(Question {
+        spec: PoolSpec {
+            cloud,
+            pool_name: pool_name.unwrap_or(PLACEHOLDER_POOL).to_string(),
+            hardware,
+            sharing,
+            taints,
+            labels: BTreeMap::new(),
+        },
+        need,
+        pool_named: pool_name.is_some(),
+    })
+}
+
+/// The pool's own name label, which only a named pool can put in a selector.
+const POOL_LABELS: &[&str] = &[
+    "agentpool",
+    "kubernetes.azure.com/agentpool",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+];
+
+fn answer(q: &Question, diags: &mut Diagnostics) -> Option<(gpu::Derived, gpu::WorkloadFit)> {
+    let derived = match gpu::validate(&q.spec) {
+        Ok(d) => d,
+        Err(errors) => {
+            for e in &errors {
+                diags.push(domain_diagnostic(e, RENAME));
+            }
+            return None;
+        }
+    };
+    match gpu::workload_fit(&derived, &q.need) {
+        Ok(fit) => Some((derived, fit)),
+        Err(e) => {
+            diags.push(domain_diagnostic(&e, RENAME));
+            None
+        }
+    }
+}
+
+#[async_trait]
+impl DataSource for WorkloadDataSource {
+    fn type_name(&self) -> &'static str {
+        "fracgpu_workload"
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        if let Some(q) = question(config, diags) {
+            answer(&q, diags);
+        }
+    }
+
+    async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value {
+        let Some(q) = question(config, diags) else {
+            return Value::Null;
+        };
+        let Some((derived, fit)) = answer(&q, diags) else {
+            return Value::Null;
+        };
+        let mut selector = derived.node_selector.clone();
+        if !q.pool_named {
+            selector.retain(|k, _| !POOL_LABELS.contains(&k.as_str()));
+        }
+        if fit.fits && fit.quantity > 1 && fit.warning.is_some() {
+            diags.push(
+                Diagnostic::warning(
+                    "Workload memory is not isolated",
+                    format!(
+                        "The workload needs {} slices of a time-sliced GPU. {}",
+                        fit.quantity,
+                        fit.warning.clone().unwrap_or_default()
+                    ),
+                )
+                .at(tfplugin::AttrPath::attr("gpu_memory_mb")),
+            );
+        }
+        let mut out = config.clone();
+        let set = |out: &mut Value, k: &str, v: Value| {
+            if let Some(slot) = out.get_mut(k) {
+                *slot = v;
+            }
+        };
+        set(&mut out, "fits", Value::Bool(fit.fits));
+        set(&mut out, "reason", Value::opt_string(fit.reason.clone()));
+        set(
+            &mut out,
+            "resource_name",
+            Value::string(fit.resource_name.clone()),
+        );
+        set(&mut out, "quantity", Value::int(fit.quantity.into()));
+        set(
+            &mut out,
+            "memory_limit_mb",
+            Value::int(i64::try_from(fit.memory_limit_mib).unwrap_or(i64::MAX)),
+        );
+        set(
+            &mut out,
+            "slices_per_node",
+            Value::int(derived.slices_per_node.into()),
+        );
+        set(
+            &mut out,
+            "memory_per_slice_mb",
+            Value::int(derived.memory_per_slice_mib.into()),
+        );
+        set(
+            &mut out,
+            "resources",
+            Value::Map(
+                [(
+                    fit.resource_name.clone(),
+                    Value::string(fit.quantity.to_string()),
+                )]
+                .into(),
+            ),
+        );
+        set(&mut out, "node_selector", model::string_map(&selector));
+        set(
+            &mut out,
+            "tolerations",
+            model::tolerations_value(&derived.tolerations),
+        );
+        set(
+            &mut out,
+            "device_plugin_config_name",
+            Value::opt_string(derived.device_plugin_config.map(|c| c.name)),
+        );
+        set(&mut out, "warning", Value::opt_string(fit.warning));
+        out
+    }
+}

@@ -1,0 +1,39 @@
+//! terraform-provider-fracgpu: fractional GPUs on Kubernetes, declared with Terraform.
+//!
+//! # Layout
+//! The workspace's crates carry the layering, so the compiler keeps data flowing one way:
+//! terraform -> `tfplugin` (decode) -> this crate's handlers (typed models) -> `gpu` (validate,
+//! derive) -> the cloud and Kubernetes clients -> back up as state and diagnostics.
+//! - `tfplugin` (crates/tfplugin): the plugin protocol and Terraform's value model; knows nothing
+//!   of GPUs or clouds.
+//! - `gpu` (crates/gpu): the domain, pure: catalog, sharing rules, placement, device plugin
+//!   config documents. No I/O.
+//! - this crate: the provider itself.
+//! - `sandbox` (crates/sandbox): the emulators behind `fracgpu-sandbox`. It depends on none of the
+//!   others, so it stays an independent oracle; only this crate's tests use it.
+//!
+//! This crate's modules:
+//! - `provider`: the provider's own schema and configuration, and the registry of its resources,
+//!   data sources and functions.
+//! - `cloud`: one `NodePools` trait and a client per cloud (AKS, GKE, EKS): mapping, long-running
+//!   operations, retries, error mapping.
+//! - `kube`: Kubernetes delivery of the device plugin config (ConfigMap, ClusterPolicy pointer,
+//!   device plugin restart) and Helm releases.
+//! - `resources`: one file per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`).
+//! - `data_sources`: one file per data source.
+//! - `functions`: provider-defined functions (`provider::fracgpu::...`).
+//! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,
+//!   taints, domain errors as diagnostics).
+//! - `docs`: registry-style documentation rendered from the schemas and the examples.
+//! - `bounded`: a size and time bound on HTTP answer bodies, for the clients (kube, the AWS SDK)
+//!   that read bodies whole without one.
+
+pub mod bounded;
+pub mod cloud;
+pub mod data_sources;
+pub mod docs;
+pub mod functions;
+pub mod kube;
+pub mod model;
+pub mod provider;
+pub mod resources;

@@ -1,0 +1,325 @@
+//! What the resources and data sources share between the `tf` values users write and the `gpu`
+//! domain: the schema pieces for sharing modes and taints, reading them into domain types, and
+//! turning domain errors into diagnostics on the attribute the user wrote.
+
+use std::borrow::Cow;
+
+use gpu::{
+    self, DomainError, Field, GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode, Taint,
+    TaintEffect,
+};
+use tfplugin::schema::{Attribute, Block, Nesting};
+use tfplugin::validators::{ConflictsWith, IntBetween, OneOf};
+use tfplugin::{AttrPath, Diagnostic, Value};
+
+pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// The `mig`, `time_slicing` and `mps` blocks; at most one may be set (none means whole GPUs).
+/// `replace_on_change` marks the attributes whose change needs new nodes (for node pools).
+pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
+    let rr = |a: Attribute| {
+        if replace_on_change {
+            a.requires_replace()
+        } else {
+            a
+        }
+    };
+    let gke_sharing = Block::new("GKE only: share each MIG instance further between clients.")
+        .attr(
+            Attribute::string("strategy")
+                .required()
+                .describe("`time-sharing` or `mps`.")
+                .validate(OneOf(&["time-sharing", "mps"])),
+        )
+        .attr(
+            Attribute::number("max_clients")
+                .required()
+                .describe("Clients per MIG instance, 2 to 48.")
+                .validate(IntBetween(2, 48)),
+        );
+    block
+        .single_block(
+            "mig",
+            Block::new("Split each GPU into hardware-isolated MIG instances of one profile. On a node pool, changing the profile replaces the pool on AKS and GKE (the partitions are set when nodes are made) and changes in place on EKS (the GPU operator's MIG manager relabels nodes).")
+                .attr(rr(Attribute::string("profile").required().describe(
+                    "The MIG profile, e.g. `1g.10gb`; it must be a profile of the machine type's GPU (see `data.fracgpu_machine_type`).",
+                )))
+                .attr(
+                    Attribute::string("strategy")
+                        .optional()
+                        .computed()
+                        .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`). It is part of the device plugin config: on a node pool a change applies in place.")
+                        .validate(OneOf(&["single", "mixed"])),
+                )
+                .single_block("gke_sharing", gke_sharing),
+        )
+        .single_block(
+            "time_slicing",
+            Block::new("Advertise each GPU `replicas` times. No memory or fault isolation: each workload must keep under its share of GPU memory by itself. On a node pool, changes apply in place on AKS and EKS (a node label selects the device plugin config) and replace the pool on GKE (its sharing config is fixed at creation).")
+                .attr(
+                    Attribute::number("replicas")
+                        .required()
+                        .describe("Slices per GPU, 2 to 48.")
+                        .validate(IntBetween(2, 48)),
+                )
+                .attr(Attribute::bool("rename_by_default").optional().computed().describe(
+                    "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
+                ))
+                .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
+                    "Refuse pods that request more than one slice (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
+                )),
+        )
+        .single_block(
+            "mps",
+            Block::new("Share each GPU between `replicas` CUDA MPS clients, each capped at 1/replicas of its memory. On a node pool, changes apply in place on AKS and EKS and replace the pool on GKE.").attr(
+                Attribute::number("replicas")
+                    .required()
+                    .describe("Clients per GPU, 2 to 48 (16 on GPUs below compute capability 7.5).")
+                    .validate(IntBetween(2, 48)),
+            ),
+        )
+        .validate(ConflictsWith(&["mig", "time_slicing", "mps"]))
+}
+
+/// The `taints` attribute: a list of `{key, value, effect}`.
+pub fn taints_attribute(description: &str) -> Attribute {
+    Attribute::nested(
+        "taints",
+        Nesting::List,
+        vec![
+            Attribute::string("key").required().describe("Taint key."),
+            Attribute::string("value")
+                .optional()
+                .describe("Taint value. Default empty."),
+            Attribute::string("effect")
+                .required()
+                .describe("`NoSchedule`, `PreferNoSchedule` or `NoExecute`.")
+                .validate(OneOf(TAINT_EFFECTS)),
+        ],
+    )
+    .describe(description)
+}
+
+fn first_block(v: &Value) -> Option<&Value> {
+    v.elements().first()
+}
+
+/// Reads the sharing blocks; `None` while any part is still unknown.
+pub fn sharing_mode(config: &Value) -> Option<SharingMode> {
+    let known = |v: &Value| v.is_fully_known();
+    for name in ["mig", "time_slicing", "mps"] {
+        if !known(config.get(name)) {
+            return None;
+        }
+    }
+    let int = |v: &Value| v.as_i64().and_then(|i| u32::try_from(i).ok()).unwrap_or(0);
+    if let Some(m) = first_block(config.get("mig")) {
+        let strategy = match m.get("strategy").as_str() {
+            Some("single") => MigStrategy::Single,
+            _ => MigStrategy::Mixed,
+        };
+        let gke_sharing = first_block(m.get("gke_sharing")).map(|g| GkeSharing {
+            strategy: g
+                .get("strategy")
+                .as_str()
+                .and_then(|s| GkeSharingStrategy::parse(s).ok())
+                .unwrap_or(GkeSharingStrategy::TimeSharing),
+            max_clients: int(g.get("max_clients")),
+        });
+        return Some(SharingMode::Mig {
+            profile: m.get("profile").as_str().unwrap_or("").to_string(),
+            strategy,
+            gke_sharing,
+        });
+    }
+    if let Some(t) = first_block(config.get("time_slicing")) {
+        return Some(SharingMode::TimeSlicing {
+            replicas: int(t.get("replicas")),
+            rename_by_default: t.get("rename_by_default").as_bool().unwrap_or(false),
+            fail_requests_greater_than_one: t
+                .get("fail_requests_greater_than_one")
+                .as_bool()
+                .unwrap_or(false),
+        });
+    }
+    if let Some(m) = first_block(config.get("mps")) {
+        return Some(SharingMode::Mps {
+            replicas: int(m.get("replicas")),
+        });
+    }
+    Some(SharingMode::None)
+}
+
+/// Reads `taints`: `Some(None)` when not set (the pool gets the default GPU taint), `None` while unknown.
+pub fn taints(config: &Value) -> Option<Option<Vec<Taint>>> {
+    let v = config.get("taints");
+    if !v.is_fully_known() {
+        return None;
+    }
+    if v.is_null() {
+        return Some(None);
+    }
+    Some(Some(
+        v.elements()
+            .iter()
+            .filter_map(|t| {
+                Some(Taint {
+                    key: Cow::Owned(t.get("key").as_str()?.to_string()),
+                    value: Cow::Owned(t.get("value").as_str().unwrap_or("").to_string()),
+                    effect: TaintEffect::parse(t.get("effect").as_str()?)?,
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// Tolerations as a list of `{key, operator, value, effect}` objects.
+pub fn tolerations_value(tolerations: &[gpu::Toleration]) -> Value {
+    Value::List(
+        tolerations
+            .iter()
+            .map(|t| {
+                Value::object([
+                    ("key", Value::string(t.key.clone())),
+                    ("operator", t.operator.as_str().into()),
+                    (
+                        "value",
+                        if t.value.is_empty() {
+                            Value::Null
+                        } else {
+                            Value::string(t.value.clone())
+                        },
+                    ),
+                    ("effect", t.effect.as_str().into()),
+                ])
+            })
+            .collect(),
+    )
+}
+
+pub fn tolerations_attribute(description: &str) -> Attribute {
+    Attribute::nested(
+        "tolerations",
+        Nesting::List,
+        vec![
+            Attribute::string("key").computed(),
+            Attribute::string("operator")
+                .computed()
+                .describe("`Equal` or `Exists`."),
+            Attribute::string("value").computed(),
+            Attribute::string("effect").computed(),
+        ],
+    )
+    .computed()
+    .describe(description)
+}
+
+pub fn string_map(m: &std::collections::BTreeMap<String, String>) -> Value {
+    Value::Map(
+        m.iter()
+            .map(|(k, v)| (k.clone(), Value::string(v.clone())))
+            .collect(),
+    )
+}
+
+/// The attribute path of a domain field: blocks are lists of one, so `mig.profile` is
+/// `mig[0].profile`. `rename` maps fields whose attribute has another name on this surface.
+pub fn field_path(field: Field, rename: &[(Field, &str)]) -> AttrPath {
+    if let Some((_, name)) = rename.iter().find(|(f, _)| *f == field) {
+        return AttrPath::parse(name);
+    }
+    let segments: Vec<&str> = field.path().split('.').collect();
+    let mut path = AttrPath::root();
+    for (i, s) in segments.iter().enumerate() {
+        path = path.with_attr(s);
+        if i + 1 < segments.len() {
+            path = path.with_index(0);
+        }
+    }
+    path
+}
+
+pub fn domain_diagnostic(e: &DomainError, rename: &[(Field, &str)]) -> Diagnostic {
+    Diagnostic::error(e.summary, e.detail.clone()).at(field_path(e.field, rename))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_paths_index_blocks() {
+        assert_eq!(
+            field_path(Field::MigProfile, &[]).to_string(),
+            "mig[0].profile"
+        );
+        assert_eq!(
+            field_path(Field::MigGkeMaxClients, &[]).to_string(),
+            "mig[0].gke_sharing[0].max_clients"
+        );
+        assert_eq!(
+            field_path(Field::TimeSlicingReplicas, &[]).to_string(),
+            "time_slicing[0].replicas"
+        );
+        assert_eq!(
+            field_path(Field::MachineType, &[]).to_string(),
+            "machine_type"
+        );
+        assert_eq!(
+            field_path(Field::PoolName, &[(Field::PoolName, "pool_name")]).to_string(),
+            "pool_name"
+        );
+    }
+
+    #[test]
+    fn sharing_blocks_read_into_the_domain() {
+        let block = |name: &str, v: Value| Value::object([(name, Value::List(vec![v]))]);
+        let ts = block(
+            "time_slicing",
+            Value::object([
+                ("replicas", Value::int(10)),
+                ("rename_by_default", Value::Bool(true)),
+            ]),
+        );
+        assert_eq!(
+            sharing_mode(&ts),
+            Some(SharingMode::TimeSlicing {
+                replicas: 10,
+                rename_by_default: true,
+                fail_requests_greater_than_one: false
+            })
+        );
+        let mig = block(
+            "mig",
+            Value::object([
+                ("profile", "1g.5gb".into()),
+                (
+                    "gke_sharing",
+                    Value::List(vec![Value::object([
+                        ("strategy", "mps".into()),
+                        ("max_clients", Value::int(3)),
+                    ])]),
+                ),
+            ]),
+        );
+        assert_eq!(
+            sharing_mode(&mig),
+            Some(SharingMode::Mig {
+                profile: "1g.5gb".into(),
+                strategy: MigStrategy::Mixed,
+                gke_sharing: Some(GkeSharing {
+                    strategy: GkeSharingStrategy::Mps,
+                    max_clients: 3
+                })
+            })
+        );
+        assert_eq!(
+            sharing_mode(&Value::object([("mps", Value::UNKNOWN)])),
+            None
+        );
+        assert_eq!(
+            sharing_mode(&Value::Object(Default::default())),
+            Some(SharingMode::None)
+        );
+    }
+}

@@ -1,0 +1,18 @@
+//! Resources, one file each.
+
+use std::sync::Arc;
+
+use crate::provider::ProviderState;
+use tfplugin::api::Resource;
+
+pub mod device_plugin_config;
+pub mod nodepool;
+
+pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Resource>> {
+    vec![
+        Arc::new(nodepool::NodePool::new(state.clone())),
+        Arc::new(device_plugin_config::DevicePluginConfigResource::new(
+            state.clone(),
+        )),
+    ]
+}

@@ -1,0 +1,568 @@
+//! Local emulators of the cloud APIs the provider calls: Azure Resource Manager agent pools (with
+//! its token endpoint), GKE v1 node pools and EKS managed node groups, plus fault injection, an
+//! inventory and state persistence. Served by `fracgpu-sandbox` on one loopback port; `demo` runs the
+//! README's quick start against it.
+//!
+//! The sandbox is an independent oracle: every request and response type here is written from the
+//! clouds' public API documents and never shared with the provider's clients, so a mapping bug in the
+//! provider cannot pass on both sides. Operations are asynchronous like the real services: a mutation
+//! puts a pool in a transitional state that settles after `Config::op_time` (zero allowed), either by
+//! a timer or by the next request that looks at the world, whichever comes first.
+//!
+//! Routes (one axum `Router`, see [`app`]):
+//! - `POST /{tenant}/oauth2/v2.0/token`: Azure AD client-credentials tokens
+//! - `/subscriptions/...`: ARM agentPools and the async operation documents ([`arm`])
+//! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations ([`gke`])
+//! - `/clusters/...`: EKS clusters, node groups and updates ([`eks`])
+//! - `/_sandbox/faults`, `/_sandbox/chaos`, `/_sandbox/inventory`, `/_sandbox/health`: control
+//!   plane ([`faults`])
+//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately),
+//!   mounted with [`Sandbox::router_with`] and fed pools' nodes through a [`NodeSink`].
+
+pub mod arm;
+pub mod catalog;
+pub mod demo;
+pub mod eks;
+pub mod faults;
+pub mod gke;
+pub mod kube;
+pub mod nodes;
+pub mod stack;
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{any, get};
+use serde::{Deserialize, Serialize};
+
+pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
+
+/// How a sandbox starts.
+#[derive(Clone)]
+pub struct Config {
+    /// How long every create/update/delete operation takes before it settles. Default 2 s; zero allowed.
+    pub op_time: Duration,
+    /// Where the world is persisted (atomic writes) and restored from on start.
+    pub state_file: Option<PathBuf>,
+    /// Told about every pool that reaches a terminal state or is deleted.
+    pub node_sink: Option<Arc<dyn NodeSink>>,
+    /// Clusters of the world when no state file exists yet.
+    pub clusters: Vec<ClusterSpec>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            op_time: Duration::from_secs(2),
+            state_file: None,
+            node_sink: None,
+            clusters: ClusterSpec::defaults(),
+        }
+    }
+}
+
+impl Config {
+    /// A config whose operations settle at once, for fast tests.
+    pub fn instant() -> Self {
+        Config {
+            op_time: Duration::ZERO,
+            ..Config::default()
+        }
+    }
+}
+
+/// A cluster of the world. Node pools live inside clusters; clusters themselves are fixed.
+/// In a `--clusters` file: `[{"cloud": "aks", "resource_group": "rg", "name": "c"},
+/// {"cloud": "gke", "project": "p", "location": "europe-west4", "name": "c"},
+/// {"cloud": "eks", "region": "eu-west-1", "name": "c"}]` (AKS subscription and location default to
+/// the sandbox subscription and eastus).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cloud", rename_all = "lowercase")]
+pub enum ClusterSpec {
+    Aks {
+        subscription: String,
+        resource_group: String,
+        name: String,
+        location: String,
+    },
+    Gke {
+        project: String,
+        location: String,
+        name: String,
+    },
+    Eks {
+        region: String,
+        name: String,
+    },
+}
+
+impl ClusterSpec {
+    /// The default world of the README and the acceptance tests.
+    pub fn defaults() -> Vec<ClusterSpec> {
+        vec![
+            ClusterSpec::Aks {
+                subscription: DEFAULT_SUBSCRIPTION.into(),
+                resource_group: "sandbox-rg".into(),
+                name: "sandbox-aks".into(),
+                location: "eastus".into(),
+            },
+            ClusterSpec::Gke {
+                project: "sandbox-project".into(),
+                location: "us-central1".into(),
+                name: "sandbox-gke".into(),
+            },
+            ClusterSpec::Eks {
+                region: "us-east-1".into(),
+                name: "sandbox-eks".into(),
+            },
+        ]
+    }
+}
+
+pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+/// The fake AWS account id of every ARN the sandbox makes.
+pub const AWS_ACCOUNT: &str = "123456789012";
+
+/// Everything the emulators hold. Serialized as the `--state` file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct World {
+    pub aks: arm::AksWorld,
+    pub gke: gke::GkeWorld,
+    pub eks: eks::EksWorld,
+    /// Counter for operation ids, so they stay unique across restarts.
+    pub next_id: u64,
+    /// Pools made per "cloud/cluster/name" (accepted creates, not retries answered with the same
+    /// pool), so a test can prove that no create was duplicated.
+    #[serde(default)]
+    pub creates: std::collections::BTreeMap<String, u64>,
+    /// Create requests that reached a cluster, per "cloud/cluster/name", whatever the answer
+    /// (accepted, refused by a quota, a conflict, an idempotent replay): with `creates`, it shows
+    /// how often a client retried.
+    #[serde(default)]
+    pub create_requests: std::collections::BTreeMap<String, u64>,
+}
+
+impl World {
+    pub fn new(clusters: &[ClusterSpec]) -> World {
+        let mut w = World::default();
+        w.ensure_clusters(clusters);
+        w
+    }
+
+    /// Add the clusters that the world does not have yet (a restored world keeps its own pools).
+    pub fn ensure_clusters(&mut self, clusters: &[ClusterSpec]) {
+        for c in clusters {
+            match c {
+                ClusterSpec::Aks {
+                    subscription,
+                    resource_group,
+                    name,
+                    location,
+                } => {
+                    if !self.aks.has_cluster(subscription, resource_group, name) {
+                        self.aks
+                            .add_cluster(subscription, resource_group, name, location)
+                    }
+                }
+                ClusterSpec::Gke {
+                    project,
+                    location,
+                    name,
+                } => {
+                    if !self
+                        .gke
+                        .clusters
+                        .contains_key(&format!("{project}/{location}/{name}"))
+                    {
+                        self.gke.add_cluster(project, location, name)
+                    }
+                }
+                ClusterSpec::Eks { region, name } => {
+                    if !self.eks.clusters.contains_key(&format!("{region}/{name}")) {
+                        self.eks.add_cluster(region, name)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counts a create that made a pool (see [`World::creates`]).
+    pub fn count_create(&mut self, cloud: &str, cluster: &str, pool: &str) {
+        *self
+            .creates
+            .entry(format!("{cloud}/{cluster}/{pool}"))
+            .or_insert(0) += 1;
+    }
+
+    /// Counts a create request (see [`World::create_requests`]).
+    pub fn count_create_request(&mut self, cloud: &str, cluster: &str, pool: &str) {
+        *self
+            .create_requests
+            .entry(format!("{cloud}/{cluster}/{pool}"))
+            .or_insert(0) += 1;
+    }
+
+    /// The nodes of every pool that has nodes now: created and not failed at creation (pools being
+    /// updated or deleted still have their nodes).
+    pub fn current_nodes(&self) -> Vec<PoolNodes> {
+        let mut out = Vec::new();
+        for c in self.aks.clusters.values() {
+            for p in c.pools.values().filter(|p| {
+                matches!(
+                    p.provisioning_state.as_str(),
+                    "Succeeded" | "Updating" | "Deleting"
+                )
+            }) {
+                out.push(arm::pool_nodes(&c.name, p));
+            }
+        }
+        for c in self.gke.clusters.values() {
+            for p in c.pools.values().filter(|p| {
+                matches!(
+                    p.status.as_str(),
+                    "RUNNING" | "RECONCILING" | "STOPPING" | "RUNNING_WITH_ERROR"
+                )
+            }) {
+                out.push(gke::pool_nodes(&c.name, p));
+            }
+        }
+        for c in self.eks.clusters.values() {
+            for p in c.nodegroups.values().filter(|p| {
+                matches!(
+                    p.status.as_str(),
+                    "ACTIVE" | "UPDATING" | "DELETING" | "DEGRADED" | "DELETE_FAILED"
+                )
+            }) {
+                out.push(eks::pool_nodes(&c.name, p));
+            }
+        }
+        out
+    }
+
+    fn pending_deadlines(&self) -> Vec<u64> {
+        let mut d: Vec<u64> = self
+            .aks
+            .pending
+            .iter()
+            .map(|p| p.0)
+            .chain(self.gke.pending.iter().map(|p| p.0))
+            .chain(self.eks.pending.iter().map(|p| p.0))
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+
+    /// Finish every operation whose time has come. Returns whether anything changed.
+    fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
+        let a = self.aks.settle(now, events);
+        let g = self.gke.settle(now, events);
+        let e = self.eks.settle(now, events);
+        a | g | e
+    }
+}
+
+/// The per-request context a handler gets with the locked world.
+pub struct Ctx {
+    pub now: u64,
+    pub op_ms: u64,
+    /// The next matching mutation must end Failed (fault injection).
+    pub fail_operation: bool,
+    events: Vec<NodeEvent>,
+    mutated: bool,
+    wake_at: Option<u64>,
+    next_id: u64,
+}
+
+impl Ctx {
+    /// Record that the world changed (persist after the request) and that an operation is due at `deadline`.
+    pub fn schedule(&mut self, deadline: u64) {
+        self.mutated = true;
+        self.wake_at = Some(self.wake_at.map_or(deadline, |w| w.min(deadline)));
+    }
+    pub fn mutated(&mut self) {
+        self.mutated = true;
+    }
+    pub fn deadline(&self) -> u64 {
+        self.now + self.op_ms
+    }
+    /// A fresh, unique id for an operation or update.
+    pub fn new_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+struct Inner {
+    world: Mutex<World>,
+    op_ms: u64,
+    sink: Option<Arc<dyn NodeSink>>,
+    faults: Mutex<faults::Faults>,
+    state_file: Option<PathBuf>,
+    /// Version of the last snapshot written, so an older snapshot never overwrites a newer one.
+    written: Mutex<u64>,
+    version: AtomicU64,
+}
+
+/// A handle on a running sandbox's shared world.
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+/// The sandbox's HTTP API as one router (in-memory world; use [`Sandbox::open`] for `--state`).
+pub fn app(config: Config) -> Router {
+    match Sandbox::open(config.clone()) {
+        Ok(s) => s.router(),
+        Err(e) => {
+            eprintln!("fracgpu-sandbox: state file unusable ({e}); starting with a fresh world");
+            Sandbox::open(Config {
+                state_file: None,
+                ..config
+            })
+            .map(|s| s.router())
+            .unwrap_or_default()
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum SandboxError {
+    Io(PathBuf, std::io::Error),
+    Corrupt(PathBuf, serde_json::Error),
+}
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SandboxError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            SandboxError::Corrupt(p, e) => {
+                write!(f, "{}: not a sandbox state file: {e}", p.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SandboxError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SandboxError::Io(_, e) => Some(e),
+            SandboxError::Corrupt(_, e) => Some(e),
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Sandbox {
+    /// Build the world, restoring it from `config.state_file` when that file exists.
+    pub fn open(config: Config) -> Result<Sandbox, SandboxError> {
+        let restored = config.state_file.as_ref().is_some_and(|p| p.exists());
+        let world = match &config.state_file {
+            Some(p) if p.exists() => {
+                let text = std::fs::read(p).map_err(|e| SandboxError::Io(p.clone(), e))?;
+                let mut w: World = serde_json::from_slice(&text)
+                    .map_err(|e| SandboxError::Corrupt(p.clone(), e))?;
+                w.ensure_clusters(&config.clusters);
+                w
+            }
+            _ => World::new(&config.clusters),
+        };
+        let sb = Sandbox {
+            inner: Arc::new(Inner {
+                world: Mutex::new(world),
+                op_ms: config.op_time.as_millis() as u64,
+                sink: config.node_sink,
+                faults: Mutex::new(faults::Faults::default()),
+                state_file: config.state_file,
+                written: Mutex::new(0),
+                version: AtomicU64::new(0),
+            }),
+        };
+        // Operations that were in flight when the previous process stopped finish now if their time
+        // has passed; the others get timers (when a runtime is running) or settle on the next request.
+        let deadlines = sb.with_world(|w, _| w.pending_deadlines());
+        for d in deadlines {
+            sb.wake_at(d);
+        }
+        // A restored world's nodes are told to the sink again: it may be new (an in-memory twin).
+        if restored {
+            sb.replay_nodes();
+        }
+        Ok(sb)
+    }
+
+    pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
+    /// the fault-injection layer so faults can target any API.
+    pub fn router_with(&self, extra: Router) -> Router {
+        Router::new()
+            .route("/_sandbox/health", get(|| async { "ok" }))
+            .route("/_sandbox/inventory", get(faults::inventory))
+            .route("/_sandbox/faults", any(faults::faults_endpoint))
+            .route("/_sandbox/chaos", any(faults::chaos_endpoint))
+            .route("/{tenant}/oauth2/v2.0/token", any(arm::token))
+            .route("/subscriptions/{*rest}", any(arm::handle))
+            .route("/v1/{*rest}", any(gke::handle))
+            .route("/compute/v1/{*rest}", get(gke::instance_group_manager))
+            .route("/clusters", any(eks::handle))
+            .route("/clusters/{*rest}", any(eks::handle))
+            .with_state(self.clone())
+            .merge(extra)
+            .fallback(util::not_found)
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                faults::middleware,
+            ))
+    }
+
+    pub fn op_time(&self) -> Duration {
+        Duration::from_millis(self.inner.op_ms)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, World> {
+        // A panic while holding the lock must not take the whole sandbox down.
+        self.inner.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `f` on the locked world after settling due operations; afterwards deliver node events,
+    /// arm timers for new operations and persist the world if it changed.
+    pub fn with_world<R>(&self, f: impl FnOnce(&mut World, &mut Ctx) -> R) -> R {
+        self.with_world_opts(false, f)
+    }
+
+    pub(crate) fn with_world_opts<R>(
+        &self,
+        fail_operation: bool,
+        f: impl FnOnce(&mut World, &mut Ctx) -> R,
+    ) -> R {
+        let (r, events, wake_at, snapshot) = {
+            let mut w = self.lock();
+            let now = now_ms();
+            let mut ctx = Ctx {
+                now,
+                op_ms: self.inner.op_ms,
+                fail_operation,
+                events: Vec::new(),
+                mutated: false,
+                wake_at: None,
+                next_id: w.next_id,
+            };
+            ctx.mutated |= w.settle(now, &mut ctx.events);
+            let r = f(&mut w, &mut ctx);
+            w.next_id = w.next_id.max(ctx.next_id);
+            let snapshot = if ctx.mutated && self.inner.state_file.is_some() {
+                let v = self.inner.version.fetch_add(1, Ordering::SeqCst) + 1;
+                serde_json::to_vec_pretty(&*w).ok().map(|s| (v, s))
+            } else {
+                None
+            };
+            (r, ctx.events, ctx.wake_at, snapshot)
+        };
+        if let Some(sink) = &self.inner.sink {
+            for ev in &events {
+                match ev {
+                    NodeEvent::Changed(n) => sink.pool_changed(n),
+                    NodeEvent::Deleted {
+                        cloud,
+                        cluster,
+                        pool,
+                    } => sink.pool_deleted(cloud, cluster, pool),
+                }
+            }
+        }
+        if let Some(at) = wake_at {
+            self.wake_at(at);
+        }
+        if let (Some((v, bytes)), Some(path)) = (snapshot, &self.inner.state_file) {
+            let mut written = self.inner.written.lock().unwrap_or_else(|e| e.into_inner());
+            if v > *written {
+                if let Err(e) = write_atomic(path, &bytes) {
+                    eprintln!(
+                        "fracgpu-sandbox: cannot write state {}: {e}",
+                        path.display()
+                    );
+                }
+                *written = v;
+            }
+        }
+        r
+    }
+
+    fn wake_at(&self, at: u64) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let sb = self.clone();
+        rt.spawn(async move {
+            let now = now_ms();
+            if at > now {
+                tokio::time::sleep(Duration::from_millis(at - now)).await;
+            }
+            sb.with_world(|_, _| ());
+        });
+    }
+
+    /// Tell the node sink about every pool that has nodes now (as `pool_changed`), e.g. after the
+    /// world was restored from a state file. Returns how many pools were reported.
+    pub fn replay_nodes(&self) -> usize {
+        let nodes = self.with_world(|w, _| w.current_nodes());
+        if let Some(sink) = &self.inner.sink {
+            for n in &nodes {
+                sink.pool_changed(n);
+            }
+        }
+        nodes.len()
+    }
+
+    /// Settle due operations now (tests use it to avoid waiting for a timer task).
+    pub fn settle(&self) {
+        self.with_world(|_, _| ());
+    }
+
+    /// Every cluster and pool of every cloud in a stable JSON shape (see `/_sandbox/inventory`).
+    pub fn inventory(&self) -> serde_json::Value {
+        self.with_world(|w, _| faults::inventory_of(w))
+    }
+
+    pub(crate) fn faults(&self) -> MutexGuard<'_, faults::Faults> {
+        self.inner.faults.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Write `bytes` to `path` so that a reader (or a crash) sees either the old or the new file, never a
+/// torn one: write a temporary file beside it, flush it to disk, then rename over the target.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "state".into());
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! `fracgpu-sandbox`: serves the local cloud emulators on loopback.
+//!
+//! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE]` prints its endpoints and runs
+//! until SIGINT or SIGTERM. `demo` runs the quick start (see `sandbox::demo`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use sandbox::Config;
+
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
+
+struct Args {
+    demo: bool,
+    port: u16,
+    op_seconds: f64,
+    state: Option<PathBuf>,
+    clusters: Option<PathBuf>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut it = args.iter();
+    let demo = match it.next().map(String::as_str) {
+        Some("serve") => false,
+        Some("demo") => true,
+        Some("-h" | "--help") | None => return Err(USAGE.into()),
+        Some(other) => return Err(format!("unknown command {other:?}\n{USAGE}")),
+    };
+    let mut a = Args {
+        demo,
+        port: 8787,
+        op_seconds: 2.0,
+        state: None,
+        clusters: None,
+    };
+    while let Some(flag) = it.next() {
+        let (flag, inline) = match flag.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (flag.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "--port" => a.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
+            "--op-seconds" => {
+                let v: f64 = value()?.parse().map_err(|e| format!("--op-seconds: {e}"))?;
+                if !(0.0..=3600.0).contains(&v) {
+                    return Err("--op-seconds must be between 0 and 3600".into());
+                }
+                a.op_seconds = v;
+            }
+            "--state" => a.state = Some(PathBuf::from(value()?)),
+            "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
+            other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    // The README's quick start: builds and drives the provider through terraform.
+    if argv.first().map(String::as_str) == Some("demo") {
+        return match sandbox::demo::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("demo failed: {}", e.0);
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let args = match parse(&argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fracgpu-sandbox: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fracgpu-sandbox: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let mut clusters = sandbox::ClusterSpec::defaults();
+    if let Some(path) = &args.clusters {
+        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let extra: Vec<sandbox::ClusterSpec> = serde_json::from_slice(&text)
+            .map_err(|e| format!("{}: not a JSON list of clusters: {e}", path.display()))?;
+        clusters.extend(extra);
+    }
+    let config = Config {
+        clusters,
+        op_time: Duration::from_secs_f64(args.op_seconds),
+        state_file: args.state.clone(),
+        ..Config::default()
+    };
+    let stack = sandbox::stack::Stack::start(config, args.port).await?;
+    let sandbox = &stack.sandbox;
+    let base = stack.cloud_url();
+    println!(
+        "fracgpu-sandbox listening on {base} (operations take {}s)",
+        args.op_seconds
+    );
+    println!(
+        "  Azure AD token : POST {base}/<tenant>/oauth2/v2.0/token   (ARM_* authority host {base})"
+    );
+    println!(
+        "  ARM (AKS)      : {base}/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools?api-version=2025-10-01"
+    );
+    println!(
+        "  GKE v1         : {base}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke   (CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={base}/)"
+    );
+    println!(
+        "  EKS            : {base}/clusters/sandbox-eks/node-groups   (AWS_ENDPOINT_URL_EKS={base}, region us-east-1)"
+    );
+    println!("  control        : {base}/_sandbox/inventory  {base}/_sandbox/faults");
+    println!(
+        "  Kubernetes     : {}/k8s/<cloud>/<cluster>  (HTTPS, sandbox CA in each kubeconfig)",
+        stack.kube_url()
+    );
+    let kube_dir = args
+        .state
+        .as_ref()
+        .and_then(|s| s.parent().map(|d| d.join("kubeconfigs")))
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("fracgpu-sandbox-{}", stack.cloud_addr.port()))
+        });
+    for (cloud, cluster, path) in stack.write_kubeconfigs(&kube_dir)? {
+        println!(
+            "  cluster        : {cloud} {cluster}   kubeconfig {}",
+            path.display()
+        );
+    }
+    if let Some(s) = &args.state {
+        println!("  state file     : {}", s.display());
+    }
+    if args.demo {
+        println!("{}", serde_json::to_string_pretty(&sandbox.inventory())?);
+    }
+    shutdown().await;
+    println!("fracgpu-sandbox: stopped");
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags() {
+        let a = parse(&v(&[
+            "serve",
+            "--port",
+            "0",
+            "--op-seconds=0.5",
+            "--state",
+            "/tmp/x",
+        ]))
+        .unwrap();
+        assert_eq!((a.port, a.op_seconds, a.demo), (0, 0.5, false));
+        assert_eq!(a.state, Some(PathBuf::from("/tmp/x")));
+        assert!(parse(&v(&["serve", "--op-seconds", "-1"])).is_err());
+        assert!(parse(&v(&["serve", "--bogus"])).is_err());
+        assert!(parse(&v(&["serve", "--port"])).is_err());
+        assert!(parse(&v(&[])).is_err());
+    }
+}

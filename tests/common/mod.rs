@@ -1,8 +1,0 @@
-//! Shared test harness: the provider as a plugin process, and terraform driving it.
-#![allow(dead_code)]
-
-pub mod plugin;
-pub mod pools;
-pub mod sandbox;
-pub mod terraform;
-pub mod tools;
