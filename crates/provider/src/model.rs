@@ -1,13 +1,18 @@
-//! What the resources and data sources share between the `tf` values users write and the `gpu`
-//! domain: the schema pieces for sharing modes and taints, reading them into domain types, and
-//! turning domain errors into diagnostics on the attribute the user wrote.
+//! What the provider, its resources and data sources share between the values users write and
+//! the `gpu` domain: the schema pieces and typed models of the sharing blocks, taints,
+//! tolerations and the `kubernetes` block, and domain errors as diagnostics on the attribute the
+//! user wrote.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use crate::kube::{ExecSettings, KubernetesSettings};
 
 use gpu::{
     self, DomainError, Field, GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode, Taint,
     TaintEffect,
 };
+use tfplugin::object::{FromValue, Known, SingleBlock};
 use tfplugin::schema::{Attribute, Block, Nesting};
 use tfplugin::validators::{ConflictsWith, IntBetween, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Value};
@@ -241,6 +246,77 @@ pub fn field_path(field: Field, rename: &[(Field, &str)]) -> AttrPath {
 
 pub fn domain_diagnostic(e: &DomainError, rename: &[(Field, &str)]) -> Diagnostic {
     Diagnostic::error(e.summary, e.detail.clone()).at(field_path(e.field, rename))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `kubernetes` block: the provider's default cluster access and a resource's own
+
+/// The `kubernetes` block (the provider's, and `fracgpu_device_plugin_config`'s own).
+pub fn kubernetes_block(description: &str) -> Block {
+    let exec = Block::new("A client-go credential plugin, as EKS (`aws eks get-token`), GKE (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) hand out credentials.")
+        .attr(Attribute::string("api_version").required().describe("e.g. `client.authentication.k8s.io/v1beta1`."))
+        .attr(Attribute::string("command").required().describe("The plugin executable."))
+        .attr(Attribute::new("args", tfplugin::Type::list(tfplugin::Type::String)).optional().describe("Its arguments."))
+        .attr(Attribute::new("env", tfplugin::Type::map(tfplugin::Type::String)).optional().sensitive().describe("Extra environment variables for the plugin; sensitive, since they may carry credentials."));
+    Block::new(description)
+        .attr(Attribute::string("config_path").optional().describe("Path of a kubeconfig file. Default: `KUBECONFIG`, then `~/.kube/config`."))
+        .attr(Attribute::string("config_context").optional().describe("Context of the kubeconfig. Default: its current context."))
+        .attr(Attribute::string("host").optional().describe("API server URL, e.g. `https://1.2.3.4`; used with `token`, `exec` and `cluster_ca_certificate` instead of a kubeconfig."))
+        .attr(Attribute::string("token").optional().sensitive().describe("Bearer token."))
+        .attr(Attribute::string("cluster_ca_certificate").optional().describe("PEM of the CA that signed the API server's certificate."))
+        .attr(Attribute::bool("insecure").optional().describe("Skip verifying the API server's certificate (tests only). Default `false`."))
+        .single_block("exec", exec)
+}
+
+tfplugin::object! {
+    /// The `exec` block of `kubernetes`.
+    pub struct ExecArgs {
+        pub api_version: Known<String>,
+        pub command: Known<String>,
+        pub args: Known<Vec<String>>,
+        pub env: Known<BTreeMap<String, String>>,
+    }
+}
+
+tfplugin::object! {
+    /// The `kubernetes` block. Values not known yet read as unset, as before configuration.
+    pub struct KubernetesArgs {
+        pub config_path: Known<String>,
+        pub config_context: Known<String>,
+        pub host: Known<String>,
+        pub token: Known<String>,
+        pub cluster_ca_certificate: Known<String>,
+        pub insecure: Known<bool>,
+        pub exec: SingleBlock<ExecArgs>,
+    }
+}
+
+impl KubernetesArgs {
+    pub fn settings(&self) -> KubernetesSettings {
+        KubernetesSettings {
+            config_path: self.config_path.0.clone(),
+            config_context: self.config_context.0.clone(),
+            host: self.host.0.clone(),
+            token: self.token.0.clone(),
+            cluster_ca_certificate: self.cluster_ca_certificate.0.clone(),
+            insecure: self.insecure.0,
+            exec: self.exec.as_ref().map(|e| ExecSettings {
+                api_version: e.api_version.0.clone().unwrap_or_default(),
+                command: e.command.0.clone().unwrap_or_default(),
+                args: e.args.0.clone().unwrap_or_default(),
+                env: e.env.0.clone().unwrap_or_default(),
+            }),
+        }
+    }
+}
+
+/// The settings a `kubernetes` block value (a list of at most one object) names; empty when
+/// there is none.
+pub fn kubernetes_settings(block: &Value) -> KubernetesSettings {
+    SingleBlock::<KubernetesArgs>::from_value(block)
+        .and_then(|b| b.0)
+        .map(|k| k.settings())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

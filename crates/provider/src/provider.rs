@@ -7,8 +7,14 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
-use crate::cloud::{CloudError, NodePools, StopSignal};
+use crate::cloud::aks::AzureSettings;
+use crate::cloud::eks::EksConfig;
+use crate::cloud::gke::GkeConfig;
+use crate::cloud::{CloudError, CloudSettings, NodePools, StopSignal};
+use crate::kube::KubernetesSettings;
+use crate::model;
 use tfplugin::api::{DataSource, Function, Provider, Resource};
+use tfplugin::object::{FromValue, Known, SingleBlock};
 use tfplugin::schema::{Attribute, Block, Schema};
 use tfplugin::{Diagnostics, Value};
 
@@ -18,68 +24,65 @@ pub const SANDBOX_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 pub const SANDBOX_PROJECT: &str = "sandbox-project";
 pub const SANDBOX_REGION: &str = "us-east-1";
 
-// The settings hold credentials: they derive no Debug, so no log line or panic message can print
-// them.
-#[derive(Clone, Default)]
-pub struct AzureSettings {
-    pub subscription_id: Option<String>,
-    pub tenant_id: Option<String>,
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    pub use_cli: Option<bool>,
-    pub use_msi: Option<bool>,
-    pub use_oidc: Option<bool>,
-    pub oidc_token: Option<String>,
-    pub oidc_token_file_path: Option<String>,
-    pub use_aks_workload_identity: Option<bool>,
-    pub endpoint: Option<String>,
-}
-
-#[derive(Clone, Default)]
-pub struct GoogleSettings {
-    pub project: Option<String>,
-    pub credentials: Option<String>,
-    pub access_token: Option<String>,
-    pub endpoint: Option<String>,
-}
-
-#[derive(Clone, Default)]
-pub struct AwsSettings {
-    pub region: Option<String>,
-    pub profile: Option<String>,
-    pub access_key: Option<String>,
-    pub secret_key: Option<String>,
-    pub endpoint: Option<String>,
-}
-
 /// The provider block as configured, with environment fallbacks applied where a default is
-/// needed at plan time (subscription, project, region).
+/// needed at plan time (subscription, project, region). The cloud part is the clients' own
+/// settings; nothing here derives Debug, so no log line or panic message can print a credential.
 #[derive(Clone, Default)]
 pub struct Settings {
-    pub sandbox: Option<String>,
-    pub azure: AzureSettings,
-    pub google: GoogleSettings,
-    pub aws: AwsSettings,
+    pub cloud: CloudSettings,
     /// The `kubernetes` block: the default cluster access of `fracgpu_device_plugin_config`.
     pub kubernetes: KubernetesSettings,
 }
 
-// ---- Kubernetes (fracgpu_device_plugin_config) ----------------------------------------------
-pub use crate::kube::KubernetesSettings;
-
-fn kubernetes_settings(config: &Value) -> KubernetesSettings {
-    crate::resources::device_plugin_config::kubernetes_settings(config.get("kubernetes"))
+tfplugin::object! {
+    /// The `azure` block. Values not known yet (computed elsewhere in the configuration) read as
+    /// unset, here and in the blocks below.
+    struct AzureArgs {
+        subscription_id: Known<String>,
+        tenant_id: Known<String>,
+        client_id: Known<String>,
+        client_secret: Known<String>,
+        use_cli: Known<bool>,
+        use_msi: Known<bool>,
+        use_oidc: Known<bool>,
+        oidc_token: Known<String>,
+        oidc_token_file_path: Known<String>,
+        use_aks_workload_identity: Known<bool>,
+        endpoint: Known<String>,
+    }
 }
 
-fn kubernetes_schema(block: Block) -> Block {
-    block.single_block(
-        "kubernetes",
-        crate::resources::device_plugin_config::kubernetes_block(
-            "Default cluster access of `fracgpu_device_plugin_config` (a resource's own `kubernetes` block wins). Unset: `KUBECONFIG`, `~/.kube/config`, then in-cluster.",
-        ),
-    )
+tfplugin::object! {
+    /// The `google` block.
+    struct GoogleArgs {
+        project: Known<String>,
+        credentials: Known<String>,
+        access_token: Known<String>,
+        endpoint: Known<String>,
+    }
 }
-// ---- end Kubernetes ---------------------------------------------------------------------------
+
+tfplugin::object! {
+    /// The `aws` block.
+    struct AwsArgs {
+        region: Known<String>,
+        profile: Known<String>,
+        access_key: Known<String>,
+        secret_key: Known<String>,
+        endpoint: Known<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The provider block.
+    struct ProviderArgs {
+        sandbox: Known<String>,
+        azure: SingleBlock<AzureArgs>,
+        google: SingleBlock<GoogleArgs>,
+        aws: SingleBlock<AwsArgs>,
+        kubernetes: SingleBlock<model::KubernetesArgs>,
+    }
+}
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -87,57 +90,66 @@ fn env(name: &str) -> Option<String> {
 
 impl Settings {
     pub fn from_config(config: &Value) -> Settings {
-        let s = |v: &Value, k: &str| v.get(k).as_str().map(str::to_string);
-        let b = |v: &Value, k: &str| v.get(k).as_bool();
-        let block = |name: &str| {
-            config
-                .get(name)
-                .elements()
-                .first()
-                .cloned()
-                .unwrap_or(Value::Null)
-        };
-        let (az, g, a) = (block("azure"), block("google"), block("aws"));
-        let sandbox = s(config, "sandbox")
+        let args = ProviderArgs::from_value(config).unwrap_or_default();
+        let sandbox = args
+            .sandbox
+            .0
             .or_else(|| env("FRACGPU_SANDBOX"))
             .map(|u| u.trim_end_matches('/').to_string());
+        let in_sandbox = |v: &str| sandbox.as_ref().map(|_| v.to_string());
+        let (az, g, a) = (
+            args.azure.0.unwrap_or_default(),
+            args.google.0.unwrap_or_default(),
+            args.aws.0.unwrap_or_default(),
+        );
         Settings {
-            azure: AzureSettings {
-                subscription_id: s(&az, "subscription_id")
-                    .or_else(|| env("ARM_SUBSCRIPTION_ID"))
-                    .or_else(|| sandbox.as_ref().map(|_| SANDBOX_SUBSCRIPTION.to_string())),
-                tenant_id: s(&az, "tenant_id"),
-                client_id: s(&az, "client_id"),
-                client_secret: s(&az, "client_secret"),
-                use_cli: b(&az, "use_cli"),
-                use_msi: b(&az, "use_msi"),
-                use_oidc: b(&az, "use_oidc"),
-                oidc_token: s(&az, "oidc_token"),
-                oidc_token_file_path: s(&az, "oidc_token_file_path"),
-                use_aks_workload_identity: b(&az, "use_aks_workload_identity"),
-                endpoint: s(&az, "endpoint"),
+            cloud: CloudSettings {
+                azure: AzureSettings {
+                    subscription_id: az
+                        .subscription_id
+                        .0
+                        .or_else(|| env("ARM_SUBSCRIPTION_ID"))
+                        .or_else(|| in_sandbox(SANDBOX_SUBSCRIPTION)),
+                    tenant_id: az.tenant_id.0,
+                    client_id: az.client_id.0,
+                    client_secret: az.client_secret.0,
+                    use_cli: az.use_cli.0,
+                    use_msi: az.use_msi.0,
+                    use_oidc: az.use_oidc.0,
+                    oidc_token: az.oidc_token.0,
+                    oidc_token_file_path: az.oidc_token_file_path.0,
+                    use_aks_workload_identity: az.use_aks_workload_identity.0,
+                    arm_endpoint: az.endpoint.0,
+                    ..AzureSettings::default()
+                },
+                google: GkeConfig {
+                    project: g
+                        .project
+                        .0
+                        .or_else(|| env("GOOGLE_PROJECT"))
+                        .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
+                        .or_else(|| in_sandbox(SANDBOX_PROJECT)),
+                    credentials: g.credentials.0,
+                    access_token: g.access_token.0,
+                    endpoint: g.endpoint.0,
+                    sandbox: None,
+                },
+                aws: EksConfig {
+                    region: a
+                        .region
+                        .0
+                        .or_else(|| env("AWS_REGION"))
+                        .or_else(|| env("AWS_DEFAULT_REGION"))
+                        .or_else(|| in_sandbox(SANDBOX_REGION)),
+                    profile: a.profile.0,
+                    access_key: a.access_key.0,
+                    secret_key: a.secret_key.0,
+                    endpoint: a.endpoint.0,
+                    ..EksConfig::default()
+                },
+                sandbox,
             },
-            google: GoogleSettings {
-                project: s(&g, "project")
-                    .or_else(|| env("GOOGLE_PROJECT"))
-                    .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
-                    .or_else(|| sandbox.as_ref().map(|_| SANDBOX_PROJECT.to_string())),
-                credentials: s(&g, "credentials"),
-                access_token: s(&g, "access_token"),
-                endpoint: s(&g, "endpoint"),
-            },
-            aws: AwsSettings {
-                region: s(&a, "region")
-                    .or_else(|| env("AWS_REGION"))
-                    .or_else(|| env("AWS_DEFAULT_REGION"))
-                    .or_else(|| sandbox.as_ref().map(|_| SANDBOX_REGION.to_string())),
-                profile: s(&a, "profile"),
-                access_key: s(&a, "access_key"),
-                secret_key: s(&a, "secret_key"),
-                endpoint: s(&a, "endpoint"),
-            },
-            sandbox,
-            kubernetes: kubernetes_settings(config),
+            kubernetes: args.kubernetes.0.map(|k| k.settings()).unwrap_or_default(),
         }
     }
 }
@@ -166,7 +178,7 @@ impl ProviderState {
             "gke" => &self.gke,
             _ => &self.eks,
         };
-        cell.get_or_try_init(|| crate::cloud::connect(cloud, &settings))
+        cell.get_or_try_init(|| crate::cloud::connect(cloud, &settings.cloud))
             .await
             .cloned()
     }
@@ -215,7 +227,15 @@ pub fn provider_schema() -> Schema {
             .single_block("azure", azure)
             .single_block("google", google)
             .single_block("aws", aws);
-    Schema::new(0, kubernetes_schema(block))
+    Schema::new(
+        0,
+        block.single_block(
+            "kubernetes",
+            model::kubernetes_block(
+                "Default cluster access of `fracgpu_device_plugin_config` (a resource's own `kubernetes` block wins). Unset: `KUBECONFIG`, `~/.kube/config`, then in-cluster.",
+            ),
+        ),
+    )
 }
 
 #[async_trait]
@@ -230,7 +250,10 @@ impl Provider for FracGpu {
 
     async fn configure(&self, _terraform_version: &str, config: &Value, _diags: &mut Diagnostics) {
         let settings = Settings::from_config(config);
-        tracing::info!(sandbox = settings.sandbox.is_some(), "provider configured");
+        tracing::info!(
+            sandbox = settings.cloud.sandbox.is_some(),
+            "provider configured"
+        );
         if let Ok(mut s) = self.state.settings.write() {
             *s = settings;
         }

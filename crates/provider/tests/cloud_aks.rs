@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ::sandbox::{Config, DEFAULT_SUBSCRIPTION, Sandbox};
-use fracgpu::cloud::aks::{AksClient, AksConfig, AksOverrides};
+use fracgpu::cloud::aks::{AksClient, AksConfig, AzureSettings};
 use fracgpu::cloud::{
     CloudError, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling, StopSignal,
 };
@@ -682,7 +682,7 @@ fn explicit_values_win_over_arm_environment_variables() {
     ]);
     let cfg = AksConfig::from_lookup_and(
         &env,
-        AksOverrides {
+        AzureSettings {
             tenant_id: Some("tf-tenant".into()),
             use_msi: Some(false),
             ..Default::default()
@@ -695,7 +695,7 @@ fn explicit_values_win_over_arm_environment_variables() {
     assert!(!cfg.use_msi && !cfg.use_cli);
 
     // azurerm's default: the Azure CLI is on unless turned off.
-    let cfg = AksConfig::from_lookup_and(lookup(&[]), AksOverrides::default()).unwrap();
+    let cfg = AksConfig::from_lookup_and(lookup(&[]), AzureSettings::default()).unwrap();
     assert!(cfg.use_cli && !cfg.use_msi && !cfg.use_oidc);
     assert_eq!(
         cfg,
@@ -711,12 +711,12 @@ fn explicit_values_win_over_arm_environment_variables() {
         ("ARM_CLIENT_SECRET", "env-secret"),
         ("FRACGPU_SANDBOX", "http://127.0.0.1:9"),
     ]);
-    let cfg = AksConfig::from_lookup_and(&env, AksOverrides::default()).unwrap();
+    let cfg = AksConfig::from_lookup_and(&env, AzureSettings::default()).unwrap();
     assert_eq!(cfg.sandbox.as_deref(), Some("http://127.0.0.1:9"));
     assert_eq!((cfg.tenant_id, cfg.client_secret), (None, None));
     let cfg = AksConfig::from_lookup_and(
         &env,
-        AksOverrides {
+        AzureSettings {
             client_secret: Some("invalid".into()),
             ..Default::default()
         },
@@ -725,7 +725,7 @@ fn explicit_values_win_over_arm_environment_variables() {
     assert_eq!(cfg.client_secret.as_deref(), Some("invalid"));
 
     let err =
-        AksConfig::from_lookup_and(lookup(&[("ARM_USE_MSI", "yes")]), AksOverrides::default())
+        AksConfig::from_lookup_and(lookup(&[("ARM_USE_MSI", "yes")]), AzureSettings::default())
             .unwrap_err();
     assert!(err.to_string().contains("ARM_USE_MSI=yes"), "{err}");
 }
@@ -738,7 +738,7 @@ fn aks_workload_identity_uses_the_pods_azure_variables() {
         ("AZURE_CLIENT_ID", "pod-client"),
         ("AZURE_FEDERATED_TOKEN_FILE", "/var/run/secrets/token"),
     ];
-    let cfg = AksConfig::from_lookup_and(lookup(&vars), AksOverrides::default()).unwrap();
+    let cfg = AksConfig::from_lookup_and(lookup(&vars), AzureSettings::default()).unwrap();
     assert!(cfg.use_aks_workload_identity && cfg.use_oidc);
     assert_eq!(cfg.tenant_id.as_deref(), Some("pod-tenant"));
     assert_eq!(cfg.client_id.as_deref(), Some("pod-client"));
@@ -747,14 +747,15 @@ fn aks_workload_identity_uses_the_pods_azure_variables() {
         Some("/var/run/secrets/token")
     );
     // Without the switch the AZURE_* variables are not azurerm's and are ignored.
-    let cfg = AksConfig::from_lookup_and(lookup(&vars[1..]), AksOverrides::default()).unwrap();
+    let cfg = AksConfig::from_lookup_and(lookup(&vars[1..]), AzureSettings::default()).unwrap();
     assert_eq!(cfg.tenant_id, None);
     assert_eq!(cfg.oidc_token_file_path, None);
 
     // The client builds the workload identity credential from it: the token file must exist...
-    let err =
-        AksClient::new(AksConfig::from_lookup_and(lookup(&vars), AksOverrides::default()).unwrap())
-            .unwrap_err();
+    let err = AksClient::new(
+        AksConfig::from_lookup_and(lookup(&vars), AzureSettings::default()).unwrap(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&err, CloudError::Auth(m) if m.contains("/var/run/secrets/token")),
         "{err:?}"
@@ -765,14 +766,15 @@ fn aks_workload_identity_uses_the_pods_azure_variables() {
     let path = file.path().to_string_lossy().into_owned();
     let mut vars = vars.to_vec();
     vars[3].1 = &path;
-    let client =
-        AksClient::new(AksConfig::from_lookup_and(lookup(&vars), AksOverrides::default()).unwrap())
-            .expect("workload identity client");
+    let client = AksClient::new(
+        AksConfig::from_lookup_and(lookup(&vars), AzureSettings::default()).unwrap(),
+    )
+    .expect("workload identity client");
     assert!(format!("{client:?}").contains("AKS workload identity"));
 
     let govt = AksConfig::from_lookup_and(
         lookup(&[("ARM_ENVIRONMENT", "usgovernment")]),
-        AksOverrides::default(),
+        AzureSettings::default(),
     )
     .unwrap();
     assert_eq!(

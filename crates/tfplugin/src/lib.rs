@@ -12,6 +12,7 @@ pub mod api;
 pub mod diag;
 pub mod json;
 pub mod msgpack;
+pub mod object;
 pub mod plan;
 pub mod schema;
 pub mod server;

@@ -4,6 +4,9 @@
 //! - on update, unchanged objects keep their prior computed values (no spurious "known after
 //!   apply"); a changed object gets unknown computed values except where the schema declares
 //!   `use_state_for_unknown`;
+//! - attributes with a declared default whose configuration is null are planned with it, so the
+//!   plan shows the value the object will have (and an imported object read back with it plans
+//!   empty);
 //! - attributes declared `requires_replace` whose value changes are reported as replace paths.
 //!
 //! Also the `timeouts` block shared by resources.
@@ -38,9 +41,43 @@ pub fn plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> P
             if keep { old.clone() } else { Value::UNKNOWN }
         });
     }
+    apply_defaults(block, &mut state, config);
     Planned {
         state,
         requires_replace: Vec::new(),
+    }
+}
+
+/// Sets every attribute with a default whose configuration is null to the default, in nested
+/// blocks too (for each block the configuration has).
+fn apply_defaults(block: &Block, planned: &mut Value, config: &Value) {
+    if !planned.is_known() || planned.is_null() {
+        return;
+    }
+    for a in &block.attributes {
+        if let (Some(default), Some(slot)) = (&a.default, planned.get_mut(&a.name))
+            && config.get(&a.name).is_null()
+        {
+            *slot = default.clone();
+        }
+    }
+    for b in &block.blocks {
+        let cfg = config.get(&b.name);
+        let Some(slot) = planned.get_mut(&b.name) else {
+            continue;
+        };
+        match b.nesting {
+            Nesting::Single => apply_defaults(&b.block, slot, cfg),
+            Nesting::List | Nesting::Set => {
+                if let Value::List(items) | Value::Set(items) = slot {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        let cfg_i = cfg.elements().get(i).unwrap_or(&Value::Null);
+                        apply_defaults(&b.block, item, cfg_i);
+                    }
+                }
+            }
+            Nesting::Map => {}
+        }
     }
 }
 
@@ -368,6 +405,50 @@ mod tests {
         );
         // Nothing is replaced on create.
         assert!(replace_paths(&schema(), &Value::Null, &p.state).is_empty());
+    }
+
+    #[test]
+    fn defaults_fill_what_the_configuration_leaves_null_in_blocks_too() {
+        let block = Block::new("")
+            .attr(
+                Attribute::bool("spot")
+                    .optional()
+                    .computed()
+                    .default_value(Value::Bool(false)),
+            )
+            .single_block(
+                "mig",
+                Block::new("")
+                    .attr(Attribute::string("profile").required())
+                    .attr(
+                        Attribute::string("strategy")
+                            .optional()
+                            .computed()
+                            .default_value("mixed".into()),
+                    ),
+            );
+        let mig = |strategy: Value| {
+            Value::List(vec![Value::object([
+                ("profile", "1g.5gb".into()),
+                ("strategy", strategy),
+            ])])
+        };
+        let cfg = Value::object([("spot", Value::Null), ("mig", mig(Value::Null))]);
+        let p = plan(&block, &Value::Null, &cfg, &cfg);
+        assert_eq!(p.state.get("spot"), &Value::Bool(false));
+        assert_eq!(
+            p.state.get("mig").elements()[0].get("strategy").as_str(),
+            Some("mixed")
+        );
+        // A value the user wrote stays; drift from the default (an imported object) is planned away.
+        let prior = Value::object([("spot", Value::Bool(true)), ("mig", mig("single".into()))]);
+        let cfg = Value::object([("spot", Value::Null), ("mig", mig("single".into()))]);
+        let p = plan(&block, &prior, &cfg, &cfg);
+        assert_eq!(p.state.get("spot"), &Value::Bool(false));
+        assert_eq!(
+            p.state.get("mig").elements()[0].get("strategy").as_str(),
+            Some("single")
+        );
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct Attribute {
     pub deprecated: Option<String>,
     pub validators: Vec<Arc<dyn Validator>>,
     pub modifiers: Vec<PlanModifier>,
+    /// The value an optional + computed attribute is planned with when the configuration leaves
+    /// it null (see [`plan`](crate::plan::plan)).
+    pub default: Option<Value>,
 }
 
 impl Attribute {
@@ -67,6 +70,7 @@ impl Attribute {
             deprecated: None,
             validators: Vec::new(),
             modifiers: Vec::new(),
+            default: None,
         }
     }
     pub fn string(name: &str) -> Attribute {
@@ -125,6 +129,19 @@ impl Attribute {
         self.validators.push(Arc::new(v));
         self
     }
+    /// Plans `value` whenever the configuration leaves the attribute null, so the plan shows the
+    /// value the object will have, and drift away from it is repaired. Only for optional +
+    /// computed attributes (terraform refuses a planned value it was not told about otherwise).
+    pub fn default_value(mut self, value: Value) -> Self {
+        debug_assert!(
+            self.optional && self.computed,
+            "{}: a default needs optional + computed",
+            self.name
+        );
+        self.default = Some(value);
+        self
+    }
+
     pub fn requires_replace(mut self) -> Self {
         self.modifiers.push(PlanModifier::RequiresReplace);
         self
@@ -217,6 +234,18 @@ impl Block {
             attrs.insert(b.name.clone(), b.ty());
         }
         Type::Object(attrs)
+    }
+
+    /// The names of its attributes and blocks, sorted: what a typed model of it must name.
+    pub fn names(&self) -> Vec<&str> {
+        let mut n: Vec<&str> = self
+            .attributes
+            .iter()
+            .map(|a| a.name.as_str())
+            .chain(self.blocks.iter().map(|b| b.name.as_str()))
+            .collect();
+        n.sort_unstable();
+        n
     }
 
     pub fn attribute(&self, name: &str) -> Option<&Attribute> {

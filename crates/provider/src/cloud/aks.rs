@@ -94,9 +94,12 @@ impl fmt::Debug for AksConfig {
     }
 }
 
-/// Values set in the provider's `azure {}` block; each one wins over its environment variable.
+/// The provider's `azure {}` block; each value wins over its environment variable.
 #[derive(Clone, Default)]
-pub struct AksOverrides {
+pub struct AzureSettings {
+    /// The subscription of `aks` blocks that name none (ARM_SUBSCRIPTION_ID); the client itself
+    /// takes the subscription from each pool's location.
+    pub subscription_id: Option<String>,
     pub tenant_id: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
@@ -113,9 +116,9 @@ pub struct AksOverrides {
     pub sandbox: Option<String>,
 }
 
-impl fmt::Debug for AksOverrides {
+impl fmt::Debug for AzureSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AksOverrides").finish_non_exhaustive()
+        f.debug_struct("AzureSettings").finish_non_exhaustive()
     }
 }
 
@@ -124,14 +127,14 @@ impl AksConfig {
     /// ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_USE_CLI, ARM_USE_MSI, ARM_USE_OIDC, ARM_OIDC_TOKEN,
     /// ARM_OIDC_TOKEN_FILE_PATH, ARM_USE_AKS_WORKLOAD_IDENTITY with AZURE_FEDERATED_TOKEN_FILE,
     /// AZURE_CLIENT_ID, AZURE_TENANT_ID; ARM_ENVIRONMENT; FRACGPU_SANDBOX).
-    pub fn from_env_and(explicit: AksOverrides) -> Result<AksConfig, CloudError> {
+    pub fn from_env_and(explicit: AzureSettings) -> Result<AksConfig, CloudError> {
         Self::from_lookup_and(|k| std::env::var(k).ok(), explicit)
     }
 
     /// [`AksConfig::from_env_and`] with the environment given as a lookup function.
     pub fn from_lookup_and(
         env: impl Fn(&str) -> Option<String>,
-        explicit: AksOverrides,
+        explicit: AzureSettings,
     ) -> Result<AksConfig, CloudError> {
         let var = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let sandbox = explicit.sandbox.clone().or_else(|| var("FRACGPU_SANDBOX"));

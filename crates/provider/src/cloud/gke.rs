@@ -49,6 +49,9 @@ const POLL_CAP: Duration = Duration::from_secs(10);
 /// the gcloud ADC file, the metadata server) against container.googleapis.com.
 #[derive(Clone, Default)]
 pub struct GkeConfig {
+    /// The project of `gke` blocks that name none (GOOGLE_PROJECT, GOOGLE_CLOUD_PROJECT); the
+    /// client takes the project from each pool's location.
+    pub project: Option<String>,
     /// A credentials JSON document (service account key, authorized user, external account) or the
     /// path of one.
     pub credentials: Option<String>,

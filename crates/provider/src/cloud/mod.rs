@@ -246,51 +246,42 @@ pub trait NodePools: Send + Sync {
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
 }
 
+/// The provider's settings of every cloud, one struct per cloud, as its client takes them: the
+/// provider block parses straight into these.
+#[derive(Clone, Default)]
+pub struct CloudSettings {
+    /// Base URL of a fracgpu sandbox that stands in for every cloud.
+    pub sandbox: Option<String>,
+    pub azure: aks::AzureSettings,
+    pub google: gke::GkeConfig,
+    pub aws: eks::EksConfig,
+}
+
 /// Builds the node pool client of a cloud from the provider's settings.
 pub async fn connect(
     cloud: &str,
-    settings: &crate::provider::Settings,
+    settings: &CloudSettings,
 ) -> Result<std::sync::Arc<dyn NodePools>, CloudError> {
     let sandbox = settings.sandbox.clone();
     match cloud {
         "aks" => {
-            let a = &settings.azure;
-            let cfg = aks::AksConfig::from_env_and(aks::AksOverrides {
-                tenant_id: a.tenant_id.clone(),
-                client_id: a.client_id.clone(),
-                client_secret: a.client_secret.clone(),
-                use_cli: a.use_cli,
-                use_msi: a.use_msi,
-                use_oidc: a.use_oidc,
-                oidc_token: a.oidc_token.clone(),
-                oidc_token_file_path: a.oidc_token_file_path.clone(),
-                use_aks_workload_identity: a.use_aks_workload_identity,
-                arm_endpoint: a.endpoint.clone(),
+            let cfg = aks::AksConfig::from_env_and(aks::AzureSettings {
                 sandbox,
-                ..Default::default()
+                ..settings.azure.clone()
             })?;
             Ok(std::sync::Arc::new(aks::AksClient::new(cfg)?))
         }
         "gke" => {
-            let g = &settings.google;
             let cfg = gke::GkeConfig {
-                credentials: g.credentials.clone(),
-                access_token: g.access_token.clone(),
-                endpoint: g.endpoint.clone(),
                 sandbox,
+                ..settings.google.clone()
             };
             Ok(std::sync::Arc::new(gke::GkeClient::new(cfg).await?))
         }
         _ => {
-            let a = &settings.aws;
             let cfg = eks::EksConfig {
-                region: a.region.clone(),
-                profile: a.profile.clone(),
-                access_key: a.access_key.clone(),
-                secret_key: a.secret_key.clone(),
-                session_token: None,
-                endpoint: a.endpoint.clone(),
                 sandbox,
+                ..settings.aws.clone()
             };
             Ok(std::sync::Arc::new(eks::EksClient::new(cfg).await?))
         }

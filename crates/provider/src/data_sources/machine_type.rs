@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use crate::model::domain_diagnostic;
 use gpu::{self, Cloud, Field};
 use tfplugin::api::DataSource;
+use tfplugin::object::{FromValue, ToValue};
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 use tfplugin::validators::OneOf;
 use tfplugin::{Diagnostics, Value};
@@ -42,6 +43,71 @@ pub fn schema() -> Schema {
     )
 }
 
+tfplugin::object! {
+    /// One entry of `mig_profiles`.
+    struct MigProfile {
+        name: String,
+        instances_per_gpu: u32,
+        memory_mb: u32,
+        compute_share: String,
+        aks_gpu_instance_profile: Option<String>,
+        gke_partition_size: bool,
+    }
+}
+
+tfplugin::object! {
+    /// The arguments.
+    struct Args {
+        cloud: String,
+        name: String,
+    }
+}
+
+tfplugin::object! {
+    /// The whole data source.
+    struct MachineType {
+        cloud: String,
+        name: String,
+        gpu_model: String,
+        gpu_name: String,
+        gpu_count: u32,
+        gpu_memory_mb: u32,
+        mig_capable: bool,
+        compute_capability: String,
+        gpu_product: String,
+        mig_profiles: Vec<MigProfile>,
+    }
+}
+
+impl MachineType {
+    fn of(args: Args, mt: &gpu::MachineType) -> MachineType {
+        let gpu = mt.gpu;
+        MachineType {
+            gpu_model: gpu.id.into(),
+            gpu_name: gpu.marketing_name.into(),
+            gpu_count: mt.gpu_count,
+            gpu_memory_mb: gpu.memory_mib,
+            mig_capable: gpu.mig_capable(),
+            compute_capability: gpu.compute_capability_string(),
+            gpu_product: mt.gpu_product().into(),
+            mig_profiles: gpu
+                .mig_profiles
+                .iter()
+                .map(|p| MigProfile {
+                    name: p.name.into(),
+                    instances_per_gpu: p.max_instances,
+                    memory_mb: p.memory_mib,
+                    compute_share: gpu::compute_share(gpu, p),
+                    aks_gpu_instance_profile: p.aks.map(|a| a.as_str().into()),
+                    gke_partition_size: p.gke && gpu.gke_accelerator.is_some(),
+                })
+                .collect(),
+            cloud: args.cloud,
+            name: args.name,
+        }
+    }
+}
+
 #[async_trait]
 impl DataSource for MachineTypeDataSource {
     fn type_name(&self) -> &'static str {
@@ -53,54 +119,19 @@ impl DataSource for MachineTypeDataSource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let (Some(cloud), Some(name)) =
-            (config.get("cloud").as_str(), config.get("name").as_str())
-        {
-            lookup(cloud, name, diags);
+        if let Some(a) = Args::from_value(config) {
+            lookup(&a.cloud, &a.name, diags);
         }
     }
 
     async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value {
-        let (Some(cloud), Some(name)) = (config.get("cloud").as_str(), config.get("name").as_str())
-        else {
+        let Some(args) = Args::from_value(config) else {
             return Value::Null;
         };
-        let Some(mt) = lookup(cloud, name, diags) else {
-            return Value::Null;
-        };
-        let gpu = mt.gpu;
-        let profiles = gpu
-            .mig_profiles
-            .iter()
-            .map(|p| {
-                Value::object([
-                    ("name", p.name.into()),
-                    ("instances_per_gpu", Value::int(p.max_instances.into())),
-                    ("memory_mb", Value::int(p.memory_mib.into())),
-                    ("compute_share", gpu::compute_share(gpu, p).into()),
-                    (
-                        "aks_gpu_instance_profile",
-                        Value::opt_string(p.aks.map(|a| a.as_str())),
-                    ),
-                    (
-                        "gke_partition_size",
-                        Value::Bool(p.gke && gpu.gke_accelerator.is_some()),
-                    ),
-                ])
-            })
-            .collect();
-        Value::object([
-            ("cloud", cloud.into()),
-            ("name", name.into()),
-            ("gpu_model", gpu.id.into()),
-            ("gpu_name", gpu.marketing_name.into()),
-            ("gpu_count", Value::int(mt.gpu_count.into())),
-            ("gpu_memory_mb", Value::int(gpu.memory_mib.into())),
-            ("mig_capable", Value::Bool(gpu.mig_capable())),
-            ("compute_capability", gpu.compute_capability_string().into()),
-            ("gpu_product", mt.gpu_product().into()),
-            ("mig_profiles", Value::List(profiles)),
-        ])
+        match lookup(&args.cloud, &args.name, diags) {
+            Some(mt) => MachineType::of(args, mt).to_value(),
+            None => Value::Null,
+        }
     }
 }
 
@@ -119,5 +150,27 @@ fn lookup(cloud: &str, name: &str, diags: &mut Diagnostics) -> Option<&'static g
             diags.push(domain_diagnostic(&e, &rename));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_names_what_the_schema_declares() {
+        let block = schema().block;
+        assert_eq!(MachineType::attribute_names(), block.names());
+        let profiles = block.attribute("mig_profiles").unwrap();
+        let mut names: Vec<&str> = profiles
+            .nested
+            .as_ref()
+            .unwrap()
+            .1
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(MigProfile::attribute_names(), names);
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::cloud::StopSignal;
 use crate::kube::helm::{self, ReleaseState};
-use crate::kube::{self as k, Cluster, ExecSettings, KubeError, KubernetesSettings};
+use crate::kube::{self as k, Cluster, KubeError, KubernetesSettings};
 use crate::model;
 use crate::provider::ProviderState;
 use gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
@@ -39,23 +39,6 @@ const DNS_SUBDOMAIN_RE: &str = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$";
 
 // ---------------------------------------------------------------------------------------------
 // Schema
-
-/// The `kubernetes` block, shared with the provider's own (its default).
-pub fn kubernetes_block(description: &str) -> Block {
-    let exec = Block::new("A client-go credential plugin, as EKS (`aws eks get-token`), GKE (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) hand out credentials.")
-        .attr(Attribute::string("api_version").required().describe("e.g. `client.authentication.k8s.io/v1beta1`."))
-        .attr(Attribute::string("command").required().describe("The plugin executable."))
-        .attr(Attribute::new("args", Type::list(Type::String)).optional().describe("Its arguments."))
-        .attr(Attribute::new("env", Type::map(Type::String)).optional().sensitive().describe("Extra environment variables for the plugin; sensitive, since they may carry credentials."));
-    Block::new(description)
-        .attr(Attribute::string("config_path").optional().describe("Path of a kubeconfig file. Default: `KUBECONFIG`, then `~/.kube/config`."))
-        .attr(Attribute::string("config_context").optional().describe("Context of the kubeconfig. Default: its current context."))
-        .attr(Attribute::string("host").optional().describe("API server URL, e.g. `https://1.2.3.4`; used with `token`, `exec` and `cluster_ca_certificate` instead of a kubeconfig."))
-        .attr(Attribute::string("token").optional().sensitive().describe("Bearer token."))
-        .attr(Attribute::string("cluster_ca_certificate").optional().describe("PEM of the CA that signed the API server's certificate."))
-        .attr(Attribute::bool("insecure").optional().describe("Skip verifying the API server's certificate (tests only). Default `false`."))
-        .single_block("exec", exec)
-}
 
 pub fn schema() -> Schema {
     let config = model::sharing_blocks(
@@ -85,7 +68,7 @@ pub fn schema() -> Schema {
         .attr(Attribute::new("data", Type::map(Type::String)).computed().describe("The ConfigMap's data: config name -> rendered YAML."))
         .attr(Attribute::string("helm_values").computed().describe("The same as GPU operator Helm values (under `values_path`), for a `helm_release` of your own."))
         .attr(Attribute::string("restarted_at").computed().describe("When the device plugin daemonset was last restarted by this resource (RFC 3339)."))
-        .single_block("kubernetes", kubernetes_block("How to reach the cluster. Default: the provider's `kubernetes` block, then `KUBECONFIG` / `~/.kube/config` / in-cluster."))
+        .single_block("kubernetes", model::kubernetes_block("How to reach the cluster. Default: the provider's `kubernetes` block, then `KUBECONFIG` / `~/.kube/config` / in-cluster."))
         .block("config", Nesting::List, config)
         .single_block("helm", helm)
         .single_block("timeouts", TIMEOUTS.block());
@@ -94,46 +77,6 @@ pub fn schema() -> Schema {
 
 // ---------------------------------------------------------------------------------------------
 // Model
-
-/// Reads a `kubernetes` block (a list of at most one object).
-pub fn kubernetes_settings(block_list: &Value) -> KubernetesSettings {
-    let Some(b) = block_list.elements().first() else {
-        return KubernetesSettings::default();
-    };
-    let s = |k: &str| b.get(k).as_str().map(str::to_string);
-    let exec = b.get("exec").elements().first().map(|e| ExecSettings {
-        api_version: e
-            .get("api_version")
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        command: e.get("command").as_str().unwrap_or_default().to_string(),
-        args: e
-            .get("args")
-            .elements()
-            .iter()
-            .filter_map(|a| a.as_str().map(str::to_string))
-            .collect(),
-        env: e
-            .get("env")
-            .entries()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    });
-    KubernetesSettings {
-        config_path: s("config_path"),
-        config_context: s("config_context"),
-        host: s("host"),
-        token: s("token"),
-        cluster_ca_certificate: s("cluster_ca_certificate"),
-        insecure: b.get("insecure").as_bool(),
-        exec,
-    }
-}
 
 /// What a known configuration, plan or state asks for.
 #[derive(Clone, Debug, PartialEq)]
@@ -390,7 +333,7 @@ fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<Desired> {
         mig_strategy: mig.map(str::to_string),
         configs,
         helm,
-        kubernetes: kubernetes_settings(v.get("kubernetes")),
+        kubernetes: model::kubernetes_settings(v.get("kubernetes")),
         access: access_attr(v),
     })
 }
@@ -731,7 +674,7 @@ impl DevicePluginConfigResource {
     }
 
     fn settings(&self, v: &Value) -> KubernetesSettings {
-        kubernetes_settings(v.get("kubernetes")).or(&self.state.settings().kubernetes)
+        model::kubernetes_settings(v.get("kubernetes")).or(&self.state.settings().kubernetes)
     }
 
     /// Warns about nodes whose label names no config of this resource.

@@ -159,7 +159,7 @@ fn location(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<L
     let s = |b: &Value, k: &str| b.get(k).as_str().map(str::to_string);
     if let Some(b) = block_of(v, "aks") {
         let Some(subscription_id) =
-            s(b, "subscription_id").or_else(|| settings.azure.subscription_id.clone())
+            s(b, "subscription_id").or_else(|| settings.cloud.azure.subscription_id.clone())
         else {
             diags.push(
                 Diagnostic::error(
@@ -177,7 +177,8 @@ fn location(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<L
         });
     }
     if let Some(b) = block_of(v, "gke") {
-        let Some(project) = s(b, "project").or_else(|| settings.google.project.clone()) else {
+        let Some(project) = s(b, "project").or_else(|| settings.cloud.google.project.clone())
+        else {
             diags.push(
                 Diagnostic::error(
                     "Missing Google Cloud project",
@@ -194,7 +195,7 @@ fn location(v: &Value, settings: &Settings, diags: &mut Diagnostics) -> Option<L
         });
     }
     if let Some(b) = block_of(v, "eks") {
-        let region = s(b, "region").or_else(|| settings.aws.region.clone());
+        let region = s(b, "region").or_else(|| settings.cloud.aws.region.clone());
         let Some(region) = region else {
             diags.push(
                 Diagnostic::error(
@@ -581,14 +582,14 @@ fn fill_defaults(v: &mut Value, config: &Value, settings: &Settings) {
             }
         }
     }
-    let region = settings.aws.region.clone();
+    let region = settings.cloud.aws.region.clone();
     for (block, k, default) in [
         (
             "aks",
             "subscription_id",
-            settings.azure.subscription_id.clone(),
+            settings.cloud.azure.subscription_id.clone(),
         ),
-        ("gke", "project", settings.google.project.clone()),
+        ("gke", "project", settings.cloud.google.project.clone()),
         ("eks", "region", region),
         ("eks", "ami_type", Some(DEFAULT_EKS_AMI.to_string())),
     ] {
@@ -602,9 +603,9 @@ fn fill_defaults(v: &mut Value, config: &Value, settings: &Settings) {
 /// configured: a missing subscription, project or region is reported at plan time instead.
 fn validation_settings() -> Settings {
     let mut s = Settings::default();
-    s.azure.subscription_id = Some("validation".into());
-    s.google.project = Some("validation".into());
-    s.aws.region = Some("validation".into());
+    s.cloud.azure.subscription_id = Some("validation".into());
+    s.cloud.google.project = Some("validation".into());
+    s.cloud.aws.region = Some("validation".into());
     s
 }
 
@@ -1198,7 +1199,7 @@ pub fn parse_import_id(id: &str, settings: &Settings) -> Option<(Location, Strin
         && !group.is_empty()
         && !id.contains('/')
     {
-        let region = settings.aws.region.clone()?;
+        let region = settings.cloud.aws.region.clone()?;
         return Some((
             Location::Eks {
                 region,
