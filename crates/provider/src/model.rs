@@ -54,7 +54,8 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                         .optional()
                         .computed()
                         .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`). It is part of the device plugin config: on a node pool a change applies in place.")
-                        .validate(OneOf(&["single", "mixed"])),
+                        .validate(OneOf(&["single", "mixed"]))
+                        .default_value(Value::string("mixed")),
                 )
                 .single_block("gke_sharing", gke_sharing),
         )
@@ -69,10 +70,10 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                 )
                 .attr(Attribute::bool("rename_by_default").optional().computed().describe(
                     "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
-                ))
+                ).default_value(Value::Bool(false)))
                 .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
                     "Refuse pods that request more than one slice (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
-                )),
+                ).default_value(Value::Bool(false))),
         )
         .single_block(
             "mps",
@@ -105,101 +106,178 @@ pub fn taints_attribute(description: &str) -> Attribute {
     .describe(description)
 }
 
-fn first_block(v: &Value) -> Option<&Value> {
-    v.elements().first()
+tfplugin::object! {
+    /// `mig.gke_sharing`.
+    pub struct GkeSharingArgs {
+        pub strategy: String,
+        pub max_clients: u32,
+    }
 }
 
-/// Reads the sharing blocks; `None` while any part is still unknown.
-pub fn sharing_mode(config: &Value) -> Option<SharingMode> {
-    let known = |v: &Value| v.is_fully_known();
-    for name in ["mig", "time_slicing", "mps"] {
-        if !known(config.get(name)) {
-            return None;
+tfplugin::object! {
+    /// The `mig` block.
+    pub struct MigArgs {
+        pub profile: String,
+        pub strategy: Option<String>,
+        pub gke_sharing: SingleBlock<GkeSharingArgs>,
+    }
+}
+
+tfplugin::object! {
+    /// The `time_slicing` block.
+    pub struct TimeSlicingArgs {
+        pub replicas: u32,
+        pub rename_by_default: Option<bool>,
+        pub fail_requests_greater_than_one: Option<bool>,
+    }
+}
+
+tfplugin::object! {
+    /// The `mps` block.
+    pub struct MpsArgs {
+        pub replicas: u32,
+    }
+}
+
+tfplugin::object! {
+    /// The sharing blocks of [`sharing_blocks`]: at most one is set, none means whole GPUs.
+    pub struct Sharing {
+        pub mig: SingleBlock<MigArgs>,
+        pub time_slicing: SingleBlock<TimeSlicingArgs>,
+        pub mps: SingleBlock<MpsArgs>,
+    }
+}
+
+impl Sharing {
+    /// The domain's sharing mode; an optional attribute left null takes its schema default.
+    pub fn mode(&self) -> SharingMode {
+        if let Some(m) = &*self.mig {
+            return SharingMode::Mig {
+                profile: m.profile.clone(),
+                strategy: match m.strategy.as_deref() {
+                    Some("single") => MigStrategy::Single,
+                    _ => MigStrategy::Mixed,
+                },
+                gke_sharing: m.gke_sharing.as_ref().map(|g| GkeSharing {
+                    strategy: GkeSharingStrategy::parse(&g.strategy)
+                        .unwrap_or(GkeSharingStrategy::TimeSharing),
+                    max_clients: g.max_clients,
+                }),
+            };
+        }
+        if let Some(t) = &*self.time_slicing {
+            return SharingMode::TimeSlicing {
+                replicas: t.replicas,
+                rename_by_default: t.rename_by_default.unwrap_or(false),
+                fail_requests_greater_than_one: t.fail_requests_greater_than_one.unwrap_or(false),
+            };
+        }
+        if let Some(m) = &*self.mps {
+            return SharingMode::Mps {
+                replicas: m.replicas,
+            };
+        }
+        SharingMode::None
+    }
+
+    /// The blocks of a mode, every optional attribute spelled out (as a plan fills them).
+    pub fn of(mode: &SharingMode) -> Sharing {
+        let mut s = Sharing::default();
+        match mode {
+            SharingMode::None => {}
+            SharingMode::Mig {
+                profile,
+                strategy,
+                gke_sharing,
+            } => {
+                s.mig = SingleBlock(Some(MigArgs {
+                    profile: profile.clone(),
+                    strategy: Some(strategy.as_str().to_string()),
+                    gke_sharing: SingleBlock(gke_sharing.map(|g| GkeSharingArgs {
+                        strategy: g.strategy.label_value().to_string(),
+                        max_clients: g.max_clients,
+                    })),
+                }))
+            }
+            SharingMode::TimeSlicing {
+                replicas,
+                rename_by_default,
+                fail_requests_greater_than_one,
+            } => {
+                s.time_slicing = SingleBlock(Some(TimeSlicingArgs {
+                    replicas: *replicas,
+                    rename_by_default: Some(*rename_by_default),
+                    fail_requests_greater_than_one: Some(*fail_requests_greater_than_one),
+                }))
+            }
+            SharingMode::Mps { replicas } => {
+                s.mps = SingleBlock(Some(MpsArgs {
+                    replicas: *replicas,
+                }))
+            }
+        }
+        s
+    }
+}
+
+tfplugin::object! {
+    /// One entry of `taints`.
+    pub struct TaintArgs {
+        pub key: String,
+        pub value: Option<String>,
+        pub effect: String,
+    }
+}
+
+impl TaintArgs {
+    /// The domain's taint; None for an effect the schema's validator refuses anyway.
+    pub fn taint(&self) -> Option<Taint> {
+        Some(Taint {
+            key: Cow::Owned(self.key.clone()),
+            value: Cow::Owned(self.value.clone().unwrap_or_default()),
+            effect: TaintEffect::parse(&self.effect)?,
+        })
+    }
+
+    /// An empty value is written as null, as a user who gives none reads it back.
+    pub fn of(key: &str, value: &str, effect: &str) -> TaintArgs {
+        TaintArgs {
+            key: key.to_string(),
+            value: (!value.is_empty()).then(|| value.to_string()),
+            effect: effect.to_string(),
         }
     }
-    let int = |v: &Value| v.as_i64().and_then(|i| u32::try_from(i).ok()).unwrap_or(0);
-    if let Some(m) = first_block(config.get("mig")) {
-        let strategy = match m.get("strategy").as_str() {
-            Some("single") => MigStrategy::Single,
-            _ => MigStrategy::Mixed,
-        };
-        let gke_sharing = first_block(m.get("gke_sharing")).map(|g| GkeSharing {
-            strategy: g
-                .get("strategy")
-                .as_str()
-                .and_then(|s| GkeSharingStrategy::parse(s).ok())
-                .unwrap_or(GkeSharingStrategy::TimeSharing),
-            max_clients: int(g.get("max_clients")),
-        });
-        return Some(SharingMode::Mig {
-            profile: m.get("profile").as_str().unwrap_or("").to_string(),
-            strategy,
-            gke_sharing,
-        });
-    }
-    if let Some(t) = first_block(config.get("time_slicing")) {
-        return Some(SharingMode::TimeSlicing {
-            replicas: int(t.get("replicas")),
-            rename_by_default: t.get("rename_by_default").as_bool().unwrap_or(false),
-            fail_requests_greater_than_one: t
-                .get("fail_requests_greater_than_one")
-                .as_bool()
-                .unwrap_or(false),
-        });
-    }
-    if let Some(m) = first_block(config.get("mps")) {
-        return Some(SharingMode::Mps {
-            replicas: int(m.get("replicas")),
-        });
-    }
-    Some(SharingMode::None)
 }
 
-/// Reads `taints`: `Some(None)` when not set (the pool gets the default GPU taint), `None` while unknown.
-pub fn taints(config: &Value) -> Option<Option<Vec<Taint>>> {
-    let v = config.get("taints");
-    if !v.is_fully_known() {
-        return None;
-    }
-    if v.is_null() {
-        return Some(None);
-    }
-    Some(Some(
-        v.elements()
-            .iter()
-            .filter_map(|t| {
-                Some(Taint {
-                    key: Cow::Owned(t.get("key").as_str()?.to_string()),
-                    value: Cow::Owned(t.get("value").as_str().unwrap_or("").to_string()),
-                    effect: TaintEffect::parse(t.get("effect").as_str()?)?,
-                })
-            })
-            .collect(),
-    ))
+/// The domain's taints of a `taints` attribute; None when it is not set (the pool gets the
+/// default GPU taint).
+pub fn taints(args: &Option<Vec<TaintArgs>>) -> Option<Vec<Taint>> {
+    args.as_ref()
+        .map(|list| list.iter().filter_map(TaintArgs::taint).collect())
 }
 
-/// Tolerations as a list of `{key, operator, value, effect}` objects.
-pub fn tolerations_value(tolerations: &[gpu::Toleration]) -> Value {
-    Value::List(
+tfplugin::object! {
+    /// One entry of `tolerations`.
+    pub struct TolerationOut {
+        pub key: String,
+        pub operator: String,
+        pub value: Option<String>,
+        pub effect: String,
+    }
+}
+
+impl TolerationOut {
+    pub fn all(tolerations: &[gpu::Toleration]) -> Vec<TolerationOut> {
         tolerations
             .iter()
-            .map(|t| {
-                Value::object([
-                    ("key", Value::string(t.key.clone())),
-                    ("operator", t.operator.as_str().into()),
-                    (
-                        "value",
-                        if t.value.is_empty() {
-                            Value::Null
-                        } else {
-                            Value::string(t.value.clone())
-                        },
-                    ),
-                    ("effect", t.effect.as_str().into()),
-                ])
+            .map(|t| TolerationOut {
+                key: t.key.clone(),
+                operator: t.operator.as_str().to_string(),
+                value: (!t.value.is_empty()).then(|| t.value.clone()),
+                effect: t.effect.as_str().to_string(),
             })
-            .collect(),
-    )
+            .collect()
+    }
 }
 
 pub fn tolerations_attribute(description: &str) -> Attribute {
@@ -322,6 +400,7 @@ pub fn kubernetes_settings(block: &Value) -> KubernetesSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tfplugin::object::ToValue;
 
     #[test]
     fn field_paths_index_blocks() {
@@ -358,7 +437,7 @@ mod tests {
             ]),
         );
         assert_eq!(
-            sharing_mode(&ts),
+            Sharing::from_value(&ts).map(|s| s.mode()),
             Some(SharingMode::TimeSlicing {
                 replicas: 10,
                 rename_by_default: true,
@@ -379,7 +458,7 @@ mod tests {
             ]),
         );
         assert_eq!(
-            sharing_mode(&mig),
+            Sharing::from_value(&mig).map(|s| s.mode()),
             Some(SharingMode::Mig {
                 profile: "1g.5gb".into(),
                 strategy: MigStrategy::Mixed,
@@ -390,12 +469,22 @@ mod tests {
             })
         );
         assert_eq!(
-            sharing_mode(&Value::object([("mps", Value::UNKNOWN)])),
+            Sharing::from_value(&Value::object([("mps", Value::UNKNOWN)])).map(|s| s.mode()),
             None
         );
         assert_eq!(
-            sharing_mode(&Value::Object(Default::default())),
+            Sharing::from_value(&Value::Object(Default::default())).map(|s| s.mode()),
             Some(SharingMode::None)
         );
+        // Written back with every optional spelled out, a mode reads as itself.
+        for v in [&ts, &mig] {
+            let mode = Sharing::from_value(v).unwrap().mode();
+            assert_eq!(
+                Sharing::from_value(&Sharing::of(&mode).to_value())
+                    .unwrap()
+                    .mode(),
+                mode
+            );
+        }
     }
 }

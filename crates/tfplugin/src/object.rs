@@ -77,6 +77,28 @@ impl<T> From<Option<T>> for SingleBlock<T> {
     }
 }
 
+/// An attribute the model carries through untouched (e.g. the `timeouts` block from a plan into
+/// state).
+impl FromValue for Value {
+    fn from_value(v: &Value) -> Option<Self> {
+        Some(v.clone())
+    }
+}
+
+impl ToValue for Value {
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+}
+
+/// Writes a model's attributes into `target` (an object value), leaving its other attributes
+/// as they are: how a plan or a state gets the attributes one model owns.
+pub fn merge(target: &mut Value, model: &impl ToValue) {
+    if let (Value::Object(t), Value::Object(m)) = (target, model.to_value()) {
+        t.extend(m);
+    }
+}
+
 impl FromValue for String {
     fn from_value(v: &Value) -> Option<Self> {
         v.as_str().map(str::to_string)
@@ -122,6 +144,21 @@ impl FromValue for u32 {
 impl ToValue for u32 {
     fn to_value(&self) -> Value {
         Value::int((*self).into())
+    }
+}
+
+impl FromValue for u64 {
+    fn from_value(v: &Value) -> Option<Self> {
+        v.as_i64().and_then(|i| u64::try_from(i).ok())
+    }
+}
+
+impl ToValue for u64 {
+    fn to_value(&self) -> Value {
+        // Terraform numbers are arbitrary precision; past i64 the decimal text keeps it exact.
+        i64::try_from(*self)
+            .map(Value::int)
+            .unwrap_or_else(|_| Value::Number(Number::Big(self.to_string())))
     }
 }
 

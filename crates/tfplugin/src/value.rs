@@ -293,6 +293,13 @@ impl Value {
     }
 }
 
+/// Null: what an attribute nobody set holds.
+impl Default for Value {
+    fn default() -> Value {
+        Value::Null
+    }
+}
+
 impl PartialEq for Value {
     fn eq(&self, other: &Value) -> bool {
         match (self, other) {

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use crate::model::{self, domain_diagnostic};
+use crate::model::{self, Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use gpu::{self, Cloud, Field, PoolSpec, WorkloadNeed};
 use tfplugin::api::DataSource;
+use tfplugin::object::{FromValue, ToValue};
 use tfplugin::schema::{Attribute, Block, Schema};
 use tfplugin::validators::{ExactlyOneOf, IntBetween, OneOf};
 use tfplugin::{Diagnostic, Diagnostics, Value};
@@ -47,6 +48,44 @@ pub fn schema() -> Schema {
     Schema::new(0, model::sharing_blocks(block, false))
 }
 
+tfplugin::object! {
+    /// The arguments.
+    struct Args {
+        cloud: String,
+        machine_type: Option<String>,
+        gpu_model: Option<String>,
+        gpu_count: Option<u32>,
+        pool_name: Option<String>,
+        taints: Option<Vec<TaintArgs>>,
+        gpu_memory_mb: Option<u64>,
+        mig_profile: Option<String>,
+    }
+    flatten {
+        sharing: Sharing,
+    }
+}
+
+tfplugin::object! {
+    /// The whole data source: the arguments and the answer.
+    struct Workload {
+        fits: bool,
+        reason: Option<String>,
+        resource_name: String,
+        quantity: u32,
+        memory_limit_mb: u64,
+        slices_per_node: u32,
+        memory_per_slice_mb: u32,
+        resources: BTreeMap<String, String>,
+        node_selector: BTreeMap<String, String>,
+        tolerations: Vec<TolerationOut>,
+        device_plugin_config_name: Option<String>,
+        warning: Option<String>,
+    }
+    flatten {
+        args: Args,
+    }
+}
+
 /// Everything the answer depends on, read from a fully known configuration.
 struct Question {
     spec: PoolSpec,
@@ -54,37 +93,20 @@ struct Question {
     pool_named: bool,
 }
 
-fn question(config: &Value, diags: &mut Diagnostics) -> Option<Question> {
-    let inputs = [
-        "cloud",
-        "machine_type",
-        "gpu_model",
-        "gpu_count",
-        "pool_name",
-        "gpu_memory_mb",
-        "mig_profile",
-    ];
-    if inputs.iter().any(|n| !config.get(n).is_known()) {
-        return None;
-    }
-    let cloud = Cloud::parse(config.get("cloud").as_str()?).ok()?;
-    let machine = config.get("machine_type").as_str();
-    let gpu_model = config.get("gpu_model").as_str();
-    if machine.is_none() && gpu_model.is_none() {
-        diags.push(Diagnostic::error(
-            "Missing machine type",
-            "Set machine_type (e.g. \"Standard_NC24ads_A100_v4\") or gpu_model (e.g. \"A100-40GB\") so the provider knows the pool's GPUs.",
-        ).at(tfplugin::AttrPath::attr("machine_type")));
-        return None;
-    }
-    let gpu_count = config
-        .get("gpu_count")
-        .as_i64()
-        .and_then(|c| u32::try_from(c).ok());
+fn question(args: &Args, diags: &mut Diagnostics) -> Option<Question> {
+    let cloud = Cloud::parse(&args.cloud).ok()?;
+    let gpu_model = args.gpu_model.as_deref();
     // A GPU model alone describes a machine outside the catalog with one GPU unless told otherwise.
-    let (machine, count) = match machine {
-        Some(m) => (m, gpu_count),
-        None => ("custom", Some(gpu_count.unwrap_or(1))),
+    let (machine, count) = match (args.machine_type.as_deref(), gpu_model) {
+        (Some(m), _) => (m, args.gpu_count),
+        (None, Some(_)) => ("custom", Some(args.gpu_count.unwrap_or(1))),
+        (None, None) => {
+            diags.push(Diagnostic::error(
+                "Missing machine type",
+                "Set machine_type (e.g. \"Standard_NC24ads_A100_v4\") or gpu_model (e.g. \"A100-40GB\") so the provider knows the pool's GPUs.",
+            ).at(tfplugin::AttrPath::attr("machine_type")));
+            return None;
+        }
     };
     let hardware = match gpu::resolve_hardware(cloud, machine, gpu_model, count) {
         Ok(h) => h,
@@ -95,28 +117,25 @@ fn question(config: &Value, diags: &mut Diagnostics) -> Option<Question> {
             return None;
         }
     };
-    let sharing = model::sharing_mode(config)?;
-    let taints = model::taints(config)?;
-    let pool_name = config.get("pool_name").as_str();
-    let need = match (
-        config.get("gpu_memory_mb").as_i64(),
-        config.get("mig_profile").as_str(),
-    ) {
-        (Some(mib), _) => WorkloadNeed::GpuMemoryMib(u64::try_from(mib).unwrap_or(0)),
-        (None, Some(p)) => WorkloadNeed::MigProfile(p.to_string()),
+    let need = match (args.gpu_memory_mb, &args.mig_profile) {
+        (Some(mib), _) => WorkloadNeed::GpuMemoryMib(mib),
+        (None, Some(p)) => WorkloadNeed::MigProfile(p.clone()),
         _ => return None,
     };
     Some(Question {
         spec: PoolSpec {
             cloud,
-            pool_name: pool_name.unwrap_or(PLACEHOLDER_POOL).to_string(),
+            pool_name: args
+                .pool_name
+                .clone()
+                .unwrap_or_else(|| PLACEHOLDER_POOL.to_string()),
             hardware,
-            sharing,
-            taints,
+            sharing: args.sharing.mode(),
+            taints: model::taints(&args.taints),
             labels: BTreeMap::new(),
         },
         need,
-        pool_named: pool_name.is_some(),
+        pool_named: args.pool_name.is_some(),
     })
 }
 
@@ -158,21 +177,24 @@ impl DataSource for WorkloadDataSource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(q) = question(config, diags) {
+        if let Some(q) = Args::from_value(config).and_then(|a| question(&a, diags)) {
             answer(&q, diags);
         }
     }
 
     async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value {
-        let Some(q) = question(config, diags) else {
+        let Some(args) = Args::from_value(config) else {
+            return Value::Null;
+        };
+        let Some(q) = question(&args, diags) else {
             return Value::Null;
         };
         let Some((derived, fit)) = answer(&q, diags) else {
             return Value::Null;
         };
-        let mut selector = derived.node_selector.clone();
+        let mut node_selector = derived.node_selector.clone();
         if !q.pool_named {
-            selector.retain(|k, _| !POOL_LABELS.contains(&k.as_str()));
+            node_selector.retain(|k, _| !POOL_LABELS.contains(&k.as_str()));
         }
         if fit.fits && fit.quantity > 1 && fit.warning.is_some() {
             diags.push(
@@ -187,58 +209,31 @@ impl DataSource for WorkloadDataSource {
                 .at(tfplugin::AttrPath::attr("gpu_memory_mb")),
             );
         }
-        let mut out = config.clone();
-        let set = |out: &mut Value, k: &str, v: Value| {
-            if let Some(slot) = out.get_mut(k) {
-                *slot = v;
-            }
-        };
-        set(&mut out, "fits", Value::Bool(fit.fits));
-        set(&mut out, "reason", Value::opt_string(fit.reason.clone()));
-        set(
-            &mut out,
-            "resource_name",
-            Value::string(fit.resource_name.clone()),
-        );
-        set(&mut out, "quantity", Value::int(fit.quantity.into()));
-        set(
-            &mut out,
-            "memory_limit_mb",
-            Value::int(i64::try_from(fit.memory_limit_mib).unwrap_or(i64::MAX)),
-        );
-        set(
-            &mut out,
-            "slices_per_node",
-            Value::int(derived.slices_per_node.into()),
-        );
-        set(
-            &mut out,
-            "memory_per_slice_mb",
-            Value::int(derived.memory_per_slice_mib.into()),
-        );
-        set(
-            &mut out,
-            "resources",
-            Value::Map(
-                [(
-                    fit.resource_name.clone(),
-                    Value::string(fit.quantity.to_string()),
-                )]
-                .into(),
-            ),
-        );
-        set(&mut out, "node_selector", model::string_map(&selector));
-        set(
-            &mut out,
-            "tolerations",
-            model::tolerations_value(&derived.tolerations),
-        );
-        set(
-            &mut out,
-            "device_plugin_config_name",
-            Value::opt_string(derived.device_plugin_config.map(|c| c.name)),
-        );
-        set(&mut out, "warning", Value::opt_string(fit.warning));
-        out
+        Workload {
+            fits: fit.fits,
+            reason: fit.reason,
+            resources: [(fit.resource_name.clone(), fit.quantity.to_string())].into(),
+            resource_name: fit.resource_name,
+            quantity: fit.quantity,
+            memory_limit_mb: fit.memory_limit_mib,
+            slices_per_node: derived.slices_per_node,
+            memory_per_slice_mb: derived.memory_per_slice_mib,
+            node_selector,
+            tolerations: TolerationOut::all(&derived.tolerations),
+            device_plugin_config_name: derived.device_plugin_config.map(|c| c.name),
+            warning: fit.warning,
+            args,
+        }
+        .to_value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_names_what_the_schema_declares() {
+        assert_eq!(Workload::attribute_names(), schema().block.names());
     }
 }

@@ -19,6 +19,7 @@ use crate::provider::ProviderState;
 use gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
 use gpu::{self, SharingMode};
 use tfplugin::api::{PlanRequest, Private, Resource};
+use tfplugin::object::FromValue;
 use tfplugin::plan::{Planned, Timeouts};
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 use tfplugin::types::Type;
@@ -160,7 +161,7 @@ fn config_of(
             }
         }
     } else {
-        let mode = model::sharing_mode(c)?;
+        let mode = model::Sharing::from_value(c)?.mode();
         match gpu::device_plugin_config(&mode) {
             Ok(named) => {
                 // The config's own flag leaves the strategy to the ClusterPolicy (which overrides

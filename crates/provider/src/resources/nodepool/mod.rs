@@ -1,0 +1,367 @@
+//! `fracgpu_nodepool`: a GPU node pool on AKS, GKE or EKS, prepared for sharing by MIG,
+//! time-slicing or MPS. The handlers below, in the fixed order (schema, plan, create, read,
+//! update, delete, import), stay short: the model and its conversions live in `model`, the plan
+//! beyond the schema in `plan`, what a failed operation keeps in `failure`, the cloud work in
+//! `crate::cloud` and the sharing rules in the `gpu` crate.
+
+mod failure;
+mod import;
+mod model;
+mod plan;
+mod schema;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::cloud::{self, Location, OpCtx};
+use crate::provider::{ProviderState, Settings};
+use tfplugin::api::{PlanRequest, Private, Resource};
+use tfplugin::object::FromValue;
+use tfplugin::plan::Planned;
+use tfplugin::schema::Schema;
+use tfplugin::{Diagnostic, Diagnostics, Value};
+
+use failure::{cloud_diagnostic, may_have_created, read_after_failure};
+use model::{Args, resolve, state_from_pool, unread_pool};
+use schema::TIMEOUTS;
+
+pub use import::parse_import_id;
+pub use schema::schema;
+
+pub const TYPE_NAME: &str = "fracgpu_nodepool";
+
+pub struct NodePool {
+    state: Arc<ProviderState>,
+}
+
+impl NodePool {
+    pub fn new(state: Arc<ProviderState>) -> NodePool {
+        NodePool { state }
+    }
+
+    fn ctx(&self, v: &Value, op: &str) -> OpCtx {
+        OpCtx::new(TIMEOUTS.of(v, op), self.state.stop.clone())
+    }
+
+    async fn client(
+        &self,
+        loc: &Location,
+        diags: &mut Diagnostics,
+    ) -> Option<Arc<dyn cloud::NodePools>> {
+        match self.state.node_pools(loc.cloud()).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    "Cloud client unavailable",
+                    format!("Could not set up the {} client: {e}. Configure the provider's credentials for it (or `sandbox`).", loc.cloud().to_uppercase()),
+                ));
+                None
+            }
+        }
+    }
+
+    /// The arguments of a state: it is known, so only a state this provider cannot read fails,
+    /// and that is an error (a read that returned nothing would make terraform forget the pool).
+    fn args_of_state(state: &Value, diags: &mut Diagnostics) -> Option<Args> {
+        let args = Args::from_value(state);
+        if args.is_none() {
+            diags.push(Diagnostic::error(
+                "Unreadable state",
+                "The node pool's state lacks a value the provider needs; run `terraform apply -refresh-only` with the provider version that wrote it, or re-import the pool.",
+            ));
+        }
+        args
+    }
+}
+
+/// Stands in for provider defaults during validation, which runs before the provider is
+/// configured: a missing subscription, project or region is reported at plan time instead.
+fn validation_settings() -> Settings {
+    let mut s = Settings::default();
+    s.cloud.azure.subscription_id = Some("validation".into());
+    s.cloud.google.project = Some("validation".into());
+    s.cloud.aws.region = Some("validation".into());
+    s
+}
+
+#[async_trait]
+impl Resource for NodePool {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        if let Some(args) = Args::from_value(config) {
+            resolve(&args, &validation_settings(), diags);
+        }
+    }
+
+    fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {
+        plan::modify(req, planned, &self.state.settings(), diags);
+    }
+
+    async fn create(&self, planned: &Value, _: &mut Private, diags: &mut Diagnostics) -> Value {
+        let settings = self.state.settings();
+        let Some(r) = Args::from_value(planned).and_then(|a| resolve(&a, &settings, diags)) else {
+            return Value::Null;
+        };
+        let Some(client) = self.client(&r.spec.location, diags).await else {
+            return Value::Null;
+        };
+        let (ctx, spec) = (self.ctx(planned, "create"), &r.spec);
+        let cloud = spec.location.cloud();
+        tracing::info!(cloud, pool = %spec.name, machine_type = %spec.machine_type, "creating node pool");
+        let e = match client.create(spec, &ctx).await {
+            Ok(pool) => {
+                tracing::info!(cloud, pool = %spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool created");
+                return state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null);
+            }
+            Err(e) => e,
+        };
+        tracing::warn!(cloud, pool = %spec.name, error = %e, "node pool create failed");
+        diags.push(cloud_diagnostic("create", &spec.name, &e));
+        // A refused create made nothing: a pool of that name is someone else's (the clients
+        // adopt their own earlier attempts), and taking it into state, tainted, would have the
+        // next apply destroy it. Whatever this create made is kept in state (tainted).
+        if !may_have_created(&e) {
+            return Value::Null;
+        }
+        match read_after_failure(client.as_ref(), &spec.location, &spec.name, &e).await {
+            Some(Some(pool)) => {
+                state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null)
+            }
+            Some(None) => Value::Null,
+            // The cloud could not say: keep the pool as planned (tainted). The next refresh drops
+            // it if it is not there, whereas a pool left out of state would be orphaned.
+            None => unread_pool(planned, spec),
+        }
+    }
+
+    async fn read(&self, state: &Value, _: &mut Private, diags: &mut Diagnostics) -> Option<Value> {
+        let settings = self.state.settings();
+        let args = Self::args_of_state(state, diags)?;
+        let loc = args.location(&settings, diags)?;
+        let client = self.client(&loc, diags).await?;
+        tracing::debug!(cloud = loc.cloud(), pool = %args.name, "reading node pool");
+        match client.get(&loc, &args.name, &self.ctx(state, "read")).await {
+            Ok(Some(pool)) => state_from_pool(&pool, state, &settings, diags),
+            Ok(None) => {
+                tracing::info!(cloud = loc.cloud(), pool = %args.name, "node pool no longer exists; dropping it from state");
+                None
+            }
+            Err(e) => {
+                diags.push(cloud_diagnostic("read", &args.name, &e));
+                None
+            }
+        }
+    }
+
+    async fn update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        _: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
+        let settings = self.state.settings();
+        let Some(r) = Args::from_value(planned).and_then(|a| resolve(&a, &settings, diags)) else {
+            return prior.clone();
+        };
+        let Some(client) = self.client(&r.spec.location, diags).await else {
+            return prior.clone();
+        };
+        let (ctx, spec) = (self.ctx(planned, "update"), &r.spec);
+        let current = match client.get(&spec.location, &spec.name, &ctx).await {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                diags.push(Diagnostic::error(
+                    "Node pool vanished",
+                    format!("Node pool {:?} no longer exists; run `terraform apply` again to create it.", spec.name),
+                ));
+                return prior.clone();
+            }
+            Err(e) => {
+                diags.push(cloud_diagnostic("read", &spec.name, &e));
+                return prior.clone();
+            }
+        };
+        let cloud = spec.location.cloud();
+        tracing::info!(cloud, pool = %spec.name, "updating node pool in place");
+        let e = match client.update(&current, spec, &ctx).await {
+            Ok(pool) => {
+                tracing::info!(cloud, pool = %spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool updated");
+                return state_from_pool(&pool, planned, &settings, diags)
+                    .unwrap_or_else(|| prior.clone());
+            }
+            Err(e) => e,
+        };
+        tracing::warn!(cloud, pool = %spec.name, error = %e, "node pool update failed");
+        diags.push(cloud_diagnostic("update", &spec.name, &e));
+        // Record what the cloud now holds, so the next plan shows what is left to do.
+        match read_after_failure(client.as_ref(), &spec.location, &spec.name, &e).await {
+            Some(Some(pool)) => {
+                state_from_pool(&pool, prior, &settings, diags).unwrap_or_else(|| prior.clone())
+            }
+            _ => prior.clone(),
+        }
+    }
+
+    async fn delete(&self, state: &Value, _: &Private, diags: &mut Diagnostics) {
+        let settings = self.state.settings();
+        let Some(args) = Self::args_of_state(state, diags) else {
+            return;
+        };
+        let Some(loc) = args.location(&settings, diags) else {
+            return;
+        };
+        let Some(client) = self.client(&loc, diags).await else {
+            return;
+        };
+        let (ctx, name) = (self.ctx(state, "delete"), args.name.as_str());
+        tracing::info!(cloud = loc.cloud(), pool = name, "deleting node pool");
+        match client.delete(&loc, name, &ctx).await {
+            Ok(()) => tracing::info!(
+                cloud = loc.cloud(),
+                pool = name,
+                elapsed_ms = ctx.started.elapsed().as_millis() as u64,
+                "node pool deleted"
+            ),
+            Err(e) => {
+                tracing::warn!(cloud = loc.cloud(), pool = name, error = %e, "node pool delete failed");
+                diags.push(cloud_diagnostic("delete", name, &e));
+            }
+        }
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+        let settings = self.state.settings();
+        let Some((loc, name)) = parse_import_id(id, &settings) else {
+            diags.push(Diagnostic::error(
+                "Invalid import ID",
+                format!(
+                    "{id:?} is not a node pool ID. Use the cloud's own ID: AKS `/subscriptions/S/resourceGroups/RG/providers/Microsoft.ContainerService/managedClusters/C/agentPools/N`, GKE `projects/P/locations/L/clusters/C/nodePools/N`, EKS `cluster:nodegroup` (region from the provider)."
+                ),
+            ));
+            return None;
+        };
+        let client = self.client(&loc, diags).await?;
+        match client
+            .get(&loc, &name, &self.ctx(&Value::Null, "read"))
+            .await
+        {
+            Ok(Some(pool)) => state_from_pool(&pool, &Value::Null, &settings, diags),
+            Ok(None) => {
+                diags.push(Diagnostic::error(
+                    "Cannot import non-existent node pool",
+                    format!("No node pool matches {id:?}."),
+                ));
+                None
+            }
+            Err(e) => {
+                diags.push(cloud_diagnostic("import", &name, &e));
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfplugin::object::ToValue;
+    use tfplugin::plan::plan;
+
+    /// A configuration as terraform sends it: every attribute present, null unless set.
+    fn config(set: &[(&str, Value)]) -> Value {
+        let ty = schema().ty();
+        let mut v = Value::null_object(&ty);
+        for (k, val) in set {
+            *v.get_mut(k).unwrap() = val.clone();
+        }
+        for b in schema().block.blocks.iter().map(|b| b.name.clone()) {
+            if v.get(&b).is_null() {
+                *v.get_mut(&b).unwrap() = Value::List(vec![]);
+            }
+        }
+        v
+    }
+
+    fn aks_block() -> Value {
+        Value::List(vec![Value::object([
+            ("subscription_id", Value::Null),
+            ("resource_group", "rg".into()),
+            ("cluster_name", "c".into()),
+            ("os_sku", Value::Null),
+        ])])
+    }
+
+    fn sandbox_settings() -> Settings {
+        Settings::from_config(&Value::object([("sandbox", "http://127.0.0.1:1".into())]))
+    }
+
+    /// The create plan of a time-sliced A100 pool on AKS, with the provider's defaults filled in.
+    fn time_sliced_create_plan(name: &str, replicas: i64, settings: &Settings) -> Planned {
+        let ts = Value::List(vec![Value::object([
+            ("replicas", Value::int(replicas)),
+            ("rename_by_default", Value::Null),
+            ("fail_requests_greater_than_one", Value::Null),
+        ])]);
+        let cfg = config(&[
+            ("name", name.into()),
+            ("machine_type", "Standard_NC24ads_A100_v4".into()),
+            ("aks", aks_block()),
+            ("time_slicing", ts),
+        ]);
+        let mut planned = plan(&schema().block, &Value::Null, &cfg, &cfg);
+        plan::fill_for_test(&mut planned.state, &cfg, settings);
+        planned
+    }
+
+    #[test]
+    fn create_plan_knows_the_derived_facts() {
+        let settings = sandbox_settings();
+        let planned = time_sliced_create_plan("a100ts", 10, &settings);
+        let mut diags = Diagnostics::new();
+        let args = Args::from_value(&planned.state).expect("the plan's arguments are known");
+        assert!(
+            args.location(&settings, &mut diags).is_some(),
+            "{:?}",
+            args.aks
+        );
+        let r = resolve(&args, &settings, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        let r = r.expect("resolved");
+        assert_eq!(
+            r.derived.device_plugin_config.unwrap().name,
+            "time-sliced-10"
+        );
+    }
+
+    #[test]
+    fn a_pool_that_cannot_be_read_after_a_failed_create_is_kept_whole_and_known() {
+        let settings = sandbox_settings();
+        let mut planned = time_sliced_create_plan("unread", 4, &settings);
+        let mut diags = Diagnostics::new();
+        let args = Args::from_value(&planned.state).expect("known");
+        let r = resolve(&args, &settings, &mut diags).expect("resolved");
+        // As the plan does.
+        *planned.state.get_mut("node_labels").unwrap() = r.spec.labels.to_value();
+        assert!(!planned.state.is_fully_known(), "the plan has unknowns");
+        let v = unread_pool(&planned.state, &r.spec);
+        assert!(v.is_fully_known(), "no unknown goes to state: {v:?}");
+        assert_eq!(
+            v.get("id").as_str(),
+            Some(
+                "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c/agentPools/unread"
+            )
+        );
+        assert_eq!(v.get("status").as_str(), Some("Unknown"));
+        assert_eq!(v.get("name"), planned.state.get("name"));
+        assert_eq!(v.get("node_labels"), planned.state.get("node_labels"));
+    }
+}

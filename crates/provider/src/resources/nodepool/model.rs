@@ -1,0 +1,549 @@
+//! The typed model of `fracgpu_nodepool` and the two ways across it: from a configuration, plan
+//! or state to the cloud-neutral pool spec the clients take ([`resolve`]), and from a pool as
+//! the cloud reports it back to state ([`state_from_pool`]). What the domain derives (resource
+//! name, slices, selector, tolerations) is one model, [`Derived`], written alike into plans and
+//! states.
+
+use std::collections::BTreeMap;
+
+use crate::cloud::{self, EksPoolFields, Location, Pool, PoolGpu, PoolTaint, Scaling};
+use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
+use crate::provider::Settings;
+use gpu::{self, Cloud, DEVICE_PLUGIN_CONFIG_LABEL, Field, MIG_CONFIG_LABEL};
+use tfplugin::object::{FromValue, Known, SingleBlock, merge};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
+
+use super::schema::{DEFAULT_EKS_AMI, schema};
+
+/// Domain fields whose attribute has another name here.
+const RENAME: &[(Field, &str)] = &[];
+
+tfplugin::object! {
+    /// The `aks` block.
+    pub struct AksArgs {
+        pub subscription_id: Option<String>,
+        pub resource_group: String,
+        pub cluster_name: String,
+        /// Computed by AKS when not set, so unknown in a create plan.
+        pub os_sku: Known<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The `gke` block.
+    pub struct GkeArgs {
+        pub project: Option<String>,
+        pub location: String,
+        pub cluster: String,
+    }
+}
+
+tfplugin::object! {
+    /// The `eks` block.
+    pub struct EksArgs {
+        pub region: Option<String>,
+        pub cluster_name: String,
+        pub node_role_arn: String,
+        pub subnet_ids: Vec<String>,
+        pub ami_type: Option<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The `autoscaling` block.
+    pub struct AutoscalingArgs {
+        pub min_nodes: u32,
+        pub max_nodes: u32,
+    }
+}
+
+tfplugin::object! {
+    /// The arguments: what a user writes, as a configuration, plan or state holds it. It reads
+    /// only while everything the pool depends on is known; what the cloud fills in (`os_sku`,
+    /// `disk_size_gb`) and what the plan defaults (`node_count`, `spot`) may still be unknown.
+    pub struct Args {
+        pub name: String,
+        pub machine_type: String,
+        pub gpu_model: Option<String>,
+        pub gpu_count: Option<u32>,
+        pub node_count: Known<u32>,
+        pub spot: Known<bool>,
+        pub disk_size_gb: Known<u32>,
+        pub labels: Option<BTreeMap<String, String>>,
+        pub taints: Option<Vec<TaintArgs>>,
+        pub aks: SingleBlock<AksArgs>,
+        pub gke: SingleBlock<GkeArgs>,
+        pub eks: SingleBlock<EksArgs>,
+        pub autoscaling: SingleBlock<AutoscalingArgs>,
+    }
+    flatten {
+        pub sharing: Sharing,
+    }
+}
+
+tfplugin::object! {
+    /// The `gpu` attribute.
+    pub struct GpuOut {
+        pub model: String,
+        pub count: u32,
+        pub memory_mb: u32,
+    }
+}
+
+tfplugin::object! {
+    /// What the domain derives from the arguments: known at plan time, and again from what the
+    /// cloud reports.
+    pub struct Derived {
+        pub gpu: GpuOut,
+        pub device_plugin_config_name: Option<String>,
+        pub device_plugin_config: Option<String>,
+        pub resource_name: String,
+        pub slices_per_node: u32,
+        pub memory_per_slice_mb: u32,
+        pub node_selector: BTreeMap<String, String>,
+        pub tolerations: Vec<TolerationOut>,
+    }
+}
+
+impl Derived {
+    pub fn of(d: &gpu::Derived) -> Derived {
+        let config = d.device_plugin_config.as_ref();
+        Derived {
+            gpu: GpuOut {
+                model: d.gpu.id.to_string(),
+                count: d.gpus_per_node,
+                memory_mb: d.gpu.memory_mib,
+            },
+            device_plugin_config_name: config.map(|c| c.name.clone()),
+            device_plugin_config: config.and_then(|c| c.config.render().ok()),
+            resource_name: d.resource_name.clone(),
+            slices_per_node: d.slices_per_node,
+            memory_per_slice_mb: d.memory_per_slice_mib,
+            node_selector: d.node_selector.clone(),
+            tolerations: TolerationOut::all(&d.tolerations),
+        }
+    }
+}
+
+tfplugin::object! {
+    /// Every label the nodes carry: the user's and the ones sharing needs.
+    pub struct NodeLabels {
+        pub node_labels: BTreeMap<String, String>,
+    }
+}
+
+tfplugin::object! {
+    /// The pool the cloud answers for.
+    pub struct Identity {
+        pub id: String,
+        pub status: String,
+    }
+}
+
+tfplugin::object! {
+    /// A pool as the cloud reports it, with what only the configuration knows (the spelling
+    /// the user chose, GPU overrides, timeouts) carried over.
+    pub struct Observed {
+        pub timeouts: Value,
+    }
+    flatten {
+        pub identity: Identity,
+        pub labels: NodeLabels,
+        pub args: Args,
+    }
+}
+
+/// Everything a pool value means: where it lives, what the domain derives from it, and the spec
+/// to hand to the cloud.
+pub struct Resolved {
+    pub cloud: Cloud,
+    pub derived: gpu::Derived,
+    pub spec: cloud::PoolSpec,
+}
+
+fn cloud_of(loc: &Location) -> Cloud {
+    match loc {
+        Location::Aks { .. } => Cloud::Aks,
+        Location::Gke { .. } => Cloud::Gke,
+        Location::Eks { .. } => Cloud::Eks,
+    }
+}
+
+impl Args {
+    /// The cloud and location named by the `aks`/`gke`/`eks` block, with provider defaults
+    /// applied; a missing subscription, project or region is a diagnostic on the attribute.
+    pub fn location(&self, settings: &Settings, diags: &mut Diagnostics) -> Option<Location> {
+        let missing =
+            |diags: &mut Diagnostics, block: &str, attr: &str, summary: &str, fix: &str| {
+                diags.push(
+                    Diagnostic::error(summary, fix)
+                        .at(AttrPath::attr(block).with_index(0).with_attr(attr)),
+                );
+            };
+        let cloud = &settings.cloud;
+        if let Some(b) = &*self.aks {
+            let Some(subscription_id) = b
+                .subscription_id
+                .clone()
+                .or_else(|| cloud.azure.subscription_id.clone())
+            else {
+                missing(
+                    diags,
+                    "aks",
+                    "subscription_id",
+                    "Missing Azure subscription",
+                    "Set aks.subscription_id, the provider's azure.subscription_id, or ARM_SUBSCRIPTION_ID.",
+                );
+                return None;
+            };
+            return Some(Location::Aks {
+                subscription_id,
+                resource_group: b.resource_group.clone(),
+                cluster: b.cluster_name.clone(),
+            });
+        }
+        if let Some(b) = &*self.gke {
+            let Some(project) = b.project.clone().or_else(|| cloud.google.project.clone()) else {
+                missing(
+                    diags,
+                    "gke",
+                    "project",
+                    "Missing Google Cloud project",
+                    "Set gke.project, the provider's google.project, or GOOGLE_PROJECT.",
+                );
+                return None;
+            };
+            return Some(Location::Gke {
+                project,
+                location: b.location.clone(),
+                cluster: b.cluster.clone(),
+            });
+        }
+        if let Some(b) = &*self.eks {
+            let Some(region) = b.region.clone().or_else(|| cloud.aws.region.clone()) else {
+                missing(
+                    diags,
+                    "eks",
+                    "region",
+                    "Missing AWS region",
+                    "Set eks.region, the provider's aws.region, or AWS_REGION.",
+                );
+                return None;
+            };
+            return Some(Location::Eks {
+                region,
+                cluster: b.cluster_name.clone(),
+            });
+        }
+        None
+    }
+
+    fn scaling(&self, diags: &mut Diagnostics) -> Option<Scaling> {
+        let Some(a) = &*self.autoscaling else {
+            return Some(Scaling::Fixed {
+                nodes: self.node_count.unwrap_or(1),
+            });
+        };
+        if a.min_nodes > a.max_nodes {
+            diags.push(
+                Diagnostic::error(
+                    "Invalid autoscaling bounds",
+                    format!("autoscaling.min_nodes ({}) is above max_nodes ({}); make min_nodes at most max_nodes.", a.min_nodes, a.max_nodes),
+                )
+                .at(AttrPath::attr("autoscaling").with_index(0).with_attr("min_nodes")),
+            );
+            return None;
+        }
+        Some(Scaling::Auto {
+            min: a.min_nodes,
+            max: a.max_nodes,
+        })
+    }
+}
+
+/// Resolves the arguments against the catalog and the sharing rules. Problems become
+/// diagnostics on the attribute the user wrote; `None` means the pool cannot be resolved.
+pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Option<Resolved> {
+    let loc = args.location(settings, diags)?;
+    let cloud = cloud_of(&loc);
+    let hardware = match gpu::resolve_hardware(
+        cloud,
+        &args.machine_type,
+        args.gpu_model.as_deref(),
+        args.gpu_count,
+    ) {
+        Ok(h) => h,
+        Err(errors) => {
+            for e in &errors {
+                diags.push(domain_diagnostic(e, RENAME));
+            }
+            return None;
+        }
+    };
+    let sharing = args.sharing.mode();
+    let labels = args.labels.clone().unwrap_or_default();
+    let os_sku = args.aks.as_ref().and_then(|b| b.os_sku.0.clone());
+    let os_sku_path = AttrPath::attr("aks").with_index(0).with_attr("os_sku");
+    let sku_error = os_sku
+        .as_ref()
+        .and_then(|sku| gpu::check_aks_os_sku(&sharing, sku).err());
+    let machine_type = hardware.machine_type.clone();
+    let derived = match gpu::validate(&gpu::PoolSpec {
+        cloud,
+        pool_name: args.name.clone(),
+        hardware,
+        sharing,
+        taints: crate::model::taints(&args.taints),
+        labels: labels.clone(),
+    }) {
+        Ok(d) => d,
+        Err(errors) => {
+            for e in sku_error.iter().chain(&errors) {
+                let mut d = domain_diagnostic(e, RENAME);
+                if e.field == Field::OsSku {
+                    d.path = Some(os_sku_path.clone());
+                }
+                diags.push(d);
+            }
+            return None;
+        }
+    };
+    if let Some(e) = sku_error {
+        diags.push(domain_diagnostic(&e, RENAME).at(os_sku_path));
+        return None;
+    }
+    let scaling = args.scaling(diags)?;
+    let mut node_labels = labels;
+    node_labels.extend(derived.node_labels.clone());
+    let spec = cloud::PoolSpec {
+        location: loc,
+        name: args.name.clone(),
+        machine_type,
+        scaling,
+        spot: args.spot.unwrap_or(false),
+        disk_size_gb: args.disk_size_gb.0,
+        labels: node_labels,
+        taints: derived
+            .taints
+            .iter()
+            .map(|t| PoolTaint {
+                key: t.key.to_string(),
+                value: t.value.to_string(),
+                effect: t.effect.as_str().to_string(),
+            })
+            .collect(),
+        gpu: pool_gpu(&derived),
+        os_sku,
+        eks: args.eks.as_ref().map(|b| EksPoolFields {
+            node_role_arn: b.node_role_arn.clone(),
+            subnet_ids: b.subnet_ids.clone(),
+            ami_type: b
+                .ami_type
+                .clone()
+                .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string()),
+        }),
+    };
+    Some(Resolved {
+        cloud,
+        derived,
+        spec,
+    })
+}
+
+/// The GPU part of the spec, in each cloud API's own terms.
+fn pool_gpu(derived: &gpu::Derived) -> PoolGpu {
+    let gke = derived.gke_accelerator.as_ref();
+    PoolGpu {
+        count: derived.gpus_per_node,
+        gke_accelerator_type: gke.map(|a| a.accelerator_type.to_string()),
+        gke_partition_size: gke.and_then(|a| a.gpu_partition_size).map(str::to_string),
+        gke_sharing: gke.and_then(|a| a.sharing).map(|s| match s.strategy {
+            gpu::GkeSharingStrategy::TimeSharing => cloud::GkeSharing::TimeSharing {
+                max_clients: s.max_clients,
+            },
+            gpu::GkeSharingStrategy::Mps => cloud::GkeSharing::Mps {
+                max_clients: s.max_clients,
+            },
+        }),
+        aks_gpu_instance_profile: derived
+            .aks_gpu_instance_profile
+            .map(|p| p.as_str().to_string()),
+    }
+}
+
+/// The state value for a pool as the cloud reports it. `prior` (state or plan, null on import)
+/// supplies what the cloud does not record: the spelling the user chose, GPU overrides, the
+/// sharing the labels came from, timeouts.
+pub fn state_from_pool(
+    pool: &Pool,
+    prior: &Value,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> Option<Value> {
+    let before = Args::from_value(prior);
+    let spec = &pool.spec;
+    let cloud = cloud_of(&spec.location);
+    let gpu_model = before.as_ref().and_then(|a| a.gpu_model.clone());
+    let gpu_count = before.as_ref().and_then(|a| a.gpu_count);
+    // Sharing is read back from what the cloud holds, so a changed label shows as drift.
+    let hardware =
+        match gpu::resolve_hardware(cloud, &spec.machine_type, gpu_model.as_deref(), gpu_count) {
+            Ok(h) => h,
+            Err(errors) => {
+                for e in &errors {
+                    diags.push(domain_diagnostic(e, RENAME));
+                }
+                return None;
+            }
+        };
+    let observed = gpu::Observed {
+        cloud,
+        gpu: hardware.gpu,
+        labels: &spec.labels,
+        aks_gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.as_deref(),
+        gke_partition_size: spec.gpu.gke_partition_size.as_deref(),
+        gke_sharing: spec.gpu.gke_sharing.map(|s| match s {
+            cloud::GkeSharing::TimeSharing { max_clients } => gpu::GkeSharing {
+                strategy: gpu::GkeSharingStrategy::TimeSharing,
+                max_clients,
+            },
+            cloud::GkeSharing::Mps { max_clients } => gpu::GkeSharing {
+                strategy: gpu::GkeSharingStrategy::Mps,
+                max_clients,
+            },
+        }),
+    };
+    let prior_mode = before.as_ref().map(|a| a.sharing.mode());
+    let mode = gpu::sharing_from_observed(&observed, prior_mode.as_ref());
+    // The user's own labels: everything but what sharing sets; none stays null as written.
+    let user: BTreeMap<String, String> = spec
+        .labels
+        .iter()
+        .filter(|(k, _)| k.as_str() != DEVICE_PLUGIN_CONFIG_LABEL && k.as_str() != MIG_CONFIG_LABEL)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let labels_written = before.as_ref().is_some_and(|a| a.labels.is_some());
+    let machine_type = before
+        .as_ref()
+        .map(|a| a.machine_type.clone())
+        .filter(|m| m.eq_ignore_ascii_case(&spec.machine_type))
+        .unwrap_or_else(|| spec.machine_type.clone());
+    let (fixed, autoscaling) = match spec.scaling {
+        Scaling::Fixed { nodes } => (Some(nodes), None),
+        Scaling::Auto { min, max } => (
+            None,
+            Some(AutoscalingArgs {
+                min_nodes: min,
+                max_nodes: max,
+            }),
+        ),
+    };
+    let mut args = Args {
+        name: spec.name.clone(),
+        machine_type,
+        gpu_model,
+        gpu_count,
+        node_count: Known(fixed),
+        spot: Known(Some(spec.spot)),
+        disk_size_gb: Known(spec.disk_size_gb),
+        labels: (!user.is_empty() || labels_written).then_some(user),
+        taints: Some(
+            spec.taints
+                .iter()
+                .map(|t| TaintArgs::of(&t.key, &t.value, &t.effect))
+                .collect(),
+        ),
+        autoscaling: SingleBlock(autoscaling),
+        sharing: Sharing::of(&mode),
+        ..Args::default()
+    };
+    match &spec.location {
+        Location::Aks {
+            subscription_id,
+            resource_group,
+            cluster,
+        } => {
+            args.aks = SingleBlock(Some(AksArgs {
+                subscription_id: Some(subscription_id.clone()),
+                resource_group: resource_group.clone(),
+                cluster_name: cluster.clone(),
+                os_sku: Known(spec.os_sku.clone()),
+            }))
+        }
+        Location::Gke {
+            project,
+            location,
+            cluster,
+        } => {
+            args.gke = SingleBlock(Some(GkeArgs {
+                project: Some(project.clone()),
+                location: location.clone(),
+                cluster: cluster.clone(),
+            }))
+        }
+        Location::Eks { region, cluster } => {
+            let f = spec.eks.clone().unwrap_or_default();
+            args.eks = SingleBlock(Some(EksArgs {
+                region: Some(region.clone()),
+                cluster_name: cluster.clone(),
+                node_role_arn: f.node_role_arn,
+                subnet_ids: f.subnet_ids,
+                ami_type: Some(f.ami_type),
+            }))
+        }
+    }
+    // Derived facts follow from the state as read, when it is a valid pool; else they stay as
+    // they were.
+    let derived =
+        resolve(&args, settings, &mut Diagnostics::new()).map(|r| Derived::of(&r.derived));
+    let mut v = if prior.is_null() {
+        Value::null_object(&schema().ty())
+    } else {
+        prior.clone()
+    };
+    merge(
+        &mut v,
+        &Observed {
+            timeouts: prior.get("timeouts").clone(),
+            identity: Identity {
+                id: pool.id.clone(),
+                status: pool.status.clone(),
+            },
+            labels: NodeLabels {
+                node_labels: spec.labels.clone(),
+            },
+            args,
+        },
+    );
+    if let Some(d) = derived {
+        merge(&mut v, &d);
+    }
+    Some(v)
+}
+
+/// The state of a pool whose create may have reached the cloud but that could not be read back:
+/// the plan with its ID, and nothing unknown (terraform keeps unknowns out of state).
+pub fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
+    let mut v = planned.unknowns_as_null();
+    merge(
+        &mut v,
+        &Identity {
+            id: spec.location.pool_id(&spec.name),
+            status: "Unknown".into(),
+        },
+    );
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_models_name_what_the_schema_declares() {
+        let mut names: Vec<&str> = Observed::attribute_names();
+        names.extend(Derived::attribute_names());
+        names.sort_unstable();
+        assert_eq!(names, schema().block.names());
+    }
+}

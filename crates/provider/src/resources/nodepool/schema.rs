@@ -1,0 +1,124 @@
+//! The schema of `fracgpu_nodepool` (version 0): what users write and read, with each
+//! argument's default and whether a change applies in place or replaces the pool. Defaults that
+//! do not depend on the provider's configuration are declared here, so the plan shows them.
+
+use std::time::Duration;
+
+use crate::model::{self, TaintArgs};
+use tfplugin::object::ToValue;
+use tfplugin::plan::Timeouts;
+use tfplugin::schema::{Attribute, Block, Nesting, Schema};
+use tfplugin::validators::{ConflictsWith, ExactlyOneOf, IntBetween, OneOf};
+use tfplugin::{Type, Value};
+
+/// A create, update or delete waits for the cloud's operation; a read is one GET with retries,
+/// and past its limit an API that does not answer fails the refresh.
+pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
+    ("create", Duration::from_secs(45 * 60)),
+    ("read", Duration::from_secs(120)),
+    ("update", Duration::from_secs(45 * 60)),
+    ("delete", Duration::from_secs(45 * 60)),
+]);
+pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
+const EKS_GPU_AMIS: &[&str] = &[
+    "AL2023_x86_64_NVIDIA",
+    "AL2023_ARM_64_NVIDIA",
+    "AL2_x86_64_GPU",
+    "BOTTLEROCKET_x86_64_NVIDIA",
+    "BOTTLEROCKET_ARM_64_NVIDIA",
+];
+const AKS_OS_SKUS: &[&str] = &[
+    "Ubuntu",
+    "Ubuntu2204",
+    "Ubuntu2404",
+    "AzureLinux",
+    "AzureLinux3",
+];
+
+pub fn schema() -> Schema {
+    let aks = Block::new("Azure Kubernetes Service: the cluster the pool joins. Changing any argument replaces the pool.")
+        .attr(Attribute::string("subscription_id").optional().computed().requires_replace().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
+        .attr(Attribute::string("resource_group").required().requires_replace().describe("Resource group of the cluster."))
+        .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the AKS cluster."))
+        .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().requires_replace().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)));
+    let gke = Block::new("Google Kubernetes Engine: the cluster the pool joins. Changing any argument replaces the pool.")
+        .attr(Attribute::string("project").optional().computed().requires_replace().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
+        .attr(Attribute::string("location").required().requires_replace().describe("Region or zone of the cluster, e.g. `us-central1`."))
+        .attr(Attribute::string("cluster").required().requires_replace().describe("Name of the GKE cluster."));
+    let eks = Block::new("Amazon EKS: the cluster the managed node group joins. Changing any argument replaces the node group.")
+        .attr(Attribute::string("region").optional().computed().requires_replace().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
+        .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the EKS cluster."))
+        .attr(Attribute::string("node_role_arn").required().requires_replace().describe("IAM role of the nodes."))
+        .attr(Attribute::new("subnet_ids", Type::list(Type::String)).required().requires_replace().describe("Subnets of the nodes."))
+        .attr(
+            Attribute::string("ami_type")
+                .optional()
+                .computed()
+                .requires_replace()
+                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`."))
+                .validate(OneOf(EKS_GPU_AMIS))
+                .default_value(Value::string(DEFAULT_EKS_AMI)),
+        );
+    let autoscaling = Block::new(
+        "Let the cloud's autoscaler size the pool between two bounds (instead of `node_count`).",
+    )
+    .attr(
+        Attribute::number("min_nodes")
+            .required()
+            .describe("Fewest nodes; 0 lets an idle pool scale to zero.")
+            .validate(IntBetween(0, 1000)),
+    )
+    .attr(
+        Attribute::number("max_nodes")
+            .required()
+            .describe("Most nodes.")
+            .validate(IntBetween(1, 1000)),
+    );
+    let gpu = vec![
+        Attribute::string("model")
+            .computed()
+            .describe("GPU model id, e.g. `A100-80GB`."),
+        Attribute::number("count")
+            .computed()
+            .describe("GPUs per node."),
+        Attribute::number("memory_mb")
+            .computed()
+            .describe("Memory per GPU in MiB."),
+    ];
+    let block = Block::new(
+        "A GPU node pool on AKS, GKE or EKS prepared for sharing its GPUs by MIG partitions, time-slicing or MPS. Everything the provider's GPU catalog can check is checked at plan time; the computed attributes tell workloads what to request and where to land.",
+    )
+    .attr(Attribute::string("id").computed().use_state_for_unknown().describe("The cloud's ID: the ARM resource ID (AKS), `projects/P/locations/L/clusters/C/nodePools/N` (GKE) or `cluster:nodegroup` (EKS)."))
+    .attr(Attribute::string("name").required().requires_replace().describe("Name of the pool (AKS: 1-12 lowercase letters and digits; GKE: 1-40 lowercase letters, digits, `-`; EKS: 1-63)."))
+    .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."))
+    .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types). Default: the catalog's model for `machine_type`."))
+    .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node. Default: the catalog's count for `machine_type`.").validate(IntBetween(1, 16)))
+    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set. Default 1. Changes in place.").validate(IntBetween(0, 1000)))
+    .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`.").default_value(Value::Bool(false)))
+    .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
+    .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Default none. Changes in place."))
+    .attr(
+        model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule`, so only pods that tolerate it land on GPU nodes; set `[]` for none. Changes in place.")
+            .optional()
+            .computed()
+            .default_value(vec![TaintArgs::of("nvidia.com/gpu", "Present", "NoSchedule")].to_value()),
+    )
+    .attr(Attribute::nested("gpu", Nesting::Single, gpu).computed().describe("The GPUs of each node."))
+    .attr(Attribute::string("device_plugin_config_name").computed().describe("The NVIDIA device plugin config the nodes select through the `nvidia.com/device-plugin.config` label (AKS, EKS); null on GKE. Plug it into `fracgpu_device_plugin_config`."))
+    .attr(Attribute::string("device_plugin_config").computed().describe("That config's YAML, as the device plugin reads it."))
+    .attr(Attribute::string("resource_name").computed().describe("The extended resource workloads request, e.g. `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`."))
+    .attr(Attribute::number("slices_per_node").computed().describe("Schedulable GPU units per node."))
+    .attr(Attribute::number("memory_per_slice_mb").computed().describe("GPU memory of one unit in MiB (enforced by MIG and MPS only)."))
+    .attr(Attribute::new("node_selector", Type::map(Type::String)).computed().describe("Labels that pin a workload to this pool's nodes."))
+    .attr(model::tolerations_attribute("Tolerations for the pool's taints."))
+    .attr(Attribute::new("node_labels", Type::map(Type::String)).computed().describe("Every label the provider sets on the nodes: yours and the ones sharing needs."))
+    .attr(Attribute::string("status").computed().describe("The cloud's provisioning state (`Succeeded`, `RUNNING`, `ACTIVE`)."))
+    .single_block("aks", aks)
+    .single_block("gke", gke)
+    .single_block("eks", eks)
+    .single_block("autoscaling", autoscaling)
+    .single_block("timeouts", TIMEOUTS.block())
+    .validate(ExactlyOneOf(&["aks", "gke", "eks"]))
+    .validate(ConflictsWith(&["node_count", "autoscaling"]));
+    Schema::new(0, model::sharing_blocks(block, false))
+}
