@@ -1,0 +1,430 @@
+//! Writing the configs to the cluster: a ConfigMap of ours with the ClusterPolicy pointer (and
+//! the field ownership that keeps the operator's Helm release upgradable), or the operator's
+//! Helm release itself; then the device plugin restart the operator does not do by itself.
+//! Destroy gives back what the resource took over.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::kube::helm::{self, ReleaseState};
+use crate::kube::{self as k, Cluster, KubeError};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics};
+
+use super::DevicePluginConfigResource;
+use super::model::{Desired, HelmSpec, Takeover};
+
+impl DevicePluginConfigResource {
+    /// Warns about nodes whose label names no config of this resource.
+    pub(super) async fn warn_unknown_labels(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        diags: &mut Diagnostics,
+    ) {
+        let Ok(labels) = c.node_config_labels().await else {
+            return;
+        };
+        let mut unknown: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (node, value) in &labels {
+            if !d.configs.contains_key(value) {
+                unknown.entry(value).or_default().push(node);
+            }
+        }
+        for (value, nodes) in unknown {
+            diags.push(
+                Diagnostic::warning(
+                    "Node label names no config",
+                    format!(
+                        "{} node(s) ({}) carry nvidia.com/device-plugin.config={value:?}, which is not a config of this resource; the device plugin on them keeps its previous config. Add `config {{ name = {value:?} ... }}` or relabel the nodes.",
+                        nodes.len(),
+                        nodes.join(", ")
+                    ),
+                )
+                .at(AttrPath::attr("config")),
+            );
+        }
+    }
+
+    /// Writes the desired config to the cluster and restarts the plugin; returns restarted_at.
+    /// `first` says whether this is the resource's first write (a create): only then is what
+    /// the cluster holds someone else's, to be recorded in `taken` and given back on destroy.
+    pub(super) async fn deliver(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        taken: &mut Takeover,
+        first: bool,
+        diags: &mut Diagnostics,
+    ) -> Option<Option<String>> {
+        let access = d.access;
+        let operand_ns = match &d.helm {
+            None => {
+                let pointer = match c.cluster_policy().await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
+                        return None;
+                    }
+                };
+                self.take_policy_fields(c, d, taken, diags).await?;
+                let step = async {
+                    c.apply_configmap(&d.namespace, &d.name, &d.data()).await?;
+                    c.apply_pointer(Some((
+                        &d.name,
+                        d.default.as_deref(),
+                        d.mig_strategy.as_deref(),
+                    )))
+                    .await
+                };
+                if let Err(e) = step.await {
+                    diags.push(kube_diagnostic(
+                        "apply the ConfigMap and ClusterPolicy",
+                        access,
+                        &e,
+                    ));
+                    return None;
+                }
+                pointer
+                    .operand_namespace
+                    .unwrap_or_else(|| d.namespace.clone())
+            }
+            Some(h) => {
+                self.helm_upgrade(c, d, h, taken, first, diags).await?;
+                d.namespace.clone()
+            }
+        };
+        match c
+            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .await
+        {
+            Ok(Some(at)) => Some(Some(at)),
+            Ok(None) => {
+                diags.push(Diagnostic::warning(
+                    "Device plugin daemonset not found",
+                    format!("No daemonset {operand_ns}/nvidia-device-plugin-daemonset to restart; nodes pick the config up when the operator starts the device plugin."),
+                ));
+                Some(None)
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic("restart the device plugin", access, &e));
+                None
+            }
+        }
+    }
+
+    /// Checks who holds the ClusterPolicy fields this resource sets (see `kube::delivery` for
+    /// why): a field another manager holds through server-side apply is refused with a
+    /// diagnostic; what update managers hold is recorded in `taken` before it is overwritten.
+    pub(super) async fn take_policy_fields(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        taken: &mut Takeover,
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let wanted = d.policy_fields();
+        let paths: Vec<&str> = wanted.iter().map(|(p, _, _)| *p).collect();
+        let fields = match c.policy_fields(&paths).await {
+            Ok(f) => f,
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ClusterPolicy", d.access, &e));
+                return None;
+            }
+        };
+        let mut refused = false;
+        for ((path, want, attr), field) in wanted.iter().zip(&fields) {
+            if field.value.as_ref() == Some(want) {
+                continue;
+            }
+            let appliers = field.appliers();
+            if !appliers.is_empty() {
+                refused = true;
+                let now = field
+                    .value
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_default();
+                diags.push(
+                    Diagnostic::error(
+                        "ClusterPolicy field managed by server-side apply",
+                        format!(
+                            "{path} of the ClusterPolicy {} is {now}, set by \"{}\" with server-side apply (a Helm 4 release of the GPU operator does that). Setting it to {want} here would make that manager's next apply fail with a conflict, e.g. the next `helm upgrade` of the operator. Set it in the operator release's values instead (delivery = \"helm\" does that for you), or leave `{attr}` unset.",
+                            k::CLUSTER_POLICY,
+                            appliers.join("\", \""),
+                        ),
+                    )
+                    .at(AttrPath::attr(attr)),
+                );
+                continue;
+            }
+            if let (Some(value), Some((manager, _))) = (&field.value, field.owners.first()) {
+                taken
+                    .cluster_policy
+                    .entry(path.to_string())
+                    .or_insert_with(|| k::TakenField {
+                        value: value.clone(),
+                        manager: manager.clone(),
+                    });
+            }
+        }
+        (!refused).then_some(())
+    }
+
+    pub(super) async fn helm_upgrade(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        h: &HelmSpec,
+        taken: &mut Takeover,
+        first: bool,
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let deployed = self.deployed_release(c, h, d.access, diags).await?;
+        let owned = d.helm_owned(&h.values_path);
+        // The release's user values, complete: helm is handed all of them with
+        // --reset-values, so nothing of ours lingers and nothing of the user's is lost.
+        let mut values = match &deployed.config {
+            serde_json::Value::Object(_) => deployed.config.clone(),
+            _ => json!({}),
+        };
+        // What the user had where this resource writes is recorded before helm runs, so that
+        // an upgrade cut short still leaves the record behind for destroy.
+        for (path, v) in owned.iter() {
+            // On a create, what the user had there is theirs; on an update of a config made
+            // before the provider kept this record, the values there are already ours.
+            taken.helm.entry(path.clone()).or_insert_with(|| {
+                if first {
+                    helm::value_at(&deployed.config, path).cloned()
+                } else {
+                    None
+                }
+            });
+            helm::set_value_at(&mut values, path, Some(v.clone()));
+        }
+        // Paths this resource set before and sets no more (a MIG strategy now unset) go back
+        // to what the user had there.
+        let released: Vec<String> = taken
+            .helm
+            .iter()
+            .filter(|(path, _)| !owned.iter().any(|(p, _)| p == *path))
+            .map(|(path, prior)| {
+                helm::set_value_at(&mut values, path, prior.clone());
+                path.clone()
+            })
+            .collect();
+        self.warn_chart_default_configs(&deployed, d, h, diags);
+        // helm must reach the very cluster the client above read the release from.
+        let settings = d.kubernetes.or(&self.state.settings().kubernetes);
+        let run = helm::upgrade(
+            &h.helm_path,
+            &h.release,
+            &h.chart,
+            &h.namespace,
+            h.chart_version
+                .as_deref()
+                .or(Some(deployed.chart_version.as_str())),
+            &values,
+            &settings,
+        )
+        .await;
+        match run {
+            Ok(_) => {
+                for path in released {
+                    taken.helm.remove(&path);
+                }
+                Some(())
+            }
+            Err(e) => {
+                diags.push(helm_diagnostic(h, &e.to_string()));
+                None
+            }
+        }
+    }
+
+    /// The deployed revision of the release; None after a diagnostic (missing, pending).
+    pub(super) async fn deployed_release(
+        &self,
+        c: &Cluster,
+        h: &HelmSpec,
+        access: Option<&'static str>,
+        diags: &mut Diagnostics,
+    ) -> Option<helm::Release> {
+        match helm::read_release(c, &h.namespace, &h.release).await {
+            Ok(ReleaseState::Deployed(r)) => Some(r),
+            Ok(ReleaseState::Pending(r)) => {
+                diags.push(helm_diagnostic(h, &format!("revision {} is {}: another helm operation is in progress or was interrupted. Wait for it, or `helm rollback` it, then apply again.", r.revision, r.status)));
+                None
+            }
+            Ok(ReleaseState::Missing) => {
+                diags.push(helm_diagnostic(h, "no deployed revision found (no Secret sh.helm.release.v1.<release>.v<N> with status deployed). Check helm.release and helm.namespace."));
+                None
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic("read the Helm release", access, &e));
+                None
+            }
+        }
+    }
+
+    /// Configs the chart itself defines stay in what it renders: helm coalesces a chart's
+    /// defaults under every value that does not override them, and a null that would remove
+    /// one is kept as null under a subchart's values by helm 4 (so the ConfigMap is refused).
+    pub(super) fn warn_chart_default_configs(
+        &self,
+        r: &helm::Release,
+        d: &Desired,
+        h: &HelmSpec,
+        diags: &mut Diagnostics,
+    ) {
+        let defaults = helm::value_at(&r.chart_values, &format!("{}.config.data", h.values_path));
+        let extra: Vec<&String> = defaults
+            .and_then(|v| v.as_object())
+            .map(|m| m.keys().filter(|k| !d.configs.contains_key(*k)).collect())
+            .unwrap_or_default();
+        if !extra.is_empty() {
+            diags.push(
+                Diagnostic::warning(
+                    "Chart defines more configs",
+                    format!(
+                        "The chart {} {} defines {} in its own values ({}.config.data), so the ConfigMap keeps {}: helm renders a chart's defaults unless a value replaces them. Nodes labelled with {} get the chart's version. To manage one, add a `config` block of that name.",
+                        r.chart,
+                        r.chart_version,
+                        quoted(&extra),
+                        h.values_path,
+                        if extra.len() == 1 { "it" } else { "them" },
+                        if extra.len() == 1 { "it" } else { "one of them" },
+                    ),
+                )
+                .at(AttrPath::attr("config")),
+            );
+        }
+    }
+
+    /// Destroy of a Helm delivery: the release gets back the user values it had where this
+    /// resource wrote (from `taken`); where it has no record (an imported config), the values
+    /// are removed and the chart's defaults come back. False after an error diagnostic.
+    pub(super) async fn give_back_helm_values(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        h: &HelmSpec,
+        taken: &Takeover,
+        diags: &mut Diagnostics,
+    ) -> bool {
+        let deployed = match helm::read_release(c, &h.namespace, &h.release).await {
+            // Nothing to give back to.
+            Ok(ReleaseState::Missing) => return true,
+            Ok(_) => match self.deployed_release(c, h, d.access, diags).await {
+                Some(r) => r,
+                None => return false,
+            },
+            Err(e) => {
+                diags.push(kube_diagnostic("read the Helm release", d.access, &e));
+                return false;
+            }
+        };
+        let mut values = match &deployed.config {
+            serde_json::Value::Object(_) => deployed.config.clone(),
+            _ => json!({}),
+        };
+        let mut paths: Vec<String> = d
+            .helm_owned(&h.values_path)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        paths.extend(taken.helm.keys().cloned());
+        for path in paths {
+            let prior = taken.helm.get(&path).cloned().flatten();
+            helm::set_value_at(&mut values, &path, prior);
+        }
+        let settings = d.kubernetes.or(&self.state.settings().kubernetes);
+        let run = helm::upgrade(
+            &h.helm_path,
+            &h.release,
+            &h.chart,
+            &h.namespace,
+            h.chart_version
+                .as_deref()
+                .or(Some(deployed.chart_version.as_str())),
+            &values,
+            &settings,
+        )
+        .await;
+        match run {
+            Ok(_) => true,
+            Err(e) => {
+                diags.push(helm_diagnostic(h, &e.to_string()));
+                false
+            }
+        }
+    }
+}
+
+fn quoted(names: &[&String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(super) fn helm_diagnostic(h: &HelmSpec, e: &str) -> Diagnostic {
+    Diagnostic::error(
+        "Helm upgrade failed",
+        format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
+    )
+    .at(AttrPath::attr("helm").with_index(0).with_attr("release"))
+}
+
+pub(super) fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError) -> Diagnostic {
+    let check = match access {
+        Some(a) => format!("Check {}", AttrPath::parse(a)),
+        None => {
+            "Check the provider's `kubernetes` block (or KUBECONFIG, ~/.kube/config)".to_string()
+        }
+    };
+    let (summary, hint, path) = match e {
+        KubeError::Unreachable { .. } => (
+            "Kubernetes cluster unreachable",
+            format!("{check} and that the API server is up."),
+            access.map(AttrPath::parse),
+        ),
+        KubeError::BadResponse { .. } => (
+            "Unreadable Kubernetes API answer",
+            "The API server (or a proxy in front of it) answered with something that is not a Kubernetes object of a sane size; check what serves that address.".to_string(),
+            access.map(AttrPath::parse),
+        ),
+        KubeError::Config(_) => (
+            "Invalid Kubernetes settings",
+            format!("{check}: the kubeconfig path, its context, or host/token/cluster_ca_certificate."),
+            access.map(AttrPath::parse),
+        ),
+        KubeError::MissingCrd | KubeError::MissingClusterPolicy(_) => (
+            "NVIDIA GPU operator not installed",
+            "delivery = \"cluster_policy\" needs the GPU operator (its ClusterPolicy `cluster-policy`). Install the operator chart first, or use delivery = \"helm\" with its release.".to_string(),
+            Some(AttrPath::attr("delivery")),
+        ),
+        KubeError::Helm(_) => (
+            "Helm release problem",
+            "Check the helm block.".to_string(),
+            Some(AttrPath::attr("helm").with_index(0).with_attr("release")),
+        ),
+        KubeError::Api { code: 401 | 403, .. } => (
+            "Kubernetes permission denied",
+            format!("{check}: the credentials need get/patch on configmaps, clusterpolicies.nvidia.com and daemonsets in the operator namespace, and list on nodes."),
+            access.map(AttrPath::parse),
+        ),
+        KubeError::Api { .. } => ("Kubernetes API error", String::new(), None),
+    };
+    let d = Diagnostic::error(
+        summary,
+        format!("Could not {action}: {e}. {hint}")
+            .trim_end()
+            .to_string(),
+    );
+    match path {
+        Some(p) => d.at(p),
+        None => d,
+    }
+}

@@ -1,0 +1,445 @@
+//! `fracgpu_device_plugin_config`: the NVIDIA device plugin's named sharing configs, delivered
+//! through the GPU operator (a ConfigMap plus the ClusterPolicy pointer, or the operator's Helm
+//! release), with drift detection that compares meaning, not YAML text. The handlers below, in
+//! the fixed order (schema, plan, create, read, update, delete, import), stay short: the model
+//! lives in `model`, writing to the cluster in `delivery`, reading back in `observe`, the bounded
+//! operations in `ops`; the Kubernetes work in `crate::kube` and the documents in `gpu`.
+
+mod delivery;
+mod model;
+mod observe;
+mod ops;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+
+use crate::kube::{self as k, Cluster};
+use crate::provider::ProviderState;
+use tfplugin::api::{PlanRequest, Private, Resource};
+use tfplugin::object::{FromValue, merge};
+use tfplugin::plan::Planned;
+use tfplugin::schema::Schema;
+use tfplugin::{Diagnostic, Diagnostics, Value};
+
+use delivery::kube_diagnostic;
+use model::{Args, Delivery, Takeover, resolve};
+use ops::{Op, bounded};
+use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, DNS_LABEL_RE, DNS_SUBDOMAIN_RE, TIMEOUTS};
+
+pub use schema::{DEFAULT_VALUES_PATH, schema};
+
+pub const TYPE_NAME: &str = "fracgpu_device_plugin_config";
+
+tfplugin::object! {
+    /// The resource's ID: `namespace/name` of the ConfigMap.
+    struct Identity {
+        id: String,
+    }
+}
+
+pub struct DevicePluginConfigResource {
+    state: Arc<ProviderState>,
+}
+
+impl DevicePluginConfigResource {
+    pub fn new(state: Arc<ProviderState>) -> Self {
+        DevicePluginConfigResource { state }
+    }
+
+    /// A client for the cluster the resource's `kubernetes` block names, else the provider's.
+    async fn connect(&self, args: &Args, diags: &mut Diagnostics) -> Option<Cluster> {
+        let settings = args.kubernetes().or(&self.state.settings().kubernetes);
+        match k::connect(&settings).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                diags.push(kube_diagnostic("connect", args.access(), &e));
+                None
+            }
+        }
+    }
+}
+
+/// Fills what depends on other arguments (the namespace follows the helm block), then what the
+/// configs derive; the restart is planned only when something the cluster sees changes.
+fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
+    let st = &mut planned.state;
+    if st.is_null() {
+        return;
+    }
+    // With helm delivery the chart creates the ConfigMap in the release's namespace.
+    let helm_ns = Delivery::from_value(req.config)
+        .filter(|d| d.delivery.as_deref() == Some("helm"))
+        .and_then(|d| d.helm.0.map(|h| h.namespace));
+    let defaults = [
+        (
+            "namespace",
+            helm_ns.unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
+        ),
+        ("name", DEFAULT_NAME.to_string()),
+        ("delivery", "cluster_policy".to_string()),
+    ];
+    for (k, default) in defaults {
+        if req.config.get(k).is_null()
+            && let Some(slot) = st.get_mut(k)
+        {
+            *slot = Value::string(default);
+        }
+    }
+    // Validation already reported problems; here only the derived values.
+    let Some(args) = Args::from_value(st) else {
+        return;
+    };
+    merge(
+        st,
+        &Identity {
+            id: format!("{}/{}", args.namespace(), args.name()),
+        },
+    );
+    let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
+        return;
+    };
+    let computed = d.computed();
+    // Nothing the cluster sees changes: no restart, keep the prior time.
+    let prior = Args::from_value(req.prior);
+    let unchanged = prior.as_ref().is_some_and(|p| {
+        BTreeMap::<String, String>::from_value(req.prior.get("data")).as_ref()
+            == Some(&computed.data)
+            && p.default_config == args.default_config
+            && p.mig_strategy == args.mig_strategy
+            && p.delivery == args.delivery
+    });
+    merge(st, &computed);
+    if let Some(slot) = st.get_mut("restarted_at") {
+        *slot = if unchanged {
+            req.prior.get("restarted_at").clone()
+        } else {
+            Value::UNKNOWN
+        };
+    }
+}
+
+#[async_trait]
+impl Resource for DevicePluginConfigResource {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        if let Some(args) = Args::from_value(config) {
+            resolve(&args, diags);
+        }
+    }
+
+    fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, _diags: &mut Diagnostics) {
+        modify_plan(req, planned);
+    }
+
+    async fn create(
+        &self,
+        planned: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
+        let op = Op::start("create", planned, &self.state.stop);
+        let mut inner = Diagnostics::new();
+        let writing = AtomicBool::new(false);
+        let mut taken = Takeover::default();
+        let out = op
+            .run(self.do_create(planned, &mut taken, &mut inner, &writing))
+            .await;
+        op.end(out.as_ref().err().copied(), inner, diags);
+        taken.store(private);
+        match out {
+            Ok(st) => st,
+            // Before the write began, whatever the cluster holds under that name is not ours.
+            Err(cut) if writing.load(Ordering::Relaxed) => {
+                self.written_before_cut(planned, cut.look_limit()).await
+            }
+            Err(_) => Value::Null,
+        }
+    }
+
+    async fn read(&self, state: &Value, _: &mut Private, diags: &mut Diagnostics) -> Option<Value> {
+        let limit = TIMEOUTS.of(state, "read");
+        let read = bounded(limit, &self.state.stop, self.do_read(state, diags)).await;
+        read.unwrap_or_else(|cut| {
+            diags.push(cut.diagnostic("read", limit));
+            None
+        })
+    }
+
+    async fn update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        private: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
+        let op = Op::start("update", planned, &self.state.stop);
+        let mut inner = Diagnostics::new();
+        let mut taken = Takeover::load(private);
+        let out = op
+            .run(self.do_update(prior, planned, &mut taken, &mut inner))
+            .await;
+        op.end(out.as_ref().err().copied(), inner, diags);
+        taken.store(private);
+        out.unwrap_or_else(|_| prior.clone())
+    }
+
+    async fn delete(&self, state: &Value, private: &Private, diags: &mut Diagnostics) {
+        let op = Op::start("delete", state, &self.state.stop);
+        let mut inner = Diagnostics::new();
+        let taken = Takeover::load(private);
+        let out = op.run(self.do_delete(state, &taken, &mut inner)).await;
+        op.end(out.err(), inner, diags);
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+        let re = regex_lite::Regex::new(&format!(
+            "{}/{}",
+            &DNS_LABEL_RE[..DNS_LABEL_RE.len() - 1],
+            &DNS_SUBDOMAIN_RE[1..]
+        ))
+        .ok()?;
+        if !re.is_match(id) {
+            diags.push(Diagnostic::error(
+                "Invalid import ID",
+                format!("{id:?} is not `namespace/name` of the ConfigMap, e.g. `gpu-operator/time-slicing-config`."),
+            ));
+            return None;
+        }
+        let (ns, name) = id.split_once('/')?;
+        // A skeleton the read after import fills from the cluster.
+        let mut st = model::null_state();
+        merge(
+            &mut st,
+            &Args {
+                namespace: Some(ns.to_string()),
+                name: Some(name.to_string()),
+                delivery: Some("cluster_policy".to_string()),
+                ..Args::default()
+            },
+        );
+        merge(&mut st, &Identity { id: id.to_string() });
+        if let Some(t) = st.get_mut("timeouts") {
+            *t = Value::List(vec![]);
+        }
+        Some(st)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model::{Args, Computed, ConfigArgs, HelmArgs, Restarted, config_blocks, reconcile};
+    use super::*;
+    use gpu::{self, SharingMode};
+    use tfplugin::object::ToValue;
+
+    fn set(v: &mut Value, k: &str, new: Value) {
+        if let Value::Object(m) = v {
+            m.insert(k.to_string(), new);
+        }
+    }
+
+    fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<model::Desired> {
+        Args::from_value(v).and_then(|a| model::resolve(&a, diags))
+    }
+
+    #[test]
+    fn the_models_name_what_the_schema_declares() {
+        let block = schema().block;
+        let mut names = Args::attribute_names();
+        names.extend(Computed::attribute_names());
+        names.extend(Restarted::attribute_names());
+        names.push("timeouts");
+        names.sort_unstable();
+        assert_eq!(names, block.names());
+        let nested = |n: &str| block.nested_block(n).unwrap().block.names();
+        assert_eq!(ConfigArgs::attribute_names(), nested("config"));
+        assert_eq!(HelmArgs::attribute_names(), nested("helm"));
+        assert_eq!(
+            crate::model::KubernetesArgs::attribute_names(),
+            nested("kubernetes")
+        );
+    }
+
+    fn cfg(name: &str, extra: Vec<(&str, Value)>) -> Value {
+        let mut m: BTreeMap<String, Value> = [
+            ("name", Value::string(name)),
+            ("yaml", Value::Null),
+            ("mig", Value::List(vec![])),
+            ("time_slicing", Value::List(vec![])),
+            ("mps", Value::List(vec![])),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (k, v) in extra {
+            m.insert(k.to_string(), v);
+        }
+        Value::Object(m)
+    }
+
+    fn resource(configs: Vec<Value>, extra: Vec<(&str, Value)>) -> Value {
+        let ty = schema().ty();
+        let mut v = Value::null_object(&ty);
+        set(&mut v, "config", Value::List(configs));
+        for b in ["kubernetes", "helm"] {
+            set(&mut v, b, Value::List(vec![]));
+        }
+        for (k, x) in extra {
+            set(&mut v, k, x);
+        }
+        v
+    }
+
+    fn ts(replicas: i64) -> Value {
+        Value::List(vec![Value::object([
+            ("replicas", Value::int(replicas)),
+            ("rename_by_default", Value::Bool(true)),
+            ("fail_requests_greater_than_one", Value::Bool(false)),
+        ])])
+    }
+
+    #[test]
+    fn a_node_pools_yaml_plugs_straight_in() {
+        let mode = SharingMode::TimeSlicing {
+            replicas: 10,
+            rename_by_default: false,
+            fail_requests_greater_than_one: false,
+        };
+        let named = gpu::device_plugin_config(&mode).unwrap();
+        let yaml = gpu::device_plugin_config_yaml(&mode).unwrap();
+        let v = resource(
+            vec![cfg(
+                &named.name,
+                vec![("yaml", Value::string(yaml.clone()))],
+            )],
+            vec![],
+        );
+        let mut diags = Diagnostics::new();
+        let d = resolve(&v, &mut diags).expect("resolves");
+        assert!(diags.is_empty());
+        assert_eq!(d.data()[&named.name], yaml, "the pool's text is kept as is");
+    }
+
+    #[test]
+    fn semantic_reconcile_keeps_our_text_for_the_same_meaning() {
+        let ours = BTreeMap::from([(
+            "ts".to_string(),
+            "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: false\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n".to_string(),
+        )]);
+        let same = BTreeMap::from([(
+            "ts".to_string(),
+            "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4}]}}\nversion: v1\n"
+                .to_string(),
+        )]);
+        assert_eq!(reconcile(&ours, &same), ours);
+        let other = BTreeMap::from([("ts".to_string(), same["ts"].replace('4', "5"))]);
+        assert_eq!(reconcile(&ours, &other), other);
+        let extra = BTreeMap::from([
+            ("ts".to_string(), ours["ts"].clone()),
+            ("new".to_string(), String::new()),
+        ]);
+        assert_eq!(reconcile(&ours, &extra).len(), 2, "unknown keys are drift");
+    }
+
+    #[test]
+    fn import_rebuilds_blocks_that_read_back_equal() {
+        let v = resource(
+            vec![
+                cfg("all", vec![]),
+                cfg(
+                    "mps-4",
+                    vec![(
+                        "mps",
+                        Value::List(vec![Value::object([("replicas", Value::int(4))])]),
+                    )],
+                ),
+                cfg("ts", vec![("time_slicing", ts(10))]),
+            ],
+            vec![],
+        );
+        let mut diags = Diagnostics::new();
+        let d = resolve(&v, &mut diags).unwrap();
+        let blocks = config_blocks(&d.data());
+        let again = model::resolve(
+            &Args {
+                config: blocks.clone(),
+                ..Args::default()
+            },
+            &mut diags,
+        )
+        .unwrap();
+        assert_eq!(again.configs, d.configs);
+        assert_eq!(blocks.to_value(), v.get("config").clone());
+    }
+
+    #[test]
+    fn helm_values_nest_under_values_path_with_the_strategy_beside() {
+        let v = resource(
+            vec![cfg("ts", vec![("time_slicing", ts(10))])],
+            vec![
+                ("default_config", Value::string("ts")),
+                ("mig_strategy", Value::string("single")),
+            ],
+        );
+        let d = resolve(&v, &mut Diagnostics::new()).unwrap();
+        let vals = d.helm_values("op.devicePlugin");
+        assert_eq!(vals["op"]["devicePlugin"]["config"]["default"], "ts");
+        assert_eq!(vals["op"]["devicePlugin"]["config"]["create"], true);
+        assert_eq!(
+            vals["op"]["devicePlugin"]["config"]["data"]
+                .as_object()
+                .map(|m| m.keys().collect::<Vec<_>>()),
+            Some(vec![&"ts".to_string()]),
+            "only the configured keys, no nulls"
+        );
+        assert_eq!(vals["op"]["mig"]["strategy"], "single");
+        let root = d.helm_values("devicePlugin");
+        assert_eq!(root["mig"]["strategy"], "single");
+        assert_eq!(
+            d.helm_owned("devicePlugin")
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect::<Vec<_>>(),
+            ["devicePlugin.config", "mig.strategy"]
+        );
+    }
+
+    #[test]
+    fn unknown_configs_resolve_to_nothing_yet() {
+        let v = resource(vec![cfg("x", vec![("yaml", Value::UNKNOWN)])], vec![]);
+        let mut diags = Diagnostics::new();
+        assert!(resolve(&v, &mut diags).is_none());
+        assert!(diags.is_empty());
+    }
+
+    #[test]
+    fn access_attribute_follows_what_is_set() {
+        let kube = |k: &str| {
+            resource(
+                vec![],
+                vec![(
+                    "kubernetes",
+                    Value::List(vec![Value::object([(k, Value::string("x"))])]),
+                )],
+            )
+        };
+        let access = |v: &Value| Args::from_value(v).unwrap().access();
+        assert_eq!(access(&kube("host")), Some("kubernetes.0.host"));
+        assert_eq!(
+            access(&kube("config_path")),
+            Some("kubernetes.0.config_path")
+        );
+        assert_eq!(access(&resource(vec![], vec![])), None);
+    }
+}

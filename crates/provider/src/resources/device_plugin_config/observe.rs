@@ -1,0 +1,203 @@
+//! Reading back what the cluster delivers: the deployed Helm release's values, or the
+//! ClusterPolicy pointer and our ConfigMap; and the refreshed state, which compares configs by
+//! meaning so that re-formatting never shows as drift while a hand edit does.
+
+use std::collections::BTreeMap;
+
+use crate::kube::Cluster;
+use crate::kube::helm::{self, ReleaseState};
+use tfplugin::object::{FromValue, merge};
+use tfplugin::{Diagnostic, Diagnostics, Value};
+
+use super::DevicePluginConfigResource;
+use super::delivery::kube_diagnostic;
+use super::model::{Args, Computed, config_blocks, mig_strategy_path, reconcile, resolve};
+
+/// What the cluster says about this resource's delivery.
+#[derive(Default)]
+pub struct ClusterView {
+    /// The ConfigMap the operator is pointed at.
+    pointer_name: Option<String>,
+    default: Option<String>,
+    mig_strategy: Option<String>,
+    /// Whether our field manager owns the strategy (import keeps it then).
+    mig_strategy_ours: bool,
+    /// The ConfigMap's data; None when it (or the release) is gone.
+    data: Option<BTreeMap<String, String>>,
+}
+
+impl DevicePluginConfigResource {
+    /// What the deployed Helm release says; None after an error diagnostic.
+    async fn observe_helm(
+        &self,
+        c: &Cluster,
+        args: &Args,
+        diags: &mut Diagnostics,
+    ) -> Option<ClusterView> {
+        let h = args.helm.as_ref()?;
+        let (rel, rns) = (h.release.as_str(), h.namespace.as_str());
+        let values_path = h
+            .values_path
+            .as_deref()
+            .unwrap_or(super::DEFAULT_VALUES_PATH);
+        let release = match helm::read_release(c, rns, rel).await {
+            Ok(ReleaseState::Deployed(r)) => r,
+            Ok(ReleaseState::Pending(r)) => {
+                diags.push(Diagnostic::warning(
+                    "Helm release operation pending",
+                    format!("Release {rns}/{rel} revision {} is {}; its values are compared, and an apply waits until the operation is finished or rolled back.", r.revision, r.status),
+                ));
+                r
+            }
+            Ok(ReleaseState::Missing) => return Some(ClusterView::default()),
+            Err(e) => {
+                diags.push(kube_diagnostic("read the Helm release", args.access(), &e));
+                return None;
+            }
+        };
+        let values = release.effective_values();
+        let cfg = helm::value_at(&values, &format!("{values_path}.config"))
+            .cloned()
+            .unwrap_or_default();
+        let s = |k: &str| {
+            cfg.get(k)
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
+        // The configs that are this resource's business: those the release's user values set
+        // and those the configuration names. A config only the chart's own defaults define
+        // stays whatever this resource does (see `warn_chart_default_configs`).
+        let user_set: Vec<String> =
+            helm::value_at(&release.config, &format!("{values_path}.config.data"))
+                .and_then(|d| d.as_object())
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+        let declared = |k: &String| args.config.iter().any(|c| &c.name == k);
+        let data: BTreeMap<String, String> = cfg
+            .get("data")
+            .and_then(|d| d.as_object())
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| user_set.contains(k) || declared(k))
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mig = helm::value_at(&values, &mig_strategy_path(values_path))
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        Some(ClusterView {
+            pointer_name: if created { s("name") } else { None },
+            default: s("default"),
+            mig_strategy: mig,
+            mig_strategy_ours: false,
+            data: Some(data),
+        })
+    }
+
+    /// What the ClusterPolicy and the ConfigMap say; None after an error diagnostic.
+    async fn observe_cluster_policy(
+        &self,
+        c: &Cluster,
+        args: &Args,
+        diags: &mut Diagnostics,
+    ) -> Option<ClusterView> {
+        let (ns, name) = (args.namespace(), args.name());
+        let pointer = match c.cluster_policy().await {
+            Ok(p) => p,
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ClusterPolicy", args.access(), &e));
+                return None;
+            }
+        };
+        let data = match c.configmap(ns, name).await {
+            Ok(d) => d,
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ConfigMap", args.access(), &e));
+                return None;
+            }
+        };
+        if let Some(other) = pointer.name.as_deref().filter(|n| *n != name) {
+            diags.push(Diagnostic::warning(
+                    "ClusterPolicy points elsewhere",
+                    format!("The ClusterPolicy cluster-policy points the device plugin at the ConfigMap {other:?}, not {ns}/{name}: none of this resource's configs reach the nodes. Apply to point it back."),
+                ));
+        }
+        Some(ClusterView {
+            pointer_name: pointer.name,
+            default: pointer.default,
+            mig_strategy: pointer.mig_strategy,
+            mig_strategy_ours: pointer.mig_strategy_ours,
+            data,
+        })
+    }
+
+    /// The refreshed state; None when the delivery is gone (terraform plans to create it
+    /// again) or after an error diagnostic.
+    pub(super) async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let Some(mut args) = Args::from_value(state) else {
+            diags.push(Diagnostic::error(
+                "Unreadable state",
+                "The device plugin config's state lacks a value the provider needs; re-import it (`terraform import` with `namespace/name`).",
+            ));
+            return None;
+        };
+        let c = self.connect(&args, diags).await?;
+        let seen = if args.by_helm() {
+            self.observe_helm(&c, &args, diags).await?
+        } else {
+            self.observe_cluster_policy(&c, &args, diags).await?
+        };
+        // A vanished ConfigMap: the resource is gone and will be created again.
+        let cluster_data = seen.data?;
+        let prior_data =
+            BTreeMap::<String, String>::from_value(state.get("data")).unwrap_or_default();
+        // The operator reads our data only while the pointer names our ConfigMap.
+        let data = if seen.pointer_name.as_deref() == Some(args.name()) {
+            reconcile(&prior_data, &cluster_data)
+        } else {
+            BTreeMap::new()
+        };
+        let imported = args.config.is_empty();
+        if args.default_config.is_some() || imported {
+            args.default_config = seen.default;
+        }
+        if seen.mig_strategy_ours || args.mig_strategy.is_some() {
+            args.mig_strategy = seen.mig_strategy;
+        }
+        if imported {
+            // Rebuild the blocks from what the cluster holds.
+            args.config = config_blocks(&cluster_data);
+        }
+        let mut st = state.clone();
+        merge(&mut st, &args);
+        // helm_values stays consistent with what was read; data is what the cluster holds.
+        let mut computed = Computed {
+            id: format!("{}/{}", args.namespace(), args.name()),
+            data: data.clone(),
+            helm_values: String::new(),
+        };
+        match resolve(&args, &mut Diagnostics::new()) {
+            Some(d) => {
+                computed.helm_values = d.computed().helm_values;
+                self.warn_unknown_labels(&c, &d, diags).await;
+            }
+            None => {
+                computed.helm_values = state
+                    .get("helm_values")
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            }
+        }
+        merge(&mut st, &computed);
+        Some(st)
+    }
+}

@@ -1,0 +1,303 @@
+//! The device plugin config's create, update and delete: each bounded by its `timeouts` entry
+//! and terraform's stop, logged at start and end, and never losing track of what it wrote.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::cloud::StopSignal;
+use crate::kube::{self as k, KubeError};
+use tfplugin::object::{FromValue, merge};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
+
+use super::delivery::kube_diagnostic;
+use super::model::{Args, Restarted, Takeover, resolve};
+use super::schema::TIMEOUTS;
+use super::{DevicePluginConfigResource, TYPE_NAME};
+
+/// Why an operation ended before its work did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// Its `timeouts` entry ran out.
+    Timeout,
+    /// Terraform called StopProvider (Ctrl-C).
+    Stop,
+}
+
+impl Cut {
+    pub(super) fn diagnostic(self, op: &str, limit: std::time::Duration) -> Diagnostic {
+        match self {
+            Cut::Timeout => Diagnostic::error(
+                "Operation timed out",
+                format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. Nothing is lost: the next plan shows what is left to do.", limit.as_secs()),
+            )
+            .at(AttrPath::attr("timeouts")),
+            Cut::Stop => Diagnostic::error(
+                "Interrupted",
+                format!("The {op} stopped because terraform was interrupted. Nothing is lost: the next plan shows what is left to do."),
+            ),
+        }
+    }
+
+    /// How long a create cut short may look for what it wrote: after a stop terraform waits for
+    /// the answer, which must come within 2 s.
+    pub(super) fn look_limit(self) -> std::time::Duration {
+        match self {
+            Cut::Timeout => std::time::Duration::from_secs(10),
+            Cut::Stop => std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+/// Runs `work` until it ends, `limit` passes or terraform asks the provider to stop.
+pub(super) async fn bounded<T>(
+    limit: std::time::Duration,
+    stop: &StopSignal,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, Cut> {
+    tokio::select! {
+        r = tokio::time::timeout(limit, work) => r.map_err(|_| Cut::Timeout),
+        () = stop.stopped() => Err(Cut::Stop),
+    }
+}
+
+/// A create, update or delete of the config: bounded by its `timeouts` entry and terraform's
+/// stop, logged at start and end.
+pub(super) struct Op {
+    name: &'static str,
+    config_map: String,
+    started: std::time::Instant,
+    limit: std::time::Duration,
+    stop: StopSignal,
+}
+
+impl Op {
+    pub(super) fn start(name: &'static str, value: &Value, stop: &StopSignal) -> Op {
+        let config_map = Args::from_value(value)
+            .map(|a| format!("{}/{}", a.namespace(), a.name()))
+            .unwrap_or_default();
+        tracing::info!(config_map = %config_map, operation = name, "device plugin config: starting");
+        Op {
+            name,
+            config_map,
+            started: std::time::Instant::now(),
+            limit: TIMEOUTS.of(value, name),
+            stop: stop.clone(),
+        }
+    }
+
+    pub(super) async fn run<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, Cut> {
+        bounded(self.limit, &self.stop, work).await
+    }
+
+    /// Logs the outcome and hands the work's diagnostics on, plus one when it was cut short.
+    pub(super) fn end(&self, cut: Option<Cut>, inner: Diagnostics, diags: &mut Diagnostics) {
+        let elapsed_ms = self.started.elapsed().as_millis() as u64;
+        let (config_map, operation) = (&self.config_map, self.name);
+        if cut.is_some() || inner.has_errors() {
+            tracing::warn!(config_map = %config_map, operation, elapsed_ms, ?cut, "device plugin config: failed");
+        } else {
+            tracing::info!(config_map = %config_map, operation, elapsed_ms, "device plugin config: done");
+        }
+        diags.extend(inner);
+        if let Some(c) = cut {
+            diags.push(c.diagnostic(self.name, self.limit));
+        }
+    }
+}
+
+impl DevicePluginConfigResource {
+    /// The arguments of a plan at apply, when everything is known; a diagnostic otherwise.
+    fn planned_args(planned: &Value, diags: &mut Diagnostics) -> Option<Args> {
+        let args = Args::from_value(planned);
+        if args.is_none() {
+            diags.push(Diagnostic::error(
+                "Configuration not known at apply",
+                "Part of the config blocks is still unknown at apply time; this is a bug in the provider's plan.",
+            ));
+        }
+        args
+    }
+
+    /// The state of a create cut short (timeout or stop) while writing: the plan (tainted) when
+    /// its ConfigMap was written, or when helm was started (it finishes on its own), so that
+    /// the next apply replaces it and destroy gives the release's values back; else nothing.
+    pub(super) async fn written_before_cut(
+        &self,
+        planned: &Value,
+        limit: std::time::Duration,
+    ) -> Value {
+        let mut quiet = Diagnostics::new();
+        let Some(args) = Args::from_value(planned) else {
+            return Value::Null;
+        };
+        let Some(d) = resolve(&args, &mut quiet) else {
+            return Value::Null;
+        };
+        let tainted = || {
+            let mut st = planned.unknowns_as_null();
+            merge(&mut st, &Restarted { restarted_at: None });
+            st
+        };
+        if d.helm.is_some() {
+            return tainted();
+        }
+        let look = async {
+            let c = self.connect(&args, &mut quiet).await?;
+            c.configmap(&d.namespace, &d.name).await.ok().flatten()
+        };
+        match tokio::time::timeout(limit, look).await {
+            // The cluster could not say: keep the plan, the next refresh drops it if absent.
+            Ok(Some(_)) | Err(_) => tainted(),
+            Ok(None) => Value::Null,
+        }
+    }
+
+    /// Sets `writing` once it starts to change the cluster.
+    pub(super) async fn do_create(
+        &self,
+        planned: &Value,
+        taken: &mut Takeover,
+        diags: &mut Diagnostics,
+        writing: &AtomicBool,
+    ) -> Value {
+        let Some(args) = Self::planned_args(planned, diags) else {
+            return Value::Null;
+        };
+        let Some(d) = resolve(&args, diags) else {
+            return Value::Null;
+        };
+        let Some(c) = self.connect(&args, diags).await else {
+            return Value::Null;
+        };
+        let mut st = planned.clone();
+        merge(&mut st, &Restarted { restarted_at: None });
+        if d.helm.is_none() {
+            // Adopting a ConfigMap someone else made would silently take its keys over.
+            match c.configmap(&d.namespace, &d.name).await {
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    diags.push(
+                        Diagnostic::error(
+                            "ConfigMap already exists",
+                            format!("The ConfigMap {}/{} exists already. Import it (`terraform import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.", d.namespace, d.name, d.namespace, d.name),
+                        )
+                        .at(AttrPath::attr("name")),
+                    );
+                    return Value::Null;
+                }
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+                    return Value::Null;
+                }
+            }
+        }
+        writing.store(true, Ordering::Relaxed);
+        let Some(restarted_at) = self.deliver(&c, &d, taken, true, diags).await else {
+            // Whatever was written stays in state (tainted), so nothing is orphaned.
+            return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
+                (None, Ok(Some(_))) => st,
+                _ => Value::Null,
+            };
+        };
+        self.warn_unknown_labels(&c, &d, diags).await;
+        merge(&mut st, &Restarted { restarted_at });
+        st
+    }
+
+    pub(super) async fn do_update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        taken: &mut Takeover,
+        diags: &mut Diagnostics,
+    ) -> Value {
+        let Some(args) = Self::planned_args(planned, diags) else {
+            return prior.clone();
+        };
+        let Some(d) = resolve(&args, diags) else {
+            return prior.clone();
+        };
+        let Some(c) = self.connect(&args, diags).await else {
+            return prior.clone();
+        };
+        let restart_needed = !planned.get("restarted_at").is_known();
+        let mut st = planned.clone();
+        if restart_needed {
+            let Some(restarted_at) = self.deliver(&c, &d, taken, false, diags).await else {
+                return prior.clone();
+            };
+            merge(&mut st, &Restarted { restarted_at });
+        } else if let Err(e) = c.configmap(&d.namespace, &d.name).await {
+            // Only the access changed: prove the new credentials work before they are saved.
+            diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+            return prior.clone();
+        }
+        self.warn_unknown_labels(&c, &d, diags).await;
+        st
+    }
+
+    pub(super) async fn do_delete(&self, state: &Value, taken: &Takeover, diags: &mut Diagnostics) {
+        let Some(args) = Args::from_value(state) else {
+            return;
+        };
+        let access = args.access();
+        let Some(c) = self.connect(&args, diags).await else {
+            return;
+        };
+        let (ns, name) = (args.namespace().to_string(), args.name().to_string());
+        let mut operand_ns = ns.clone();
+        if args.by_helm() {
+            let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
+                return;
+            };
+            let Some(h) = &d.helm else { return };
+            if !self.give_back_helm_values(&c, &d, h, taken, diags).await {
+                return;
+            }
+        } else {
+            match c.cluster_policy().await {
+                Ok(p) => {
+                    if let Some(o) = p.operand_namespace {
+                        operand_ns = o;
+                    }
+                    // Give the pointer up only while it is still ours to give.
+                    if p.name.as_deref() == Some(name.as_str()) {
+                        let give_up = async {
+                            for (path, t) in &taken.cluster_policy {
+                                if c.holds(path).await? {
+                                    c.give_back(path, t).await?;
+                                }
+                            }
+                            c.apply_pointer(None).await
+                        };
+                        if let Err(e) = give_up.await {
+                            diags.push(kube_diagnostic(
+                                "release the ClusterPolicy pointer",
+                                access,
+                                &e,
+                            ));
+                            return;
+                        }
+                    }
+                }
+                Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
+                Err(e) => {
+                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
+                    return;
+                }
+            }
+            if let Err(e) = c.delete_configmap(&ns, &name).await {
+                diags.push(kube_diagnostic("delete the ConfigMap", access, &e));
+                return;
+            }
+        }
+        if let Err(e) = c
+            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .await
+        {
+            diags.push(kube_diagnostic("restart the device plugin", access, &e));
+        }
+    }
+}
