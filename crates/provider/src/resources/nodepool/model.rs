@@ -143,7 +143,7 @@ tfplugin::object! {
 tfplugin::object! {
     /// A pool as the cloud reports it, with what only the configuration knows (the spelling
     /// the user chose, GPU overrides, timeouts) carried over.
-    pub struct Observed {
+    pub struct Reported {
         pub timeouts: Value,
     }
     flatten {
@@ -503,7 +503,7 @@ pub fn state_from_pool(
     };
     merge(
         &mut v,
-        &Observed {
+        &Reported {
             timeouts: prior.get("timeouts").clone(),
             identity: Identity {
                 id: pool.id.clone(),
@@ -541,7 +541,7 @@ mod tests {
 
     #[test]
     fn the_models_name_what_the_schema_declares() {
-        let mut names: Vec<&str> = Observed::attribute_names();
+        let mut names: Vec<&str> = Reported::attribute_names();
         names.extend(Derived::attribute_names());
         names.sort_unstable();
         assert_eq!(names, schema().block.names());

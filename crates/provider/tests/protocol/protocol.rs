@@ -1,13 +1,11 @@
 //! The provider binary as terraform's plugin client sees it: handshake, transport, AutoMTLS,
 //! the go-plugin services and every tfplugin6 RPC, over a real socket.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::plugin::{Auth, client_cert, connect, start};
+use crate::common::plugin::{Auth, client_cert, connect, start};
 use pb::provider_client::ProviderClient;
 use tfplugin::server::proto::health::{HealthCheckRequest, health_client::HealthClient};
 use tfplugin::server::proto::plugin::{Empty, grpc_controller_client::GrpcControllerClient};
@@ -370,7 +368,7 @@ async fn debug_mode_prints_reattach_and_serves_plain() {
     let entry = &v["registry.terraform.io/fracgpu/fracgpu"];
     assert_eq!(entry["ProtocolVersion"], 6);
     assert_eq!(entry["Pid"], child.id().unwrap());
-    let h = common::plugin::Handshake {
+    let h = crate::common::plugin::Handshake {
         network: entry["Addr"]["Network"].as_str().unwrap().into(),
         address: entry["Addr"]["String"].as_str().unwrap().into(),
         server_cert_der: vec![],

@@ -3,12 +3,10 @@
 //! they are applied through the examples that call them and by their own `terraform test`
 //! (tests/module_tftest.rs).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::sandbox::RunningStack;
-use common::terraform::Workspace;
+use crate::common::sandbox::RunningStack;
+use crate::common::terraform::Workspace;
 
 /// Directories under examples/ that hold a root configuration.
 fn example_dirs(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
@@ -78,7 +76,7 @@ fn every_example_applies_plans_empty_and_destroys() {
     // Examples talk to clouds and clusters: here, to the sandbox stack, through the same
     // environment variable a user would set. Examples that need a cluster read its kubeconfig from
     // `var.kubeconfig`; examples spanning clusters read one per cloud from `var.kubeconfigs`.
-    let stack = common::sandbox::start_stack(std::time::Duration::ZERO);
+    let stack = crate::common::sandbox::start_stack(std::time::Duration::ZERO);
     let kubeconfig = stack.kubeconfig("aks", "sandbox-aks").display().to_string();
     let kubeconfigs = stack.kubeconfigs_var();
     for dir in dirs {
@@ -115,7 +113,7 @@ fn every_example_applies_plans_empty_and_destroys() {
 #[test]
 fn every_example_is_terraform_fmt_clean() {
     let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("examples");
-    let out = std::process::Command::new(common::terraform::terraform())
+    let out = std::process::Command::new(crate::common::terraform::terraform())
         .args(["fmt", "-check", "-recursive", "-list=true", "-no-color"])
         .arg(&root)
         .env("CHECKPOINT_DISABLE", "1")

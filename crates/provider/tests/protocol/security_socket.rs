@@ -7,15 +7,13 @@
 //! `GRPCController/Shutdown`, and the provider is still serving afterwards. The same curl request
 //! with terraform's certificate then does shut it down, so the attack is a real one.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::plugin::{Auth, ClientCert, Handshake, Plugin, client_cert, connect, start_logging_to};
+use crate::common::plugin::{Auth, ClientCert, Handshake, Plugin, client_cert, connect, start_logging_to};
 use pb::provider_client::ProviderClient;
 use tfplugin::server::proto::plugin::{Empty, grpc_controller_client::GrpcControllerClient};
 use tfplugin::server::proto::tfplugin6 as pb;
@@ -331,7 +329,7 @@ fn curl_available() -> bool {
     let ok = have("curl");
     if !ok {
         assert!(
-            !common::tools::in_ci(),
+            !crate::common::tools::in_ci(),
             "the other-process part needs curl: install Debian's curl"
         );
         println!("SKIPPED the curl (other process) part: curl is not on PATH");
@@ -426,7 +424,7 @@ fn unprivileged_prefix() -> Option<Vec<&'static str>> {
         .is_ok_and(|s| s.success());
     if !ok {
         assert!(
-            !common::tools::in_ci(),
+            !crate::common::tools::in_ci(),
             "the other-user checks need setpriv (Debian's util-linux) to drop to uid 65534"
         );
         println!("SKIPPED the other-user checks: setpriv cannot drop to uid 65534 here");
@@ -494,7 +492,7 @@ fn other_users_cannot_reach_the_unix_socket() {
     if !have(python3()) {
         // The system python3: uid 65534 cannot reach a per-user one.
         assert!(
-            !common::tools::in_ci(),
+            !crate::common::tools::in_ci(),
             "the other-user connect needs a system python3 (/usr/bin/python3): install Debian's python3-minimal"
         );
         println!("SKIPPED the other-user connect: no system python3 (/usr/bin/python3)");

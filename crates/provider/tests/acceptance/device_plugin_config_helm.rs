@@ -7,17 +7,15 @@
 //! file that does not exist, or another cluster running the same release, for every terraform
 //! run: helm must reach the cluster the resource names and nothing else.
 
-mod common;
-
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ::sandbox::kube::PoolNodes;
 use base64::Engine as _;
-use common::sandbox::{RunningStack, start_stack};
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
-use common::tools::{self, Tool};
+use crate::common::sandbox::{RunningStack, start_stack};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::tools::{self, Tool};
 use serde_json::{Value, json};
 
 const NS: &str = "gpu-operator";

@@ -2,11 +2,9 @@
 //! the provider writes to stderr and re-logs it under the provider's name at the line's level.
 //! A line terraform could not parse would show up as raw JSON text instead.
 
-mod common;
-
 use std::time::Duration;
 
-use common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
 
 fn config(url: &str) -> String {
     format!(
@@ -51,7 +49,7 @@ fn assert_all_parsed(out: &Output) {
 
 #[test]
 fn tf_log_debug_shows_the_provider_lines_at_their_levels() {
-    let sb = common::sandbox::start(Duration::ZERO);
+    let sb = crate::common::sandbox::start(Duration::ZERO);
     let ws = Workspace::new(&config(&sb.url)).env("TF_LOG", "debug");
     ws.init();
     let apply = ws.apply();
@@ -89,7 +87,7 @@ fn tf_log_debug_shows_the_provider_lines_at_their_levels() {
 
 #[test]
 fn tf_log_provider_selects_the_provider_alone_and_its_level_filters() {
-    let sb = common::sandbox::start(Duration::ZERO);
+    let sb = crate::common::sandbox::start(Duration::ZERO);
     let ws = Workspace::new(&config(&sb.url));
     ws.init();
 

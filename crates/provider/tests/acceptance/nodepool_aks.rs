@@ -1,12 +1,10 @@
 //! `fracgpu_nodepool` on AKS, through the real terraform binary against the sandbox's ARM API:
 //! create, state, empty plan, in-place update, replacement, out-of-band drift, import, destroy.
 
-mod common;
-
 use std::time::Duration;
 
-use common::sandbox::{self, Running};
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::sandbox::{self, Running};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 const RG: &str = "sandbox-rg";
 const CLUSTER: &str = "sandbox-aks";

@@ -2,12 +2,10 @@
 //! create, state, empty plan, in-place update vs replacement as each cloud really needs it,
 //! out-of-band drift through the cloud API, import, destroy.
 
-mod common;
-
 use std::time::Duration;
 
-use common::sandbox::{self, Running};
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::sandbox::{self, Running};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 fn config(sb: &Running, location: &str, body: &str) -> String {
     format!(

@@ -3,14 +3,12 @@
 //! function calls beside it, a device plugin config with each delivery, `terraform import`, and
 //! an `import` block whose `-generate-config-out` output plans as a clean import.
 
-mod common;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::sandbox::{self, start_stack};
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
-use common::tools::{self, Tool};
+use crate::common::sandbox::{self, start_stack};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::tools::{self, Tool};
 
 /// The terraform of each version, None (after saying so) when it is missing outside CI.
 fn terraform(version: Tool) -> Option<PathBuf> {

@@ -4,9 +4,7 @@
 //! against the SHA256SUMS entry as a `zh:` hash) and the installed binary serves a plan, and a
 //! GPG-signed run verifies with gpg.
 
-mod common;
-
-use common::terraform::{VERSION, Workspace};
+use crate::common::terraform::{VERSION, Workspace};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -492,7 +490,7 @@ struct Gpg {
 
 impl Gpg {
     fn new(tmp: &Path) -> Option<Gpg> {
-        common::tools::require(common::tools::Tool::Gpg)?;
+        crate::common::tools::require(crate::common::tools::Tool::Gpg)?;
         let home = tmp.join("gnupg");
         std::fs::create_dir(&home).unwrap();
         std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();

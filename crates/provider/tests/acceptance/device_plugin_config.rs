@@ -4,13 +4,11 @@
 //! empty plan -> update replicas -> hand edit with kubectl -> plan shows drift -> apply repairs
 //! -> import -> destroy.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::sandbox::{RunningStack, start_stack};
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::sandbox::{RunningStack, start_stack};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use serde_json::Value;
 
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
@@ -344,7 +342,7 @@ fn create_timing_out_on(st: &RunningStack, kc: &str, method: &str, path: &str) -
     );
     let ws = Workspace::new(&main_tf);
     ws.init();
-    common::sandbox::inject(
+    crate::common::sandbox::inject(
         &st.url,
         serde_json::json!({
             "match": {"method": method, "path_contains": path},

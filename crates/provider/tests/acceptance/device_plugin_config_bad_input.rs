@@ -1,10 +1,8 @@
 //! Bad input for `fracgpu_device_plugin_config`, through the real terraform: every case fails
 //! and terraform's output names the attribute at fault (the diagnostic's path and its detail).
 
-mod common;
-
-use common::sandbox::start_stack;
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::sandbox::start_stack;
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 struct Case {
     what: &'static str,

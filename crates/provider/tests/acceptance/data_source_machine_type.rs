@@ -1,8 +1,6 @@
 //! `data "fracgpu_machine_type"` through the real terraform binary.
 
-mod common;
-
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 fn config(cloud: &str, name: &str) -> String {
     format!(

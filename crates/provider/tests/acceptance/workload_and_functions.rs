@@ -1,8 +1,6 @@
 //! `data "fracgpu_workload"` and the provider functions, through the real terraform binary.
 
-mod common;
-
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use serde_json::json;
 
 fn applied(body: &str) -> (Workspace, serde_json::Value, String) {

@@ -1,9 +1,7 @@
 //! Bad configurations of `fracgpu_nodepool` are refused at plan time, before any API call, with
 //! a diagnostic that names the problem and points at the offending line.
 
-mod common;
-
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 const AKS: &str =
     "aks {\n    resource_group = \"sandbox-rg\"\n    cluster_name = \"sandbox-aks\"\n  }";

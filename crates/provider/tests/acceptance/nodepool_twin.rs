@@ -3,15 +3,13 @@
 //! shared GPUs are advertised at once (AKS and EKS advertise after the device plugin config is
 //! delivered: see the device plugin config tests).
 
-mod common;
-
 use std::time::Duration;
 
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 #[test]
 fn nodes_of_applied_pools_carry_what_workloads_select_on() {
-    let sb = common::sandbox::start_stack(Duration::ZERO);
+    let sb = crate::common::sandbox::start_stack(Duration::ZERO);
     let ws = Workspace::new(&format!(
         r#"{REQUIRED_PROVIDERS}
 provider "fracgpu" {{

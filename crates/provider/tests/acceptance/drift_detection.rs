@@ -3,13 +3,11 @@
 //! say "no drift" and exit 0 on a clean plan, "drift" and exit 2 after a change made through
 //! the cloud's API behind terraform's back, and "error" and exit 1 when the plan cannot be made.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::sandbox::{self, RunningStack};
-use common::terraform::{Output, Workspace};
+use crate::common::sandbox::{self, RunningStack};
+use crate::common::terraform::{Output, Workspace};
 
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
 
@@ -204,7 +202,7 @@ fn workflow_calls_the_script_and_starts_the_sandbox_with_real_flags() {
         .into_iter()
         .find(|r| r.contains("fracgpu-sandbox -- serve"))
         .expect("the sandbox job starts fracgpu-sandbox");
-    let usage = std::process::Command::new(common::sandbox::binary())
+    let usage = std::process::Command::new(crate::common::sandbox::binary())
         .arg("--help")
         .output()
         .unwrap();

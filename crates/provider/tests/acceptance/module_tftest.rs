@@ -2,13 +2,11 @@
 //! the sandbox stack through the offline provider mirror: it must pass, leave nothing behind, and
 //! be able to fail (a wrong expectation, a refused input without `expect_failures`).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::sandbox::RunningStack;
-use common::terraform::Workspace;
+use crate::common::sandbox::RunningStack;
+use crate::common::terraform::Workspace;
 
 fn module_dir() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -33,7 +31,7 @@ fn workspace(stack: &RunningStack) -> Workspace {
 
 #[test]
 fn module_tests_pass_against_the_sandbox() {
-    let stack = common::sandbox::start_stack(Duration::ZERO);
+    let stack = crate::common::sandbox::start_stack(Duration::ZERO);
     let ws = workspace(&stack);
     let kubeconfigs = format!("kubeconfigs={}", stack.kubeconfigs_var());
     let out = ws.run(&["test", "-no-color", "-var", &kubeconfigs]);
@@ -87,7 +85,7 @@ fn module_tests_pass_against_the_sandbox() {
 
 #[test]
 fn module_tests_report_failures() {
-    let stack = common::sandbox::start_stack(Duration::ZERO);
+    let stack = crate::common::sandbox::start_stack(Duration::ZERO);
     let ws = workspace(&stack);
     let kubeconfigs = format!("kubeconfigs={}", stack.kubeconfigs_var());
     let tests = module_dir().join("tests");

@@ -4,8 +4,6 @@
 //! sandbox's inventory equals terraform's state, so a fault never leaves an orphaned pool (in the
 //! cloud, unknown to terraform) or a ghost (in state, gone from the cloud).
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
@@ -14,9 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::pools::{self, StatePool};
-use common::sandbox;
-use common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
+use crate::common::pools::{self, StatePool};
+use crate::common::sandbox;
+use crate::common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
 use serde_json::json;
 
 // ------------------------------------------------------------------------------------------ config
@@ -407,7 +405,7 @@ fn a_timeout_keeps_the_pool_in_state_and_the_next_apply_repairs() {
 
 /// `fracgpu-sandbox serve` as a child process; answers it with its base URL once it listens.
 fn serve(port: u16, op_seconds: &str, state: &Path) -> (Child, String) {
-    let mut child = Command::new(common::sandbox::binary())
+    let mut child = Command::new(crate::common::sandbox::binary())
         .args([
             "serve",
             "--port",

@@ -2,10 +2,8 @@
 //! real terraform against the sandbox's HTTPS Kubernetes API: host + token + CA, an exec
 //! credential plugin (the way EKS, GKE and AKS hand out tokens), and a rejected token.
 
-mod common;
-
-use common::sandbox::start_stack;
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::sandbox::start_stack;
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 fn config(kubernetes: &str) -> String {
     format!(

@@ -1,13 +1,11 @@
 //! The EKS happy path of `fracgpu_nodepool` against moto, a second, independent EKS emulator:
 //! create, an empty plan, an in-place update, destroy.
 
-mod common;
-
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
 struct Moto(Child);
 
@@ -58,7 +56,7 @@ const AWS_ENV: [(&str, &str); 3] = [
 
 #[test]
 fn eks_node_group_lifecycle_against_moto() {
-    if common::tools::require(common::tools::Tool::Moto).is_none() {
+    if crate::common::tools::require(crate::common::tools::Tool::Moto).is_none() {
         return;
     }
     let (_moto, url) = start_moto();

@@ -1,0 +1,27 @@
+//! Acceptance tests: the real terraform binary drives the provider against the sandbox (node
+//! pools on each cloud, device plugin configs with each delivery, data sources and functions,
+//! the examples, docs, logs, releases), under terraform 1.11 and, where it matters, 1.15. One
+//! test binary, so a change links once; each module holds one subject.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod nodepool_aks;
+mod nodepool_gke_eks;
+mod nodepool_bad_input;
+mod nodepool_faults;
+mod nodepool_twin;
+mod nodepool_moto;
+mod device_plugin_config;
+mod device_plugin_config_access;
+mod device_plugin_config_bad_input;
+mod device_plugin_config_helm;
+mod data_source_machine_type;
+mod workload_and_functions;
+mod examples;
+mod module_tftest;
+mod drift_detection;
+mod docs;
+mod logging;
+mod terraform_versions;
+mod release;
