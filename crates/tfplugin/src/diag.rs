@@ -40,7 +40,7 @@ impl AttrPath {
         p.0.push(Step::Attr(name.to_string()));
         p
     }
-    pub fn with_key(&self, key: &str) -> AttrPath {
+    pub(crate) fn with_key(&self, key: &str) -> AttrPath {
         let mut p = self.clone();
         p.0.push(Step::Key(key.to_string()));
         p
@@ -122,9 +122,6 @@ impl Diagnostics {
     }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-    pub fn error(&mut self, summary: impl Into<String>, detail: impl Into<String>) {
-        self.push(Diagnostic::error(summary, detail));
     }
 }
 

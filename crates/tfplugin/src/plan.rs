@@ -88,7 +88,7 @@ fn walk(
 /// The attributes declared `requires_replace` whose planned value differs from the prior one
 /// (an unknown planned value may differ, so it counts). A nested block that appears or
 /// disappears counts when it holds such attributes.
-pub fn replace_paths(block: &Block, prior: &Value, planned: &Value) -> Vec<AttrPath> {
+pub(crate) fn replace_paths(block: &Block, prior: &Value, planned: &Value) -> Vec<AttrPath> {
     let mut out = Vec::new();
     if !prior.is_null() && !planned.is_null() {
         replace_walk(block, prior, planned, &AttrPath::root(), &mut out);
@@ -195,7 +195,7 @@ fn duration_text(d: Duration) -> String {
 }
 
 /// Parses durations in the notation terraform users know from Go (`90s`, `45m`, `1h30m`, `500ms`).
-pub fn parse_duration(s: &str) -> Option<Duration> {
+fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     if s.is_empty() {
         return None;

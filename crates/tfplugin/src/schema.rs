@@ -218,13 +218,6 @@ impl Block {
         }
         Type::Object(attrs)
     }
-
-    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
-        self.attributes.iter().find(|a| a.name == name)
-    }
-    pub fn nested_block(&self, name: &str) -> Option<&NestedBlock> {
-        self.blocks.iter().find(|b| b.name == name)
-    }
 }
 
 /// A versioned schema: a later version can keep the old schema function to decode old states.
@@ -245,7 +238,12 @@ impl Schema {
 
 /// Runs every attribute and block validator over a configuration value. Null and unknown
 /// values are skipped: they are checked again at apply time when they are known.
-pub fn validate_config(block: &Block, value: &Value, path: &AttrPath, diags: &mut Diagnostics) {
+pub(crate) fn validate_config(
+    block: &Block,
+    value: &Value,
+    path: &AttrPath,
+    diags: &mut Diagnostics,
+) {
     if value.is_null_or_unknown() {
         return;
     }

@@ -23,11 +23,10 @@ use super::provider_service::{ProviderService, Registry};
 use super::tls;
 use crate::api::Provider;
 
-pub const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
-pub const MAGIC_COOKIE_VALUE: &str =
-    "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
+const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
+const MAGIC_COOKIE_VALUE: &str = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
 /// The registry address terraform knows this provider by.
-pub const PROVIDER_ADDRESS: &str = "registry.terraform.io/fracgpu/fracgpu";
+const PROVIDER_ADDRESS: &str = "registry.terraform.io/fracgpu/fracgpu";
 const PROTOCOL_VERSION: u32 = 6;
 /// Terraform accepts schemas up to 64 MiB; leave room for large plans.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -43,7 +42,7 @@ pub struct Options {
 #[derive(Debug)]
 pub struct StartError(pub String);
 
-pub fn check_started_by_terraform() -> Result<(), StartError> {
+fn check_started_by_terraform() -> Result<(), StartError> {
     if std::env::var(MAGIC_COOKIE_KEY).as_deref() != Ok(MAGIC_COOKIE_VALUE) {
         return Err(StartError(
             "This binary is a plugin for Terraform and is not meant to be run by hand. \
