@@ -100,6 +100,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::upgrade_resource_identity::Request>,
     ) -> Result<Response<pb::upgrade_resource_identity::Response>, Status> {
         Ok(Response::new(unsupported::upgrade_identity(
+            &self.registry,
             req.into_inner(),
         )))
     }
@@ -157,7 +158,10 @@ impl pb::provider_server::Provider for ProviderService {
         &self,
         req: Request<pb::move_resource_state::Request>,
     ) -> Result<Response<pb::move_resource_state::Response>, Status> {
-        Ok(Response::new(unsupported::move_state(req.into_inner())))
+        Ok(Response::new(unsupported::move_state(
+            &self.registry,
+            req.into_inner(),
+        )))
     }
 
     async fn read_data_source(
@@ -173,6 +177,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::validate_ephemeral_resource_config::Request>,
     ) -> Result<Response<pb::validate_ephemeral_resource_config::Response>, Status> {
         Ok(Response::new(unsupported::ephemeral(
+            &self.registry,
             &req.into_inner().type_name,
         )))
     }
@@ -182,6 +187,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::open_ephemeral_resource::Request>,
     ) -> Result<Response<pb::open_ephemeral_resource::Response>, Status> {
         Ok(Response::new(unsupported::ephemeral(
+            &self.registry,
             &req.into_inner().type_name,
         )))
     }
@@ -191,6 +197,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::renew_ephemeral_resource::Request>,
     ) -> Result<Response<pb::renew_ephemeral_resource::Response>, Status> {
         Ok(Response::new(unsupported::ephemeral(
+            &self.registry,
             &req.into_inner().type_name,
         )))
     }
@@ -200,6 +207,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::close_ephemeral_resource::Request>,
     ) -> Result<Response<pb::close_ephemeral_resource::Response>, Status> {
         Ok(Response::new(unsupported::ephemeral(
+            &self.registry,
             &req.into_inner().type_name,
         )))
     }

@@ -70,6 +70,12 @@ impl Registry {
         }
     }
 
+    /// The name users know the provider by in messages: terraform runs a provider's plugin only
+    /// under the file name `terraform-provider-<type>`.
+    pub(super) fn binary(&self) -> String {
+        format!("terraform-provider-{}", self.provider.type_name())
+    }
+
     pub(super) fn resource(
         &self,
         name: &str,

@@ -39,8 +39,8 @@ pub(super) async fn upgrade_state(
         return R::from_diagnostics(&Diagnostic::error(
             "State written by a newer provider",
             format!(
-                "The state of this {} has schema version {}, newer than this provider's {}. Upgrade terraform-provider-fracgpu.",
-                req.type_name, req.version, schema.version
+                "The state of this {} has schema version {}, newer than this provider's {}. Upgrade {}.",
+                req.type_name, req.version, schema.version, reg.binary()
             ),
         ).into());
     }

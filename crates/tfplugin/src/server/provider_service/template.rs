@@ -7,6 +7,7 @@ use std::future::Future;
 use tonic::{Response, Status};
 
 use super::ProviderService;
+use super::registry::Registry;
 use crate::server::convert::diagnostics;
 use crate::server::proto::tfplugin6 as pb;
 use crate::{Diagnostic, Diagnostics};
@@ -73,13 +74,19 @@ impl ProviderService {
         match tokio::spawn(handler).await {
             Ok(r) => Ok(Response::new(r)),
             Err(e) => Ok(Response::new(T::from_diagnostics(&panic_diagnostic(
-                rpc, e,
+                &self.registry,
+                rpc,
+                e,
             )))),
         }
     }
 }
 
-pub(super) fn panic_diagnostic(rpc: &str, e: tokio::task::JoinError) -> Diagnostics {
+pub(super) fn panic_diagnostic(
+    reg: &Registry,
+    rpc: &str,
+    e: tokio::task::JoinError,
+) -> Diagnostics {
     let cause = match e.try_into_panic() {
         Ok(p) => p
             .downcast_ref::<&str>()
@@ -90,7 +97,7 @@ pub(super) fn panic_diagnostic(rpc: &str, e: tokio::task::JoinError) -> Diagnost
     };
     Diagnostic::error(
         "Provider internal error",
-        format!("The provider failed while handling {rpc}: {cause}. This is a bug in terraform-provider-fracgpu; please report it with the configuration that triggered it."),
+        format!("The provider failed while handling {rpc}: {cause}. This is a bug in {}; please report it with the configuration that triggered it.", reg.binary()),
     )
     .into()
 }
