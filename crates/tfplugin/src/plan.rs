@@ -260,7 +260,7 @@ mod tests {
             .attr(Attribute::string("status").computed())
             .attr(Attribute::number("size").optional().computed())
             .single_block(
-                "mig",
+                "disk",
                 Block::new("").attr(Attribute::string("profile").required().requires_replace()),
             )
     }
@@ -271,10 +271,10 @@ mod tests {
         count: i64,
         status: Value,
         size: Value,
-        mig: Option<&str>,
+        disk: Option<&str>,
     ) -> Value {
-        let mig = Value::List(
-            mig.map(|p| vec![Value::object([("profile", Value::string(p))])])
+        let disk = Value::List(
+            disk.map(|p| vec![Value::object([("profile", Value::string(p))])])
                 .unwrap_or_default(),
         );
         Value::object([
@@ -283,7 +283,7 @@ mod tests {
             ("count", Value::int(count)),
             ("status", status),
             ("size", size),
-            ("mig", mig),
+            ("disk", disk),
         ])
     }
 
@@ -305,16 +305,9 @@ mod tests {
             1,
             "ok".into(),
             Value::int(5),
-            Some("1g.5gb"),
+            Some("small"),
         );
-        let cfg = obj(
-            Value::Null,
-            "a",
-            1,
-            Value::Null,
-            Value::Null,
-            Some("1g.5gb"),
-        );
+        let cfg = obj(Value::Null, "a", 1, Value::Null, Value::Null, Some("small"));
         let p = plan(&schema(), &prior, &prior, &cfg);
         assert_eq!(p.state, prior);
         assert!(p.requires_replace.is_empty());
@@ -341,7 +334,7 @@ mod tests {
             1,
             "ok".into(),
             Value::int(5),
-            Some("1g.5gb"),
+            Some("small"),
         );
         let proposed = obj(
             "x".into(),
@@ -349,14 +342,14 @@ mod tests {
             1,
             "ok".into(),
             Value::int(5),
-            Some("2g.10gb"),
+            Some("large"),
         );
         let p = plan(&schema(), &prior, &proposed, &proposed);
         assert_eq!(
             replace_paths(&schema(), &prior, &p.state),
             vec![
                 AttrPath::attr("name"),
-                AttrPath::attr("mig").with_index(0).with_attr("profile")
+                AttrPath::attr("disk").with_index(0).with_attr("profile")
             ]
         );
         // Removing a block with replace-forcing attributes replaces too.
@@ -364,7 +357,7 @@ mod tests {
         let p = plan(&schema(), &prior, &proposed, &proposed);
         assert_eq!(
             replace_paths(&schema(), &prior, &p.state),
-            vec![AttrPath::attr("mig")]
+            vec![AttrPath::attr("disk")]
         );
         // Nothing is replaced on create.
         assert!(replace_paths(&schema(), &Value::Null, &p.state).is_empty());

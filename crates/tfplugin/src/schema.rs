@@ -310,7 +310,7 @@ mod tests {
         let b = Block::new("")
             .attr(Attribute::string("name").required())
             .attr(Attribute::nested(
-                "taints",
+                "rules",
                 Nesting::List,
                 vec![
                     Attribute::string("key").required(),
@@ -318,7 +318,7 @@ mod tests {
                 ],
             ))
             .single_block(
-                "mig",
+                "disk",
                 Block::new("").attr(Attribute::string("profile").required()),
             )
             .block(
@@ -329,13 +329,16 @@ mod tests {
         let expected = Type::object([
             ("name", Type::String),
             (
-                "taints",
+                "rules",
                 Type::list(Type::object([
                     ("effect", Type::String),
                     ("key", Type::String),
                 ])),
             ),
-            ("mig", Type::list(Type::object([("profile", Type::String)]))),
+            (
+                "disk",
+                Type::list(Type::object([("profile", Type::String)])),
+            ),
             ("config", Type::set(Type::object([("n", Type::Number)]))),
         ]);
         assert_eq!(b.ty(), expected);

@@ -86,8 +86,8 @@ fn wire_bytes_match_terraform() {
 
 #[test]
 fn refined_unknowns_are_kept_verbatim() {
-    // Terraform's refinement: not null (1: true) and a string prefix (2: "sg-").
-    let payload = [0x82, 0x01, 0xc3, 0x02, 0xa3, b's', b'g', b'-'];
+    // Terraform's refinement: not null (1: true) and a string prefix (2: "id-").
+    let payload = [0x82, 0x01, 0xc3, 0x02, 0xa3, b'i', b'd', b'-'];
     let mut bytes = vec![0xc7, payload.len() as u8, 12];
     bytes.extend_from_slice(&payload);
     let v = decode(&bytes, &Type::String).unwrap();
@@ -95,7 +95,7 @@ fn refined_unknowns_are_kept_verbatim() {
         panic!("expected a refined unknown, got {v:?}")
     };
     assert!(r.not_null);
-    assert_eq!(r.string_prefix.as_deref(), Some("sg-"));
+    assert_eq!(r.string_prefix.as_deref(), Some("id-"));
     assert_eq!(encode(&v, &Type::String).unwrap(), bytes);
 
     // Number bounds and collection lengths.

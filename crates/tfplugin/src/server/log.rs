@@ -1,7 +1,7 @@
 //! Logs in the line format terraform reads from a plugin's stderr: one JSON object per line with
 //! `@level`, `@message`, `@module` and `@timestamp` (microseconds, UTC), the other keys being the
 //! event's fields. go-plugin re-logs each such line at its level under the provider's name, so
-//! `TF_LOG=debug` shows our lines as `[DEBUG] provider.terraform-provider-fracgpu...` and
+//! `TF_LOG=debug` shows our lines as `[DEBUG] provider.terraform-provider-<type>...` and
 //! `TF_LOG_PROVIDER` selects them alone.
 //!
 //! The level is read here too, as terraform passes its environment to the plugin:
