@@ -1,5 +1,6 @@
 //! The plan framework: from terraform's proposed new state to the planned state, following the
-//! rules terraform enforces (see PlanResourceChange in the protocol notes):
+//! rules terraform enforces (PlanResourceChange in hashicorp/terraform's
+//! docs/resource-instance-change-lifecycle.md):
 //! - on create, computed attributes the configuration leaves null become unknown;
 //! - on update, unchanged objects keep their prior computed values (no spurious "known after
 //!   apply"); a changed object gets unknown computed values except where the schema declares

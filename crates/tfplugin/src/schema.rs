@@ -11,7 +11,7 @@ use super::value::Value;
 /// Checks one known, non-null attribute value. Validators never see null or unknown values.
 pub trait Validator: Send + Sync {
     fn validate(&self, value: &Value, path: &AttrPath, diags: &mut Diagnostics);
-    /// One sentence for the generated docs, e.g. "One of `single`, `mixed`."
+    /// One sentence for the generated docs, e.g. "One of `read`, `write`."
     fn describe(&self) -> String;
 }
 

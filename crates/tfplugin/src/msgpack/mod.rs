@@ -1,5 +1,5 @@
-//! The msgpack encoding of values (cty's wire format, docs/plugin-protocol/object-wire-format.md
-//! upstream), driven by the schema's type in both directions.
+//! The msgpack encoding of values (cty's wire format, described in hashicorp/terraform's
+//! docs/plugin-protocol/object-wire-format.md), driven by the schema's type in both directions.
 //!
 //! Encoding uses the `rmp` primitives. Decoding walks the bytes with its own bounds-checked
 //! cursor over `rmp::Marker`: every length is checked against what remains before anything is

@@ -200,9 +200,9 @@ impl<S: Subscriber, W: LineSink> Layer<S> for HclogLayer<W> {
     }
 }
 
-/// Installs the stderr logger for the plugin process, its level from the environment.
-/// Installs the layer for the whole process; `own_targets` are the crates whose lines follow
-/// TF_LOG_PROVIDER / TF_LOG, e.g. the provider's crates and "tfplugin".
+/// Installs the stderr logger for the whole plugin process, its level from the environment;
+/// `own_targets` are the crates whose lines follow TF_LOG_PROVIDER / TF_LOG, e.g. the provider's
+/// crates and "tfplugin".
 pub fn init(own_targets: &'static [&'static str]) {
     let level = level_from_env(
         std::env::var("TF_LOG_PROVIDER").ok().as_deref(),
