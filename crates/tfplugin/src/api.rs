@@ -14,7 +14,8 @@ use super::value::Value;
 
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
-    /// The registry address's type name, e.g. `fracgpu` (resource names start with it).
+    /// The type in the provider's registry address `<host>/<namespace>/<type>` (resource names
+    /// start with it).
     fn type_name(&self) -> &'static str;
     fn schema(&self) -> Schema;
     fn validate_config(&self, _config: &Value, _diags: &mut Diagnostics) {}

@@ -10,7 +10,7 @@ pub enum Step {
     Index(i64),
 }
 
-/// A path into a configuration value, e.g. `time_slicing[0].replicas` or `labels["team"]`.
+/// A path into a configuration value, e.g. `rule[0].port` or `labels["team"]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AttrPath(pub Vec<Step>);
 
@@ -21,7 +21,7 @@ impl AttrPath {
     pub fn attr(name: &str) -> AttrPath {
         AttrPath(vec![Step::Attr(name.to_string())])
     }
-    /// A path from dotted attribute names, e.g. `"mig.profile"`; a numeric segment is a list
+    /// A path from dotted attribute names, e.g. `"disk.size"`; a numeric segment is a list
     /// index (a block nested as a list is addressed `block[0].attr`).
     pub fn parse(dotted: &str) -> AttrPath {
         AttrPath(
@@ -40,7 +40,7 @@ impl AttrPath {
         p.0.push(Step::Attr(name.to_string()));
         p
     }
-    pub fn with_key(&self, key: &str) -> AttrPath {
+    pub(crate) fn with_key(&self, key: &str) -> AttrPath {
         let mut p = self.clone();
         p.0.push(Step::Key(key.to_string()));
         p
@@ -75,7 +75,7 @@ pub enum Severity {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
     pub severity: Severity,
-    /// A short fixed sentence, e.g. "Invalid MIG profile".
+    /// A short fixed sentence, e.g. "Invalid port range".
     pub summary: String,
     /// The cause and the fix, listing valid values where there are few.
     pub detail: String,
@@ -123,9 +123,6 @@ impl Diagnostics {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    pub fn error(&mut self, summary: impl Into<String>, detail: impl Into<String>) {
-        self.push(Diagnostic::error(summary, detail));
-    }
 }
 
 impl From<Diagnostic> for Diagnostics {
@@ -148,17 +145,15 @@ mod tests {
 
     #[test]
     fn paths_print_like_terraform_addresses() {
-        let p = AttrPath::attr("time_slicing")
-            .with_index(0)
-            .with_attr("replicas");
-        assert_eq!(p.to_string(), "time_slicing[0].replicas");
+        let p = AttrPath::attr("rule").with_index(0).with_attr("port");
+        assert_eq!(p.to_string(), "rule[0].port");
         assert_eq!(
             AttrPath::attr("labels").with_key("team").to_string(),
             "labels[\"team\"]"
         );
         assert_eq!(
-            AttrPath::parse("mig.0.profile"),
-            AttrPath::attr("mig").with_index(0).with_attr("profile")
+            AttrPath::parse("disk.0.size"),
+            AttrPath::attr("disk").with_index(0).with_attr("size")
         );
     }
 }

@@ -277,7 +277,7 @@ mod tests {
             ("huge", Type::Number),
             ("labels", Type::map(Type::String)),
             (
-                "taints",
+                "rules",
                 Type::list(Type::object([
                     ("key", Type::String),
                     ("effect", Type::String),
@@ -287,7 +287,7 @@ mod tests {
             ("gone", Type::Bool),
         ]);
         let json = br#"{"id":"a\"b","count":3,"huge":123456789012345678901234567890.5,
-            "labels":{"team":"ml"},"taints":[{"key":"k","effect":"NoSchedule"}],
+            "labels":{"team":"ml"},"rules":[{"key":"k","effect":"Allow"}],
             "dyn":{"value":["x"],"type":["list","string"]}}"#;
         let v = decode(json, &t).unwrap();
         assert_eq!(v.get("id").as_str(), Some("a\"b"));
@@ -297,8 +297,8 @@ mod tests {
             "123456789012345678901234567890.5"
         );
         assert_eq!(
-            v.get("taints").elements()[0].get("effect").as_str(),
-            Some("NoSchedule")
+            v.get("rules").elements()[0].get("effect").as_str(),
+            Some("Allow")
         );
         assert_eq!(v.get("dyn").elements(), &[Value::string("x")]);
         assert!(v.get("gone").is_null());

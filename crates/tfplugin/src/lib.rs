@@ -1,5 +1,5 @@
 //! Terraform's plugin protocol and data model, independent of the product: it knows nothing of
-//! GPUs or clouds.
+//! what a provider manages, only what terraform asks of any provider.
 //!
 //! - The data model: values and types, their msgpack and JSON codecs, attribute paths and
 //!   diagnostics, schemas with their validators, and the plan framework.

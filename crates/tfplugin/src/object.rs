@@ -4,7 +4,7 @@
 //! attributes up by string.
 //!
 //! Decoding takes what a value says about each field's type:
-//! - `String`, `bool`, `u32`, `i64`, `f64`, maps and lists: a known, non-null value; anything else
+//! - `String`, `bool`, `u32`, `u64`, `i64`, maps and lists: a known, non-null value; anything else
 //!   (null, unknown) makes the whole object undecodable (`None`), since a handler cannot act on
 //!   half a configuration. A plan then leaves what it would derive unknown.
 //! - `Option<T>`: null is `None`; unknown still makes the object undecodable. For optional
@@ -159,18 +159,6 @@ impl ToValue for u64 {
         i64::try_from(*self)
             .map(Value::int)
             .unwrap_or_else(|_| Value::Number(Number::Big(self.to_string())))
-    }
-}
-
-impl FromValue for f64 {
-    fn from_value(v: &Value) -> Option<Self> {
-        v.as_number().map(Number::as_f64)
-    }
-}
-
-impl ToValue for f64 {
-    fn to_value(&self) -> Value {
-        Value::Number(Number::Float(*self))
     }
 }
 

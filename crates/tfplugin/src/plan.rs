@@ -1,5 +1,6 @@
 //! The plan framework: from terraform's proposed new state to the planned state, following the
-//! rules terraform enforces (see PlanResourceChange in the protocol notes):
+//! rules terraform enforces (PlanResourceChange in hashicorp/terraform's
+//! docs/resource-instance-change-lifecycle.md):
 //! - on create, computed attributes the configuration leaves null become unknown;
 //! - on update, unchanged objects keep their prior computed values (no spurious "known after
 //!   apply"); a changed object gets unknown computed values except where the schema declares
@@ -125,7 +126,7 @@ fn walk(
 /// The attributes declared `requires_replace` whose planned value differs from the prior one
 /// (an unknown planned value may differ, so it counts). A nested block that appears or
 /// disappears counts when it holds such attributes.
-pub fn replace_paths(block: &Block, prior: &Value, planned: &Value) -> Vec<AttrPath> {
+pub(crate) fn replace_paths(block: &Block, prior: &Value, planned: &Value) -> Vec<AttrPath> {
     let mut out = Vec::new();
     if !prior.is_null() && !planned.is_null() {
         replace_walk(block, prior, planned, &AttrPath::root(), &mut out);
@@ -232,7 +233,7 @@ fn duration_text(d: Duration) -> String {
 }
 
 /// Parses durations in the notation terraform users know from Go (`90s`, `45m`, `1h30m`, `500ms`).
-pub fn parse_duration(s: &str) -> Option<Duration> {
+fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     if s.is_empty() {
         return None;
@@ -297,7 +298,7 @@ mod tests {
             .attr(Attribute::string("status").computed())
             .attr(Attribute::number("size").optional().computed())
             .single_block(
-                "mig",
+                "disk",
                 Block::new("").attr(Attribute::string("profile").required().requires_replace()),
             )
     }
@@ -308,10 +309,10 @@ mod tests {
         count: i64,
         status: Value,
         size: Value,
-        mig: Option<&str>,
+        disk: Option<&str>,
     ) -> Value {
-        let mig = Value::List(
-            mig.map(|p| vec![Value::object([("profile", Value::string(p))])])
+        let disk = Value::List(
+            disk.map(|p| vec![Value::object([("profile", Value::string(p))])])
                 .unwrap_or_default(),
         );
         Value::object([
@@ -320,7 +321,7 @@ mod tests {
             ("count", Value::int(count)),
             ("status", status),
             ("size", size),
-            ("mig", mig),
+            ("disk", disk),
         ])
     }
 
@@ -342,16 +343,9 @@ mod tests {
             1,
             "ok".into(),
             Value::int(5),
-            Some("1g.5gb"),
+            Some("small"),
         );
-        let cfg = obj(
-            Value::Null,
-            "a",
-            1,
-            Value::Null,
-            Value::Null,
-            Some("1g.5gb"),
-        );
+        let cfg = obj(Value::Null, "a", 1, Value::Null, Value::Null, Some("small"));
         let p = plan(&schema(), &prior, &prior, &cfg);
         assert_eq!(p.state, prior);
         assert!(p.requires_replace.is_empty());
@@ -378,7 +372,7 @@ mod tests {
             1,
             "ok".into(),
             Value::int(5),
-            Some("1g.5gb"),
+            Some("small"),
         );
         let proposed = obj(
             "x".into(),
@@ -386,14 +380,14 @@ mod tests {
             1,
             "ok".into(),
             Value::int(5),
-            Some("2g.10gb"),
+            Some("large"),
         );
         let p = plan(&schema(), &prior, &proposed, &proposed);
         assert_eq!(
             replace_paths(&schema(), &prior, &p.state),
             vec![
                 AttrPath::attr("name"),
-                AttrPath::attr("mig").with_index(0).with_attr("profile")
+                AttrPath::attr("disk").with_index(0).with_attr("profile")
             ]
         );
         // Removing a block with replace-forcing attributes replaces too.
@@ -401,7 +395,7 @@ mod tests {
         let p = plan(&schema(), &prior, &proposed, &proposed);
         assert_eq!(
             replace_paths(&schema(), &prior, &p.state),
-            vec![AttrPath::attr("mig")]
+            vec![AttrPath::attr("disk")]
         );
         // Nothing is replaced on create.
         assert!(replace_paths(&schema(), &Value::Null, &p.state).is_empty());

@@ -11,7 +11,7 @@ use super::value::Value;
 /// Checks one known, non-null attribute value. Validators never see null or unknown values.
 pub trait Validator: Send + Sync {
     fn validate(&self, value: &Value, path: &AttrPath, diags: &mut Diagnostics);
-    /// One sentence for the generated docs, e.g. "One of `single`, `mixed`."
+    /// One sentence for the generated docs, e.g. "One of `read`, `write`."
     fn describe(&self) -> String;
 }
 
@@ -274,7 +274,12 @@ impl Schema {
 
 /// Runs every attribute and block validator over a configuration value. Null and unknown
 /// values are skipped: they are checked again at apply time when they are known.
-pub fn validate_config(block: &Block, value: &Value, path: &AttrPath, diags: &mut Diagnostics) {
+pub(crate) fn validate_config(
+    block: &Block,
+    value: &Value,
+    path: &AttrPath,
+    diags: &mut Diagnostics,
+) {
     if value.is_null_or_unknown() {
         return;
     }
@@ -341,7 +346,7 @@ mod tests {
         let b = Block::new("")
             .attr(Attribute::string("name").required())
             .attr(Attribute::nested(
-                "taints",
+                "rules",
                 Nesting::List,
                 vec![
                     Attribute::string("key").required(),
@@ -349,7 +354,7 @@ mod tests {
                 ],
             ))
             .single_block(
-                "mig",
+                "disk",
                 Block::new("").attr(Attribute::string("profile").required()),
             )
             .block(
@@ -360,13 +365,16 @@ mod tests {
         let expected = Type::object([
             ("name", Type::String),
             (
-                "taints",
+                "rules",
                 Type::list(Type::object([
                     ("effect", Type::String),
                     ("key", Type::String),
                 ])),
             ),
-            ("mig", Type::list(Type::object([("profile", Type::String)]))),
+            (
+                "disk",
+                Type::list(Type::object([("profile", Type::String)])),
+            ),
             ("config", Type::set(Type::object([("n", Type::Number)]))),
         ]);
         assert_eq!(b.ty(), expected);

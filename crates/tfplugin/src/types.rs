@@ -37,7 +37,7 @@ impl Type {
     }
 
     /// The JSON notation terraform expects in schemas and dynamic values.
-    pub fn to_json(&self) -> serde_json::Value {
+    fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;
         match self {
             Type::Bool => J::from("bool"),
@@ -63,12 +63,12 @@ impl Type {
         }
     }
 
-    pub fn to_json_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_json_bytes(&self) -> Vec<u8> {
         // Serializing a serde_json::Value into a Vec cannot fail.
         serde_json::to_vec(&self.to_json()).unwrap_or_default()
     }
 
-    pub fn from_json_bytes(bytes: &[u8]) -> Result<Type, String> {
+    pub(crate) fn from_json_bytes(bytes: &[u8]) -> Result<Type, String> {
         let v: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| format!("type is not JSON: {e}"))?;
         Type::from_json(&v, 0)

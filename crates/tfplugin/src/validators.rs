@@ -204,35 +204,35 @@ mod tests {
 
     #[test]
     fn value_validators() {
-        assert!(run(&OneOf(&["aks", "gke"]), "aks".into()).is_empty());
-        let d = run(&OneOf(&["aks", "gke"]), "azure".into());
-        assert!(d.0[0].detail.contains("\"aks\", \"gke\""), "{d:?}");
+        assert!(run(&OneOf(&["ash", "oak"]), "ash".into()).is_empty());
+        let d = run(&OneOf(&["ash", "oak"]), "yew".into());
+        assert!(d.0[0].detail.contains("\"ash\", \"oak\""), "{d:?}");
         assert_eq!(d.0[0].path, Some(AttrPath::attr("x")));
         assert!(run(&IntBetween(2, 48), Value::int(48)).is_empty());
         assert!(run(&IntBetween(2, 48), Value::int(49)).has_errors());
         assert!(run(&IntBetween(2, 48), Value::Number(crate::Number::Float(2.5))).has_errors());
         let m = Matches::new("^[a-z][a-z0-9]{0,11}$", "lowercase letters and digits");
-        assert!(run(&m, "pool1".into()).is_empty());
-        assert!(run(&m, "Pool".into()).0[0].detail.contains("lowercase"));
+        assert!(run(&m, "name1".into()).is_empty());
+        assert!(run(&m, "Name".into()).0[0].detail.contains("lowercase"));
     }
 
     #[test]
     fn block_validators() {
-        let one = ExactlyOneOf(&["aks", "gke"]);
+        let one = ExactlyOneOf(&["ash", "oak"]);
         let mut d = Diagnostics::new();
         let both = Value::object([
-            ("aks", Value::List(vec![Value::Object(Default::default())])),
-            ("gke", Value::List(vec![Value::Object(Default::default())])),
+            ("ash", Value::List(vec![Value::Object(Default::default())])),
+            ("oak", Value::List(vec![Value::Object(Default::default())])),
         ]);
         one.validate(&both, &AttrPath::root(), &mut d);
-        assert_eq!(d.0[0].path, Some(AttrPath::attr("gke")));
+        assert_eq!(d.0[0].path, Some(AttrPath::attr("oak")));
         let mut d = Diagnostics::new();
-        let none = Value::object([("aks", Value::List(vec![])), ("gke", Value::Null)]);
+        let none = Value::object([("ash", Value::List(vec![])), ("oak", Value::Null)]);
         one.validate(&none, &AttrPath::root(), &mut d);
         assert!(d.0[0].detail.contains("none is"));
         let mut d = Diagnostics::new();
         one.validate(
-            &Value::object([("aks", Value::UNKNOWN)]),
+            &Value::object([("ash", Value::UNKNOWN)]),
             &AttrPath::root(),
             &mut d,
         );
@@ -240,21 +240,21 @@ mod tests {
         // Dynamic blocks of a module: all unknown while validating, decided at plan time.
         let mut d = Diagnostics::new();
         let dynamic = Value::object([
-            ("aks", Value::UNKNOWN),
-            ("gke", Value::UNKNOWN),
-            ("eks", Value::UNKNOWN),
+            ("ash", Value::UNKNOWN),
+            ("oak", Value::UNKNOWN),
+            ("elm", Value::UNKNOWN),
         ]);
-        ExactlyOneOf(&["aks", "gke", "eks"]).validate(&dynamic, &AttrPath::root(), &mut d);
-        ConflictsWith(&["aks", "gke", "eks"]).validate(&dynamic, &AttrPath::root(), &mut d);
+        ExactlyOneOf(&["ash", "oak", "elm"]).validate(&dynamic, &AttrPath::root(), &mut d);
+        ConflictsWith(&["ash", "oak", "elm"]).validate(&dynamic, &AttrPath::root(), &mut d);
         assert!(d.is_empty(), "{d:?}");
         // A known conflict is still one, whatever else is unknown.
         let mut d = Diagnostics::new();
         let two = Value::object([
-            ("aks", Value::List(vec![Value::Object(Default::default())])),
-            ("gke", Value::List(vec![Value::Object(Default::default())])),
-            ("eks", Value::UNKNOWN),
+            ("ash", Value::List(vec![Value::Object(Default::default())])),
+            ("oak", Value::List(vec![Value::Object(Default::default())])),
+            ("elm", Value::UNKNOWN),
         ]);
-        ConflictsWith(&["aks", "gke", "eks"]).validate(&two, &AttrPath::root(), &mut d);
+        ConflictsWith(&["ash", "oak", "elm"]).validate(&two, &AttrPath::root(), &mut d);
         assert_eq!(d.0.len(), 1, "{d:?}");
     }
 }

@@ -27,14 +27,6 @@ impl Number {
         }
     }
 
-    pub fn as_f64(&self) -> f64 {
-        match self {
-            Number::Int(i) => *i as f64,
-            Number::Float(f) => *f,
-            Number::Big(s) => s.parse().unwrap_or(f64::NAN),
-        }
-    }
-
     /// Parses a decimal literal (as found in JSON or a msgpack string), choosing the most exact form.
     pub fn parse(text: &str) -> Option<Number> {
         if !is_decimal_literal(text) {
@@ -55,7 +47,7 @@ impl Number {
     }
 
     /// The canonical decimal text, used for comparisons and display.
-    pub fn to_decimal(&self) -> String {
+    pub(crate) fn to_decimal(&self) -> String {
         match self {
             Number::Int(i) => i.to_string(),
             Number::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => (*f as i64).to_string(),
@@ -220,7 +212,7 @@ impl Value {
     }
 
     /// Null or unknown: a value validators and plan modifiers must leave alone.
-    pub fn is_null_or_unknown(&self) -> bool {
+    pub(crate) fn is_null_or_unknown(&self) -> bool {
         self.is_null() || !self.is_known()
     }
 

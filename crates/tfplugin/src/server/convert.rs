@@ -9,7 +9,7 @@ use crate::{
 };
 
 /// Decodes a DynamicValue against the schema's type; empty means null.
-pub fn decode(dv: Option<&pb::DynamicValue>, ty: &Type) -> Result<Value, CodecError> {
+pub(crate) fn decode(dv: Option<&pb::DynamicValue>, ty: &Type) -> Result<Value, CodecError> {
     match dv {
         Some(d) if !d.msgpack.is_empty() => msgpack::decode(&d.msgpack, ty),
         Some(d) if !d.json.is_empty() => json::decode(&d.json, ty),
@@ -17,14 +17,14 @@ pub fn decode(dv: Option<&pb::DynamicValue>, ty: &Type) -> Result<Value, CodecEr
     }
 }
 
-pub fn encode(v: &Value, ty: &Type) -> Result<pb::DynamicValue, CodecError> {
+pub(crate) fn encode(v: &Value, ty: &Type) -> Result<pb::DynamicValue, CodecError> {
     Ok(pb::DynamicValue {
         msgpack: msgpack::encode(v, ty)?,
         json: Vec::new(),
     })
 }
 
-pub fn path(p: &AttrPath) -> pb::AttributePath {
+pub(crate) fn path(p: &AttrPath) -> pb::AttributePath {
     use pb::attribute_path::step::Selector;
     pb::AttributePath {
         steps: p
@@ -41,7 +41,7 @@ pub fn path(p: &AttrPath) -> pb::AttributePath {
     }
 }
 
-pub fn diagnostic(d: &Diagnostic) -> pb::Diagnostic {
+fn diagnostic(d: &Diagnostic) -> pb::Diagnostic {
     pb::Diagnostic {
         severity: match d.severity {
             Severity::Error => pb::diagnostic::Severity::Error,
@@ -53,13 +53,13 @@ pub fn diagnostic(d: &Diagnostic) -> pb::Diagnostic {
     }
 }
 
-pub fn diagnostics(d: &Diagnostics) -> Vec<pb::Diagnostic> {
+pub(crate) fn diagnostics(d: &Diagnostics) -> Vec<pb::Diagnostic> {
     d.0.iter().map(diagnostic).collect()
 }
 
 /// A protocol-level decoding problem as an error diagnostic (terraform sent something that does
 /// not fit the schema: a version mismatch, never user input).
-pub fn codec_diag(what: &str, e: &CodecError) -> Diagnostics {
+pub(crate) fn codec_diag(what: &str, e: &CodecError) -> Diagnostics {
     Diagnostic::error(
         "Invalid value from terraform",
         format!("The provider could not decode the {what}: {e}. This is a bug or a terraform/provider version mismatch; please report it."),
@@ -67,7 +67,7 @@ pub fn codec_diag(what: &str, e: &CodecError) -> Diagnostics {
     .into()
 }
 
-pub fn schema(s: &Schema) -> pb::Schema {
+pub(crate) fn schema(s: &Schema) -> pb::Schema {
     pb::Schema {
         version: s.version,
         block: Some(block(&s.block, s.version)),
@@ -137,7 +137,7 @@ fn attribute(a: &Attribute) -> pb::schema::Attribute {
     }
 }
 
-pub fn function(sig: &FunctionSignature) -> pb::Function {
+pub(crate) fn function(sig: &FunctionSignature) -> pb::Function {
     pb::Function {
         parameters: sig
             .parameters

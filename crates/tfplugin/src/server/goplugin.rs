@@ -13,7 +13,7 @@ use super::proto::plugin as ppb;
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
-pub struct Health;
+pub(crate) struct Health;
 
 fn status_of(service: &str) -> Result<hpb::HealthCheckResponse, Status> {
     match service {
@@ -46,8 +46,8 @@ impl hpb::health_server::Health for Health {
     }
 }
 
-pub struct Controller {
-    pub shutdown: Arc<Notify>,
+pub(crate) struct Controller {
+    pub(crate) shutdown: Arc<Notify>,
 }
 
 #[tonic::async_trait]
@@ -58,7 +58,7 @@ impl ppb::grpc_controller_server::GrpcController for Controller {
     }
 }
 
-pub struct Stdio;
+pub(crate) struct Stdio;
 
 #[tonic::async_trait]
 impl ppb::grpc_stdio_server::GrpcStdio for Stdio {
@@ -73,7 +73,7 @@ impl ppb::grpc_stdio_server::GrpcStdio for Stdio {
     }
 }
 
-pub struct Broker;
+pub(crate) struct Broker;
 
 #[tonic::async_trait]
 impl ppb::grpc_broker_server::GrpcBroker for Broker {

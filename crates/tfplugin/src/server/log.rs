@@ -1,7 +1,7 @@
 //! Logs in the line format terraform reads from a plugin's stderr: one JSON object per line with
 //! `@level`, `@message`, `@module` and `@timestamp` (microseconds, UTC), the other keys being the
 //! event's fields. go-plugin re-logs each such line at its level under the provider's name, so
-//! `TF_LOG=debug` shows our lines as `[DEBUG] provider.terraform-provider-fracgpu...` and
+//! `TF_LOG=debug` shows our lines as `[DEBUG] provider.terraform-provider-<type>...` and
 //! `TF_LOG_PROVIDER` selects them alone.
 //!
 //! The level is read here too, as terraform passes its environment to the plugin:
@@ -24,7 +24,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 
 /// The most verbose level of this crate's events; `None` is off.
-pub fn level_from_env(provider: Option<&str>, tf_log: Option<&str>) -> Option<Level> {
+fn level_from_env(provider: Option<&str>, tf_log: Option<&str>) -> Option<Level> {
     let word = [provider, tf_log]
         .into_iter()
         .flatten()
@@ -41,7 +41,7 @@ pub fn level_from_env(provider: Option<&str>, tf_log: Option<&str>) -> Option<Le
 }
 
 /// Writes hclog-format JSON lines to a sink (stderr in the plugin).
-pub struct HclogLayer<W> {
+struct HclogLayer<W> {
     own: Option<Level>,
     /// Target prefixes (crate names) of the provider's own code, logged at `own`; everything
     /// else (the crates underneath) at warn and above only, since some of them trace headers
@@ -51,11 +51,11 @@ pub struct HclogLayer<W> {
 }
 
 /// Where lines go; each line is written whole under the sink's lock.
-pub trait LineSink: Send + Sync + 'static {
+trait LineSink: Send + Sync + 'static {
     fn line(&self, line: &str);
 }
 
-pub struct Stderr;
+struct Stderr;
 
 impl LineSink for Stderr {
     fn line(&self, line: &str) {
@@ -64,7 +64,7 @@ impl LineSink for Stderr {
 }
 
 impl<W: LineSink> HclogLayer<W> {
-    pub fn new(own: Option<Level>, own_targets: &'static [&'static str], sink: W) -> HclogLayer<W> {
+    fn new(own: Option<Level>, own_targets: &'static [&'static str], sink: W) -> HclogLayer<W> {
         HclogLayer {
             own,
             own_targets,
@@ -129,7 +129,7 @@ impl Visit for Fields {
 
 /// hclog's timestamp layout: `2006-01-02T15:04:05.000000Z07:00`, always UTC here. go-plugin
 /// drops a line whose timestamp does not parse in exactly this layout back to raw debug text.
-pub fn timestamp(t: time::OffsetDateTime) -> String {
+fn timestamp(t: time::OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     let mut s = String::with_capacity(27);
     let _ = write!(
@@ -157,7 +157,7 @@ fn level_word(level: &Level) -> &'static str {
 }
 
 /// One log line (with its newline) for an event.
-pub fn render(
+fn render(
     meta: &Metadata<'_>,
     message: &str,
     members: &serde_json::Map<String, serde_json::Value>,
@@ -200,9 +200,9 @@ impl<S: Subscriber, W: LineSink> Layer<S> for HclogLayer<W> {
     }
 }
 
-/// Installs the stderr logger for the plugin process, its level from the environment.
-/// Installs the layer for the whole process; `own_targets` are the crates whose lines follow
-/// TF_LOG_PROVIDER / TF_LOG, e.g. the provider's crates and "tfplugin".
+/// Installs the stderr logger for the whole plugin process, its level from the environment;
+/// `own_targets` are the crates whose lines follow TF_LOG_PROVIDER / TF_LOG, e.g. the provider's
+/// crates and "tfplugin".
 pub fn init(own_targets: &'static [&'static str]) {
     let level = level_from_env(
         std::env::var("TF_LOG_PROVIDER").ok().as_deref(),

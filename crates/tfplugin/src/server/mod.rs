@@ -1,13 +1,13 @@
 //! The protocol layer: the go-plugin handshake and AutoMTLS, the tfplugin6 gRPC service and
 //! go-plugin's companion services, and conversions between protobuf messages and the `tf` model.
-//! Knows nothing of GPUs or clouds; provider code never sees a protobuf type.
+//! Knows nothing of what a provider manages; provider code never sees a protobuf type.
 
-pub mod convert;
+mod convert;
 mod goplugin;
 pub mod log;
 mod provider_service;
-pub mod serve;
-pub mod tls;
+mod serve;
+mod tls;
 
 pub use serve::{Options, StartError, serve};
 

@@ -23,11 +23,10 @@ use super::provider_service::{ProviderService, Registry};
 use super::tls;
 use crate::api::Provider;
 
-pub const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
-pub const MAGIC_COOKIE_VALUE: &str =
-    "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
+const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
+const MAGIC_COOKIE_VALUE: &str = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
 /// The registry address terraform knows this provider by.
-pub const PROVIDER_ADDRESS: &str = "registry.terraform.io/fracgpu/fracgpu";
+const PROVIDER_ADDRESS: &str = "registry.terraform.io/fracgpu/fracgpu";
 const PROTOCOL_VERSION: u32 = 6;
 /// Terraform accepts schemas up to 64 MiB; leave room for large plans.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -43,7 +42,7 @@ pub struct Options {
 #[derive(Debug)]
 pub struct StartError(pub String);
 
-pub fn check_started_by_terraform() -> Result<(), StartError> {
+fn check_started_by_terraform() -> Result<(), StartError> {
     if std::env::var(MAGIC_COOKIE_KEY).as_deref() != Ok(MAGIC_COOKIE_VALUE) {
         return Err(StartError(
             "This binary is a plugin for Terraform and is not meant to be run by hand. \
@@ -70,14 +69,15 @@ enum Listener {
 }
 
 /// A private directory for the socket: only the owner may enter it, so no other user can reach
-/// the socket even before the TLS handshake.
-fn unix_listener() -> std::io::Result<(UnixListener, PathBuf)> {
+/// the socket even before the TLS handshake. Named after the provider's type, so that a stale
+/// one says whose it was.
+fn unix_listener(type_name: &str) -> std::io::Result<(UnixListener, PathBuf)> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let base = std::env::var_os("PLUGIN_UNIX_SOCKET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!(
-        "fracgpu-plugin-{}-{:08x}",
+        "{type_name}-plugin-{}-{:08x}",
         std::process::id(),
         fastrand::u32(..)
     ));
@@ -117,10 +117,14 @@ async fn tcp_listener() -> std::io::Result<TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::other("no port in range")))
 }
 
-async fn listen() -> Result<Listener, StartError> {
-    let want_tcp = std::env::var("FRACGPU_PLUGIN_TRANSPORT").as_deref() == Ok("tcp");
+/// `<TYPE>_PLUGIN_TRANSPORT=tcp` (the provider's type in capitals) skips the unix socket, so
+/// that tests can reach the TCP fallback.
+async fn listen(type_name: &str) -> Result<Listener, StartError> {
+    let transport =
+        format!("{}_PLUGIN_TRANSPORT", type_name.to_ascii_uppercase()).replace('-', "_");
+    let want_tcp = std::env::var(transport).as_deref() == Ok("tcp");
     if !want_tcp {
-        match unix_listener() {
+        match unix_listener(type_name) {
             Ok((l, p)) => return Ok(Listener::Unix(l, p)),
             Err(e) => {
                 tracing::warn!(error = %e, "unix socket unavailable; falling back to TCP on 127.0.0.1")
@@ -250,7 +254,8 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
         None => (None, String::new()),
     };
 
-    let listener = listen().await?;
+    let type_name = provider.type_name();
+    let listener = listen(type_name).await?;
     let (network, address, socket_path) = match &listener {
         Listener::Unix(_, p) => ("unix", p.display().to_string(), Some(p.clone())),
         Listener::Tcp(l) => (
@@ -290,7 +295,7 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
             }
         });
         println!(
-            "terraform-provider-fracgpu is running in debug mode. In the shell where you run terraform, set:\n\n\tTF_REATTACH_PROVIDERS='{reattach}'\n\nStop it with Ctrl-C."
+            "terraform-provider-{type_name} is running in debug mode. In the shell where you run terraform, set:\n\n\tTF_REATTACH_PROVIDERS='{reattach}'\n\nStop it with Ctrl-C."
         );
     } else {
         println!("1|{PROTOCOL_VERSION}|{network}|{address}|grpc|{cert_field}");

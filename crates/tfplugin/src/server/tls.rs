@@ -15,14 +15,14 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixT
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, Error, ServerConfig, SignatureScheme};
 
-pub struct ServerIdentity {
-    pub cert_der: Vec<u8>,
+pub(crate) struct ServerIdentity {
+    pub(crate) cert_der: Vec<u8>,
     key_der: Vec<u8>,
 }
 
 /// A new self-signed certificate for "localhost", valid as its own root (terraform verifies the
 /// server against a pool holding only this certificate).
-pub fn server_identity() -> Result<ServerIdentity, String> {
+pub(crate) fn server_identity() -> Result<ServerIdentity, String> {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
         KeyUsagePurpose,
@@ -56,12 +56,12 @@ pub fn server_identity() -> Result<ServerIdentity, String> {
     })
 }
 
-pub fn provider() -> Arc<CryptoProvider> {
+fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 /// The server side of AutoMTLS: our certificate, and exactly one acceptable client certificate.
-pub fn server_config(
+pub(crate) fn server_config(
     identity: &ServerIdentity,
     client_cert_pem: &str,
 ) -> Result<ServerConfig, String> {

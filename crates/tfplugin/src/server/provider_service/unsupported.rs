@@ -1,0 +1,48 @@
+//! The RPCs for protocol features this layer does not offer: resource identity, moving state
+//! between resource types and ephemeral resources. The schema declares none of them, so terraform
+//! has no reason to call these; should it do so anyway, the user reads an error diagnostic saying
+//! what is missing rather than a failed gRPC call.
+
+use super::registry::Registry;
+use super::template::WithDiagnostics;
+use crate::server::proto::tfplugin6 as pb;
+use crate::{Diagnostic, Diagnostics};
+
+/// No resource declares an identity, which is what an empty answer says.
+pub(super) fn identity_schemas() -> pb::get_resource_identity_schemas::Response {
+    pb::get_resource_identity_schemas::Response::default()
+}
+
+pub(super) fn upgrade_identity(
+    reg: &Registry,
+    req: pb::upgrade_resource_identity::Request,
+) -> pb::upgrade_resource_identity::Response {
+    WithDiagnostics::from_diagnostics(&not_supported(reg, "Resource identity", &req.type_name))
+}
+
+pub(super) fn move_state(
+    reg: &Registry,
+    req: pb::move_resource_state::Request,
+) -> pb::move_resource_state::Response {
+    WithDiagnostics::from_diagnostics(&not_supported(
+        reg,
+        "Moving state between resource types",
+        &req.target_type_name,
+    ))
+}
+
+/// Every ephemeral resource RPC, whose responses differ only in type.
+pub(super) fn ephemeral<R: WithDiagnostics>(reg: &Registry, type_name: &str) -> R {
+    R::from_diagnostics(&not_supported(reg, "Ephemeral resources", type_name))
+}
+
+fn not_supported(reg: &Registry, what: &str, type_name: &str) -> Diagnostics {
+    Diagnostic::error(
+        "Not supported",
+        format!(
+            "{what} are not supported by {} (requested for {type_name:?}).",
+            reg.binary()
+        ),
+    )
+    .into()
+}
