@@ -32,7 +32,10 @@ fn main() -> ExitCode {
     let provider = fracgpu::provider::FracGpu::new();
     match runtime.block_on(tfplugin::server::serve(
         provider,
-        tfplugin::server::Options { debug },
+        tfplugin::server::Options {
+            debug,
+            address: "registry.terraform.io/fracgpu/fracgpu",
+        },
     )) {
         Ok(()) => {
             // Leave at once: background tasks (open streams) must not hold the process.

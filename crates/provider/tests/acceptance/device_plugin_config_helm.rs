@@ -11,11 +11,11 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ::sandbox::kube::PoolNodes;
-use base64::Engine as _;
 use crate::common::sandbox::{RunningStack, start_stack};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use crate::common::tools::{self, Tool};
+use ::sandbox::kube::PoolNodes;
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 const NS: &str = "gpu-operator";

@@ -6,22 +6,22 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod nodepool_aks;
-mod nodepool_gke_eks;
-mod nodepool_bad_input;
-mod nodepool_faults;
-mod nodepool_twin;
-mod nodepool_moto;
+mod data_source_machine_type;
 mod device_plugin_config;
 mod device_plugin_config_access;
 mod device_plugin_config_bad_input;
 mod device_plugin_config_helm;
-mod data_source_machine_type;
-mod workload_and_functions;
-mod examples;
-mod module_tftest;
-mod drift_detection;
 mod docs;
+mod drift_detection;
+mod examples;
 mod logging;
-mod terraform_versions;
+mod module_tftest;
+mod nodepool_aks;
+mod nodepool_bad_input;
+mod nodepool_faults;
+mod nodepool_gke_eks;
+mod nodepool_moto;
+mod nodepool_twin;
 mod release;
+mod terraform_versions;
+mod workload_and_functions;

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::plugin::{
+    Auth, ClientCert, Handshake, Plugin, client_cert, connect, start_logging_to,
+};
 use base64::Engine;
-use crate::common::plugin::{Auth, ClientCert, Handshake, Plugin, client_cert, connect, start_logging_to};
 use pb::provider_client::ProviderClient;
 use tfplugin::server::proto::plugin::{Empty, grpc_controller_client::GrpcControllerClient};
 use tfplugin::server::proto::tfplugin6 as pb;

@@ -25,8 +25,6 @@ use crate::api::Provider;
 
 const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
 const MAGIC_COOKIE_VALUE: &str = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
-/// The registry address terraform knows this provider by.
-const PROVIDER_ADDRESS: &str = "registry.terraform.io/fracgpu/fracgpu";
 const PROTOCOL_VERSION: u32 = 6;
 /// Terraform accepts schemas up to 64 MiB; leave room for large plans.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
@@ -36,20 +34,23 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Options {
     /// Serve without TLS and print TF_REATTACH_PROVIDERS for a terraform started by hand.
     pub debug: bool,
+    /// The registry address terraform knows the provider by, e.g.
+    /// `registry.terraform.io/NAMESPACE/TYPE`.
+    pub address: &'static str,
 }
 
 /// Why the provider could not start; printed for the human who ran it.
 #[derive(Debug)]
 pub struct StartError(pub String);
 
-fn check_started_by_terraform() -> Result<(), StartError> {
+fn check_started_by_terraform(address: &str) -> Result<(), StartError> {
     if std::env::var(MAGIC_COOKIE_KEY).as_deref() != Ok(MAGIC_COOKIE_VALUE) {
-        return Err(StartError(
+        let source = address.splitn(2, '/').nth(1).unwrap_or(address);
+        return Err(StartError(format!(
             "This binary is a plugin for Terraform and is not meant to be run by hand. \
-             Declare `fracgpu/fracgpu` in a configuration's required_providers and run `terraform init`; \
+             Declare `{source}` in a configuration's required_providers and run `terraform init`; \
              to debug it, start it with --debug and follow the instructions it prints."
-                .into(),
-        ));
+        )));
     }
     if let Ok(versions) = std::env::var("PLUGIN_PROTOCOL_VERSIONS")
         && !versions
@@ -232,7 +233,7 @@ fn accept_loop(
 
 pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), StartError> {
     if !opts.debug {
-        check_started_by_terraform()?;
+        check_started_by_terraform(opts.address)?;
     }
     // Terraform sets PLUGIN_CLIENT_CERT unless TF_DISABLE_PLUGIN_TLS is set; like go-plugin,
     // serve in plain text only when it is absent.
@@ -286,7 +287,7 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
 
     if opts.debug {
         let reattach = serde_json::json!({
-            PROVIDER_ADDRESS: {
+            opts.address: {
                 "Protocol": "grpc",
                 "ProtocolVersion": PROTOCOL_VERSION,
                 "Pid": std::process::id(),
