@@ -40,6 +40,15 @@ impl Cloud {
             Cloud::Eks => "eks",
         }
     }
+
+    /// The name prose uses (`AKS`), for error details; `as_str` is the spelling users write.
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Cloud::Aks => "AKS",
+            Cloud::Gke => "GKE",
+            Cloud::Eks => "EKS",
+        }
+    }
 }
 
 impl fmt::Display for Cloud {
@@ -600,7 +609,7 @@ pub fn machine_type(cloud: Cloud, name: &str) -> Result<&'static MachineType, Do
         .map(|mt| mt.name);
     let mut detail = format!(
         "\"{name}\" is not in the catalog of {} GPU machine types. Closest known names: {}.",
-        cloud_title(cloud),
+        cloud.title(),
         list(closest(wanted, names, 5))
     );
     if cloud == Cloud::Gke && is_gcp_n1(wanted) {
@@ -616,7 +625,7 @@ pub fn machine_type(cloud: Cloud, name: &str) -> Result<&'static MachineType, Do
     }) {
         detail.push_str(&format!(
             " It is one of {}'s machine types.",
-            cloud_title(other)
+            other.title()
         ));
     } else {
         detail.push_str(
@@ -628,14 +637,6 @@ pub fn machine_type(cloud: Cloud, name: &str) -> Result<&'static MachineType, Do
         summary::UNKNOWN_MACHINE_TYPE,
         detail,
     ))
-}
-
-fn cloud_title(cloud: Cloud) -> &'static str {
-    match cloud {
-        Cloud::Aks => "AKS",
-        Cloud::Gke => "GKE",
-        Cloud::Eks => "EKS",
-    }
 }
 
 /// GCP n1 machine types take GPUs as separately attached accelerators.

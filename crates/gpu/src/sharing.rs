@@ -730,7 +730,7 @@ fn check_mig_profile(
             summary::INVALID_MIG_PROFILE,
             format!(
                 "{why} Valid values on {} for the {}: {allowed_text}.",
-                cloud_name(cloud),
+                cloud.title(),
                 gpu.id
             ),
         ));
@@ -745,7 +745,7 @@ fn mig_sharing_off_gke(
     strategy: MigStrategy,
     sharing: GkeSharingStrategy,
 ) -> DomainError {
-    let where_ = cloud.map_or("AKS and EKS", cloud_name);
+    let where_ = cloud.map_or("AKS and EKS", Cloud::title);
     let detail = match (sharing, strategy) {
         (GkeSharingStrategy::Mps, MigStrategy::Mixed) => format!(
             "MPS cannot be combined with MIG strategy mixed: the NVIDIA device plugin, which shares GPUs on \
@@ -854,14 +854,6 @@ pub fn check_aks_os_sku(sharing: &SharingMode, os_sku: &str) -> Result<(), Domai
         ));
     }
     Ok(())
-}
-
-fn cloud_name(cloud: Cloud) -> &'static str {
-    match cloud {
-        Cloud::Aks => "AKS",
-        Cloud::Gke => "GKE",
-        Cloud::Eks => "EKS",
-    }
 }
 
 fn per_slice(memory_mib: u32, slices: u32) -> u32 {
