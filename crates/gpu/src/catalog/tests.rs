@@ -1,3 +1,6 @@
+//! Tests of the catalog through its lookups, and of the data itself: it must be consistent (no profile
+//! larger than its GPU, no duplicate machine type), since a wrong table entry passes every other check.
+
 use super::machines::MACHINE_TYPES;
 use super::models::{A100_40GB, A100_80GB, GPUS, H100_80GB, H100_NVL, H200, T4};
 use super::*;
