@@ -17,12 +17,23 @@ pub enum MigStrategyFlag {
 }
 
 impl MigStrategyFlag {
+    const ALL: [MigStrategyFlag; 3] = [
+        MigStrategyFlag::None,
+        MigStrategyFlag::Single,
+        MigStrategyFlag::Mixed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             MigStrategyFlag::None => "none",
             MigStrategyFlag::Single => "single",
             MigStrategyFlag::Mixed => "mixed",
         }
+    }
+
+    /// The flag spelled exactly so, as the plugin compares it (case matters).
+    pub(super) fn parse(s: &str) -> Option<MigStrategyFlag> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
     }
 }
 

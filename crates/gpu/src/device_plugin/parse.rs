@@ -2,7 +2,7 @@
 //! another tool, so parsing accepts any YAML spelling the plugin would, normalises it to the meaning the
 //! plugin gives it, and refuses what the plugin refuses.
 
-use super::rules::{check_replicas, check_resource_name, invalid, qualify};
+use super::rules::{check_resource_name, check_resource_replicas, invalid, no_resources, qualify};
 use super::{
     CONFIG_VERSION, DevicePluginConfig, MigStrategyFlag, ReplicatedResource, Sharing, SharingKind,
 };
@@ -32,17 +32,12 @@ pub fn parse(text: &str) -> Result<DevicePluginConfig, DomainError> {
     }
     let mig_strategy = match raw.flags.and_then(|f| f.mig_strategy) {
         None => None,
-        Some(s) => Some(match s.as_str() {
-            "none" => MigStrategyFlag::None,
-            "single" => MigStrategyFlag::Single,
-            "mixed" => MigStrategyFlag::Mixed,
-            other => {
-                return Err(invalid(format!(
-                    "flags.migStrategy is \"{other}\", which the plugin does not know. Valid values: \
-                     none, single, mixed."
-                )));
-            }
-        }),
+        Some(s) => Some(MigStrategyFlag::parse(&s).ok_or_else(|| {
+            invalid(format!(
+                "flags.migStrategy is \"{s}\", which the plugin does not know. Valid values: none, \
+                 single, mixed."
+            ))
+        })?),
     };
     let sharing = match raw.sharing {
         None => None,
@@ -80,10 +75,7 @@ fn sharing_from_raw(kind: SharingKind, raw: RawReplicated) -> Result<Sharing, Do
     let key = kind.key();
     let raw_resources = raw.resources.unwrap_or_default();
     if raw_resources.is_empty() {
-        return Err(invalid(format!(
-            "sharing.{key} has no resources: the plugin refuses it (\"no resources specified\"). List at \
-             least one resource, e.g. {{name: nvidia.com/gpu, replicas: 10}}."
-        )));
+        return Err(no_resources(key));
     }
     let mut resources = Vec::with_capacity(raw_resources.len());
     for r in raw_resources {
@@ -101,7 +93,7 @@ fn sharing_from_raw(kind: SharingKind, raw: RawReplicated) -> Result<Sharing, Do
                  replicas: 2 or more."
             )));
         };
-        let replicas = check_replicas(replicas.0, &name, key)?;
+        let replicas = check_resource_replicas(replicas.0, &name, key)?;
         resources.push(ReplicatedResource { name, replicas });
     }
     Ok(Sharing {

@@ -18,10 +18,7 @@ impl DevicePluginConfig {
         };
         let key = sharing.kind.key();
         if sharing.resources.is_empty() {
-            return Err(invalid(format!(
-                "sharing.{key} has no resources: the plugin refuses it (\"no resources specified\"). \
-                 List at least one resource, e.g. {{name: nvidia.com/gpu, replicas: 10}}."
-            )));
+            return Err(no_resources(key));
         }
         for r in &sharing.resources {
             check_resource_name(&r.name, key)?;
@@ -32,7 +29,7 @@ impl DevicePluginConfig {
                     qualify(&r.name)
                 )));
             }
-            check_replicas(i64::from(r.replicas), &r.name, key)?;
+            check_resource_replicas(i64::from(r.replicas), &r.name, key)?;
         }
         if sharing.kind == SharingKind::Mps {
             if self.mig_strategy == Some(MigStrategyFlag::Mixed) {
@@ -55,10 +52,9 @@ impl DevicePluginConfig {
 
 /// The plugin's NewResourceName: prefix `nvidia.com/` unless present.
 pub(super) fn qualify(name: &str) -> String {
-    if name.starts_with("nvidia.com/") {
-        name.to_string()
-    } else {
-        format!("{RESOURCE_PREFIX}/{name}")
+    match name.strip_prefix(RESOURCE_PREFIX) {
+        Some(rest) if rest.starts_with('/') => name.to_string(),
+        _ => format!("{RESOURCE_PREFIX}/{name}"),
     }
 }
 
@@ -83,7 +79,11 @@ pub(super) fn check_resource_name(qualified: &str, key: &str) -> Result<(), Doma
     Ok(())
 }
 
-pub(super) fn check_replicas(replicas: i64, name: &str, key: &str) -> Result<u32, DomainError> {
+pub(super) fn check_resource_replicas(
+    replicas: i64,
+    name: &str,
+    key: &str,
+) -> Result<u32, DomainError> {
     if replicas < 2 {
         return Err(invalid(format!(
             "sharing.{key} resource \"{name}\" has replicas {replicas}: the plugin refuses it (\"number \
@@ -115,6 +115,14 @@ fn is_dns_subdomain(s: &str) -> bool {
                 _ => false,
             }
         })
+}
+
+/// A `sharing` block without resources, whether our model or parsed text has it.
+pub(super) fn no_resources(key: &str) -> DomainError {
+    invalid(format!(
+        "sharing.{key} has no resources: the plugin refuses it (\"no resources specified\"). List at \
+         least one resource, e.g. {{name: nvidia.com/gpu, replicas: 10}}."
+    ))
 }
 
 pub(super) fn invalid(detail: impl Into<String>) -> DomainError {
