@@ -177,13 +177,19 @@ fn per_slice(memory_mib: u32, slices: u32) -> u32 {
     memory_mib.checked_div(slices).unwrap_or(0)
 }
 
-/// `nvidia.com/mig-<profile>` as the NVIDIA plugin names a mixed-strategy MIG resource. A resource name
-/// cannot hold '+', so a `+me` profile is written with '.' (`mig-1g.5gb.me`).
+/// `nvidia.com/mig-<profile>` as the NVIDIA plugin names a mixed-strategy MIG resource
+/// (`nvidia.com/mig-1g.5gb.me`).
 pub fn mig_resource_name(profile: &MigProfile) -> String {
-    format!("nvidia.com/mig-{}", profile.name.replace('+', "."))
+    format!("nvidia.com/mig-{}", dotted(profile))
 }
 
 /// The MIG manager config that partitions every GPU of a node into one profile (`all-1g.5gb`).
 pub(super) fn mig_config_name(profile: &MigProfile) -> String {
-    format!("all-{}", profile.name.replace('+', "."))
+    format!("all-{}", dotted(profile))
+}
+
+/// A profile name as resource names and label values can hold it: neither takes '+', so the NVIDIA
+/// plugin and the MIG manager both write a `+me` profile with '.' (`1g.5gb.me`).
+fn dotted(profile: &MigProfile) -> String {
+    profile.name.replace('+', ".")
 }
