@@ -65,7 +65,7 @@ pub fn catalog_markdown() -> String {
                 prof.memory_mib,
                 compute_share(g, prof),
                 prof.aks.map_or("-", |a| a.as_str()),
-                yes_no(prof.gke && g.gke_accelerator.is_some())
+                yes_no(g.gke_partition_sizes().contains(&prof.name))
             ));
         }
     }

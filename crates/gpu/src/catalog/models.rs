@@ -77,10 +77,6 @@ impl GpuModel {
             .find(|p| p.name.eq_ignore_ascii_case(name.trim()))
     }
 
-    pub fn mig_profile_names(&self) -> Vec<&'static str> {
-        self.mig_profiles.iter().map(|p| p.name).collect()
-    }
-
     /// The profiles GKE accepts as `gpuPartitionSize` on this GPU (empty when GKE does not offer it).
     pub fn gke_partition_sizes(&self) -> Vec<&'static str> {
         if self.gke_accelerator.is_none() {
