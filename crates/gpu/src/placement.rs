@@ -1,7 +1,7 @@
 //! Workload fit, for the `fracgpu_workload` data source: given a pool's derived facts and what a workload
 //! needs, which resource and how many units it must request, and what memory it must stay under.
 //!
-//! The arithmetic is the packing convention of gpu.md: a workload that needs more memory than one slice
+//! The arithmetic is this provider's packing convention: a workload that needs more memory than one slice
 //! asks for several slices (ceil(need / memory per slice)) and must keep under that many slices' memory,
 //! which keeps its neighbours to the rest. It only holds within one GPU, so a need above one GPU's memory
 //! never fits a shared pool. Memory is in MiB throughout; "MB" in attribute names means MiB.

@@ -144,8 +144,10 @@ fn aks_mapping_goes_both_ways_per_gpu() {
     assert_eq!(AksGpuInstanceProfile::parse("MIG5g"), None);
 }
 
+// GKE's multi-instance GPU guide lists these partition sizes per accelerator
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi).
 #[test]
-fn gke_partition_sizes_match_the_reference() {
+fn gke_partition_sizes_match_gkes_list() {
     assert_eq!(
         A100_40GB.gke_partition_sizes(),
         ["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"]
