@@ -45,14 +45,9 @@ impl AksGpuInstanceProfile {
 }
 
 /// AKS gpuInstanceProfile -> the profile it creates on this GPU.
-pub fn mig_profile_for_aks(
+pub(crate) fn mig_profile_for_aks(
     gpu: &GpuModel,
     aks: AksGpuInstanceProfile,
 ) -> Option<&'static MigProfile> {
     gpu.mig_profiles.iter().find(|p| p.aks == Some(aks))
-}
-
-/// MIG profile name -> the AKS gpuInstanceProfile that creates it on this GPU, if AKS can express it.
-pub fn aks_profile_for(gpu: &GpuModel, profile: &str) -> Option<AksGpuInstanceProfile> {
-    gpu.mig_profile(profile).and_then(|p| p.aks)
 }

@@ -14,7 +14,7 @@ pub fn all_gpu_models() -> &'static [&'static GpuModel] {
 }
 
 /// Every machine type of the catalog, grouped by cloud (AKS, GKE, EKS) in catalog order.
-pub fn all_machine_types() -> &'static [MachineType] {
+pub(crate) fn all_machine_types() -> &'static [MachineType] {
     MACHINE_TYPES
 }
 

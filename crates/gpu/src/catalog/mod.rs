@@ -21,10 +21,12 @@ mod suggest;
 #[cfg(test)]
 mod tests;
 
-pub use aks::{AksGpuInstanceProfile, aks_profile_for, mig_profile_for_aks};
+pub use aks::AksGpuInstanceProfile;
+pub(crate) use aks::mig_profile_for_aks;
 pub use cloud::Cloud;
 pub use hardware::{Hardware, MAX_GPUS_PER_NODE, resolve_hardware};
-pub use lookup::{all_gpu_models, all_machine_types, gpu_model, machine_type};
+pub(crate) use lookup::all_machine_types;
+pub use lookup::{all_gpu_models, gpu_model, machine_type};
 pub use machines::MachineType;
 pub use markdown::catalog_markdown;
 pub use models::{GpuModel, MemorySource, MigProfile, compute_share};

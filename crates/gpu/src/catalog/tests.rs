@@ -6,6 +6,13 @@ use super::models::{A100_40GB, A100_80GB, GPUS, H100_80GB, H100_NVL, H200, T4};
 use super::*;
 use crate::error::Field;
 
+/// MIG profile name -> the AKS gpuInstanceProfile that creates it on this GPU, if AKS can express it: the
+/// inverse of `mig_profile_for_aks`. Validation reads it off the profile (`MigProfile::aks`), so only this
+/// test, which checks that the mapping runs both ways, needs it by name.
+fn aks_profile_for(gpu: &GpuModel, profile: &str) -> Option<AksGpuInstanceProfile> {
+    gpu.mig_profile(profile).and_then(|p| p.aks)
+}
+
 #[test]
 fn cloud_parses_its_three_names_and_rejects_others() {
     assert_eq!(Cloud::parse("AKS").unwrap(), Cloud::Aks);

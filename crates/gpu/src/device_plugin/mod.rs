@@ -28,9 +28,8 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
+use model::CONFIG_VERSION;
 pub use model::{
-    CONFIG_VERSION, DevicePluginConfig, GPU_RESOURCE, MigStrategyFlag, ReplicatedResource, Sharing,
-    SharingKind,
+    DevicePluginConfig, GPU_RESOURCE, MigStrategyFlag, ReplicatedResource, Sharing, SharingKind,
 };
 pub use parse::parse;
-pub use rules::{MAX_RESOURCE_NAME_LEN, RESOURCE_PREFIX};

@@ -3,7 +3,7 @@
 //! to check is left to `rules`.
 
 /// The only config version the plugin knows.
-pub const CONFIG_VERSION: &str = "v1";
+pub(super) const CONFIG_VERSION: &str = "v1";
 
 /// The resource name of a full GPU.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";

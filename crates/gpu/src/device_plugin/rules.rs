@@ -6,13 +6,13 @@ use super::{DevicePluginConfig, GPU_RESOURCE, MigStrategyFlag, SharingKind};
 use crate::error::{DomainError, Field, summary};
 
 /// The prefix the plugin puts on resource names that lack it.
-pub const RESOURCE_PREFIX: &str = "nvidia.com";
+const RESOURCE_PREFIX: &str = "nvidia.com";
 /// The plugin's limit on a fully-qualified resource name.
-pub const MAX_RESOURCE_NAME_LEN: usize = 63;
+const MAX_RESOURCE_NAME_LEN: usize = 63;
 
 impl DevicePluginConfig {
     /// Checks the model against what the plugin refuses, so we never write a config a node would reject.
-    pub fn validate(&self) -> Result<(), DomainError> {
+    pub(crate) fn validate(&self) -> Result<(), DomainError> {
         let Some(sharing) = &self.sharing else {
             return Ok(());
         };

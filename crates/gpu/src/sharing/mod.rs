@@ -27,11 +27,11 @@ mod taints;
 mod tests;
 mod validate;
 
-pub use mode_facts::mig_resource_name;
 pub use modes::{GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode};
 pub use plugin_config::{NamedConfig, device_plugin_config, device_plugin_config_yaml};
-pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku, check_pool_name};
-pub use taints::{DEFAULT_GPU_TAINT, Taint, TaintEffect, Toleration, TolerationOperator};
+pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku};
+use taints::DEFAULT_GPU_TAINT;
+pub use taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 pub use validate::{Derived, GkeAccelerator, Isolation, PoolSpec, validate};
 
 /// The node label the NVIDIA device plugin reads to pick its named config.

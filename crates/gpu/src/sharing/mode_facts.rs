@@ -179,7 +179,7 @@ fn per_slice(memory_mib: u32, slices: u32) -> u32 {
 
 /// `nvidia.com/mig-<profile>` as the NVIDIA plugin names a mixed-strategy MIG resource
 /// (`nvidia.com/mig-1g.5gb.me`).
-pub fn mig_resource_name(profile: &MigProfile) -> String {
+fn mig_resource_name(profile: &MigProfile) -> String {
     format!("nvidia.com/mig-{}", dotted(profile))
 }
 

@@ -186,7 +186,7 @@ pub(super) fn check_mps_clients(
 }
 
 /// Pool name rules of each cloud's API, checked here because the name also becomes a node selector value.
-pub fn check_pool_name(cloud: Cloud, name: &str) -> Result<(), DomainError> {
+pub(super) fn check_pool_name(cloud: Cloud, name: &str) -> Result<(), DomainError> {
     let b = name.as_bytes();
     let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let (ok, rule) = match cloud {

@@ -9,7 +9,7 @@ use crate::error::{DomainError, Field, summary};
 
 /// The taint a GPU pool gets when the user names none: it keeps pods that do not ask for a GPU off the
 /// expensive nodes, and it is the taint the GPU operator's components tolerate out of the box.
-pub const DEFAULT_GPU_TAINT: Taint = Taint {
+pub(super) const DEFAULT_GPU_TAINT: Taint = Taint {
     key: Cow::Borrowed("nvidia.com/gpu"),
     value: Cow::Borrowed("Present"),
     effect: TaintEffect::NoSchedule,

@@ -23,7 +23,8 @@ pub struct PoolSpec {
     pub pool_name: String,
     pub hardware: Hardware,
     pub sharing: SharingMode,
-    /// `None` gives the pool [`DEFAULT_GPU_TAINT`]; `Some(vec![])` means no taint at all.
+    /// `None` gives the pool the default GPU taint, `nvidia.com/gpu=Present:NoSchedule`; `Some(vec![])` means
+    /// no taint at all.
     pub taints: Option<Vec<Taint>>,
     /// The user's own node labels.
     pub labels: BTreeMap<String, String>,

@@ -4,6 +4,7 @@
 mod facts;
 mod refusals;
 
+use super::rules::check_pool_name;
 use super::*;
 use crate::catalog::{AksGpuInstanceProfile, Cloud, GpuModel, MemorySource, resolve_hardware};
 use crate::error::{DomainError, Field};
