@@ -90,21 +90,21 @@ impl fmt::Display for DomainError {
 impl std::error::Error for DomainError {}
 
 /// Fixed summaries, so tests and users can match on them.
-pub mod summary {
-    pub const UNKNOWN_CLOUD: &str = "Unknown cloud";
-    pub const UNKNOWN_MACHINE_TYPE: &str = "Unknown machine type";
-    pub const UNKNOWN_GPU_MODEL: &str = "Unknown GPU model";
-    pub const INVALID_GPU_COUNT: &str = "Invalid GPU count";
-    pub const INVALID_POOL_NAME: &str = "Invalid pool name";
-    pub const MIG_NOT_SUPPORTED: &str = "MIG not supported";
-    pub const INVALID_MIG_PROFILE: &str = "Invalid MIG profile";
-    pub const INVALID_SHARING: &str = "Invalid GPU sharing";
-    pub const INVALID_REPLICAS: &str = "Invalid replica count";
-    pub const INVALID_OS_SKU: &str = "Unsupported OS SKU";
-    pub const CONFLICTING_LABEL: &str = "Conflicting node label";
-    pub const INVALID_TAINT: &str = "Invalid taint";
-    pub const INVALID_WORKLOAD: &str = "Invalid workload need";
-    pub const INVALID_DEVICE_PLUGIN_CONFIG: &str = "Invalid device plugin config";
+pub(crate) mod summary {
+    pub(crate) const UNKNOWN_CLOUD: &str = "Unknown cloud";
+    pub(crate) const UNKNOWN_MACHINE_TYPE: &str = "Unknown machine type";
+    pub(crate) const UNKNOWN_GPU_MODEL: &str = "Unknown GPU model";
+    pub(crate) const INVALID_GPU_COUNT: &str = "Invalid GPU count";
+    pub(crate) const INVALID_POOL_NAME: &str = "Invalid pool name";
+    pub(crate) const MIG_NOT_SUPPORTED: &str = "MIG not supported";
+    pub(crate) const INVALID_MIG_PROFILE: &str = "Invalid MIG profile";
+    pub(crate) const INVALID_SHARING: &str = "Invalid GPU sharing";
+    pub(crate) const INVALID_REPLICAS: &str = "Invalid replica count";
+    pub(crate) const INVALID_OS_SKU: &str = "Unsupported OS SKU";
+    pub(crate) const CONFLICTING_LABEL: &str = "Conflicting node label";
+    pub(crate) const INVALID_TAINT: &str = "Invalid taint";
+    pub(crate) const INVALID_WORKLOAD: &str = "Invalid workload need";
+    pub(crate) const INVALID_DEVICE_PLUGIN_CONFIG: &str = "Invalid device plugin config";
 }
 
 /// Joins values for a detail sentence: `a, b, c`.

@@ -20,17 +20,15 @@ mod sharing;
 
 pub use catalog::{
     AksGpuInstanceProfile, Cloud, GpuModel, Hardware, MAX_GPUS_PER_NODE, MachineType, MemorySource,
-    MigProfile, aks_profile_for, all_gpu_models, all_machine_types, catalog_markdown,
-    compute_share, gpu_model, machine_type, mig_profile_for_aks, resolve_hardware,
+    MigProfile, all_gpu_models, catalog_markdown, compute_share, gpu_model, machine_type,
+    resolve_hardware,
 };
-pub use device_plugin::DevicePluginConfig;
-pub use error::{DomainError, Field, summary};
-pub use observed::{Observed, parse_config_name, sharing_from_observed};
+pub use error::{DomainError, Field};
+pub use observed::{Observed, sharing_from_observed};
 pub use placement::{WorkloadFit, WorkloadNeed, slices_for, workload_fit};
 pub use sharing::{
-    DEFAULT_GPU_TAINT, DEVICE_PLUGIN_CONFIG_LABEL, Derived, GkeAccelerator, GkeSharing,
-    GkeSharingStrategy, Isolation, MAX_REPLICAS, MIG_CONFIG_LABEL, MIN_REPLICAS, MigStrategy,
-    NamedConfig, PoolSpec, SharingMode, Taint, TaintEffect, Toleration, TolerationOperator,
-    check_aks_os_sku, check_pool_name, device_plugin_config, device_plugin_config_yaml,
-    mig_resource_name, validate,
+    DEVICE_PLUGIN_CONFIG_LABEL, Derived, GkeAccelerator, GkeSharing, GkeSharingStrategy, Isolation,
+    MAX_REPLICAS, MIG_CONFIG_LABEL, MIN_REPLICAS, MigStrategy, NamedConfig, PoolSpec, SharingMode,
+    Taint, TaintEffect, Toleration, TolerationOperator, check_aks_os_sku, device_plugin_config,
+    device_plugin_config_yaml, validate,
 };

@@ -89,7 +89,7 @@ pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> S
 
 /// Reads a device plugin config name the provider gives its pools: `time-sliced-<N>` with
 /// optional `-renamed` and `-strict` suffixes, or `mps-<N>`.
-pub fn parse_config_name(name: &str) -> Option<SharingMode> {
+fn parse_config_name(name: &str) -> Option<SharingMode> {
     if let Some(rest) = name.strip_prefix("mps-") {
         return rest
             .parse()

@@ -1,7 +1,7 @@
 //! Workload fit, for the `fracgpu_workload` data source: given a pool's derived facts and what a workload
 //! needs, which resource and how many units it must request, and what memory it must stay under.
 //!
-//! The arithmetic is the packing convention of gpu.md: a workload that needs more memory than one slice
+//! The arithmetic is this provider's packing convention: a workload that needs more memory than one slice
 //! asks for several slices (ceil(need / memory per slice)) and must keep under that many slices' memory,
 //! which keeps its neighbours to the rest. It only holds within one GPU, so a need above one GPU's memory
 //! never fits a shared pool. Memory is in MiB throughout; "MB" in attribute names means MiB.
@@ -44,9 +44,7 @@ pub fn slices_for(
     replicas: u32,
 ) -> Result<u32, DomainError> {
     if gpu_memory_mb == 0 {
-        return Err(bad_need(
-            "gpu_memory_mb is 0; give the GPU memory the workload needs, in MiB.",
-        ));
+        return Err(zero_need());
     }
     if replicas == 0 || gpu_total_memory_mb == 0 {
         return Err(DomainError::new(
@@ -76,6 +74,9 @@ pub fn slices_for(
 
 /// Answers whether a workload fits a pool and what it must request.
 pub fn workload_fit(pool: &Derived, need: &WorkloadNeed) -> Result<WorkloadFit, DomainError> {
+    if *need == WorkloadNeed::GpuMemoryMib(0) {
+        return Err(zero_need());
+    }
     let per_slice = u64::from(pool.memory_per_slice_mib);
     let mut fit = WorkloadFit {
         fits: true,
@@ -105,11 +106,6 @@ pub fn workload_fit(pool: &Derived, need: &WorkloadNeed) -> Result<WorkloadFit, 
                 }
                 return Ok(fit);
             }
-            WorkloadNeed::GpuMemoryMib(mib) if *mib == 0 => {
-                return Err(bad_need(
-                    "gpu_memory_mb is 0; give the GPU memory the workload needs, in MiB.",
-                ));
-            }
             WorkloadNeed::GpuMemoryMib(_) => {}
         }
     }
@@ -124,11 +120,6 @@ pub fn workload_fit(pool: &Derived, need: &WorkloadNeed) -> Result<WorkloadFit, 
         return Ok(fit);
     };
     let need_mib = *need_mib;
-    if need_mib == 0 {
-        return Err(bad_need(
-            "gpu_memory_mb is 0; give the GPU memory the workload needs, in MiB.",
-        ));
-    }
     fit.quantity = slices_for(need_mib, per_slice.max(1), 1)?;
     fit.memory_limit_mib = u64::from(fit.quantity) * per_slice;
     let quantity = fit.quantity;
@@ -274,6 +265,11 @@ fn more_than_a_gpu(pool: &Derived, need_mib: u64) -> String {
          a larger GPU.",
         pool.gpu.id, pool.gpu.memory_mib
     )
+}
+
+/// The one refusal of a zero need, whether it comes through `workload_fit` or `slices_for`.
+fn zero_need() -> DomainError {
+    bad_need("gpu_memory_mb is 0; give the GPU memory the workload needs, in MiB.")
 }
 
 fn bad_need(detail: impl Into<String>) -> DomainError {

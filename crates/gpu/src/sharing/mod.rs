@@ -1,0 +1,40 @@
+//! The sharing model: how a pool's GPUs are shared (MIG, time-slicing, MPS or not at all), the rules each
+//! cloud imposes, and what follows for the pods that land on the pool.
+//!
+//! `validate` checks a pool and collects every problem at once (a plan should show all of them, not one per
+//! apply); on success it returns [`Derived`], the facts the cloud layer and the data sources need: the
+//! extended resource name, slices and memory per slice, node selector, tolerations, the device plugin config
+//! and the node labels that select it.
+//!
+//! Who advertises the GPUs differs per cloud, and that decides most rules. On GKE, Google's own device plugin
+//! does, configured through the node pool's accelerator fields; it always advertises `nvidia.com/gpu` and
+//! can time-share or MPS-share whole GPUs or MIG partitions. On AKS and EKS the NVIDIA device plugin (via the
+//! GPU operator) does, configured by a named config that a node selects with the
+//! `nvidia.com/device-plugin.config` label; it runs MPS on full GPUs only.
+//!
+//! - `modes`: the sharing modes as users declare them.
+//! - `taints`: taints and the tolerations they call for.
+//! - `validate`: a pool in, its derived facts out; `mode_facts` holds the per-mode part and `rules` the
+//!   checks each cloud and plugin impose.
+//! - `plugin_config`: the NVIDIA device plugin config a mode needs, under the name nodes select it by.
+
+mod mode_facts;
+mod modes;
+mod plugin_config;
+mod rules;
+mod taints;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use modes::{GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode};
+pub use plugin_config::{NamedConfig, device_plugin_config, device_plugin_config_yaml};
+pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku};
+use taints::DEFAULT_GPU_TAINT;
+pub use taints::{Taint, TaintEffect, Toleration, TolerationOperator};
+pub use validate::{Derived, GkeAccelerator, Isolation, PoolSpec, validate};
+
+/// The node label the NVIDIA device plugin reads to pick its named config.
+pub const DEVICE_PLUGIN_CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+/// The node label the GPU operator's MIG manager reads to partition a node's GPUs.
+pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";

@@ -1,0 +1,122 @@
+//! The NVIDIA device plugin config a sharing mode needs, and the name nodes select it by. AKS and EKS pools
+//! share through the NVIDIA plugin, which reads one named config per node from a ConfigMap the pools of a
+//! cluster have in common, so the name must say everything the config does.
+
+use super::rules::{check_replicas, mig_sharing_off_gke};
+use super::{MigStrategy, SharingMode};
+use crate::device_plugin::{
+    DevicePluginConfig, GPU_RESOURCE, MigStrategyFlag, ReplicatedResource, Sharing, SharingKind,
+};
+use crate::error::{DomainError, Field};
+
+/// A device plugin config under the name nodes select it by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NamedConfig {
+    pub name: String,
+    pub config: DevicePluginConfig,
+}
+
+/// The NVIDIA device plugin config a mode needs, under the name nodes select it by.
+///
+/// Names encode every setting, so one name always means one config in the shared ConfigMap:
+/// - no sharing: `all`, the empty config (the name and content the GPU operator charts use);
+/// - time-slicing: `time-sliced-<N>`, with `-renamed` when rename_by_default and `-strict` when
+///   fail_requests_greater_than_one (so `time-sliced-10-renamed`);
+/// - MPS: `mps-<N>`;
+/// - MIG: `mig-single` or `mig-mixed`.
+///
+/// Sharing configs set `migStrategy: none` explicitly rather than inherit the operator's global strategy:
+/// charts default that to mixed, and the plugin refuses MPS with mixed.
+pub fn device_plugin_config(mode: &SharingMode) -> Result<NamedConfig, DomainError> {
+    let mut errors = Vec::new();
+    let named = match mode {
+        SharingMode::None => NamedConfig {
+            name: "all".to_string(),
+            config: DevicePluginConfig::default(),
+        },
+        SharingMode::TimeSlicing {
+            replicas,
+            rename_by_default,
+            fail_requests_greater_than_one,
+        } => {
+            check_replicas(
+                *replicas,
+                Field::TimeSlicingReplicas,
+                "time_slicing.replicas",
+                &mut errors,
+            );
+            let mut name = format!("time-sliced-{replicas}");
+            if *rename_by_default {
+                name.push_str("-renamed");
+            }
+            if *fail_requests_greater_than_one {
+                name.push_str("-strict");
+            }
+            NamedConfig {
+                name,
+                config: sharing_config(
+                    SharingKind::TimeSlicing,
+                    *replicas,
+                    *rename_by_default,
+                    *fail_requests_greater_than_one,
+                ),
+            }
+        }
+        SharingMode::Mps { replicas } => {
+            check_replicas(*replicas, Field::MpsReplicas, "mps.replicas", &mut errors);
+            NamedConfig {
+                name: format!("mps-{replicas}"),
+                config: sharing_config(SharingKind::Mps, *replicas, false, true),
+            }
+        }
+        SharingMode::Mig {
+            strategy,
+            gke_sharing,
+            ..
+        } => {
+            if let Some(sharing) = gke_sharing {
+                errors.push(mig_sharing_off_gke(None, *strategy, sharing.strategy));
+            }
+            NamedConfig {
+                name: format!("mig-{}", strategy.as_str()),
+                config: DevicePluginConfig {
+                    mig_strategy: Some(match strategy {
+                        MigStrategy::Single => MigStrategyFlag::Single,
+                        MigStrategy::Mixed => MigStrategyFlag::Mixed,
+                    }),
+                    sharing: None,
+                },
+            }
+        }
+    };
+    if let Some(first) = errors.into_iter().next() {
+        return Err(first);
+    }
+    named.config.validate()?;
+    Ok(named)
+}
+
+/// The rendered YAML of [`device_plugin_config`], what the `device_plugin_config` provider function returns.
+pub fn device_plugin_config_yaml(mode: &SharingMode) -> Result<String, DomainError> {
+    device_plugin_config(mode)?.config.render()
+}
+
+fn sharing_config(
+    kind: SharingKind,
+    replicas: u32,
+    rename: bool,
+    fail_gt_one: bool,
+) -> DevicePluginConfig {
+    DevicePluginConfig {
+        mig_strategy: Some(MigStrategyFlag::None),
+        sharing: Some(Sharing {
+            kind,
+            rename_by_default: rename,
+            fail_requests_greater_than_one: fail_gt_one,
+            resources: vec![ReplicatedResource {
+                name: GPU_RESOURCE.to_string(),
+                replicas,
+            }],
+        }),
+    }
+}

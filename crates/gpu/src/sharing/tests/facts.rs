@@ -1,0 +1,184 @@
+//! What `validate` derives for valid pools on each cloud: resource names, slice counts and memory, node
+//! selectors and labels, taints and tolerations. These are the values the cloud layer writes and the
+//! workload data source reports, so each is pinned here.
+
+use super::*;
+
+#[test]
+fn gke_time_sharing_facts() {
+    let d = validate(&pool(Cloud::Gke, "g2-standard-24", ts(10))).unwrap();
+    assert_eq!(d.resource_name, "nvidia.com/gpu");
+    assert_eq!(
+        (d.slices_per_gpu, d.slices_per_node, d.memory_per_slice_mib),
+        (10, 20, 2303)
+    );
+    assert_eq!(d.isolation, Isolation::None);
+    let selector: Vec<(&str, &str)> = d
+        .node_selector
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        selector,
+        [
+            ("cloud.google.com/gke-gpu-sharing-strategy", "time-sharing"),
+            ("cloud.google.com/gke-max-shared-clients-per-gpu", "10"),
+            ("cloud.google.com/gke-nodepool", "gpupool"),
+        ]
+    );
+    assert!(d.node_labels.is_empty());
+    assert_eq!(d.device_plugin_config, None);
+    assert_eq!(
+        d.gke_accelerator,
+        Some(GkeAccelerator {
+            accelerator_type: "nvidia-l4",
+            accelerator_count: 2,
+            gpu_partition_size: None,
+            sharing: Some(GkeSharing {
+                strategy: GkeSharingStrategy::TimeSharing,
+                max_clients: 10
+            }),
+        })
+    );
+}
+
+#[test]
+fn gke_mps_and_partitions_facts() {
+    let d = validate(&pool(
+        Cloud::Gke,
+        "g2-standard-4",
+        SharingMode::Mps { replicas: 4 },
+    ))
+    .unwrap();
+    assert_eq!(
+        d.node_selector["cloud.google.com/gke-gpu-sharing-strategy"],
+        "mps"
+    );
+    let shared = Some(GkeSharing {
+        strategy: GkeSharingStrategy::TimeSharing,
+        max_clients: 2,
+    });
+    let d = validate(&pool(
+        Cloud::Gke,
+        "a2-highgpu-2g",
+        mig("1G.5GB", MigStrategy::Mixed, shared),
+    ))
+    .unwrap();
+    assert_eq!(d.resource_name, "nvidia.com/gpu");
+    assert_eq!(
+        (d.slices_per_gpu, d.slices_per_node, d.memory_per_slice_mib),
+        (14, 28, 2560)
+    );
+    assert_eq!(
+        d.node_selector["cloud.google.com/gke-gpu-partition-size"],
+        "1g.5gb"
+    );
+    assert_eq!(
+        d.node_selector["cloud.google.com/gke-max-shared-clients-per-gpu"],
+        "2"
+    );
+    assert_eq!(
+        d.gke_accelerator.unwrap().gpu_partition_size,
+        Some("1g.5gb")
+    );
+    let bad = Some(GkeSharing {
+        strategy: GkeSharingStrategy::TimeSharing,
+        max_clients: 49,
+    });
+    let err = one_error(&pool(
+        Cloud::Gke,
+        "a2-highgpu-2g",
+        mig("1g.5gb", MigStrategy::Mixed, bad),
+    ));
+    assert_eq!(err.field, Field::MigGkeMaxClients);
+}
+
+#[test]
+fn aks_and_eks_facts() {
+    let renamed = SharingMode::TimeSlicing {
+        replicas: 10,
+        rename_by_default: true,
+        fail_requests_greater_than_one: false,
+    };
+    let d = validate(&pool(Cloud::Aks, "Standard_NC64as_T4_v3", renamed)).unwrap();
+    assert_eq!(d.resource_name, "nvidia.com/gpu.shared");
+    assert_eq!((d.slices_per_node, d.memory_per_slice_mib), (40, 1536));
+    assert_eq!(d.node_selector["agentpool"], "gpupool");
+    assert_eq!(
+        d.node_selector[DEVICE_PLUGIN_CONFIG_LABEL],
+        "time-sliced-10-renamed"
+    );
+    assert_eq!(
+        d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL],
+        "time-sliced-10-renamed"
+    );
+    assert_eq!(d.aks_gpu_instance_profile, None);
+    assert_eq!(d.gke_accelerator, None);
+
+    let d = validate(&pool(
+        Cloud::Eks,
+        "p4d.24xlarge",
+        mig("1g.5gb", MigStrategy::Mixed, None),
+    ))
+    .unwrap();
+    assert_eq!(d.resource_name, "nvidia.com/mig-1g.5gb");
+    assert_eq!(
+        (d.slices_per_gpu, d.slices_per_node, d.memory_per_slice_mib),
+        (7, 56, 5120)
+    );
+    assert_eq!(d.node_selector["eks.amazonaws.com/nodegroup"], "gpupool");
+    assert_eq!(d.node_labels[MIG_CONFIG_LABEL], "all-1g.5gb");
+    assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "mig-mixed");
+    assert_eq!(d.isolation, Isolation::Hardware);
+
+    let d = validate(&pool(
+        Cloud::Aks,
+        "Standard_ND96asr_v4",
+        mig("3g.20gb", MigStrategy::Single, None),
+    ))
+    .unwrap();
+    assert_eq!(d.resource_name, "nvidia.com/gpu");
+    assert_eq!(d.slices_per_node, 16);
+    assert_eq!(
+        d.aks_gpu_instance_profile,
+        Some(AksGpuInstanceProfile::Mig3g)
+    );
+    assert!(!d.node_labels.contains_key(MIG_CONFIG_LABEL));
+    assert_eq!(
+        d.device_plugin_config.unwrap().config.render().unwrap(),
+        "version: v1\nflags:\n  migStrategy: single\n"
+    );
+
+    let d = validate(&pool(Cloud::Eks, "g5.xlarge", SharingMode::None)).unwrap();
+    assert_eq!((d.slices_per_node, d.memory_per_slice_mib), (1, 23028));
+    assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "all");
+}
+
+#[test]
+fn taints_default_and_tolerations() {
+    let d = validate(&pool(Cloud::Eks, "g5.xlarge", ts(4))).unwrap();
+    assert_eq!(d.taints, [DEFAULT_GPU_TAINT]);
+    assert_eq!(
+        d.tolerations,
+        [Toleration {
+            key: "nvidia.com/gpu".into(),
+            operator: TolerationOperator::Exists,
+            value: String::new(),
+            effect: TaintEffect::NoSchedule,
+        }]
+    );
+    let mut spec = pool(Cloud::Eks, "g5.xlarge", ts(4));
+    spec.taints = Some(vec![]);
+    assert!(validate(&spec).unwrap().tolerations.is_empty());
+    spec.taints = Some(vec![Taint::parse("dedicated:NO_EXECUTE").unwrap()]);
+    let t = &validate(&spec).unwrap().tolerations[0];
+    assert_eq!(
+        (t.operator, t.effect),
+        (TolerationOperator::Exists, TaintEffect::NoExecute)
+    );
+    assert_eq!(
+        Taint::parse("a=b:NoSchedule").unwrap().to_string(),
+        "a=b:NoSchedule"
+    );
+    assert_eq!(Taint::parse("a=b").unwrap_err().summary, "Invalid taint");
+}
