@@ -45,7 +45,7 @@ pub struct StartError(pub String);
 
 fn check_started_by_terraform(address: &str) -> Result<(), StartError> {
     if std::env::var(MAGIC_COOKIE_KEY).as_deref() != Ok(MAGIC_COOKIE_VALUE) {
-        let source = address.splitn(2, '/').nth(1).unwrap_or(address);
+        let source = address.split_once('/').map_or(address, |(_, s)| s);
         return Err(StartError(format!(
             "This binary is a plugin for Terraform and is not meant to be run by hand. \
              Declare `{source}` in a configuration's required_providers and run `terraform init`; \
