@@ -64,12 +64,18 @@ pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> S
                     .and_then(AksGpuInstanceProfile::parse)
                     .and_then(|p| mig_profile_for_aks(o.gpu, p))
                     .map(|p| p.name.to_string()),
+                // mig-parted's config names write `+me` as `.me` (`all-1g.5gb.me`).
                 _ => o
                     .labels
                     .get(MIG_CONFIG_LABEL)
                     .and_then(|v| v.strip_prefix("all-"))
-                    .filter(|p| o.gpu.mig_profile(p).is_some())
-                    .map(str::to_string),
+                    .and_then(|label| {
+                        o.gpu
+                            .mig_profiles
+                            .iter()
+                            .find(|p| p.name.replace('+', ".") == label)
+                    })
+                    .map(|p| p.name.to_string()),
             };
             if let Some(profile) = mig_profile {
                 // An unexpected or missing config label reads as the default strategy, so that the
@@ -217,6 +223,16 @@ mod tests {
             SharingMode::Mps { replicas: 8 },
         );
         round_trip(Cloud::Aks, "Standard_NC4as_T4_v3", SharingMode::None);
+        // The MIG manager's config names write a media-extension profile with '.'.
+        round_trip(
+            Cloud::Eks,
+            "p4d.24xlarge",
+            SharingMode::Mig {
+                profile: "1g.5gb+me".into(),
+                strategy: MigStrategy::Mixed,
+                gke_sharing: None,
+            },
+        );
     }
 
     #[test]
