@@ -73,7 +73,7 @@ pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> S
                         o.gpu
                             .mig_profiles
                             .iter()
-                            .find(|p| p.name.replace('+', ".") == label)
+                            .find(|p| crate::sharing::dotted(p) == label)
                     })
                     .map(|p| p.name.to_string()),
             };

@@ -19,6 +19,7 @@
 //! - `plugin_config`: the NVIDIA device plugin config a mode needs, under the name nodes select it by.
 
 mod mode_facts;
+pub(crate) use mode_facts::dotted;
 mod modes;
 mod plugin_config;
 mod rules;

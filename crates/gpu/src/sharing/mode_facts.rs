@@ -190,6 +190,6 @@ pub(super) fn mig_config_name(profile: &MigProfile) -> String {
 
 /// A profile name as resource names and label values can hold it: neither takes '+', so the NVIDIA
 /// plugin and the MIG manager both write a `+me` profile with '.' (`1g.5gb.me`).
-fn dotted(profile: &MigProfile) -> String {
+pub(crate) fn dotted(profile: &MigProfile) -> String {
     profile.name.replace('+', ".")
 }
