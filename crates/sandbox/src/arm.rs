@@ -17,10 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::catalog;
+use super::dates::{now_ms, rfc3339_millis};
 use super::nodes::{NodeEvent, PoolNodes};
-use super::util::{
-    base_url, json_response, parse_pairs, query_get, retry_after_secs, rfc3339, segments,
-};
+use super::util::{base_url, json_response, parse_pairs, query_get, retry_after_secs, segments};
 use super::{Ctx, Sandbox, World};
 
 /// The oldest api-version the emulator serves (the one azurerm pins).
@@ -380,7 +379,7 @@ pub async fn token(
     let aad_error = |status: StatusCode, error: &str, code: u32, desc: &str| {
         json_response(
             status,
-            &json!({"error": error, "error_description": format!("AADSTS{code}: {desc}"), "error_codes": [code], "timestamp": rfc3339(super::now_ms())}),
+            &json!({"error": error, "error_description": format!("AADSTS{code}: {desc}"), "error_codes": [code], "timestamp": rfc3339_millis(now_ms())}),
         )
     };
     match get("grant_type") {
@@ -437,7 +436,7 @@ pub async fn token(
             "The provided value for scope is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.",
         );
     }
-    let now = super::now_ms() / 1000;
+    let now = now_ms() / 1000;
     let b64 = |v: &Value| {
         use base64::Engine;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
@@ -1506,9 +1505,9 @@ fn operation(
         let op = w.aks.ops.get(id).cloned().ok_or_else(|| err(StatusCode::NOT_FOUND, "NotFound", format!("Operation '{id}' was not found.")))?;
         if !result {
             let mut doc = json!({"id": format!("/subscriptions/{}/providers/Microsoft.ContainerService/locations/{}/operations/{}", segs[1], segs[5], op.id),
-                "name": op.id, "status": op.status, "startTime": rfc3339(op.start)});
+                "name": op.id, "status": op.status, "startTime": rfc3339_millis(op.start)});
             if let Some(e) = op.end {
-                doc["endTime"] = json!(rfc3339(e));
+                doc["endTime"] = json!(rfc3339_millis(e));
             }
             if let Some((code, message)) = &op.error {
                 doc["error"] = json!({"code": code, "message": message});

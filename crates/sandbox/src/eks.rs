@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::catalog;
+use super::dates::epoch_secs;
 use super::nodes::{NodeEvent, PoolNodes, k8s_effect};
 use super::util::{json_response, query_get, segments};
 use super::{AWS_ACCOUNT, Ctx, Sandbox, World};
@@ -359,7 +360,7 @@ fn ng_arn(c: &EksCluster, ng: &Nodegroup) -> String {
 }
 
 fn secs(ms: u64) -> Value {
-    json!(ms as f64 / 1000.0)
+    json!(epoch_secs(ms))
 }
 
 pub fn nodegroup_json(c: &EksCluster, ng: &Nodegroup) -> Value {

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::catalog;
+use super::dates::rfc3339_millis;
 use super::nodes::{NodeEvent, PoolNodes, k8s_effect};
-use super::util::{base_url, json_response, rfc3339, segments};
+use super::util::{base_url, json_response, segments};
 use super::{Ctx, Sandbox, World};
 
 pub const GKE_VERSION: &str = "1.33.5-gke.1080000";
@@ -919,10 +920,10 @@ fn op_json(base: &str, op: &GkeOp) -> Value {
         "status": op.status,
         "selfLink": format!("{base}/v1/projects/{}/locations/{}/operations/{}", op.project, op.location, op.name),
         "targetLink": format!("{base}/v1/{}", op.target),
-        "startTime": rfc3339(op.start),
+        "startTime": rfc3339_millis(op.start),
     });
     if let Some(e) = op.end {
-        v["endTime"] = json!(rfc3339(e));
+        v["endTime"] = json!(rfc3339_millis(e));
     }
     if let Some((code, msg)) = &op.error {
         v["error"] = json!({"code": code, "message": msg});

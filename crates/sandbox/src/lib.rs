@@ -21,6 +21,7 @@
 
 pub mod arm;
 pub mod catalog;
+mod dates;
 pub mod demo;
 pub mod eks;
 pub mod faults;
@@ -38,6 +39,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{any, get};
 use serde::{Deserialize, Serialize};
+
+use dates::now_ms;
 
 pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
 
@@ -354,13 +357,6 @@ impl std::error::Error for SandboxError {
             SandboxError::Corrupt(_, e) => Some(e),
         }
     }
-}
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 impl Sandbox {

@@ -93,30 +93,6 @@ pub fn segments(path: &str) -> Vec<String> {
         .collect()
 }
 
-pub fn rfc3339(ms: u64) -> String {
-    // Civil-from-days (Howard Hinnant), to avoid a date crate for one format.
-    let secs = ms / 1000;
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
 /// Seconds a client should wait before polling an operation due at `deadline`.
 pub fn retry_after_secs(now: u64, deadline: u64) -> u64 {
     deadline.saturating_sub(now).div_ceil(1000)
@@ -138,9 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_709_251_199_123), "2024-02-29T23:59:59.123Z");
+    fn retry_after() {
         assert_eq!(retry_after_secs(1000, 2001), 2);
         assert_eq!(retry_after_secs(5000, 2000), 0);
     }

@@ -615,7 +615,7 @@ impl Cluster {
             fold_string_data(&mut new)?;
         }
         validate_object(kind, &new, old.as_ref())?;
-        let now = util::now_rfc3339();
+        let now = crate::dates::now_rfc3339_secs();
         {
             let m = meta_mut(&mut new);
             for f in ["selfLink", "deletionTimestamp"] {
@@ -1154,7 +1154,7 @@ fn new_node(p: &super::PoolNodes, name: &str, index: usize) -> Value {
         "gke" => format!("gce://sandbox-project/us-central1-a/{name}"),
         _ => format!("aws:///us-east-1a/i-{:017x}", h & 0x0fff_ffff_ffff_ffff),
     };
-    let now = util::now_rfc3339();
+    let now = crate::dates::now_rfc3339_secs();
     json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "uid": util::uuid4(), "creationTimestamp": now, "generation": 1, "labels": {}},
