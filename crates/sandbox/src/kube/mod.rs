@@ -20,10 +20,12 @@
 //! advertisement as it was and notes the reason in the node annotation
 //! `sandbox.fracgpu.dev/device-plugin-error`.
 
+mod discovery;
 mod http;
 mod kinds;
 mod patch;
 mod proto;
+mod select;
 mod status;
 mod store;
 mod table;

@@ -372,6 +372,14 @@ pub fn dotted(p: &FieldPath) -> String {
     p.iter().map(|k| format!(".{k}")).collect()
 }
 
+/// The patch types a PATCH request may name in its Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Merge,
+    Json,
+    Strategic,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
