@@ -96,3 +96,35 @@ pub fn k8s_effect(cloud_effect: &str) -> &'static str {
         _ => "NoSchedule",
     }
 }
+
+/// Kubernetes qualified name: optional DNS-subdomain prefix and a 1-63 character name.
+pub(crate) fn valid_label_key(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    if let Some(p) = prefix
+        && (p.is_empty()
+            || p.len() > 253
+            || !p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            }))
+    {
+        return false;
+    }
+    !name.is_empty() && valid_label_value(name)
+}
+
+pub(crate) fn valid_label_value(v: &str) -> bool {
+    if v.is_empty() {
+        return true;
+    }
+    let b = v.as_bytes();
+    v.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}

@@ -93,11 +93,6 @@ pub fn segments(path: &str) -> Vec<String> {
         .collect()
 }
 
-/// Seconds a client should wait before polling an operation due at `deadline`.
-pub fn retry_after_secs(now: u64, deadline: u64) -> u64 {
-    deadline.saturating_sub(now).div_ceil(1000)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,11 +106,5 @@ mod tests {
             Some("$y")
         );
         assert_eq!(query_get(Some("x"), "x").as_deref(), Some(""));
-    }
-
-    #[test]
-    fn retry_after() {
-        assert_eq!(retry_after_secs(1000, 2001), 2);
-        assert_eq!(retry_after_secs(5000, 2000), 0);
     }
 }

@@ -43,6 +43,11 @@ fn err(e: ApiError) -> Response {
     reply(e.code, &e.to_json())
 }
 
+/// An injected failure (the sandbox's fault layer) as this API server answers errors.
+pub(crate) fn injected(status: StatusCode, message: String) -> Response {
+    err(ApiError::injected(status.as_u16(), message))
+}
+
 async fn handle_root(
     State(api): State<Arc<KubeApi>>,
     Path((cloud, cluster)): Path<(String, String)>,

@@ -34,6 +34,7 @@ pub mod twin;
 mod util;
 mod validate;
 
+pub(crate) use http::injected;
 pub use status::ApiError;
 pub use store::Cluster;
 pub use tls::{TlsIdentity, TlsListener};

@@ -114,6 +114,16 @@ impl ApiError {
         )
     }
 
+    /// A failure injected by the sandbox's fault layer, with the reason the API server gives that code.
+    pub fn injected(code: u16, message: String) -> Self {
+        let reason = match code {
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            _ => "InternalError",
+        };
+        Self::new(code, reason, message)
+    }
+
     pub fn too_large(limit: usize) -> Self {
         Self::new(
             413,
