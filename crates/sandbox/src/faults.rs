@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_stream::StreamExt as _;
 
-use super::util::json_response;
+use super::util::{fnv1a, json_response};
 
 /// The armed faults and chaos of one sandbox, shared by its fault layer and control endpoints.
 pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
@@ -55,21 +55,21 @@ pub(crate) struct Faults {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Fault {
+pub(crate) struct Fault {
     #[serde(default)]
-    pub id: u64,
+    pub(crate) id: u64,
     #[serde(default, rename = "match")]
-    pub matcher: Match,
+    pub(crate) matcher: Match,
     #[serde(default = "one")]
-    pub count: u32,
-    pub kind: FaultKind,
+    pub(crate) count: u32,
+    pub(crate) kind: FaultKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<u64>,
+    pub(crate) retry_after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
+    pub(crate) delay_ms: Option<u64>,
     /// Body size of a `huge` answer in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size_mb: Option<u64>,
+    pub(crate) size_mb: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -78,15 +78,15 @@ fn one() -> u32 {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Match {
+pub(crate) struct Match {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_contains: Option<String>,
+    pub(crate) path_contains: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     #[serde(rename = "429")]
     TooManyRequests,
     #[serde(rename = "500")]
@@ -115,7 +115,7 @@ pub enum FaultKind {
 
 /// Request extension: the operation this request starts must end Failed.
 #[derive(Debug, Clone, Copy)]
-pub struct FailOperation;
+pub(crate) struct FailOperation;
 
 impl Faults {
     /// The fault, if any, that the next request of this method and path meets.
@@ -139,16 +139,16 @@ impl Faults {
 /// How chaos is armed (the body of `POST /_sandbox/chaos`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ChaosConfig {
-    pub seed: u64,
+pub(crate) struct ChaosConfig {
+    pub(crate) seed: u64,
     /// Probability that a matching request fails, 0 to 1.
-    pub rate: f64,
-    pub kinds: Vec<FaultKind>,
+    pub(crate) rate: f64,
+    pub(crate) kinds: Vec<FaultKind>,
     #[serde(default, rename = "match")]
-    pub matcher: Match,
+    pub(crate) matcher: Match,
     /// Retry-After of the 429s chaos answers, in seconds (its 503s have none). Default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<u64>,
+    pub(crate) retry_after: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -240,13 +240,6 @@ fn mix(z: u64) -> u64 {
     let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// FNV-1a: a string to 64 bits, stable across processes (unlike std's hasher).
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// Serves `req` as `fault` says: an error rendered by `error` in the shape of the API the request

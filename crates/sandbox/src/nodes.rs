@@ -7,6 +7,9 @@
 //! settled create/update (`pool_changed`, an upsert: replace the pool's nodes) and per finished delete
 //! (`pool_deleted`); failed operations call nothing. A world restored from `--state` replays
 //! `pool_changed` for every pool that has nodes, so an in-memory twin is rebuilt on start.
+//!
+//! The Kubernetes rules the clouds apply to what they hand over (label syntax, taint effects) live
+//! here too, so that AKS, GKE and EKS validate labels and taints alike.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -89,7 +92,7 @@ impl NodeSink for RecordingSink {
 }
 
 /// Kubernetes taint effect from the GKE/EKS enum spelling.
-pub fn k8s_effect(cloud_effect: &str) -> &'static str {
+pub(crate) fn k8s_effect(cloud_effect: &str) -> &'static str {
     match cloud_effect {
         "NO_EXECUTE" | "NoExecute" => "NoExecute",
         "PREFER_NO_SCHEDULE" | "PreferNoSchedule" => "PreferNoSchedule",

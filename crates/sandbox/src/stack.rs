@@ -13,7 +13,7 @@ pub struct Stack {
     pub sandbox: Sandbox,
     pub kube: Arc<KubeApi>,
     pub cloud_addr: SocketAddr,
-    pub kube_addr: SocketAddr,
+    pub(crate) kube_addr: SocketAddr,
 }
 
 impl Stack {

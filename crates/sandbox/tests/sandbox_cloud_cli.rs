@@ -1,6 +1,6 @@
 //! The sandbox against independent real clients: the gcloud CLI (GKE), the aws CLI (EKS), and the
 //! same EKS happy path run against moto to compare every field moto models. A missing tool fails
-//! the test under CI=true and skips it elsewhere (tests/common/tools.rs).
+//! the test under CI=true and skips it elsewhere (`testkit::tools`).
 //!
 //! Where moto differs from the sandbox, moto is the one that departs from EKS (checked against the
 //! EKS API reference); those fields are not compared:

@@ -11,6 +11,7 @@ use crate::AWS_ACCOUNT;
 use crate::catalog;
 use crate::dates::epoch_secs;
 use crate::nodes::{PoolNodes, k8s_effect};
+use crate::util::fnv1a;
 
 /// The nodes EKS creates for a node group, with EKS's node labels.
 pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
@@ -20,7 +21,7 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
     labels.insert("eks.amazonaws.com/nodegroup".to_string(), ng.name.clone());
     labels.insert(
         "eks.amazonaws.com/nodegroup-image".to_string(),
-        format!("ami-0{:016x}", fastrand_stable(&s.ami_type)),
+        format!("ami-0{:016x}", fnv1a(&s.ami_type) >> 4),
     );
     labels.insert(
         "eks.amazonaws.com/capacityType".to_string(),
@@ -54,12 +55,6 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         mig_instances_per_gpu: 0,
         gke_sharing: None,
     }
-}
-
-fn fastrand_stable(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    }) >> 4
 }
 
 fn ng_arn(c: &EksCluster, ng: &Nodegroup) -> String {

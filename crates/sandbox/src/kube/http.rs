@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The API server's own limit on request bodies.
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
 
-pub fn router(api: Arc<KubeApi>) -> Router {
+pub(crate) fn router(api: Arc<KubeApi>) -> Router {
     Router::new()
         .route("/k8s/{cloud}/{cluster}", any(handle_root))
         .route("/k8s/{cloud}/{cluster}/", any(handle_root))

@@ -11,7 +11,7 @@ use super::validate;
 
 /// A parsed label selector: equality- and set-based requirements.
 #[derive(Debug, Default, Clone)]
-pub struct Selector(Vec<LabelReq>);
+pub(crate) struct Selector(Vec<LabelReq>);
 
 #[derive(Debug, Clone)]
 enum LabelReq {
@@ -24,7 +24,7 @@ enum LabelReq {
 }
 
 impl Selector {
-    pub fn parse(s: &str) -> Result<Selector, ApiError> {
+    pub(crate) fn parse(s: &str) -> Result<Selector, ApiError> {
         let mut reqs = Vec::new();
         let mut depth = 0;
         let mut cur = String::new();
@@ -81,7 +81,7 @@ impl Selector {
         Ok(Selector(reqs))
     }
 
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {
             LabelReq::Eq(k, v) => labels.get(k) == Some(v),
             LabelReq::NotEq(k, v) => labels.get(k) != Some(v),
@@ -95,14 +95,14 @@ impl Selector {
 
 /// A field selector requirement on metadata.name / metadata.namespace (and Secret type).
 #[derive(Debug, Clone)]
-pub struct FieldReq {
+pub(crate) struct FieldReq {
     path: &'static str,
     value: String,
     negate: bool,
 }
 
 impl FieldReq {
-    pub fn parse(kind: Kind, s: &str) -> Result<Vec<FieldReq>, ApiError> {
+    pub(crate) fn parse(kind: Kind, s: &str) -> Result<Vec<FieldReq>, ApiError> {
         let mut out = Vec::new();
         for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v, negate) = if let Some((k, v)) = p.split_once("!=") {
@@ -140,7 +140,7 @@ impl FieldReq {
         Ok(out)
     }
 
-    pub fn matches(&self, o: &Value) -> bool {
+    pub(crate) fn matches(&self, o: &Value) -> bool {
         let have = match o.pointer(self.path) {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Bool(b)) => b.to_string(),

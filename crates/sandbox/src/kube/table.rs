@@ -6,7 +6,7 @@ use crate::dates::{now_ms, parse_rfc3339_secs as epoch};
 use serde_json::{Value, json};
 
 /// Whether the client asked for a Table (kubectl get does; kube-rs never does).
-pub fn wants_table(accept: &str) -> bool {
+pub(crate) fn wants_table(accept: &str) -> bool {
     accept
         .split(',')
         .next()
@@ -27,7 +27,7 @@ fn n(o: &Value, ptr: &str) -> i64 {
 }
 
 /// kubectl's HumanDuration.
-pub fn human(secs: i64) -> String {
+pub(crate) fn human(secs: i64) -> String {
     if secs < -1 {
         return "<invalid>".into();
     }
@@ -146,7 +146,7 @@ fn node_row(o: &Value) -> Vec<Value> {
 type RowFn = fn(&Value) -> Vec<Value>;
 
 /// A Table of the given objects, with each row carrying the object's metadata (kubectl's default).
-pub fn table(kind: Kind, items: &[Value], resource_version: &str) -> Value {
+pub(crate) fn table(kind: Kind, items: &[Value], resource_version: &str) -> Value {
     let (columns, row): (Vec<Value>, RowFn) = match kind {
         k if k == kinds::NODES => (
             vec![

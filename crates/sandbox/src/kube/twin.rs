@@ -11,63 +11,63 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
-pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
-pub const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
+pub(crate) const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+pub(crate) const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
+pub(crate) const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
 
 /// What the device plugin read when its pod started: the ClusterPolicy pointer and strategy, and the data of
 /// the ConfigMap it points at (None when that ConfigMap did not exist).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PluginInputs {
-    pub config_name: String,
-    pub config_default: String,
-    pub mig_strategy: String,
-    pub configmap: Option<BTreeMap<String, String>>,
+pub(crate) struct PluginInputs {
+    pub(crate) config_name: String,
+    pub(crate) config_default: String,
+    pub(crate) mig_strategy: String,
+    pub(crate) configmap: Option<BTreeMap<String, String>>,
 }
 
 /// One node's hardware and the device plugin state on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeTwin {
-    pub cloud: String,
-    pub pool: String,
-    pub gpu_product: Option<String>,
-    pub gpus: u32,
-    pub gpu_memory_mib: u64,
-    pub mig_profile: Option<String>,
-    pub mig_instances_per_gpu: u32,
-    pub gke_sharing: Option<(String, u32)>,
+pub(crate) struct NodeTwin {
+    pub(crate) cloud: String,
+    pub(crate) pool: String,
+    pub(crate) gpu_product: Option<String>,
+    pub(crate) gpus: u32,
+    pub(crate) gpu_memory_mib: u64,
+    pub(crate) mig_profile: Option<String>,
+    pub(crate) mig_instances_per_gpu: u32,
+    pub(crate) gke_sharing: Option<(String, u32)>,
     /// The labels the pool put on the node, to tell them from labels added through the API.
-    pub pool_labels: BTreeMap<String, String>,
-    pub loaded: PluginInputs,
+    pub(crate) pool_labels: BTreeMap<String, String>,
+    pub(crate) loaded: PluginInputs,
     /// The node's nvidia.com/mig.config label when the plugin last started (the MIG manager restarts it).
-    pub seen_mig_label: Option<String>,
+    pub(crate) seen_mig_label: Option<String>,
 }
 
 /// Extended resources (capacity = allocatable) and node labels.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Advert {
-    pub resources: BTreeMap<String, u64>,
-    pub labels: BTreeMap<String, String>,
+pub(crate) struct Advert {
+    pub(crate) resources: BTreeMap<String, u64>,
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 /// A parsed device plugin config (only what changes the advertisement).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DpConfig {
-    pub mig_strategy: Option<String>,
-    pub sharing: Option<Sharing>,
+pub(crate) struct DpConfig {
+    pub(crate) mig_strategy: Option<String>,
+    pub(crate) sharing: Option<Sharing>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sharing {
+pub(crate) struct Sharing {
     /// "time-slicing" or "mps", as GPU feature discovery labels it.
-    pub strategy: &'static str,
-    pub rename_by_default: bool,
-    pub resources: Vec<(String, u64)>,
+    pub(crate) strategy: &'static str,
+    pub(crate) rename_by_default: bool,
+    pub(crate) resources: Vec<(String, u64)>,
 }
 
 /// Parses one config of the ConfigMap, rejecting what the plugin rejects (the plugin then keeps running with
 /// its previous config, so the node keeps its previous advertisement).
-pub fn parse_config(yaml: &str) -> Result<DpConfig, String> {
+pub(crate) fn parse_config(yaml: &str) -> Result<DpConfig, String> {
     let v: Value = if yaml.trim().is_empty() {
         Value::Object(Default::default())
     } else {
@@ -184,7 +184,7 @@ fn parse_sharing(strategy: &'static str, v: &Value) -> Result<Sharing, String> {
 
 /// Max instances of a MIG profile per GPU (NVIDIA MIG user guide), for the EKS MIG manager path where only a
 /// label names the profile. The GPU is recognised by its memory size (and name for the 24 GB A30).
-pub fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Option<u32> {
+pub(crate) fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Option<u32> {
     const A30: &[(&str, u32)] = &[
         ("1g.6gb", 4),
         ("1g.6gb+me", 1),
@@ -288,7 +288,7 @@ fn mig_memory_mib(profile: &str) -> u64 {
 
 /// The EKS MIG manager's view: which profile the node's nvidia.com/mig.config label asks for, and the state
 /// label it reports. AKS and GKE partition at the node pool, so the label is not consulted there.
-pub fn mig_manager(
+pub(crate) fn mig_manager(
     t: &NodeTwin,
     labels: &BTreeMap<String, String>,
 ) -> (Option<(String, u32)>, Option<&'static str>) {
@@ -352,7 +352,7 @@ fn gke(t: &NodeTwin) -> Advert {
 }
 
 /// The labels GKE puts on nodes of a GPU pool (the pool's own copies win when present).
-pub fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
+pub(crate) fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
     let mut l = BTreeMap::new();
     if t.gpus == 0 {
         return l;
@@ -381,7 +381,7 @@ pub fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
 
 /// What the node advertises now. `Err` means the device plugin refused its config (or could not find it):
 /// it keeps serving what it served before, so the caller keeps the node's previous advertisement.
-pub fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Advert, String> {
+pub(crate) fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Advert, String> {
     if t.gpus == 0 || t.gpu_product.is_none() {
         return Ok(Advert::default());
     }
@@ -508,7 +508,7 @@ pub fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Adve
 }
 
 /// Labels GPU feature discovery owns: cleared before a new advertisement is written.
-pub fn is_gfd_label(k: &str) -> bool {
+pub(crate) fn is_gfd_label(k: &str) -> bool {
     k.starts_with("nvidia.com/gpu.")
         || k == "nvidia.com/mig.strategy"
         || (k.starts_with("nvidia.com/mig-") && k.contains('.'))

@@ -1,6 +1,6 @@
-//! Small helpers without dependencies: UUIDs and stable hashes.
+//! Random UUIDs, as the API server gives objects and clusters.
 
-pub fn uuid4() -> String {
+pub(crate) fn uuid4() -> String {
     let mut b = [0u8; 16];
     for x in b.iter_mut() {
         *x = fastrand::u8(..);
@@ -16,14 +16,4 @@ pub fn uuid4() -> String {
         &h[16..20],
         &h[20..32]
     )
-}
-
-/// FNV-1a: stable across runs, so node names survive restarts and repeated pool updates.
-pub fn fnv1a(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }

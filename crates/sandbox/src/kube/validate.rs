@@ -14,7 +14,7 @@ const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric ch
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
-pub fn is_dns1123_label(s: &str) -> bool {
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes()
@@ -23,7 +23,7 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
         && s.split('.')
@@ -38,7 +38,7 @@ fn is_dns1123_label_chars(p: &str) -> bool {
 }
 
 /// Object names: namespaces are RFC 1123 labels, everything else here is a subdomain.
-pub fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
+pub(crate) fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if name.is_empty() {
         errs.push(FieldError::required(
@@ -70,7 +70,7 @@ pub fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
     errs
 }
 
-pub fn config_key(field: &str, key: &str) -> Vec<FieldError> {
+pub(crate) fn config_key(field: &str, key: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if key.len() > 253 {
         errs.push(FieldError::invalid(
@@ -108,7 +108,7 @@ fn is_qualified_name_part(s: &str) -> bool {
 }
 
 /// Label and annotation keys: `[prefix/]name`, prefix a DNS subdomain, name a qualified name part.
-pub fn qualified_key(field: &str, key: &str) -> Vec<FieldError> {
+pub(crate) fn qualified_key(field: &str, key: &str) -> Vec<FieldError> {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -134,7 +134,7 @@ pub fn qualified_key(field: &str, key: &str) -> Vec<FieldError> {
     errs
 }
 
-pub fn label_value(field: &str, v: &str) -> Vec<FieldError> {
+pub(crate) fn label_value(field: &str, v: &str) -> Vec<FieldError> {
     if v.is_empty() || is_qualified_name_part(v) {
         Vec::new()
     } else if v.len() > 63 {

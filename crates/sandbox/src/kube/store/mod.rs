@@ -20,46 +20,46 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-pub const OPERATOR_NS: &str = "gpu-operator";
-pub const DEVICE_PLUGIN_DS: &str = "nvidia-device-plugin-daemonset";
-pub const CLUSTER_POLICY: &str = "cluster-policy";
+pub(crate) const OPERATOR_NS: &str = "gpu-operator";
+pub(crate) const DEVICE_PLUGIN_DS: &str = "nvidia-device-plugin-daemonset";
+pub(crate) const CLUSTER_POLICY: &str = "cluster-policy";
 const ERROR_ANNOTATION: &str = "sandbox.fracgpu.dev/device-plugin-error";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Cluster {
-    pub cloud: String,
-    pub name: String,
-    pub token: String,
+pub(crate) struct Cluster {
+    pub(crate) cloud: String,
+    pub(crate) name: String,
+    pub(crate) token: String,
     /// The cluster-wide resourceVersion counter.
-    pub rv: u64,
+    pub(crate) rv: u64,
     /// qualified resource -> "namespace/name" -> object
-    pub objects: BTreeMap<String, BTreeMap<String, Value>>,
+    pub(crate) objects: BTreeMap<String, BTreeMap<String, Value>>,
     /// node name -> its hardware and device plugin state
-    pub twins: BTreeMap<String, NodeTwin>,
+    pub(crate) twins: BTreeMap<String, NodeTwin>,
     /// The device plugin daemonset's pod template as last seen; a change is a restart.
-    pub restart_marker: Option<String>,
+    pub(crate) restart_marker: Option<String>,
     /// Recent changes for watches (not persisted: a restored cluster starts a new history).
     #[serde(skip)]
-    pub events: VecDeque<WatchEvent>,
+    pub(crate) events: VecDeque<WatchEvent>,
     /// Watches may resume from any resourceVersion at or after this one.
     #[serde(skip)]
-    pub events_base: u64,
+    pub(crate) events_base: u64,
 }
 
 /// One change, as a watch streams it.
 #[derive(Debug, Clone)]
-pub struct WatchEvent {
-    pub rv: u64,
-    pub kind: String,
-    pub namespace: String,
-    pub event_type: &'static str,
-    pub object: Value,
+pub(crate) struct WatchEvent {
+    pub(crate) rv: u64,
+    pub(crate) kind: String,
+    pub(crate) namespace: String,
+    pub(crate) event_type: &'static str,
+    pub(crate) object: Value,
 }
 
 /// How many changes a cluster remembers for watches that resume from a resourceVersion.
 const MAX_EVENTS: usize = 1024;
 
-pub fn key(ns: &str, name: &str) -> String {
+pub(crate) fn key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
 
@@ -69,7 +69,7 @@ pub(super) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
-pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+pub(crate) fn labels_of(obj: &Value) -> BTreeMap<String, String> {
     obj.pointer("/metadata/labels")
         .and_then(Value::as_object)
         .map(|m| {
@@ -88,13 +88,13 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// What a write is: who does it, and whether it is an update or a server-side apply.
-pub struct WriteCtx<'a> {
-    pub manager: &'a str,
-    pub apply: Option<BTreeSet<FieldPath>>,
+pub(crate) struct WriteCtx<'a> {
+    pub(crate) manager: &'a str,
+    pub(crate) apply: Option<BTreeSet<FieldPath>>,
 }
 
 impl Cluster {
-    pub fn new(cloud: &str, name: &str) -> Self {
+    pub(crate) fn new(cloud: &str, name: &str) -> Self {
         let mut c = Cluster {
             cloud: cloud.to_string(),
             name: name.to_string(),
@@ -111,7 +111,7 @@ impl Cluster {
     }
 
     /// A cluster without the GPU operator: no gpu-operator namespace, CRD, ClusterPolicy or daemonset.
-    pub fn without_operator(cloud: &str, name: &str) -> Self {
+    pub(crate) fn without_operator(cloud: &str, name: &str) -> Self {
         let mut c = Cluster::new(cloud, name);
         let _ = c.delete(kinds::CRDS, "", kinds::CLUSTERPOLICY_CRD, None);
         let _ = c.delete(kinds::NAMESPACES, "", OPERATOR_NS, None);
@@ -194,7 +194,7 @@ impl Cluster {
         self.rv.to_string()
     }
 
-    pub fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Value, ApiError> {
+    pub(crate) fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Value, ApiError> {
         self.objects
             .get(&kind.qualified())
             .and_then(|m| m.get(&key(ns, name)))
@@ -208,12 +208,12 @@ impl Cluster {
             .and_then(|m| m.get(&key(ns, name)))
     }
 
-    pub fn crd_present(&self) -> bool {
+    pub(crate) fn crd_present(&self) -> bool {
         self.get_ref(kinds::CRDS, "", kinds::CLUSTERPOLICY_CRD)
             .is_some()
     }
 
-    pub fn list(
+    pub(crate) fn list(
         &self,
         kind: Kind,
         ns: Option<&str>,
@@ -295,7 +295,12 @@ impl Cluster {
     }
 
     /// Changes after `rv` to objects of one kind (and namespace), or None when they are no longer known.
-    pub fn events_since(&self, rv: u64, kind: Kind, ns: Option<&str>) -> Option<Vec<WatchEvent>> {
+    pub(crate) fn events_since(
+        &self,
+        rv: u64,
+        kind: Kind,
+        ns: Option<&str>,
+    ) -> Option<Vec<WatchEvent>> {
         if rv < self.events_base {
             return None;
         }
@@ -310,7 +315,7 @@ impl Cluster {
     }
 
     /// A restored cluster has no history: watches resume only from now on.
-    pub fn after_restore(&mut self) {
+    pub(crate) fn after_restore(&mut self) {
         self.events.clear();
         self.events_base = self.rv;
     }

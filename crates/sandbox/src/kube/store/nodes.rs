@@ -13,6 +13,7 @@ use crate::kube::kinds;
 use crate::kube::twin::{self, NodeTwin, PluginInputs};
 use crate::kube::util;
 use crate::nodes::PoolNodes;
+use crate::util::fnv1a;
 
 impl Cluster {
     pub(super) fn daemonset_marker(&self) -> Option<String> {
@@ -27,7 +28,7 @@ impl Cluster {
     }
 
     /// The device plugin's inputs as they are in the API right now.
-    pub fn current_inputs(&self) -> PluginInputs {
+    pub(crate) fn current_inputs(&self) -> PluginInputs {
         let cp = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY);
         let s = |p: &str| {
             cp.and_then(|c| c.pointer(p))
@@ -64,7 +65,7 @@ impl Cluster {
     /// Brings the nodes' advertisements up to date after a write: every node when the device plugin
     /// daemonset was restarted, else only the node that was written (its labels may select another config).
     /// ConfigMap and ClusterPolicy writes change no node by themselves: that is the operator's behaviour.
-    pub fn reconcile(&mut self, written_node: Option<&str>) {
+    pub(crate) fn reconcile(&mut self, written_node: Option<&str>) {
         let marker = self.daemonset_marker();
         let restarted = marker.is_some() && marker != self.restart_marker;
         if marker.is_some() {
@@ -123,7 +124,7 @@ impl Cluster {
     }
 
     /// Creates, updates or removes the Node objects of one pool.
-    pub fn pool_changed(&mut self, p: &PoolNodes) {
+    pub(crate) fn pool_changed(&mut self, p: &PoolNodes) {
         let names = node_names(p.cloud, &p.cluster, &p.pool, p.node_count);
         let stale: Vec<String> = self
             .twins
@@ -206,7 +207,7 @@ impl Cluster {
         self.reconcile(None);
     }
 
-    pub fn pool_deleted(&mut self, pool: &str) {
+    pub(crate) fn pool_deleted(&mut self, pool: &str) {
         let gone: Vec<String> = self
             .twins
             .iter()
@@ -275,7 +276,7 @@ pub(super) fn render_node(node: &Value, t: &NodeTwin) -> Value {
 
 /// Node names as each cloud makes them, stable for a given cluster, pool and index.
 pub(super) fn node_names(cloud: &str, cluster: &str, pool: &str, count: u32) -> Vec<String> {
-    let h = util::fnv1a(&format!("{cloud}/{cluster}/{pool}"));
+    let h = fnv1a(&format!("{cloud}/{cluster}/{pool}"));
     (0..count)
         .map(|i| match cloud {
             "aks" => format!(
@@ -296,7 +297,7 @@ pub(super) fn node_names(cloud: &str, cluster: &str, pool: &str, count: u32) -> 
                     .collect::<String>()
                     .trim_end_matches('-')
                     .to_string();
-                let suffix = base36(util::fnv1a(&format!("{h}/{i}")) % 36u64.pow(4), 4);
+                let suffix = base36(fnv1a(&format!("{h}/{i}")) % 36u64.pow(4), 4);
                 format!("gke-{c}-{p}-{:08x}-{suffix}", h as u32)
             }
             _ => {
@@ -355,7 +356,7 @@ pub(super) fn standard_labels(p: &PoolNodes, name: &str) -> BTreeMap<String, Str
 }
 
 pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {
-    let h = util::fnv1a(name);
+    let h = fnv1a(name);
     let ip = format!("10.{}.{}.{}", h % 200 + 10, (h >> 8) % 250, index % 250 + 4);
     let provider_id = match p.cloud {
         "aks" => format!(

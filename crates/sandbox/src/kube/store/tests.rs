@@ -1,3 +1,6 @@
+//! The store's write path without HTTP: server-side apply ownership and conflicts, generation and
+//! resourceVersion, the device plugin restart, and arbitrary bodies that must never panic.
+
 use super::managed::managed_entries;
 use super::nodes::node_names;
 use super::*;

@@ -98,7 +98,7 @@ impl Cluster {
         Ok(body)
     }
 
-    pub fn create(
+    pub(crate) fn create(
         &mut self,
         kind: Kind,
         ns: &str,
@@ -131,7 +131,7 @@ impl Cluster {
         self.write(kind, ns, &name, None, body, ctx)
     }
 
-    pub fn replace(
+    pub(crate) fn replace(
         &mut self,
         kind: Kind,
         ns: &str,
@@ -163,7 +163,7 @@ impl Cluster {
 
     /// Merge, JSON and strategic-merge patches (the last treated as a merge: none of these kinds has a list
     /// that strategic merge would merge by key in a way that matters here).
-    pub fn patch(
+    pub(crate) fn patch(
         &mut self,
         kind: Kind,
         ns: &str,
@@ -205,7 +205,7 @@ impl Cluster {
 
     /// Server-side apply: creates when absent; conflicts when another manager owns a field whose value the
     /// applied configuration changes, unless forced.
-    pub fn apply(
+    pub(crate) fn apply(
         &mut self,
         kind: Kind,
         ns: &str,
@@ -301,7 +301,7 @@ impl Cluster {
         self.write(kind, ns, name, Some(old), new, &ctx)
     }
 
-    pub fn delete(
+    pub(crate) fn delete(
         &mut self,
         kind: Kind,
         ns: &str,

@@ -1,3 +1,6 @@
+//! What nodes advertise for each device plugin config, MIG layout and cloud, checked against the
+//! device plugin's and GKE's documented behaviour.
+
 use super::*;
 
 fn twin(cloud: &str) -> NodeTwin {
