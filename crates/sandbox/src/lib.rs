@@ -139,6 +139,8 @@ pub(crate) const AWS_ACCOUNT: &str = "123456789012";
 /// Everything the emulators hold. Serialized as the `--state` file.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct World {
+    /// Public, unlike the other clouds, because the provider's tests reach into it through
+    /// [`Sandbox::with_world`]: the tokens Azure AD issued, and pools removed behind Terraform's back.
     pub aks: arm::AksWorld,
     pub(crate) gke: gke::GkeWorld,
     pub(crate) eks: eks::EksWorld,
