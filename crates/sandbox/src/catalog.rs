@@ -1,15 +1,16 @@
-//! The sandbox's own small table of machine types, VM sizes and GPUs, copied from the public cloud
-//! documentation (see shared/reference/gpu.md). It is deliberately separate from the provider's
-//! `gpu` catalog: the emulator is an oracle, and a shared table would let a catalog bug pass on both sides.
+//! The sandbox's own small table of machine types, VM sizes and GPUs, copied from the clouds' public
+//! documentation of their GPU machine families and NVIDIA's MIG user guide. It is deliberately
+//! separate from the provider's `gpu` catalog: the emulator is an oracle, and a shared table would
+//! let a catalog bug pass on both sides.
 
 /// One GPU model as the NVIDIA stack reports it on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gpu {
+pub(crate) struct Gpu {
     /// Value of the `nvidia.com/gpu.product` label that GPU feature discovery sets.
-    pub product: &'static str,
-    pub memory_mib: u64,
+    pub(crate) product: &'static str,
+    pub(crate) memory_mib: u64,
     /// MIG profiles with the number of instances one GPU holds; empty when MIG is unsupported.
-    pub mig: &'static [(&'static str, u32)],
+    pub(crate) mig: &'static [(&'static str, u32)],
 }
 
 const A100_40_MIG: &[(&str, u32)] = &[
@@ -53,62 +54,62 @@ const B200_MIG: &[(&str, u32)] = &[
     ("7g.180gb", 1),
 ];
 
-pub const A100_40_SXM: Gpu = Gpu {
+pub(crate) const A100_40_SXM: Gpu = Gpu {
     product: "NVIDIA-A100-SXM4-40GB",
     memory_mib: 40960,
     mig: A100_40_MIG,
 };
-pub const A100_80_SXM: Gpu = Gpu {
+pub(crate) const A100_80_SXM: Gpu = Gpu {
     product: "NVIDIA-A100-SXM4-80GB",
     memory_mib: 81920,
     mig: G80_MIG,
 };
-pub const A100_80_PCIE: Gpu = Gpu {
+pub(crate) const A100_80_PCIE: Gpu = Gpu {
     product: "NVIDIA-A100-80GB-PCIe",
     memory_mib: 81920,
     mig: G80_MIG,
 };
-pub const H100_80: Gpu = Gpu {
+pub(crate) const H100_80: Gpu = Gpu {
     product: "NVIDIA-H100-80GB-HBM3",
     memory_mib: 81559,
     mig: G80_MIG,
 };
-pub const H100_NVL: Gpu = Gpu {
+pub(crate) const H100_NVL: Gpu = Gpu {
     product: "NVIDIA-H100-NVL",
     memory_mib: 95830,
     mig: H100_NVL_MIG,
 };
-pub const H200: Gpu = Gpu {
+pub(crate) const H200: Gpu = Gpu {
     product: "NVIDIA-H200",
     memory_mib: 143771,
     mig: H200_MIG,
 };
-pub const B200: Gpu = Gpu {
+pub(crate) const B200: Gpu = Gpu {
     product: "NVIDIA-B200",
     memory_mib: 183359,
     mig: B200_MIG,
 };
-pub const T4: Gpu = Gpu {
+pub(crate) const T4: Gpu = Gpu {
     product: "Tesla-T4",
     memory_mib: 15360,
     mig: &[],
 };
-pub const V100: Gpu = Gpu {
+pub(crate) const V100: Gpu = Gpu {
     product: "Tesla-V100-SXM2-16GB",
     memory_mib: 16384,
     mig: &[],
 };
-pub const L4: Gpu = Gpu {
+pub(crate) const L4: Gpu = Gpu {
     product: "NVIDIA-L4",
     memory_mib: 23034,
     mig: &[],
 };
-pub const A10G: Gpu = Gpu {
+pub(crate) const A10G: Gpu = Gpu {
     product: "NVIDIA-A10G",
     memory_mib: 23028,
     mig: &[],
 };
-pub const L40S: Gpu = Gpu {
+pub(crate) const L40S: Gpu = Gpu {
     product: "NVIDIA-L40S",
     memory_mib: 46068,
     mig: &[],
@@ -116,9 +117,9 @@ pub const L40S: Gpu = Gpu {
 
 /// A machine type: its name and, for GPU machines, the GPU model and count.
 #[derive(Debug, Clone, Copy)]
-pub struct Machine {
-    pub name: &'static str,
-    pub gpu: Option<(Gpu, u32)>,
+pub(crate) struct Machine {
+    pub(crate) name: &'static str,
+    pub(crate) gpu: Option<(Gpu, u32)>,
 }
 
 const fn m(name: &'static str, gpu: Gpu, n: u32) -> Machine {
@@ -131,7 +132,7 @@ const fn cpu(name: &'static str) -> Machine {
     Machine { name, gpu: None }
 }
 
-pub const AZURE_VM_SIZES: &[Machine] = &[
+pub(crate) const AZURE_VM_SIZES: &[Machine] = &[
     m("Standard_NC24ads_A100_v4", A100_80_PCIE, 1),
     m("Standard_NC48ads_A100_v4", A100_80_PCIE, 2),
     m("Standard_NC96ads_A100_v4", A100_80_PCIE, 4),
@@ -161,7 +162,7 @@ pub const AZURE_VM_SIZES: &[Machine] = &[
     cpu("Standard_F8s_v2"),
 ];
 
-pub const GCP_MACHINE_TYPES: &[Machine] = &[
+pub(crate) const GCP_MACHINE_TYPES: &[Machine] = &[
     m("a2-highgpu-1g", A100_40_SXM, 1),
     m("a2-highgpu-2g", A100_40_SXM, 2),
     m("a2-highgpu-4g", A100_40_SXM, 4),
@@ -208,11 +209,11 @@ pub const GCP_MACHINE_TYPES: &[Machine] = &[
 /// GKE accepts for them (GKE's list is narrower than NVIDIA's: no 1g.10gb on the 40 GB A100, 1g.20gb
 /// only on H100). A machine with built-in GPUs accepts only its own accelerator with its own count;
 /// `n1-` machines take attached T4/V100 GPUs.
-pub struct GkeAccelerator {
-    pub name: &'static str,
-    pub gpu: Gpu,
-    pub machine_prefix: &'static str,
-    pub partitions: &'static [&'static str],
+pub(crate) struct GkeAccelerator {
+    pub(crate) name: &'static str,
+    pub(crate) gpu: Gpu,
+    pub(crate) machine_prefix: &'static str,
+    pub(crate) partitions: &'static [&'static str],
 }
 
 const fn acc(
@@ -229,7 +230,7 @@ const fn acc(
     }
 }
 
-pub const GKE_ACCELERATORS: &[GkeAccelerator] = &[
+pub(crate) const GKE_ACCELERATORS: &[GkeAccelerator] = &[
     acc(
         "nvidia-tesla-a100",
         A100_40_SXM,
@@ -285,7 +286,7 @@ pub const GKE_ACCELERATORS: &[GkeAccelerator] = &[
     acc("nvidia-tesla-v100", V100, "n1-", &[]),
 ];
 
-pub const AWS_INSTANCE_TYPES: &[Machine] = &[
+pub(crate) const AWS_INSTANCE_TYPES: &[Machine] = &[
     m("p4d.24xlarge", A100_40_SXM, 8),
     m("p4de.24xlarge", A100_80_SXM, 8),
     m("p5.48xlarge", H100_80, 8),
@@ -335,27 +336,27 @@ pub const AWS_INSTANCE_TYPES: &[Machine] = &[
     cpu("c5.xlarge"),
 ];
 
-pub fn azure_vm_size(name: &str) -> Option<&'static Machine> {
+pub(crate) fn azure_vm_size(name: &str) -> Option<&'static Machine> {
     // ARM compares VM size names case-insensitively.
     AZURE_VM_SIZES
         .iter()
         .find(|m| m.name.eq_ignore_ascii_case(name))
 }
 
-pub fn gcp_machine_type(name: &str) -> Option<&'static Machine> {
+pub(crate) fn gcp_machine_type(name: &str) -> Option<&'static Machine> {
     GCP_MACHINE_TYPES.iter().find(|m| m.name == name)
 }
 
-pub fn aws_instance_type(name: &str) -> Option<&'static Machine> {
+pub(crate) fn aws_instance_type(name: &str) -> Option<&'static Machine> {
     AWS_INSTANCE_TYPES.iter().find(|m| m.name == name)
 }
 
-pub fn gke_accelerator(name: &str) -> Option<&'static GkeAccelerator> {
+pub(crate) fn gke_accelerator(name: &str) -> Option<&'static GkeAccelerator> {
     GKE_ACCELERATORS.iter().find(|a| a.name == name)
 }
 
 /// The accelerator built into a GCP machine type (a2/a3/a4/g2), if any.
-pub fn gke_builtin_accelerator(machine: &str) -> Option<&'static GkeAccelerator> {
+pub(crate) fn gke_builtin_accelerator(machine: &str) -> Option<&'static GkeAccelerator> {
     GKE_ACCELERATORS
         .iter()
         .find(|a| a.machine_prefix != "n1-" && machine.starts_with(a.machine_prefix))
@@ -363,7 +364,7 @@ pub fn gke_builtin_accelerator(machine: &str) -> Option<&'static GkeAccelerator>
 
 /// AKS `gpuInstanceProfile` (MIG1g..MIG7g) to the MIG profile it creates on `gpu`, with the
 /// instances per GPU: AKS partitions every GPU uniformly with the smallest profile of that slice size.
-pub fn aks_mig_profile(gpu: &Gpu, instance_profile: &str) -> Option<(&'static str, u32)> {
+pub(crate) fn aks_mig_profile(gpu: &Gpu, instance_profile: &str) -> Option<(&'static str, u32)> {
     let slices = match instance_profile {
         "MIG1g" => "1g.",
         "MIG2g" => "2g.",
@@ -376,7 +377,7 @@ pub fn aks_mig_profile(gpu: &Gpu, instance_profile: &str) -> Option<(&'static st
 }
 
 /// GKE `gpuPartitionSize` validity for an accelerator, with the instances per GPU.
-pub fn gke_partition(acc: &GkeAccelerator, size: &str) -> Option<(&'static str, u32)> {
+pub(crate) fn gke_partition(acc: &GkeAccelerator, size: &str) -> Option<(&'static str, u32)> {
     if !acc.partitions.contains(&size) {
         return None;
     }

@@ -19,8 +19,14 @@
 //! pure function of the seed, the stream and n, so a run replays from its seed as far as each
 //! stream's own order of requests is the same. `GET` shows the chaos and what it injected, per
 //! kind; `DELETE` disarms it and answers the same counts.
+//!
+//! This module only decides whether and how a request fails; it knows no cloud. The router's fault
+//! layer (`routes.rs`) asks it for the fault a request meets and passes in how an error looks on the
+//! API the request was meant for, which each cloud defines next to its own error type. So the clouds
+//! never depend on fault injection, nor fault injection on them.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -31,32 +37,39 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_stream::StreamExt as _;
 
-use super::util::json_response;
-use super::{Sandbox, World};
+use super::util::{fnv1a, json_response};
+
+/// The armed faults and chaos of one sandbox, shared by its fault layer and control endpoints.
+pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
+
+pub(crate) fn lock(faults: &SharedFaults) -> MutexGuard<'_, Faults> {
+    // A panic while holding the lock must not disable the control plane.
+    faults.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[derive(Debug, Default)]
-pub struct Faults {
+pub(crate) struct Faults {
     armed: Vec<Fault>,
     next_id: u64,
     chaos: Option<Chaos>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Fault {
+pub(crate) struct Fault {
     #[serde(default)]
-    pub id: u64,
+    pub(crate) id: u64,
     #[serde(default, rename = "match")]
-    pub matcher: Match,
+    pub(crate) matcher: Match,
     #[serde(default = "one")]
-    pub count: u32,
-    pub kind: FaultKind,
+    pub(crate) count: u32,
+    pub(crate) kind: FaultKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<u64>,
+    pub(crate) retry_after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
+    pub(crate) delay_ms: Option<u64>,
     /// Body size of a `huge` answer in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size_mb: Option<u64>,
+    pub(crate) size_mb: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -65,15 +78,15 @@ fn one() -> u32 {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Match {
+pub(crate) struct Match {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_contains: Option<String>,
+    pub(crate) path_contains: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     #[serde(rename = "429")]
     TooManyRequests,
     #[serde(rename = "500")]
@@ -102,10 +115,11 @@ pub enum FaultKind {
 
 /// Request extension: the operation this request starts must end Failed.
 #[derive(Debug, Clone, Copy)]
-pub struct FailOperation;
+pub(crate) struct FailOperation;
 
 impl Faults {
-    fn take(&mut self, method: &Method, path: &str) -> Option<Fault> {
+    /// The fault, if any, that the next request of this method and path meets.
+    pub(crate) fn take(&mut self, method: &Method, path: &str) -> Option<Fault> {
         let Some(i) = self
             .armed
             .iter()
@@ -125,16 +139,16 @@ impl Faults {
 /// How chaos is armed (the body of `POST /_sandbox/chaos`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ChaosConfig {
-    pub seed: u64,
+pub(crate) struct ChaosConfig {
+    pub(crate) seed: u64,
     /// Probability that a matching request fails, 0 to 1.
-    pub rate: f64,
-    pub kinds: Vec<FaultKind>,
+    pub(crate) rate: f64,
+    pub(crate) kinds: Vec<FaultKind>,
     #[serde(default, rename = "match")]
-    pub matcher: Match,
+    pub(crate) matcher: Match,
     /// Retry-After of the 429s chaos answers, in seconds (its 503s have none). Default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<u64>,
+    pub(crate) retry_after: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -228,34 +242,27 @@ fn mix(z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// FNV-1a: a string to 64 bits, stable across processes (unlike std's hasher).
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-pub async fn middleware(State(sb): State<Sandbox>, req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_string();
-    if path.starts_with("/_sandbox/") {
-        return next.run(req).await;
-    }
-    let fault = sb.faults().take(req.method(), &path);
-    let Some(fault) = fault else {
-        return next.run(req).await;
-    };
+/// Serves `req` as `fault` says: an error rendered by `error` in the shape of the API the request
+/// was meant for, a cut connection, a delayed or hostile answer, or the real answer with the
+/// operation marked to fail.
+pub(crate) async fn apply(
+    fault: Fault,
+    req: Request,
+    next: Next,
+    error: impl FnOnce(StatusCode) -> Response,
+) -> Response {
     match fault.kind {
         FaultKind::TooManyRequests => {
-            let mut r = cloud_error(&path, StatusCode::TOO_MANY_REQUESTS);
+            let mut r = error(StatusCode::TOO_MANY_REQUESTS);
             r.headers_mut().insert(
                 "retry-after",
                 HeaderValue::from(fault.retry_after.unwrap_or(1)),
             );
             r
         }
-        FaultKind::Internal => cloud_error(&path, StatusCode::INTERNAL_SERVER_ERROR),
+        FaultKind::Internal => error(StatusCode::INTERNAL_SERVER_ERROR),
         FaultKind::Unavailable => {
-            let mut r = cloud_error(&path, StatusCode::SERVICE_UNAVAILABLE);
+            let mut r = error(StatusCode::SERVICE_UNAVAILABLE);
             if let Some(s) = fault.retry_after {
                 r.headers_mut().insert("retry-after", HeaderValue::from(s));
             }
@@ -345,63 +352,24 @@ fn dropped() -> Response {
         .unwrap_or_default()
 }
 
-/// An injected failure in the error shape of the API the path belongs to.
-fn cloud_error(path: &str, status: StatusCode) -> Response {
-    let msg = format!("sandbox fault injection: {status}");
-    if path.starts_with("/v1/") {
-        let s = match status.as_u16() {
-            429 => "RESOURCE_EXHAUSTED",
-            503 => "UNAVAILABLE",
-            _ => "INTERNAL",
-        };
-        return json_response(
-            status,
-            &json!({"error": {"code": status.as_u16(), "message": msg, "status": s}}),
-        );
-    }
-    if path.starts_with("/k8s/") {
-        let reason = match status.as_u16() {
-            429 => "TooManyRequests",
-            503 => "ServiceUnavailable",
-            _ => "InternalError",
-        };
-        return json_response(
-            status,
-            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": msg, "reason": reason, "code": status.as_u16()}),
-        );
-    }
-    if path.starts_with("/clusters") {
-        let t = match status.as_u16() {
-            429 => "ThrottlingException",
-            503 => "ServiceUnavailableException",
-            _ => "ServerException",
-        };
-        let mut r = json_response(status, &json!({ "message": msg }));
-        r.headers_mut()
-            .insert("x-amzn-errortype", HeaderValue::from_static(t));
-        return r;
-    }
-    let code = match status.as_u16() {
-        429 => "TooManyRequests",
-        503 => "ServiceUnavailable",
-        _ => "InternalServerError",
-    };
-    json_response(status, &json!({"error": {"code": code, "message": msg}}))
-}
-
-pub async fn faults_endpoint(State(sb): State<Sandbox>, method: Method, body: Bytes) -> Response {
+/// `/_sandbox/faults`.
+pub(crate) async fn faults_endpoint(
+    State(faults): State<SharedFaults>,
+    method: Method,
+    body: Bytes,
+) -> Response {
     match method {
         Method::GET => {
-            let f = sb.faults();
+            let f = lock(&faults);
             json_response(StatusCode::OK, &json!({ "faults": f.armed }))
         }
         Method::DELETE => {
-            sb.faults().armed.clear();
+            lock(&faults).armed.clear();
             json_response(StatusCode::OK, &json!({ "faults": [] }))
         }
         Method::POST => match serde_json::from_slice::<Fault>(&body) {
             Ok(mut fault) if fault.count > 0 => {
-                let mut f = sb.faults();
+                let mut f = lock(&faults);
                 f.next_id += 1;
                 fault.id = f.next_id;
                 f.armed.push(fault.clone());
@@ -426,8 +394,13 @@ pub async fn faults_endpoint(State(sb): State<Sandbox>, method: Method, body: By
     }
 }
 
-pub async fn chaos_endpoint(State(sb): State<Sandbox>, method: Method, body: Bytes) -> Response {
-    let mut f = sb.faults();
+/// `/_sandbox/chaos`.
+pub(crate) async fn chaos_endpoint(
+    State(faults): State<SharedFaults>,
+    method: Method,
+    body: Bytes,
+) -> Response {
+    let mut f = lock(&faults);
     match method {
         Method::GET => match &f.chaos {
             Some(c) => json_response(StatusCode::OK, &c.report()),
@@ -463,55 +436,6 @@ pub async fn chaos_endpoint(State(sb): State<Sandbox>, method: Method, body: Byt
             &json!({"error": "use GET, POST or DELETE"}),
         ),
     }
-}
-
-pub async fn inventory(State(sb): State<Sandbox>) -> Response {
-    json_response(StatusCode::OK, &sb.inventory())
-}
-
-/// A stable JSON listing of the world: clusters and pools sorted by cloud, cluster and name; each
-/// pool carries its state and the document a GET on the cloud's API returns for it. `creates`
-/// counts, per cloud, cluster and pool name, the creates that made a pool (`count`) and the create
-/// requests that reached the cluster (`requests`).
-pub fn inventory_of(w: &World) -> Value {
-    let mut clusters = Vec::new();
-    let mut pools = Vec::new();
-    for c in w.aks.clusters.values() {
-        clusters.push(json!({"cloud": "aks", "name": c.name, "subscription": c.subscription, "resourceGroup": c.resource_group, "location": c.location}));
-        for p in c.pools.values() {
-            pools.push(json!({"cloud": "aks", "cluster": c.name, "name": p.name, "state": p.provisioning_state, "resource": super::arm::pool_json(c, p)}));
-        }
-    }
-    for c in w.gke.clusters.values() {
-        clusters.push(
-            json!({"cloud": "gke", "name": c.name, "project": c.project, "location": c.location}),
-        );
-        for p in c.pools.values() {
-            pools.push(json!({"cloud": "gke", "cluster": c.name, "name": p.name, "state": p.status, "resource": super::gke::pool_json(c, p)}));
-        }
-    }
-    for c in w.eks.clusters.values() {
-        clusters.push(json!({"cloud": "eks", "name": c.name, "region": c.region}));
-        for p in c.nodegroups.values() {
-            pools.push(json!({"cloud": "eks", "cluster": c.name, "name": p.name, "state": p.status, "resource": super::eks::nodegroup_json(c, p)}));
-        }
-    }
-    // Counted per pool name ever asked for, so they outlive the pools (a destroyed pool's count
-    // stays).
-    let mut keys: Vec<&String> = w.creates.keys().chain(w.create_requests.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let creates: Vec<Value> = keys
-        .into_iter()
-        .filter_map(|k| {
-            let mut parts = k.splitn(3, '/');
-            let (cloud, cluster, name) = (parts.next()?, parts.next()?, parts.next()?);
-            let count = w.creates.get(k).copied().unwrap_or(0);
-            let requests = w.create_requests.get(k).copied().unwrap_or(0);
-            Some(json!({"cloud": cloud, "cluster": cluster, "name": name, "count": count, "requests": requests}))
-        })
-        .collect();
-    json!({"clusters": clusters, "pools": pools, "creates": creates})
 }
 
 #[cfg(test)]

@@ -9,24 +9,32 @@
 //! puts a pool in a transitional state that settles after `Config::op_time` (zero allowed), either by
 //! a timer or by the next request that looks at the world, whichever comes first.
 //!
-//! Routes (one axum `Router`, see [`app`]):
-//! - `POST /{tenant}/oauth2/v2.0/token`: Azure AD client-credentials tokens
-//! - `/subscriptions/...`: ARM agentPools and the async operation documents ([`arm`])
-//! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations ([`gke`])
-//! - `/clusters/...`: EKS clusters, node groups and updates ([`eks`])
-//! - `/_sandbox/faults`, `/_sandbox/chaos`, `/_sandbox/inventory`, `/_sandbox/health`: control
-//!   plane ([`faults`])
-//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator (`kube/`, built separately),
+//! Routes (one axum `Router`, see [`Sandbox::router`] and `routes.rs`):
+//! - `POST /{tenant}/oauth2/v2.0/token`: Azure AD client-credentials tokens (`arm/token.rs`)
+//! - `/subscriptions/...`: ARM agentPools and the async operation documents (`arm/`)
+//! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations (`gke/`)
+//! - `/clusters/...`: EKS clusters, node groups and updates (`eks/`)
+//! - `/_sandbox/faults`, `/_sandbox/chaos`: fault injection (`faults.rs`); `/_sandbox/inventory`
+//!   (`inventory.rs`), `/_sandbox/health`: the control plane
+//! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator ([`kube`], built separately),
 //!   mounted with [`Sandbox::router_with`] and fed pools' nodes through a [`NodeSink`].
+//!
+//! Every cloud is reached the same way (`api.rs`) and its operations finish the same way
+//! (`operations.rs`); the modules of a cloud hold only what its public API makes different.
 
-pub mod arm;
-pub mod catalog;
+mod api;
+mod arm;
+mod catalog;
+mod dates;
 pub mod demo;
-pub mod eks;
-pub mod faults;
-pub mod gke;
+mod eks;
+mod faults;
+mod gke;
+mod inventory;
 pub mod kube;
-pub mod nodes;
+mod nodes;
+mod operations;
+mod routes;
 pub mod stack;
 mod util;
 
@@ -36,8 +44,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::{any, get};
 use serde::{Deserialize, Serialize};
+
+use dates::now_ms;
 
 pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
 
@@ -125,36 +134,38 @@ impl ClusterSpec {
 
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 /// The fake AWS account id of every ARN the sandbox makes.
-pub const AWS_ACCOUNT: &str = "123456789012";
+pub(crate) const AWS_ACCOUNT: &str = "123456789012";
 
 /// Everything the emulators hold. Serialized as the `--state` file.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct World {
+    /// Public, unlike the other clouds, because the provider's tests reach into it through
+    /// [`Sandbox::with_world`]: the tokens Azure AD issued, and pools removed behind Terraform's back.
     pub aks: arm::AksWorld,
-    pub gke: gke::GkeWorld,
-    pub eks: eks::EksWorld,
+    pub(crate) gke: gke::GkeWorld,
+    pub(crate) eks: eks::EksWorld,
     /// Counter for operation ids, so they stay unique across restarts.
-    pub next_id: u64,
+    pub(crate) next_id: u64,
     /// Pools made per "cloud/cluster/name" (accepted creates, not retries answered with the same
     /// pool), so a test can prove that no create was duplicated.
     #[serde(default)]
-    pub creates: std::collections::BTreeMap<String, u64>,
+    pub(crate) creates: std::collections::BTreeMap<String, u64>,
     /// Create requests that reached a cluster, per "cloud/cluster/name", whatever the answer
     /// (accepted, refused by a quota, a conflict, an idempotent replay): with `creates`, it shows
     /// how often a client retried.
     #[serde(default)]
-    pub create_requests: std::collections::BTreeMap<String, u64>,
+    pub(crate) create_requests: std::collections::BTreeMap<String, u64>,
 }
 
 impl World {
-    pub fn new(clusters: &[ClusterSpec]) -> World {
+    pub(crate) fn new(clusters: &[ClusterSpec]) -> World {
         let mut w = World::default();
         w.ensure_clusters(clusters);
         w
     }
 
     /// Add the clusters that the world does not have yet (a restored world keeps its own pools).
-    pub fn ensure_clusters(&mut self, clusters: &[ClusterSpec]) {
+    pub(crate) fn ensure_clusters(&mut self, clusters: &[ClusterSpec]) {
         for c in clusters {
             match c {
                 ClusterSpec::Aks {
@@ -191,7 +202,7 @@ impl World {
     }
 
     /// Counts a create that made a pool (see [`World::creates`]).
-    pub fn count_create(&mut self, cloud: &str, cluster: &str, pool: &str) {
+    pub(crate) fn count_create(&mut self, cloud: &str, cluster: &str, pool: &str) {
         *self
             .creates
             .entry(format!("{cloud}/{cluster}/{pool}"))
@@ -199,7 +210,7 @@ impl World {
     }
 
     /// Counts a create request (see [`World::create_requests`]).
-    pub fn count_create_request(&mut self, cloud: &str, cluster: &str, pool: &str) {
+    pub(crate) fn count_create_request(&mut self, cloud: &str, cluster: &str, pool: &str) {
         *self
             .create_requests
             .entry(format!("{cloud}/{cluster}/{pool}"))
@@ -208,7 +219,7 @@ impl World {
 
     /// The nodes of every pool that has nodes now: created and not failed at creation (pools being
     /// updated or deleted still have their nodes).
-    pub fn current_nodes(&self) -> Vec<PoolNodes> {
+    pub(crate) fn current_nodes(&self) -> Vec<PoolNodes> {
         let mut out = Vec::new();
         for c in self.aks.clusters.values() {
             for p in c.pools.values().filter(|p| {
@@ -244,13 +255,14 @@ impl World {
     }
 
     fn pending_deadlines(&self) -> Vec<u64> {
+        use operations::Due;
         let mut d: Vec<u64> = self
             .aks
             .pending
             .iter()
-            .map(|p| p.0)
-            .chain(self.gke.pending.iter().map(|p| p.0))
-            .chain(self.eks.pending.iter().map(|p| p.0))
+            .map(Due::deadline)
+            .chain(self.gke.pending.iter().map(Due::deadline))
+            .chain(self.eks.pending.iter().map(Due::deadline))
             .collect();
         d.sort_unstable();
         d.dedup();
@@ -259,19 +271,19 @@ impl World {
 
     /// Finish every operation whose time has come. Returns whether anything changed.
     fn settle(&mut self, now: u64, events: &mut Vec<NodeEvent>) -> bool {
-        let a = self.aks.settle(now, events);
-        let g = self.gke.settle(now, events);
-        let e = self.eks.settle(now, events);
+        let a = operations::settle(&mut self.aks, now, events);
+        let g = operations::settle(&mut self.gke, now, events);
+        let e = operations::settle(&mut self.eks, now, events);
         a | g | e
     }
 }
 
 /// The per-request context a handler gets with the locked world.
 pub struct Ctx {
-    pub now: u64,
-    pub op_ms: u64,
+    pub(crate) now: u64,
+    pub(crate) op_ms: u64,
     /// The next matching mutation must end Failed (fault injection).
-    pub fail_operation: bool,
+    pub(crate) fail_operation: bool,
     events: Vec<NodeEvent>,
     mutated: bool,
     wake_at: Option<u64>,
@@ -280,18 +292,18 @@ pub struct Ctx {
 
 impl Ctx {
     /// Record that the world changed (persist after the request) and that an operation is due at `deadline`.
-    pub fn schedule(&mut self, deadline: u64) {
+    pub(crate) fn schedule(&mut self, deadline: u64) {
         self.mutated = true;
         self.wake_at = Some(self.wake_at.map_or(deadline, |w| w.min(deadline)));
     }
-    pub fn mutated(&mut self) {
+    pub(crate) fn mutated(&mut self) {
         self.mutated = true;
     }
-    pub fn deadline(&self) -> u64 {
+    pub(crate) fn deadline(&self) -> u64 {
         self.now + self.op_ms
     }
     /// A fresh, unique id for an operation or update.
-    pub fn new_id(&mut self) -> u64 {
+    pub(crate) fn new_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
     }
@@ -301,7 +313,7 @@ struct Inner {
     world: Mutex<World>,
     op_ms: u64,
     sink: Option<Arc<dyn NodeSink>>,
-    faults: Mutex<faults::Faults>,
+    faults: faults::SharedFaults,
     state_file: Option<PathBuf>,
     /// Version of the last snapshot written, so an older snapshot never overwrites a newer one.
     written: Mutex<u64>,
@@ -312,22 +324,6 @@ struct Inner {
 #[derive(Clone)]
 pub struct Sandbox {
     inner: Arc<Inner>,
-}
-
-/// The sandbox's HTTP API as one router (in-memory world; use [`Sandbox::open`] for `--state`).
-pub fn app(config: Config) -> Router {
-    match Sandbox::open(config.clone()) {
-        Ok(s) => s.router(),
-        Err(e) => {
-            eprintln!("fracgpu-sandbox: state file unusable ({e}); starting with a fresh world");
-            Sandbox::open(Config {
-                state_file: None,
-                ..config
-            })
-            .map(|s| s.router())
-            .unwrap_or_default()
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -356,13 +352,6 @@ impl std::error::Error for SandboxError {
     }
 }
 
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 impl Sandbox {
     /// Build the world, restoring it from `config.state_file` when that file exists.
     pub fn open(config: Config) -> Result<Sandbox, SandboxError> {
@@ -382,7 +371,7 @@ impl Sandbox {
                 world: Mutex::new(world),
                 op_ms: config.op_time.as_millis() as u64,
                 sink: config.node_sink,
-                faults: Mutex::new(faults::Faults::default()),
+                faults: faults::SharedFaults::default(),
                 state_file: config.state_file,
                 written: Mutex::new(0),
                 version: AtomicU64::new(0),
@@ -408,24 +397,7 @@ impl Sandbox {
     /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
     /// the fault-injection layer so faults can target any API.
     pub fn router_with(&self, extra: Router) -> Router {
-        Router::new()
-            .route("/_sandbox/health", get(|| async { "ok" }))
-            .route("/_sandbox/inventory", get(faults::inventory))
-            .route("/_sandbox/faults", any(faults::faults_endpoint))
-            .route("/_sandbox/chaos", any(faults::chaos_endpoint))
-            .route("/{tenant}/oauth2/v2.0/token", any(arm::token))
-            .route("/subscriptions/{*rest}", any(arm::handle))
-            .route("/v1/{*rest}", any(gke::handle))
-            .route("/compute/v1/{*rest}", get(gke::instance_group_manager))
-            .route("/clusters", any(eks::handle))
-            .route("/clusters/{*rest}", any(eks::handle))
-            .with_state(self.clone())
-            .merge(extra)
-            .fallback(util::not_found)
-            .layer(axum::middleware::from_fn_with_state(
-                self.clone(),
-                faults::middleware,
-            ))
+        routes::router(self, extra)
     }
 
     pub fn op_time(&self) -> Duration {
@@ -534,17 +506,21 @@ impl Sandbox {
 
     /// Every cluster and pool of every cloud in a stable JSON shape (see `/_sandbox/inventory`).
     pub fn inventory(&self) -> serde_json::Value {
-        self.with_world(|w, _| faults::inventory_of(w))
+        self.with_world(|w, _| inventory::inventory_of(w))
     }
 
     pub(crate) fn faults(&self) -> MutexGuard<'_, faults::Faults> {
-        self.inner.faults.lock().unwrap_or_else(|e| e.into_inner())
+        faults::lock(&self.inner.faults)
+    }
+
+    pub(crate) fn shared_faults(&self) -> faults::SharedFaults {
+        self.inner.faults.clone()
     }
 }
 
 /// Write `bytes` to `path` so that a reader (or a crash) sees either the old or the new file, never a
 /// torn one: write a temporary file beside it, flush it to disk, then rename over the target.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path
         .parent()

@@ -101,6 +101,7 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let stop = shutdown();
     let mut clusters = sandbox::ClusterSpec::defaults();
     if let Some(path) = &args.clusters {
         let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -157,29 +158,38 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.demo {
         println!("{}", serde_json::to_string_pretty(&sandbox.inventory())?);
     }
-    shutdown().await;
+    stop.await;
     println!("fracgpu-sandbox: stopped");
     Ok(())
 }
 
-async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when the
+/// future is first awaited: called before anything is printed, a signal sent as soon as the
+/// address appears (a supervisor, a test) still stops the sandbox cleanly instead of killing it.
+fn shutdown() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        let terminate = signal(SignalKind::terminate()).ok();
+        let received = |s: Option<Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        async move {
+            tokio::select! {
+                _ = received(interrupt) => {},
+                _ = received(terminate) => {},
+            }
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

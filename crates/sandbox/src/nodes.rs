@@ -7,6 +7,9 @@
 //! settled create/update (`pool_changed`, an upsert: replace the pool's nodes) and per finished delete
 //! (`pool_deleted`); failed operations call nothing. A world restored from `--state` replays
 //! `pool_changed` for every pool that has nodes, so an in-memory twin is rebuilt on start.
+//!
+//! The Kubernetes rules the clouds apply to what they hand over (label syntax, taint effects) live
+//! here too, so that AKS, GKE and EKS validate labels and taints alike.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -89,10 +92,42 @@ impl NodeSink for RecordingSink {
 }
 
 /// Kubernetes taint effect from the GKE/EKS enum spelling.
-pub fn k8s_effect(cloud_effect: &str) -> &'static str {
+pub(crate) fn k8s_effect(cloud_effect: &str) -> &'static str {
     match cloud_effect {
         "NO_EXECUTE" | "NoExecute" => "NoExecute",
         "PREFER_NO_SCHEDULE" | "PreferNoSchedule" => "PreferNoSchedule",
         _ => "NoSchedule",
     }
+}
+
+/// Kubernetes qualified name: optional DNS-subdomain prefix and a 1-63 character name.
+pub(crate) fn valid_label_key(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    if let Some(p) = prefix
+        && (p.is_empty()
+            || p.len() > 253
+            || !p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            }))
+    {
+        return false;
+    }
+    !name.is_empty() && valid_label_value(name)
+}
+
+pub(crate) fn valid_label_value(v: &str) -> bool {
+    if v.is_empty() {
+        return true;
+    }
+    let b = v.as_bytes();
+    v.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }

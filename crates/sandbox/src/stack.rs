@@ -13,7 +13,7 @@ pub struct Stack {
     pub sandbox: Sandbox,
     pub kube: Arc<KubeApi>,
     pub cloud_addr: SocketAddr,
-    pub kube_addr: SocketAddr,
+    pub(crate) kube_addr: SocketAddr,
 }
 
 impl Stack {
@@ -67,10 +67,7 @@ impl Stack {
             let _ = axum::serve(cloud, router).await;
         });
         // Faults armed on the cloud port apply to the clusters' APIs too (paths `/k8s/...`).
-        let kube_router = kube.router().layer(axum::middleware::from_fn_with_state(
-            sandbox.clone(),
-            super::faults::middleware,
-        ));
+        let kube_router = super::routes::behind_faults(&sandbox, kube.router());
         let tls = super::kube::TlsListener::new(kube_listener, &kube.tls_identity())
             .map_err(|e| SandboxError::Io(PathBuf::from("kube TLS"), std::io::Error::other(e)))?;
         tokio::spawn(async move {

@@ -1,17 +1,17 @@
-//! Small HTTP helpers shared by the emulators: query and form parsing, JSON responses.
+//! Small helpers shared by the emulators: query and form parsing, JSON responses, a stable hash.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-pub async fn not_found(uri: axum::http::Uri) -> Response {
+pub(crate) async fn not_found(uri: axum::http::Uri) -> Response {
     json_response(
         StatusCode::NOT_FOUND,
         &json!({"error": {"code": "NotFound", "message": format!("no sandbox API at {}", uri.path())}}),
     )
 }
 
-pub fn json_response(status: StatusCode, body: &Value) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut r = (status, body.to_string()).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -21,7 +21,7 @@ pub fn json_response(status: StatusCode, body: &Value) -> Response {
 }
 
 /// Decode `%XX` and, for forms, `+`. Invalid escapes are kept as they are.
-pub fn percent_decode(s: &str, plus_is_space: bool) -> String {
+pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -56,7 +56,7 @@ pub fn percent_decode(s: &str, plus_is_space: bool) -> String {
 }
 
 /// `a=1&b=2` into pairs (query strings and form bodies).
-pub fn parse_pairs(s: &str, plus_is_space: bool) -> Vec<(String, String)> {
+pub(crate) fn parse_pairs(s: &str, plus_is_space: bool) -> Vec<(String, String)> {
     s.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| {
@@ -69,7 +69,7 @@ pub fn parse_pairs(s: &str, plus_is_space: bool) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn query_get(query: Option<&str>, key: &str) -> Option<String> {
+pub(crate) fn query_get(query: Option<&str>, key: &str) -> Option<String> {
     parse_pairs(query.unwrap_or(""), true)
         .into_iter()
         .find(|(k, _)| k == key)
@@ -77,7 +77,7 @@ pub fn query_get(query: Option<&str>, key: &str) -> Option<String> {
 }
 
 /// `http://host:port` of the request, for absolute URLs in headers and documents.
-pub fn base_url(headers: &HeaderMap) -> String {
+pub(crate) fn base_url(headers: &HeaderMap) -> String {
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -86,40 +86,19 @@ pub fn base_url(headers: &HeaderMap) -> String {
 }
 
 /// Split a path into decoded segments.
-pub fn segments(path: &str) -> Vec<String> {
+pub(crate) fn segments(path: &str) -> Vec<String> {
     path.split('/')
         .filter(|s| !s.is_empty())
         .map(|s| percent_decode(s, false))
         .collect()
 }
 
-pub fn rfc3339(ms: u64) -> String {
-    // Civil-from-days (Howard Hinnant), to avoid a date crate for one format.
-    let secs = ms / 1000;
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-/// Seconds a client should wait before polling an operation due at `deadline`.
-pub fn retry_after_secs(now: u64, deadline: u64) -> u64 {
-    deadline.saturating_sub(now).div_ceil(1000)
+/// FNV-1a: a string to 64 bits, stable across processes and restarts (unlike std's hasher), for
+/// names, ids and draws that must come out the same every time.
+pub(crate) fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -135,13 +114,5 @@ mod tests {
             Some("$y")
         );
         assert_eq!(query_get(Some("x"), "x").as_deref(), Some(""));
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_709_251_199_123), "2024-02-29T23:59:59.123Z");
-        assert_eq!(retry_after_secs(1000, 2001), 2);
-        assert_eq!(retry_after_secs(5000, 2000), 0);
     }
 }

@@ -3,25 +3,25 @@
 use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kind {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub plural: &'static str,
-    pub singular: &'static str,
-    pub kind: &'static str,
-    pub namespaced: bool,
-    pub short_names: &'static [&'static str],
+pub(crate) struct Kind {
+    pub(crate) group: &'static str,
+    pub(crate) version: &'static str,
+    pub(crate) plural: &'static str,
+    pub(crate) singular: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) namespaced: bool,
+    pub(crate) short_names: &'static [&'static str],
     /// Writes through the main resource leave status alone (the status subresource owns it).
-    pub status_subresource: bool,
+    pub(crate) status_subresource: bool,
     /// A PUT without metadata.resourceVersion is accepted (false for custom resources).
-    pub unconditional_update: bool,
+    pub(crate) unconditional_update: bool,
     /// Served for reading only, always empty: the sandbox runs no workloads, but `kubectl describe node`
     /// lists a node's pods and events.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 impl Kind {
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.to_string()
         } else {
@@ -30,7 +30,7 @@ impl Kind {
     }
 
     /// `configmaps` or `clusterpolicies.nvidia.com`: the store key and the name in error messages.
-    pub fn qualified(&self) -> String {
+    pub(crate) fn qualified(&self) -> String {
         if self.group.is_empty() {
             self.plural.to_string()
         } else {
@@ -38,7 +38,7 @@ impl Kind {
         }
     }
 
-    pub fn api_resource(&self) -> Value {
+    pub(crate) fn api_resource(&self) -> Value {
         json!({
             "name": self.plural,
             "singularName": self.singular,
@@ -51,7 +51,7 @@ impl Kind {
     }
 }
 
-pub const NAMESPACES: Kind = Kind {
+pub(crate) const NAMESPACES: Kind = Kind {
     group: "",
     version: "v1",
     plural: "namespaces",
@@ -63,7 +63,7 @@ pub const NAMESPACES: Kind = Kind {
     unconditional_update: true,
     read_only: false,
 };
-pub const CONFIGMAPS: Kind = Kind {
+pub(crate) const CONFIGMAPS: Kind = Kind {
     group: "",
     version: "v1",
     plural: "configmaps",
@@ -75,7 +75,7 @@ pub const CONFIGMAPS: Kind = Kind {
     unconditional_update: true,
     read_only: false,
 };
-pub const SECRETS: Kind = Kind {
+pub(crate) const SECRETS: Kind = Kind {
     group: "",
     version: "v1",
     plural: "secrets",
@@ -87,7 +87,7 @@ pub const SECRETS: Kind = Kind {
     unconditional_update: true,
     read_only: false,
 };
-pub const NODES: Kind = Kind {
+pub(crate) const NODES: Kind = Kind {
     group: "",
     version: "v1",
     plural: "nodes",
@@ -99,7 +99,7 @@ pub const NODES: Kind = Kind {
     unconditional_update: true,
     read_only: false,
 };
-pub const DAEMONSETS: Kind = Kind {
+pub(crate) const DAEMONSETS: Kind = Kind {
     group: "apps",
     version: "v1",
     plural: "daemonsets",
@@ -111,7 +111,7 @@ pub const DAEMONSETS: Kind = Kind {
     unconditional_update: true,
     read_only: false,
 };
-pub const CLUSTERPOLICIES: Kind = Kind {
+pub(crate) const CLUSTERPOLICIES: Kind = Kind {
     group: "nvidia.com",
     version: "v1",
     plural: "clusterpolicies",
@@ -123,7 +123,7 @@ pub const CLUSTERPOLICIES: Kind = Kind {
     unconditional_update: false,
     read_only: false,
 };
-pub const CRDS: Kind = Kind {
+pub(crate) const CRDS: Kind = Kind {
     group: "apiextensions.k8s.io",
     version: "v1",
     plural: "customresourcedefinitions",
@@ -136,7 +136,7 @@ pub const CRDS: Kind = Kind {
     read_only: false,
 };
 
-pub const PODS: Kind = Kind {
+pub(crate) const PODS: Kind = Kind {
     group: "",
     version: "v1",
     plural: "pods",
@@ -148,7 +148,7 @@ pub const PODS: Kind = Kind {
     unconditional_update: true,
     read_only: true,
 };
-pub const EVENTS: Kind = Kind {
+pub(crate) const EVENTS: Kind = Kind {
     group: "",
     version: "v1",
     plural: "events",
@@ -161,7 +161,7 @@ pub const EVENTS: Kind = Kind {
     read_only: true,
 };
 
-pub const ALL: [Kind; 9] = [
+pub(crate) const ALL: [Kind; 9] = [
     NAMESPACES,
     CONFIGMAPS,
     SECRETS,
@@ -174,16 +174,16 @@ pub const ALL: [Kind; 9] = [
 ];
 
 /// The CRD whose presence makes nvidia.com/v1 clusterpolicies served.
-pub const CLUSTERPOLICY_CRD: &str = "clusterpolicies.nvidia.com";
+pub(crate) const CLUSTERPOLICY_CRD: &str = "clusterpolicies.nvidia.com";
 
-pub fn by_plural(group: &str, version: &str, plural: &str) -> Option<Kind> {
+pub(crate) fn by_plural(group: &str, version: &str, plural: &str) -> Option<Kind> {
     ALL.iter()
         .copied()
         .find(|k| k.group == group && k.version == version && k.plural == plural)
 }
 
 /// Groups other than core, with their one version.
-pub const GROUPS: [(&str, &str); 3] = [
+pub(crate) const GROUPS: [(&str, &str); 3] = [
     ("apps", "v1"),
     ("apiextensions.k8s.io", "v1"),
     ("nvidia.com", "v1"),

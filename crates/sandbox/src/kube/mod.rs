@@ -20,21 +20,25 @@
 //! advertisement as it was and notes the reason in the node annotation
 //! `sandbox.fracgpu.dev/device-plugin-error`.
 
+mod discovery;
 mod http;
 mod kinds;
 mod patch;
 mod proto;
+mod select;
 mod status;
 mod store;
 mod table;
 mod tls;
-pub mod twin;
+mod twin;
 mod util;
 mod validate;
 
-pub use status::ApiError;
-pub use store::Cluster;
-pub use tls::{TlsIdentity, TlsListener};
+pub(crate) use http::injected;
+pub(crate) use status::ApiError;
+pub(crate) use store::Cluster;
+pub use tls::TlsIdentity;
+pub(crate) use tls::TlsListener;
 
 use axum::http::HeaderMap;
 use base64::Engine as _;
@@ -75,7 +79,7 @@ impl KubeApi {
     }
 
     /// Notified after every change (watches and persistence wait on it).
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
@@ -102,11 +106,11 @@ impl KubeApi {
         self.changed();
     }
 
-    pub fn has_cluster(&self, cloud: &str, cluster: &str) -> bool {
+    pub(crate) fn has_cluster(&self, cloud: &str, cluster: &str) -> bool {
         self.lock().contains_key(&cluster_key(cloud, cluster))
     }
 
-    pub fn clusters(&self) -> Vec<(String, String)> {
+    pub(crate) fn clusters(&self) -> Vec<(String, String)> {
         self.lock()
             .values()
             .map(|c| (c.cloud.clone(), c.name.clone()))
@@ -240,7 +244,7 @@ impl KubeApi {
     }
 
     /// Serves `/k8s/{cloud}/{cluster}/...`; the sandbox's main app nests or merges it.
-    pub fn router(self: &Arc<Self>) -> axum::Router {
+    pub(crate) fn router(self: &Arc<Self>) -> axum::Router {
         http::router(self.clone())
     }
 

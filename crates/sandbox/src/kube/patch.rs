@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 /// A field path; segments are map keys.
-pub type FieldPath = Vec<String>;
+pub(crate) type FieldPath = Vec<String>;
 
 /// RFC 7386: null deletes, maps merge, anything else replaces.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     match patch {
         Value::Object(p) => {
             if !target.is_object() {
@@ -34,7 +34,7 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 /// Strategic merge patch reduced to a merge patch: `$patch: delete` removes a map, other directives
 /// (`$setElementOrder/..`, `$retainKeys`, `$deleteFromPrimitiveList/..`, `$patch: replace|merge`) are dropped.
 /// kubectl's client-side apply sends such directives; without list keys, lists are replaced whole.
-pub fn strategic_to_merge(patch: &Value) -> Value {
+pub(crate) fn strategic_to_merge(patch: &Value) -> Value {
     match patch {
         Value::Object(m) => {
             if m.get("$patch").and_then(Value::as_str) == Some("delete") {
@@ -58,7 +58,7 @@ pub fn strategic_to_merge(patch: &Value) -> Value {
 }
 
 #[derive(Debug)]
-pub enum JsonPatchError {
+pub(crate) enum JsonPatchError {
     /// The body is not a list of operations.
     Malformed(String),
     /// An operation cannot apply (missing path, failed test).
@@ -164,7 +164,7 @@ fn remove(doc: &mut Value, toks: &[String]) -> Result<Value, JsonPatchError> {
 }
 
 /// RFC 6902, all six operations.
-pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), JsonPatchError> {
+pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), JsonPatchError> {
     let ops = patch.as_array().ok_or_else(|| {
         JsonPatchError::Malformed("a JSON patch must be a list of operations".into())
     })?;
@@ -225,7 +225,7 @@ pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), JsonPatchError> 
 }
 
 /// The fields of an object that ownership is tracked for: everything but identity, bookkeeping and status.
-pub fn leaf_paths(obj: &Value) -> BTreeSet<FieldPath> {
+pub(crate) fn leaf_paths(obj: &Value) -> BTreeSet<FieldPath> {
     let mut out = BTreeSet::new();
     if let Some(m) = obj.as_object() {
         for (k, v) in m {
@@ -262,7 +262,7 @@ fn collect(v: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
     }
 }
 
-pub fn get_path<'a>(obj: &'a Value, p: &FieldPath) -> Option<&'a Value> {
+pub(crate) fn get_path<'a>(obj: &'a Value, p: &FieldPath) -> Option<&'a Value> {
     let mut cur = obj;
     for k in p {
         cur = cur.as_object()?.get(k)?;
@@ -270,7 +270,7 @@ pub fn get_path<'a>(obj: &'a Value, p: &FieldPath) -> Option<&'a Value> {
     Some(cur)
 }
 
-pub fn set_path(obj: &mut Value, p: &FieldPath, v: Value) {
+pub(crate) fn set_path(obj: &mut Value, p: &FieldPath, v: Value) {
     let mut cur = obj;
     for k in &p[..p.len() - 1] {
         if !cur.is_object() {
@@ -291,7 +291,7 @@ pub fn set_path(obj: &mut Value, p: &FieldPath, v: Value) {
 }
 
 /// Removes a field and the maps it leaves empty (never the top level).
-pub fn remove_path(obj: &mut Value, p: &FieldPath) {
+pub(crate) fn remove_path(obj: &mut Value, p: &FieldPath) {
     fn rec(cur: &mut Value, p: &[String]) -> bool {
         let Some(m) = cur.as_object_mut() else {
             return false;
@@ -318,7 +318,7 @@ pub fn remove_path(obj: &mut Value, p: &FieldPath) {
 }
 
 /// Leaves whose value differs between two versions (added, changed or removed).
-pub fn changed_paths(old: &Value, new: &Value) -> BTreeSet<FieldPath> {
+pub(crate) fn changed_paths(old: &Value, new: &Value) -> BTreeSet<FieldPath> {
     let a = leaf_paths(old);
     let b = leaf_paths(new);
     a.union(&b)
@@ -328,7 +328,7 @@ pub fn changed_paths(old: &Value, new: &Value) -> BTreeSet<FieldPath> {
 }
 
 /// FieldsV1 rendering: `{"f:spec": {"f:replicas": {}}}`.
-pub fn to_fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
+pub(crate) fn to_fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
     let mut root = Value::Object(Map::new());
     for p in paths {
         let mut cur = &mut root;
@@ -343,7 +343,7 @@ pub fn to_fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
     root
 }
 
-pub fn from_fields_v1(v: &Value) -> BTreeSet<FieldPath> {
+pub(crate) fn from_fields_v1(v: &Value) -> BTreeSet<FieldPath> {
     fn rec(v: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
         match v.as_object() {
             Some(m) if !m.is_empty() => {
@@ -368,8 +368,16 @@ pub fn from_fields_v1(v: &Value) -> BTreeSet<FieldPath> {
     out
 }
 
-pub fn dotted(p: &FieldPath) -> String {
+pub(crate) fn dotted(p: &FieldPath) -> String {
     p.iter().map(|k| format!(".{k}")).collect()
+}
+
+/// The patch types a PATCH request may name in its Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PatchType {
+    Merge,
+    Json,
+    Strategic,
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ fn object_meta(b: &[u8]) -> Result<Value, String> {
 }
 
 /// Decodes a protobuf body of a ConfigMap, Secret or Namespace into its JSON form.
-pub fn decode(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn decode(body: &[u8]) -> Result<Value, String> {
     let rest = body
         .strip_prefix(b"k8s\0")
         .ok_or("missing the k8s protobuf magic")?;

@@ -4,15 +4,15 @@ use serde_json::{Value, json};
 
 /// A failed request, rendered as the API server renders it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    pub code: u16,
-    pub reason: &'static str,
-    pub message: String,
-    pub details: Option<Value>,
+pub(crate) struct ApiError {
+    pub(crate) code: u16,
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
+    pub(crate) details: Option<Value>,
 }
 
 impl ApiError {
-    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             code,
             reason,
@@ -21,21 +21,21 @@ impl ApiError {
         }
     }
 
-    pub fn with_details(mut self, details: Value) -> Self {
+    pub(crate) fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
         self
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
 
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
     /// `configmaps "x" not found`, the message kubectl users know.
-    pub fn not_found(qualified_resource: &str, name: &str) -> Self {
+    pub(crate) fn not_found(qualified_resource: &str, name: &str) -> Self {
         Self::new(
             404,
             "NotFound",
@@ -45,12 +45,12 @@ impl ApiError {
     }
 
     /// A path that names no resource the server knows.
-    pub fn no_such_path() -> Self {
+    pub(crate) fn no_such_path() -> Self {
         Self::new(404, "NotFound", "the server could not find the requested resource")
             .with_details(json!({"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]}))
     }
 
-    pub fn already_exists(qualified_resource: &str, name: &str) -> Self {
+    pub(crate) fn already_exists(qualified_resource: &str, name: &str) -> Self {
         Self::new(
             409,
             "AlreadyExists",
@@ -59,7 +59,7 @@ impl ApiError {
         .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
     }
 
-    pub fn conflict(qualified_resource: &str, name: &str, why: &str) -> Self {
+    pub(crate) fn conflict(qualified_resource: &str, name: &str, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
@@ -68,7 +68,7 @@ impl ApiError {
         .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
     }
 
-    pub fn modified(qualified_resource: &str, name: &str) -> Self {
+    pub(crate) fn modified(qualified_resource: &str, name: &str) -> Self {
         Self::conflict(
             qualified_resource,
             name,
@@ -77,7 +77,7 @@ impl ApiError {
     }
 
     /// 422 with one cause per invalid field, message formatted like the API server's aggregate.
-    pub fn invalid(kind: &str, name: &str, causes: &[FieldError]) -> Self {
+    pub(crate) fn invalid(kind: &str, name: &str, causes: &[FieldError]) -> Self {
         let list: Vec<String> = causes.iter().map(|c| c.to_string()).collect();
         let joined = if list.len() == 1 {
             list[0].clone()
@@ -96,7 +96,7 @@ impl ApiError {
         .with_details(json!({"name": name, "kind": kind, "causes": causes_json}))
     }
 
-    pub fn method_not_allowed(verb: &str) -> Self {
+    pub(crate) fn method_not_allowed(verb: &str) -> Self {
         Self::new(
             405,
             "MethodNotAllowed",
@@ -104,7 +104,7 @@ impl ApiError {
         )
     }
 
-    pub fn unsupported_media_type(ct: &str) -> Self {
+    pub(crate) fn unsupported_media_type(ct: &str) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
@@ -114,7 +114,17 @@ impl ApiError {
         )
     }
 
-    pub fn too_large(limit: usize) -> Self {
+    /// A failure injected by the sandbox's fault layer, with the reason the API server gives that code.
+    pub(crate) fn injected(code: u16, message: String) -> Self {
+        let reason = match code {
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            _ => "InternalError",
+        };
+        Self::new(code, reason, message)
+    }
+
+    pub(crate) fn too_large(limit: usize) -> Self {
         Self::new(
             413,
             "RequestEntityTooLarge",
@@ -122,7 +132,7 @@ impl ApiError {
         )
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut v = json!({
             "kind": "Status",
             "apiVersion": "v1",
@@ -145,15 +155,19 @@ fn plural_of(qualified: &str) -> &str {
 
 /// One field problem, as field.Error renders it: `metadata.name: Invalid value: "x": why`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FieldError {
-    pub field: String,
-    pub reason: &'static str,
-    pub value: Option<String>,
-    pub detail: String,
+pub(crate) struct FieldError {
+    pub(crate) field: String,
+    pub(crate) reason: &'static str,
+    pub(crate) value: Option<String>,
+    pub(crate) detail: String,
 }
 
 impl FieldError {
-    pub fn invalid(field: impl Into<String>, value: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn invalid(
+        field: impl Into<String>,
+        value: &str,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             field: field.into(),
             reason: "FieldValueInvalid",
@@ -162,7 +176,7 @@ impl FieldError {
         }
     }
 
-    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
             reason: "FieldValueRequired",
@@ -171,7 +185,7 @@ impl FieldError {
         }
     }
 
-    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+    pub(crate) fn too_long(field: impl Into<String>, max: usize) -> Self {
         FieldError {
             field: field.into(),
             reason: "FieldValueTooLong",
@@ -180,7 +194,7 @@ impl FieldError {
         }
     }
 
-    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
             reason: "FieldValueForbidden",

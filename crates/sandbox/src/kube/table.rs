@@ -2,11 +2,11 @@
 //! API server's printers define them for these kinds (age computed at request time).
 
 use super::kinds::{self, Kind};
+use crate::dates::{now_ms, parse_rfc3339_secs as epoch};
 use serde_json::{Value, json};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Whether the client asked for a Table (kubectl get does; kube-rs never does).
-pub fn wants_table(accept: &str) -> bool {
+pub(crate) fn wants_table(accept: &str) -> bool {
     accept
         .split(',')
         .next()
@@ -26,23 +26,8 @@ fn n(o: &Value, ptr: &str) -> i64 {
     o.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
-/// Seconds since the epoch of an RFC 3339 `YYYY-MM-DDTHH:MM:SSZ` timestamp.
-fn epoch(ts: &str) -> Option<i64> {
-    let p = |a: usize, b: usize| ts.get(a..b).and_then(|x| x.parse::<i64>().ok());
-    let (y, m, d) = (p(0, 4)?, p(5, 7)?, p(8, 10)?);
-    let (hh, mm, ss) = (p(11, 13)?, p(14, 16)?, p(17, 19)?);
-    // Howard Hinnant's days-from-civil.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some((era * 146_097 + doe - 719_468) * 86_400 + hh * 3600 + mm * 60 + ss)
-}
-
 /// kubectl's HumanDuration.
-pub fn human(secs: i64) -> String {
+pub(crate) fn human(secs: i64) -> String {
     if secs < -1 {
         return "<invalid>".into();
     }
@@ -91,10 +76,7 @@ pub fn human(secs: i64) -> String {
 }
 
 fn age(o: &Value) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let now = (now_ms() / 1000) as i64;
     epoch(s(o, "/metadata/creationTimestamp"))
         .map(|t| human(now - t))
         .unwrap_or_else(|| "<unknown>".into())
@@ -164,7 +146,7 @@ fn node_row(o: &Value) -> Vec<Value> {
 type RowFn = fn(&Value) -> Vec<Value>;
 
 /// A Table of the given objects, with each row carrying the object's metadata (kubectl's default).
-pub fn table(kind: Kind, items: &[Value], resource_version: &str) -> Value {
+pub(crate) fn table(kind: Kind, items: &[Value], resource_version: &str) -> Value {
     let (columns, row): (Vec<Value>, RowFn) = match kind {
         k if k == kinds::NODES => (
             vec![

@@ -16,9 +16,9 @@ pub struct TlsIdentity {
     #[serde(with = "b64")]
     pub ca_der: Vec<u8>,
     #[serde(with = "b64")]
-    pub cert_der: Vec<u8>,
+    pub(crate) cert_der: Vec<u8>,
     #[serde(with = "b64")]
-    pub key_der: Vec<u8>,
+    pub(crate) key_der: Vec<u8>,
 }
 
 mod b64 {
@@ -38,7 +38,7 @@ mod b64 {
 }
 
 impl TlsIdentity {
-    pub fn generate() -> Result<Self, String> {
+    pub(crate) fn generate() -> Result<Self, String> {
         use rcgen::{
             BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
         };
@@ -73,7 +73,7 @@ impl TlsIdentity {
     }
 
     /// The CA certificate in PEM, as kubeconfigs and curl --cacert want it.
-    pub fn ca_pem(&self) -> String {
+    pub(crate) fn ca_pem(&self) -> String {
         let b = base64::engine::general_purpose::STANDARD.encode(&self.ca_der);
         let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
         for chunk in b.as_bytes().chunks(64) {
@@ -84,7 +84,7 @@ impl TlsIdentity {
         out
     }
 
-    pub fn acceptor(&self) -> Result<TlsAcceptor, String> {
+    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, String> {
         use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
@@ -105,13 +105,13 @@ impl TlsIdentity {
 }
 
 /// A TCP listener that completes a TLS handshake before handing a connection to `axum::serve`.
-pub struct TlsListener {
+pub(crate) struct TlsListener {
     tcp: TcpListener,
     acceptor: TlsAcceptor,
 }
 
 impl TlsListener {
-    pub fn new(tcp: TcpListener, identity: &TlsIdentity) -> Result<Self, String> {
+    pub(crate) fn new(tcp: TcpListener, identity: &TlsIdentity) -> Result<Self, String> {
         Ok(TlsListener {
             tcp,
             acceptor: identity.acceptor()?,

@@ -11,63 +11,63 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
-pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
-pub const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
+pub(crate) const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+pub(crate) const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
+pub(crate) const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
 
 /// What the device plugin read when its pod started: the ClusterPolicy pointer and strategy, and the data of
 /// the ConfigMap it points at (None when that ConfigMap did not exist).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PluginInputs {
-    pub config_name: String,
-    pub config_default: String,
-    pub mig_strategy: String,
-    pub configmap: Option<BTreeMap<String, String>>,
+pub(crate) struct PluginInputs {
+    pub(crate) config_name: String,
+    pub(crate) config_default: String,
+    pub(crate) mig_strategy: String,
+    pub(crate) configmap: Option<BTreeMap<String, String>>,
 }
 
 /// One node's hardware and the device plugin state on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeTwin {
-    pub cloud: String,
-    pub pool: String,
-    pub gpu_product: Option<String>,
-    pub gpus: u32,
-    pub gpu_memory_mib: u64,
-    pub mig_profile: Option<String>,
-    pub mig_instances_per_gpu: u32,
-    pub gke_sharing: Option<(String, u32)>,
+pub(crate) struct NodeTwin {
+    pub(crate) cloud: String,
+    pub(crate) pool: String,
+    pub(crate) gpu_product: Option<String>,
+    pub(crate) gpus: u32,
+    pub(crate) gpu_memory_mib: u64,
+    pub(crate) mig_profile: Option<String>,
+    pub(crate) mig_instances_per_gpu: u32,
+    pub(crate) gke_sharing: Option<(String, u32)>,
     /// The labels the pool put on the node, to tell them from labels added through the API.
-    pub pool_labels: BTreeMap<String, String>,
-    pub loaded: PluginInputs,
+    pub(crate) pool_labels: BTreeMap<String, String>,
+    pub(crate) loaded: PluginInputs,
     /// The node's nvidia.com/mig.config label when the plugin last started (the MIG manager restarts it).
-    pub seen_mig_label: Option<String>,
+    pub(crate) seen_mig_label: Option<String>,
 }
 
 /// Extended resources (capacity = allocatable) and node labels.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Advert {
-    pub resources: BTreeMap<String, u64>,
-    pub labels: BTreeMap<String, String>,
+pub(crate) struct Advert {
+    pub(crate) resources: BTreeMap<String, u64>,
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 /// A parsed device plugin config (only what changes the advertisement).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DpConfig {
-    pub mig_strategy: Option<String>,
-    pub sharing: Option<Sharing>,
+pub(crate) struct DpConfig {
+    pub(crate) mig_strategy: Option<String>,
+    pub(crate) sharing: Option<Sharing>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sharing {
+pub(crate) struct Sharing {
     /// "time-slicing" or "mps", as GPU feature discovery labels it.
-    pub strategy: &'static str,
-    pub rename_by_default: bool,
-    pub resources: Vec<(String, u64)>,
+    pub(crate) strategy: &'static str,
+    pub(crate) rename_by_default: bool,
+    pub(crate) resources: Vec<(String, u64)>,
 }
 
 /// Parses one config of the ConfigMap, rejecting what the plugin rejects (the plugin then keeps running with
 /// its previous config, so the node keeps its previous advertisement).
-pub fn parse_config(yaml: &str) -> Result<DpConfig, String> {
+pub(crate) fn parse_config(yaml: &str) -> Result<DpConfig, String> {
     let v: Value = if yaml.trim().is_empty() {
         Value::Object(Default::default())
     } else {
@@ -184,7 +184,7 @@ fn parse_sharing(strategy: &'static str, v: &Value) -> Result<Sharing, String> {
 
 /// Max instances of a MIG profile per GPU (NVIDIA MIG user guide), for the EKS MIG manager path where only a
 /// label names the profile. The GPU is recognised by its memory size (and name for the 24 GB A30).
-pub fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Option<u32> {
+pub(crate) fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Option<u32> {
     const A30: &[(&str, u32)] = &[
         ("1g.6gb", 4),
         ("1g.6gb+me", 1),
@@ -288,7 +288,7 @@ fn mig_memory_mib(profile: &str) -> u64 {
 
 /// The EKS MIG manager's view: which profile the node's nvidia.com/mig.config label asks for, and the state
 /// label it reports. AKS and GKE partition at the node pool, so the label is not consulted there.
-pub fn mig_manager(
+pub(crate) fn mig_manager(
     t: &NodeTwin,
     labels: &BTreeMap<String, String>,
 ) -> (Option<(String, u32)>, Option<&'static str>) {
@@ -352,7 +352,7 @@ fn gke(t: &NodeTwin) -> Advert {
 }
 
 /// The labels GKE puts on nodes of a GPU pool (the pool's own copies win when present).
-pub fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
+pub(crate) fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
     let mut l = BTreeMap::new();
     if t.gpus == 0 {
         return l;
@@ -381,7 +381,7 @@ pub fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
 
 /// What the node advertises now. `Err` means the device plugin refused its config (or could not find it):
 /// it keeps serving what it served before, so the caller keeps the node's previous advertisement.
-pub fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Advert, String> {
+pub(crate) fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Advert, String> {
     if t.gpus == 0 || t.gpu_product.is_none() {
         return Ok(Advert::default());
     }
@@ -508,184 +508,11 @@ pub fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Adve
 }
 
 /// Labels GPU feature discovery owns: cleared before a new advertisement is written.
-pub fn is_gfd_label(k: &str) -> bool {
+pub(crate) fn is_gfd_label(k: &str) -> bool {
     k.starts_with("nvidia.com/gpu.")
         || k == "nvidia.com/mig.strategy"
         || (k.starts_with("nvidia.com/mig-") && k.contains('.'))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn twin(cloud: &str) -> NodeTwin {
-        NodeTwin {
-            cloud: cloud.into(),
-            pool: "gpu".into(),
-            gpu_product: Some("NVIDIA-A100-80GB-PCIe".into()),
-            gpus: 1,
-            gpu_memory_mib: 81920,
-            mig_profile: None,
-            mig_instances_per_gpu: 0,
-            gke_sharing: None,
-            pool_labels: BTreeMap::new(),
-            loaded: PluginInputs {
-                mig_strategy: "single".into(),
-                ..Default::default()
-            },
-            seen_mig_label: None,
-        }
-    }
-
-    const TS10: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
-
-    #[test]
-    fn parses_and_rejects() {
-        let c = parse_config(TS10).unwrap();
-        assert_eq!(
-            c.sharing.unwrap().resources,
-            vec![("nvidia.com/gpu".to_string(), 10)]
-        );
-        assert!(parse_config("version: v2").is_err());
-        assert!(parse_config("sharing:\n  timeSlicing:\n    resources: []\n").is_err());
-        assert!(
-            parse_config(
-                "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1\n"
-            )
-            .is_err()
-        );
-        assert!(parse_config("sharing:\n  mps:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n").is_err());
-        assert!(parse_config("flags:\n  migStrategy: weird\n").is_err());
-        assert!(parse_config(": : :\n- [").is_err());
-        assert!(parse_config("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n      devices: some\n").is_err());
-        let both = "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n  mps:\n    resources:\n    - name: gpu\n      replicas: 4\n";
-        assert_eq!(parse_config(both).unwrap().sharing.unwrap().strategy, "mps");
-        assert_eq!(parse_config("").unwrap(), DpConfig::default());
-        let short = parse_config(
-            "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 3\n",
-        )
-        .unwrap();
-        assert_eq!(short.sharing.unwrap().resources[0].0, "nvidia.com/gpu");
-    }
-
-    #[test]
-    fn time_slicing_and_rename() {
-        let mut t = twin("aks");
-        t.loaded.config_name = "cfg".into();
-        t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), TS10.to_string())]));
-        let a = advertise(&t, &BTreeMap::new()).unwrap();
-        assert_eq!(a.resources["nvidia.com/gpu"], 10);
-        assert_eq!(
-            a.labels["nvidia.com/gpu.product"],
-            "NVIDIA-A100-80GB-PCIe-SHARED"
-        );
-        let renamed = TS10.replace(
-            "timeSlicing:\n",
-            "timeSlicing:\n    renameByDefault: true\n",
-        );
-        t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), renamed)]));
-        let a = advertise(&t, &BTreeMap::new()).unwrap();
-        assert_eq!(a.resources.get("nvidia.com/gpu"), None);
-        assert_eq!(a.resources["nvidia.com/gpu.shared"], 10);
-        assert_eq!(a.labels["nvidia.com/gpu.product"], "NVIDIA-A100-80GB-PCIe");
-        assert_eq!(a.labels["nvidia.com/gpu.sharing-strategy"], "time-slicing");
-    }
-
-    #[test]
-    fn mig_strategies() {
-        let mut t = twin("aks");
-        t.gpus = 2;
-        t.mig_profile = Some("1g.10gb".into());
-        t.mig_instances_per_gpu = 7;
-        assert_eq!(
-            advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
-            14
-        );
-        t.loaded.mig_strategy = "mixed".into();
-        let a = advertise(&t, &BTreeMap::new()).unwrap();
-        assert_eq!(a.resources["nvidia.com/mig-1g.10gb"], 14);
-        assert!(!a.resources.contains_key("nvidia.com/gpu"));
-        let mut e = twin("eks");
-        let labels = BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), "all-3g.40gb".to_string())]);
-        assert_eq!(
-            mig_manager(&e, &labels),
-            (Some(("3g.40gb".into(), 2)), Some("success"))
-        );
-        assert_eq!(
-            advertise(&e, &labels).unwrap().resources["nvidia.com/gpu"],
-            2
-        );
-        e.gpu_product = Some("Tesla-T4".into());
-        e.gpu_memory_mib = 15360;
-        assert_eq!(mig_manager(&e, &labels), (None, Some("failed")));
-    }
-
-    #[test]
-    fn mixed_mig_time_sliced_and_config_selection() {
-        let mut t = twin("aks");
-        t.mig_profile = Some("3g.40gb".into());
-        t.mig_instances_per_gpu = 2;
-        t.loaded = PluginInputs {
-            config_name: "cfg".into(),
-            config_default: String::new(),
-            mig_strategy: "mixed".into(),
-            configmap: Some(BTreeMap::from([
-                ("default".to_string(), String::new()),
-                ("mig-ts".to_string(), "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-3g.40gb\n      replicas: 3\n".to_string()),
-            ])),
-        };
-        // No label and no ClusterPolicy default: the key named "default".
-        let a = advertise(&t, &BTreeMap::new()).unwrap();
-        assert_eq!(
-            a.resources,
-            BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 2)])
-        );
-        let label = BTreeMap::from([(CONFIG_LABEL.to_string(), "mig-ts".to_string())]);
-        let a = advertise(&t, &label).unwrap();
-        assert_eq!(
-            a.resources,
-            BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 6)])
-        );
-        assert_eq!(a.labels["nvidia.com/mig-3g.40gb.replicas"], "3");
-        // Two keys, neither named default, no label, no default: the plugin cannot choose.
-        t.loaded.configmap = Some(BTreeMap::from([
-            ("a".to_string(), String::new()),
-            ("b".to_string(), String::new()),
-        ]));
-        assert!(advertise(&t, &BTreeMap::new()).is_err());
-        // One key: that one.
-        t.loaded.configmap = Some(BTreeMap::from([("only".to_string(), String::new())]));
-        assert!(advertise(&t, &BTreeMap::new()).is_ok());
-        // MPS on MIG devices is refused.
-        t.loaded.configmap = Some(BTreeMap::from([(
-            "m".to_string(),
-            "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
-                .to_string(),
-        )]));
-        assert!(advertise(&t, &BTreeMap::new()).unwrap_err().contains("MPS"));
-        // A missing ConfigMap: refused (the plugin pod cannot mount it).
-        t.loaded.configmap = None;
-        assert!(
-            advertise(&t, &BTreeMap::new())
-                .unwrap_err()
-                .contains("not found")
-        );
-    }
-
-    #[test]
-    fn gke_math() {
-        let mut t = twin("gke");
-        t.gpus = 2;
-        t.gke_sharing = Some(("TIME_SHARING".into(), 5));
-        assert_eq!(
-            advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
-            10
-        );
-        t.mig_profile = Some("1g.10gb".into());
-        t.mig_instances_per_gpu = 7;
-        assert_eq!(
-            advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
-            70
-        );
-    }
-}
+mod tests;

@@ -1,6 +1,12 @@
-//! The API server's name, label and key rules (k8s.io/apimachinery/pkg/util/validation), reimplemented.
+//! What the API server validates: its name, label and key rules (k8s.io/apimachinery/pkg/util/validation),
+//! reimplemented, and the checks of each kind's objects that build on them (a representative subset).
 
-use super::status::FieldError;
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::kinds::{self, Kind};
+use super::status::{ApiError, FieldError};
+use super::store::meta_str;
 
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -8,7 +14,7 @@ const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric ch
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
-pub fn is_dns1123_label(s: &str) -> bool {
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes()
@@ -17,7 +23,7 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
         && s.split('.')
@@ -32,7 +38,7 @@ fn is_dns1123_label_chars(p: &str) -> bool {
 }
 
 /// Object names: namespaces are RFC 1123 labels, everything else here is a subdomain.
-pub fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
+pub(crate) fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if name.is_empty() {
         errs.push(FieldError::required(
@@ -64,7 +70,7 @@ pub fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
     errs
 }
 
-pub fn config_key(field: &str, key: &str) -> Vec<FieldError> {
+pub(crate) fn config_key(field: &str, key: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if key.len() > 253 {
         errs.push(FieldError::invalid(
@@ -102,7 +108,7 @@ fn is_qualified_name_part(s: &str) -> bool {
 }
 
 /// Label and annotation keys: `[prefix/]name`, prefix a DNS subdomain, name a qualified name part.
-pub fn qualified_key(field: &str, key: &str) -> Vec<FieldError> {
+pub(crate) fn qualified_key(field: &str, key: &str) -> Vec<FieldError> {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -128,7 +134,7 @@ pub fn qualified_key(field: &str, key: &str) -> Vec<FieldError> {
     errs
 }
 
-pub fn label_value(field: &str, v: &str) -> Vec<FieldError> {
+pub(crate) fn label_value(field: &str, v: &str) -> Vec<FieldError> {
     if v.is_empty() || is_qualified_name_part(v) {
         Vec::new()
     } else if v.len() > 63 {
@@ -139,6 +145,210 @@ pub fn label_value(field: &str, v: &str) -> Vec<FieldError> {
         )]
     } else {
         vec![FieldError::invalid(field, v, LABEL_VALUE_MSG)]
+    }
+}
+
+const MAX_OBJECT_DATA: usize = 1024 * 1024;
+
+/// Secret stringData is write-only sugar for data; data values must be base64.
+pub(super) fn fold_string_data(obj: &mut Value) -> Result<(), ApiError> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    if let Some(Value::Object(data)) = obj.get("data") {
+        for (k, v) in data {
+            let s = v.as_str().ok_or_else(|| ApiError::bad_request(format!("Secret in version \"v1\" cannot be handled as a Secret: data[{k}] must be a string")))?;
+            b64.decode(s).map_err(|e| {
+                ApiError::bad_request(format!("Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in data[{k}]: {e}"))
+            })?;
+        }
+    }
+    if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
+        let data = obj
+            .as_object_mut()
+            .expect("object")
+            .entry("data")
+            .or_insert_with(|| json!({}));
+        for (k, v) in sd {
+            let s = v.as_str().unwrap_or_default();
+            data[k] = json!(b64.encode(s));
+        }
+    }
+    if obj.get("type").is_none() {
+        obj["type"] = json!("Opaque");
+    }
+    Ok(())
+}
+
+/// What the real API validates for these kinds (a representative subset).
+pub(super) fn validate_object(
+    kind: Kind,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let name = meta_str(obj, "name").unwrap_or_default().to_string();
+    let mut errs = object_name(&name, kind == kinds::NAMESPACES);
+    for (field, values) in [("metadata.labels", true), ("metadata.annotations", false)] {
+        let ptr = if values {
+            "/metadata/labels"
+        } else {
+            "/metadata/annotations"
+        };
+        match obj.pointer(ptr) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    errs.extend(qualified_key(field, k));
+                    match v.as_str() {
+                        Some(s) if values => errs.extend(label_value(&format!("{field}[{k}]"), s)),
+                        Some(_) => {}
+                        None => {
+                            return Err(ApiError::bad_request(format!(
+                                "{} in version \"{}\" cannot be handled as a {}: {field}[{k}] must be a string",
+                                kind.kind, kind.version, kind.kind
+                            )));
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "{field} must be a map of strings"
+                )));
+            }
+        }
+    }
+    let data_keys = |field: &str, errs: &mut Vec<FieldError>| -> Result<usize, ApiError> {
+        let mut size = 0;
+        match obj.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    errs.extend(config_key(&format!("{field}[{k}]"), k));
+                    let s = v.as_str().ok_or_else(|| {
+                        ApiError::bad_request(format!("{} in version \"v1\" cannot be handled as a {}: {field}[{k}] must be a string", kind.kind, kind.kind))
+                    })?;
+                    size += k.len() + s.len();
+                }
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version \"v1\" cannot be handled as a {}: {field} must be a map",
+                    kind.kind, kind.kind
+                )));
+            }
+        }
+        Ok(size)
+    };
+    if kind == kinds::CONFIGMAPS || kind == kinds::SECRETS {
+        let mut size = data_keys("data", &mut errs)?;
+        if kind == kinds::CONFIGMAPS {
+            size += data_keys("binaryData", &mut errs)?;
+            if let (Some(Value::Object(d)), Some(Value::Object(b))) =
+                (obj.get("data"), obj.get("binaryData"))
+            {
+                for k in d.keys().filter(|k| b.contains_key(*k)) {
+                    errs.push(FieldError::invalid(
+                        format!("data[{k}]"),
+                        k,
+                        "duplicate of key present in binaryData",
+                    ));
+                }
+            }
+        }
+        if size > MAX_OBJECT_DATA {
+            errs.push(FieldError::too_long("data", MAX_OBJECT_DATA));
+        }
+        if let Some(o) = old {
+            if o.get("immutable") == Some(&json!(true)) {
+                for f in ["data", "binaryData"] {
+                    if o.get(f) != obj.get(f) {
+                        errs.push(FieldError::forbidden(
+                            f,
+                            "field is immutable when `immutable` is set",
+                        ));
+                    }
+                }
+                if obj.get("immutable") != Some(&json!(true)) {
+                    errs.push(FieldError::forbidden(
+                        "immutable",
+                        "field is immutable when `immutable` is set",
+                    ));
+                }
+            }
+            if kind == kinds::SECRETS && o.get("type") != obj.get("type") {
+                errs.push(FieldError::invalid(
+                    "type",
+                    obj.get("type").and_then(Value::as_str).unwrap_or_default(),
+                    "field is immutable",
+                ));
+            }
+        }
+    }
+    if kind == kinds::DAEMONSETS {
+        let sel = obj
+            .pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object);
+        match sel {
+            None => errs.push(FieldError::required("spec.selector", "")),
+            Some(sel) => {
+                let tl = obj
+                    .pointer("/spec/template/metadata/labels")
+                    .and_then(Value::as_object);
+                let ok = tl.is_some_and(|tl| sel.iter().all(|(k, v)| tl.get(k) == Some(v)));
+                if !ok {
+                    errs.push(FieldError::invalid(
+                        "spec.template.metadata.labels",
+                        &format!("{:?}", tl.map(|m| m.len())),
+                        "`selector` does not match template `labels`",
+                    ));
+                }
+                if let Some(o) = old
+                    && o.pointer("/spec/selector") != obj.pointer("/spec/selector")
+                {
+                    errs.push(FieldError::invalid(
+                        "spec.selector",
+                        "",
+                        "field is immutable",
+                    ));
+                }
+            }
+        }
+    }
+    if kind == kinds::CLUSTERPOLICIES {
+        if let Some(s) = obj.pointer("/spec/mig/strategy") {
+            let v = s.as_str().unwrap_or_default();
+            if !["none", "single", "mixed"].contains(&v) {
+                errs.push(FieldError {
+                    field: "spec.mig.strategy".into(),
+                    reason: "FieldValueNotSupported",
+                    value: None,
+                    detail: format!(
+                        "Unsupported value: {s}: supported values: \"none\", \"single\", \"mixed\""
+                    ),
+                });
+            }
+        }
+        for f in ["name", "default"] {
+            if let Some(v) = obj.pointer(&format!("/spec/devicePlugin/config/{f}"))
+                && !v.is_string()
+                && !v.is_null()
+            {
+                errs.push(FieldError::invalid(
+                    format!("spec.devicePlugin.config.{f}"),
+                    &v.to_string(),
+                    format!("spec.devicePlugin.config.{f} in body must be of type string"),
+                ));
+            }
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        let kind_name = if kind.group.is_empty() {
+            kind.kind.to_string()
+        } else {
+            format!("{}.{}", kind.kind, kind.group)
+        };
+        Err(ApiError::invalid(&kind_name, &name, &errs))
     }
 }
 

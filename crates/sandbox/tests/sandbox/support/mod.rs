@@ -1,7 +1,7 @@
-//! Shared helpers of the sandbox cloud tests: serve a sandbox on 127.0.0.1:0 and make real HTTP
-//! calls to it with hyper's client.
-#![allow(dead_code)]
+//! What the sandbox's tests share: serving on a free loopback port, a sandbox served that way with
+//! real HTTP calls to it through hyper's client, the clouds' request shapes, and moto.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +18,6 @@ pub const SUB: &str = "00000000-0000-0000-0000-000000000000";
 
 pub struct Srv {
     pub base: String,
-    pub port: u16,
     pub sb: Sandbox,
     pub sink: Arc<RecordingSink>,
     client: Client<HttpConnector, Full<Bytes>>,
@@ -48,21 +47,31 @@ pub async fn start(op_ms: u64) -> Srv {
     .await
 }
 
+/// A listener on a free port of 127.0.0.1, and its address.
+pub async fn loopback() -> (tokio::net::TcpListener, SocketAddr) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    (listener, addr)
+}
+
+/// Serves `router` on a free loopback port for as long as the test's runtime runs.
+pub async fn serve(router: axum::Router) -> SocketAddr {
+    let (listener, addr) = loopback().await;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    addr
+}
+
 pub async fn start_with(mut config: Config) -> Srv {
     let sink = Arc::new(RecordingSink::default());
     config.node_sink = Some(sink.clone());
     let sb = Sandbox::open(config).expect("sandbox opens");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let router = sb.router();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let addr = serve(sb.router()).await;
     Srv {
-        base: format!("http://127.0.0.1:{port}"),
-        port,
+        base: format!("http://{addr}"),
         sb,
         sink,
         client: Client::builder(TokioExecutor::new()).build_http(),
@@ -215,5 +224,57 @@ where
             "condition not reached within {secs}s"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// moto's server (`python3 -m moto.server`) on a free loopback port, killed when dropped.
+pub struct Moto {
+    pub url: String,
+    child: tokio::process::Child,
+}
+
+impl Moto {
+    /// Starts moto and waits until it accepts connections.
+    pub async fn start() -> Moto {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let child = tokio::process::Command::new("python3")
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("moto starts");
+        let mut up = false;
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                up = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(up, "moto did not start");
+        Moto {
+            url: format!("http://127.0.0.1:{port}"),
+            child,
+        }
+    }
+
+    /// Stops moto and waits until it is gone.
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
     }
 }

@@ -1,14 +1,12 @@
 //! The `fracgpu-sandbox serve` binary: prints its endpoints, serves, persists its world with
 //! `--state`, adds clusters from `--clusters`, and exits cleanly on SIGTERM.
 
-mod sandbox_cloud_support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::support::eks_headers;
 use axum::http::{Method, StatusCode};
-use sandbox_cloud_support::eks_headers;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fracgpu-sandbox");

@@ -1,0 +1,562 @@
+//! Reading a PUT body as the AKS resource provider does: types, enums (case-insensitive, stored in
+//! their canonical spelling), ranges and the rules between fields, each failure in ARM's error shape
+//! with the code and target the service uses; and which properties an existing pool cannot change.
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use serde_json::{Map, Value};
+
+use super::{ArmError, KUBERNETES_VERSION, PoolProps, err, invalid};
+use crate::catalog;
+use crate::nodes::{valid_label_key, valid_label_value};
+
+const OS_SKUS_LINUX: &[&str] = &[
+    "Ubuntu",
+    "Ubuntu2204",
+    "Ubuntu2404",
+    "AzureLinux",
+    "AzureLinux3",
+    "CBLMariner",
+];
+const OS_SKUS_WINDOWS: &[&str] = &["Windows2019", "Windows2022", "WindowsAnnual"];
+
+/// Enum values compare case-insensitively in ARM; the canonical spelling is stored.
+fn enum_field(
+    o: &Map<String, Value>,
+    name: &str,
+    allowed: &[&'static str],
+) -> Result<Option<&'static str>, ArmError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => allowed
+            .iter()
+            .find(|a| a.eq_ignore_ascii_case(s))
+            .map(|a| Some(*a))
+            .ok_or_else(|| {
+                invalid(
+                    &format!("properties.{name}"),
+                    format!(
+                        "The value '{s}' of properties.{name} is invalid. Allowed values are: {}.",
+                        allowed.join(", ")
+                    ),
+                )
+            }),
+        Some(v) => Err(bad_content(name, v)),
+    }
+}
+
+fn bad_content(name: &str, v: &Value) -> ArmError {
+    ArmError {
+        status: StatusCode::BAD_REQUEST,
+        code: "InvalidRequestContent",
+        message: format!(
+            "The request content was invalid and could not be deserialized: 'Error converting value {v} for property 'properties.{name}''."
+        ),
+        target: None,
+    }
+}
+
+fn str_field<'a>(o: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ArmError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(bad_content(name, v)),
+    }
+}
+
+fn int_field(o: &Map<String, Value>, name: &str) -> Result<Option<i64>, ArmError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| bad_content(name, &Value::Number(n.clone()))),
+        Some(v) => Err(bad_content(name, v)),
+    }
+}
+
+fn bool_field(o: &Map<String, Value>, name: &str) -> Result<Option<bool>, ArmError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(bad_content(name, v)),
+    }
+}
+
+fn string_map(o: &Map<String, Value>, name: &str) -> Result<BTreeMap<String, String>, ArmError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(bad_content(name, v)),
+            })
+            .collect(),
+        Some(v) => Err(bad_content(name, v)),
+    }
+}
+
+fn string_list(o: &Map<String, Value>, name: &str) -> Result<Vec<String>, ArmError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad_content(name, v))
+            })
+            .collect(),
+        Some(v) => Err(bad_content(name, v)),
+    }
+}
+
+fn valid_pool_name(name: &str, windows: bool) -> bool {
+    let b = name.as_bytes();
+    let max = if windows { 6 } else { 12 };
+    !b.is_empty()
+        && b.len() <= max
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
+/// Parse and validate a PUT body into properties. `existing` is the pool being updated: its values
+/// fill in an omitted vmSize, osType, osSKU, count, mode and orchestratorVersion (clients send the
+/// pool they read back, but a partial PUT must not resize or re-image a pool by accident), and the
+/// other immutable properties keep their value when omitted too; the remaining properties follow
+/// PUT's replace semantics (omitted labels and taints are cleared).
+pub(super) fn parse_props(
+    name: &str,
+    body: &[u8],
+    existing: Option<&PoolProps>,
+) -> Result<PoolProps, ArmError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| ArmError {
+        status: StatusCode::BAD_REQUEST,
+        code: "InvalidRequestContent",
+        message: format!("The request content was invalid and could not be deserialized: '{e}'."),
+        target: None,
+    })?;
+    let Some(root) = v.as_object() else {
+        return Err(err(
+            StatusCode::BAD_REQUEST,
+            "InvalidRequestContent",
+            "The request content was invalid and could not be deserialized: 'expected an object'.",
+        ));
+    };
+    let empty = Map::new();
+    let o = match root.get("properties") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(m)) => m,
+        Some(v) => return Err(bad_content("properties", v)),
+    };
+    let os_type = enum_field(o, "osType", &["Linux", "Windows"])?
+        .map(str::to_string)
+        .or_else(|| existing.map(|e| e.os_type.clone()))
+        .unwrap_or_else(|| "Linux".into());
+    let windows = os_type == "Windows";
+    if !valid_pool_name(name, windows) {
+        let max = if windows { 6 } else { 12 };
+        return Err(ArmError {
+            status: StatusCode::BAD_REQUEST,
+            code: "InvalidParameter",
+            message: format!(
+                "The value of parameter agentPoolProfile.name is invalid. Error details: Agent pool name '{name}' must start with a lowercase letter, contain only lowercase letters and numbers, and be at most {max} characters long."
+            ),
+            target: Some("agentPoolProfile.name".into()),
+        });
+    }
+    let skus: Vec<&'static str> = OS_SKUS_LINUX
+        .iter()
+        .chain(OS_SKUS_WINDOWS)
+        .copied()
+        .collect();
+    let os_sku = enum_field(o, "osSKU", &skus)?
+        .map(str::to_string)
+        .or_else(|| existing.map(|e| e.os_sku.clone()));
+    let os_sku = os_sku.unwrap_or_else(|| {
+        if windows {
+            "Windows2022".into()
+        } else {
+            "Ubuntu".into()
+        }
+    });
+    if windows != OS_SKUS_WINDOWS.contains(&os_sku.as_str()) {
+        return Err(invalid(
+            "properties.osSKU",
+            format!("OSSKU '{os_sku}' is not supported for OSType '{os_type}'."),
+        ));
+    }
+    let vm_size = match str_field(o, "vmSize")? {
+        Some(s) => s.to_string(),
+        None => existing
+            .map(|e| e.vm_size.clone())
+            .unwrap_or_else(|| "Standard_D2s_v3".into()),
+    };
+    let machine = catalog::azure_vm_size(&vm_size).ok_or_else(|| {
+        ArmError {
+            status: StatusCode::BAD_REQUEST,
+            code: "VMSizeNotSupported",
+            message: format!("The VM size of {vm_size} is not supported for creation of VMs and Virtual Machine Scale Set in this region."),
+            target: Some("properties.vmSize".into()),
+        }
+    })?;
+    let vm_size = machine.name.to_string();
+    let mode = enum_field(o, "mode", &["System", "User", "Gateway"])?
+        .map(str::to_string)
+        .or_else(|| existing.map(|e| e.mode.clone()))
+        .unwrap_or_else(|| "User".into());
+    let enable_auto_scaling = bool_field(o, "enableAutoScaling")?.unwrap_or(false);
+    let count = int_field(o, "count")?;
+    let min_count = int_field(o, "minCount")?;
+    let max_count = int_field(o, "maxCount")?;
+    let in_range = |f: &str, v: i64| {
+        if (0..=1000).contains(&v) {
+            Ok(v as u32)
+        } else {
+            Err(invalid(
+                &format!("properties.{f}"),
+                format!(
+                    "The value of parameter properties.{f} is invalid: {v}. It must be in the range of 0 to 1000 (inclusive)."
+                ),
+            ))
+        }
+    };
+    let count = count.map(|c| in_range("count", c)).transpose()?;
+    let min_count = min_count.map(|c| in_range("minCount", c)).transpose()?;
+    let max_count = max_count.map(|c| in_range("maxCount", c)).transpose()?;
+    let count = if enable_auto_scaling {
+        let (Some(min), Some(max)) = (min_count, max_count) else {
+            return Err(invalid(
+                "properties.minCount",
+                "Both minCount and maxCount must be set when enableAutoScaling is true.",
+            ));
+        };
+        if min > max {
+            return Err(invalid(
+                "properties.minCount",
+                format!("minCount ({min}) must be less than or equal to maxCount ({max})."),
+            ));
+        }
+        // An omitted count keeps the current size when it fits the new range.
+        let current = existing
+            .map(|e| e.count)
+            .filter(|c| (min..=max).contains(c));
+        let c = count.or(current).unwrap_or(min);
+        if c < min || c > max {
+            return Err(invalid(
+                "properties.count",
+                format!(
+                    "count ({c}) must be between minCount ({min}) and maxCount ({max}) when autoscaling is enabled."
+                ),
+            ));
+        }
+        c
+    } else {
+        if min_count.is_some() || max_count.is_some() {
+            return Err(invalid(
+                "properties.minCount",
+                "minCount and maxCount can only be set when enableAutoScaling is true.",
+            ));
+        }
+        count.unwrap_or(existing.map_or(1, |e| e.count))
+    };
+    if mode == "System" {
+        if windows {
+            return Err(invalid(
+                "properties.mode",
+                "System node pools must use OSType Linux.",
+            ));
+        }
+        if count == 0 || min_count == Some(0) {
+            return Err(invalid(
+                "properties.count",
+                "System node pools must have at least one node.",
+            ));
+        }
+    }
+    let os_disk_size_gb = int_field(o, "osDiskSizeGB")?.unwrap_or(0);
+    if os_disk_size_gb != 0 && !(30..=2048).contains(&os_disk_size_gb) {
+        return Err(invalid(
+            "properties.osDiskSizeGB",
+            format!(
+                "osDiskSizeGB {os_disk_size_gb} is invalid: it must be 0 (VM default) or between 30 and 2048."
+            ),
+        ));
+    }
+    let node_taints = string_list(o, "nodeTaints")?;
+    for t in &node_taints {
+        if parse_taint(t).is_none() {
+            return Err(invalid(
+                "properties.nodeTaints",
+                format!(
+                    "Taint '{t}' is invalid: expected key=value:effect with effect NoSchedule, PreferNoSchedule or NoExecute."
+                ),
+            ));
+        }
+    }
+    let node_labels = string_map(o, "nodeLabels")?;
+    for (k, v) in &node_labels {
+        if !valid_label_key(k) || !valid_label_value(v) {
+            return Err(invalid(
+                "properties.nodeLabels",
+                format!("Node label '{k}={v}' is not a valid Kubernetes label."),
+            ));
+        }
+        if k.starts_with("kubernetes.azure.com/") {
+            return Err(invalid(
+                "properties.nodeLabels",
+                format!("Node label key '{k}' uses the reserved prefix kubernetes.azure.com."),
+            ));
+        }
+    }
+    let scale_set_priority = enum_field(o, "scaleSetPriority", &["Regular", "Spot"])?
+        .unwrap_or("Regular")
+        .to_string();
+    let spot = scale_set_priority == "Spot";
+    let mut eviction =
+        enum_field(o, "scaleSetEvictionPolicy", &["Delete", "Deallocate"])?.map(str::to_string);
+    let spot_max_price = match o.get("spotMaxPrice") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(v) => return Err(bad_content("spotMaxPrice", v)),
+    };
+    if !spot && (eviction.is_some() || spot_max_price.is_some()) {
+        return Err(invalid(
+            "properties.scaleSetEvictionPolicy",
+            "scaleSetEvictionPolicy and spotMaxPrice can only be set when scaleSetPriority is Spot.",
+        ));
+    }
+    let mut spot_max_price = spot_max_price;
+    if spot {
+        if let Some(p) = spot_max_price
+            && p != -1.0
+            && p <= 0.0
+        {
+            return Err(invalid(
+                "properties.spotMaxPrice",
+                format!(
+                    "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price greater than 0."
+                ),
+            ));
+        }
+        if mode == "System" {
+            return Err(invalid(
+                "properties.scaleSetPriority",
+                "System node pools cannot use Spot priority.",
+            ));
+        }
+        eviction.get_or_insert_with(|| "Delete".into());
+        spot_max_price.get_or_insert(-1.0);
+    }
+    let gpu_instance_profile = enum_field(
+        o,
+        "gpuInstanceProfile",
+        &["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"],
+    )?
+    .map(str::to_string);
+    if let Some(gip) = &gpu_instance_profile {
+        let mig = machine.gpu.is_some_and(|(g, _)| !g.mig.is_empty());
+        if !mig {
+            return Err(invalid(
+                "properties.gpuInstanceProfile",
+                format!(
+                    "GPU instance profile {gip} is not supported on VM size {vm_size}: it has no MIG-capable GPU."
+                ),
+            ));
+        }
+        if os_sku.starts_with("AzureLinux") || os_sku == "CBLMariner" || windows {
+            return Err(invalid(
+                "properties.gpuInstanceProfile",
+                format!("GPU instance profile {gip} is not supported on OSSKU {os_sku}."),
+            ));
+        }
+    }
+    let gpu_driver = match o.get("gpuProfile") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(g)) => {
+            enum_field(g, "driver", &["Install", "None"])?.map(str::to_string)
+        }
+        Some(v) => return Err(bad_content("gpuProfile", v)),
+    };
+    let scale_down_mode = enum_field(o, "scaleDownMode", &["Delete", "Deallocate"])?
+        .unwrap_or("Delete")
+        .to_string();
+    let orchestrator_version = match str_field(o, "orchestratorVersion")? {
+        None | Some("") => existing
+            .map(|e| e.orchestrator_version.clone())
+            .unwrap_or_else(|| KUBERNETES_VERSION.into()),
+        Some(v) => {
+            let parts: Vec<&str> = v.split('.').collect();
+            if !(2..=3).contains(&parts.len())
+                || parts
+                    .iter()
+                    .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(invalid(
+                    "properties.orchestratorVersion",
+                    format!("Version {v} is not supported in this region."),
+                ));
+            }
+            if parts[0] != "1" || !matches!(parts[1], "31" | "32" | "33" | "34") {
+                return Err(err(
+                    StatusCode::BAD_REQUEST,
+                    "AgentPoolK8sVersionNotSupported",
+                    format!(
+                        "Version {v} is not supported in this region. Supported minor versions: 1.31, 1.32, 1.33, 1.34."
+                    ),
+                ));
+            }
+            if parts.len() == 2 {
+                format!("{v}.0")
+            } else {
+                v.to_string()
+            }
+        }
+    };
+    let max_pods = int_field(o, "maxPods")?.unwrap_or(30);
+    if !(10..=250).contains(&max_pods) {
+        return Err(invalid(
+            "properties.maxPods",
+            format!("maxPods {max_pods} is invalid: it must be between 10 and 250."),
+        ));
+    }
+    let availability_zones = string_list(o, "availabilityZones")?;
+    if let Some(z) = availability_zones
+        .iter()
+        .find(|z| !matches!(z.as_str(), "1" | "2" | "3"))
+    {
+        return Err(invalid(
+            "properties.availabilityZones",
+            format!("Availability zone '{z}' is invalid: use 1, 2 or 3."),
+        ));
+    }
+    let tags = string_map(o, "tags")?;
+    let mut props = PoolProps {
+        vm_size,
+        count,
+        enable_auto_scaling,
+        min_count,
+        max_count,
+        os_disk_size_gb: os_disk_size_gb as u32,
+        os_type,
+        os_sku,
+        node_taints,
+        node_labels,
+        scale_set_priority,
+        scale_set_eviction_policy: eviction,
+        spot_max_price,
+        gpu_instance_profile,
+        gpu_driver,
+        mode,
+        orchestrator_version,
+        scale_down_mode,
+        max_pods: max_pods as u32,
+        availability_zones,
+        tags,
+    };
+    // Immutable properties a client leaves out keep their value instead of reading as a change.
+    if let Some(e) = existing {
+        let given = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
+        if !given("osDiskSizeGB") {
+            props.os_disk_size_gb = e.os_disk_size_gb;
+        }
+        if !given("scaleSetPriority") {
+            props.scale_set_priority = e.scale_set_priority.clone();
+        }
+        if !given("scaleSetEvictionPolicy") {
+            props.scale_set_eviction_policy = e.scale_set_eviction_policy.clone();
+        }
+        if !given("spotMaxPrice") {
+            props.spot_max_price = e.spot_max_price;
+        }
+        if !given("gpuInstanceProfile") {
+            props.gpu_instance_profile = e.gpu_instance_profile.clone();
+        }
+        if !given("gpuProfile") {
+            props.gpu_driver = e.gpu_driver.clone();
+        }
+        if !given("maxPods") {
+            props.max_pods = e.max_pods;
+        }
+        if !given("availabilityZones") {
+            props.availability_zones = e.availability_zones.clone();
+        }
+    }
+    Ok(props)
+}
+
+/// The OS disk size a pool gets: 0 means the VM size's default (128 GB for the GPU sizes here).
+pub(super) fn effective_disk(size_gb: u32) -> u32 {
+    if size_gb == 0 { 128 } else { size_gb }
+}
+
+/// Fields AKS refuses to change on an existing pool ("PropertyChangeNotAllowed"); azurerm replaces
+/// the pool when one of them changes.
+pub(super) fn immutable_changes(
+    old: &PoolProps,
+    new: &PoolProps,
+) -> Option<(&'static str, String, String)> {
+    let checks: [(&'static str, String, String); 10] = [
+        (
+            "gpuProfile.driver",
+            format!("{:?}", old.gpu_driver),
+            format!("{:?}", new.gpu_driver),
+        ),
+        ("vmSize", old.vm_size.clone(), new.vm_size.clone()),
+        ("osType", old.os_type.clone(), new.os_type.clone()),
+        // 0 asks for the VM default, which GET reports as its size: sending that size back
+        // (as `az aks nodepool update` does) is no change.
+        (
+            "osDiskSizeGB",
+            effective_disk(old.os_disk_size_gb).to_string(),
+            effective_disk(new.os_disk_size_gb).to_string(),
+        ),
+        (
+            "scaleSetPriority",
+            old.scale_set_priority.clone(),
+            new.scale_set_priority.clone(),
+        ),
+        (
+            "scaleSetEvictionPolicy",
+            format!("{:?}", old.scale_set_eviction_policy),
+            format!("{:?}", new.scale_set_eviction_policy),
+        ),
+        (
+            "spotMaxPrice",
+            format!("{:?}", old.spot_max_price),
+            format!("{:?}", new.spot_max_price),
+        ),
+        (
+            "gpuInstanceProfile",
+            format!("{:?}", old.gpu_instance_profile),
+            format!("{:?}", new.gpu_instance_profile),
+        ),
+        (
+            "maxPods",
+            old.max_pods.to_string(),
+            new.max_pods.to_string(),
+        ),
+        (
+            "availabilityZones",
+            old.availability_zones.join(","),
+            new.availability_zones.join(","),
+        ),
+    ];
+    checks.into_iter().find(|(_, a, b)| a != b)
+}
+
+/// "key=value:Effect" or "key:Effect".
+pub(super) fn parse_taint(t: &str) -> Option<(String, String, String)> {
+    let (kv, effect) = t.rsplit_once(':')?;
+    if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+        return None;
+    }
+    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+    if !valid_label_key(k) || !valid_label_value(v) {
+        return None;
+    }
+    Some((k.to_string(), v.to_string(), effect.to_string()))
+}

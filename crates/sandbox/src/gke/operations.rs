@@ -1,0 +1,328 @@
+//! GKE's long-running Operations: every mutation answers with a RUNNING Operation, at most
+//! [`MAX_CONCURRENT_OPS`] per cluster, and the shared settle mechanism later marks it DONE, with an
+//! error and the pool rolled back when fault injection failed it.
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Map, Value};
+
+use super::documents::{cluster_path, op_json, pool_nodes};
+use super::routes::{cluster, pool_missing};
+use super::validate::{
+    apply_update, boolean, int, object, parse_autoscaling, parse_body, parse_pool, string,
+};
+use super::{GError, GkeCluster, GkeOp, GkeWorld, NodePool, Pending, gerr, invalid};
+use crate::api::ApiRequest;
+use crate::nodes::NodeEvent;
+use crate::operations::{Kind, Operations, Queue};
+use crate::util::json_response;
+use crate::{Ctx, Sandbox, World};
+
+impl Operations for GkeWorld {
+    type Entry = (u64, String);
+
+    fn queue(&mut self) -> &mut Queue<(u64, String)> {
+        &mut self.pending
+    }
+
+    fn finish(&mut self, (_, name): (u64, String), now: u64, events: &mut Vec<NodeEvent>) -> bool {
+        let Some(op) = self.ops.get_mut(&name) else {
+            return false;
+        };
+        if op.end.is_some() {
+            return false;
+        }
+        op.end = Some(now);
+        op.status = "DONE".into();
+        let key = format!("{}/{}/{}", op.project, op.location, op.cluster);
+        let (Some(cluster), Some(pool_name)) = (self.clusters.get_mut(&key), op.pool.clone())
+        else {
+            return true;
+        };
+        let Some(pool) = cluster.pools.get_mut(&pool_name) else {
+            return true;
+        };
+        let Some(p) = pool.pending.take_if(|p| p.op == op.name) else {
+            return true;
+        };
+        if p.fail {
+            op.error = Some((
+                8,
+                format!(
+                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for {} in {}-a (sandbox fault injection).",
+                    pool.spec.machine_type, op.location
+                ),
+            ));
+            match p.kind {
+                Kind::Create => pool.status = "ERROR".into(),
+                Kind::Update => {
+                    if let Some(prev) = p.previous {
+                        pool.spec = *prev;
+                    }
+                    pool.status = "RUNNING".into();
+                }
+                Kind::Delete => pool.status = "RUNNING".into(),
+            }
+            return true;
+        }
+        if p.kind == Kind::Delete {
+            cluster.pools.remove(&pool_name);
+            events.push(NodeEvent::Deleted {
+                cloud: "gke",
+                cluster: cluster.name.clone(),
+                pool: pool_name,
+            });
+        } else {
+            pool.status = "RUNNING".into();
+            events.push(NodeEvent::Changed(pool_nodes(&cluster.name, pool)));
+        }
+        true
+    }
+}
+
+/// GKE runs at most this many operations on one cluster at a time.
+pub const MAX_CONCURRENT_OPS: usize = 5;
+
+/// The cluster's concurrent-operations quota: a sixth running operation is refused with 429.
+fn check_concurrent_ops(w: &World, c: &GkeCluster) -> Result<(), GError> {
+    let running = w
+        .gke
+        .pending
+        .iter()
+        .filter_map(|(_, name)| w.gke.ops.get(name))
+        .filter(|o| {
+            o.end.is_none()
+                && o.project == c.project
+                && o.location == c.location
+                && o.cluster == c.name
+        })
+        .count();
+    if running >= MAX_CONCURRENT_OPS {
+        return Err(gerr(
+            429,
+            format!(
+                "Too many operations: cluster \"{}\" hits the concurrent operations quota {MAX_CONCURRENT_OPS}, please try again later.",
+                c.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn new_op(
+    w: &mut World,
+    ctx: &mut Ctx,
+    c: &GkeCluster,
+    pool: Option<&str>,
+    op_type: &str,
+) -> GkeOp {
+    let id = ctx.new_id() as u32 ^ fastrand::u32(..);
+    let name = format!("operation-{}-{id:08x}", ctx.now);
+    let target = match pool {
+        Some(p) => format!("{}/nodePools/{p}", cluster_path(c)),
+        None => cluster_path(c),
+    };
+    let deadline = ctx.deadline();
+    let op = GkeOp {
+        name: name.clone(),
+        op_type: op_type.into(),
+        status: "RUNNING".into(),
+        project: c.project.clone(),
+        location: c.location.clone(),
+        target,
+        cluster: c.name.clone(),
+        pool: pool.map(str::to_string),
+        start: ctx.now,
+        end: None,
+        deadline,
+        error: None,
+    };
+    w.gke.pending.add(ctx, (deadline, name.clone()));
+    w.gke.ops.insert(name, op.clone());
+    op
+}
+
+pub(super) fn create(
+    sb: &Sandbox,
+    request: &ApiRequest,
+    p: &str,
+    l: &str,
+    c: &str,
+) -> Result<Response, GError> {
+    let (base, fail) = (&request.base(), request.fail);
+    let req = parse_body(&request.body)?;
+    let Some(np) = object(&req, "nodePool")? else {
+        return Err(invalid(
+            "Invalid JSON payload received. Required field 'nodePool' is missing.",
+        ));
+    };
+    let (name, spec) = parse_pool(np)?;
+    sb.with_world_opts(fail, |w, ctx| {
+        let full = cluster(w, p, l, c)?;
+        let cluster_name = full.name.clone();
+        w.count_create_request("gke", &cluster_name, &name);
+        let full = cluster(w, p, l, c)?;
+        if full.pools.contains_key(&name) {
+            return Err(gerr(
+                409,
+                format!("Already exists: {}/nodePools/{name}.", cluster_path(full)),
+            ));
+        }
+        let cl = full.clone_shallow();
+        check_concurrent_ops(w, &cl)?;
+        let op = new_op(w, ctx, &cl, Some(&name), "CREATE_NODE_POOL");
+        let key = format!("{p}/{l}/{c}");
+        let pool = NodePool {
+            name: name.clone(),
+            spec,
+            status: "PROVISIONING".into(),
+            pending: Some(Pending {
+                op: op.name.clone(),
+                kind: Kind::Create,
+                deadline: op.deadline,
+                fail: ctx.fail_operation,
+                previous: None,
+            }),
+        };
+        w.count_create("gke", &cl.name, &name);
+        if let Some(cm) = w.gke.clusters.get_mut(&key) {
+            cm.pools.insert(name, pool);
+        }
+        Ok(json_response(StatusCode::OK, &op_json(base, &op)))
+    })
+}
+
+impl GkeCluster {
+    /// The cluster's identity without its pools (enough for paths and operations).
+    fn clone_shallow(&self) -> GkeCluster {
+        GkeCluster {
+            project: self.project.clone(),
+            location: self.location.clone(),
+            name: self.name.clone(),
+            pools: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mutation {
+    Update,
+    Delete,
+    SetSize,
+    SetAutoscaling,
+    /// clusters.update with desiredNodePoolAutoscaling: the same change, reported as UPDATE_CLUSTER.
+    ClusterAutoscaling,
+    SetManagement,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn mutate(
+    sb: &Sandbox,
+    request: &ApiRequest,
+    p: &str,
+    l: &str,
+    c: &str,
+    name: &str,
+    body: &[u8],
+    m: Mutation,
+) -> Result<Response, GError> {
+    let (base, fail) = (&request.base(), request.fail);
+    let req = if m == Mutation::Delete || body.is_empty() {
+        Map::new()
+    } else {
+        parse_body(body)?
+    };
+    sb.with_world_opts(fail, |w, ctx| {
+        let cl = cluster(w, p, l, c)?;
+        let pool = cl.pools.get(name).ok_or_else(|| pool_missing(cl, name))?;
+        if let Some(pending) = &pool.pending {
+            return Err(gerr(
+                400,
+                format!(
+                    "Operation {} is currently {} a node pool for cluster {c}. Please wait and try again once it is done.",
+                    pending.op,
+                    pending.kind.in_progress()
+                ),
+            ));
+        }
+        let mut spec = pool.spec.clone();
+        let (op_type, kind) = match m {
+            Mutation::Delete => ("DELETE_NODE_POOL", Kind::Delete),
+            Mutation::Update => {
+                apply_update(&mut spec, &req)?;
+                ("UPGRADE_NODES", Kind::Update)
+            }
+            Mutation::SetSize => {
+                let n = int(&req, "nodeCount")?.ok_or_else(|| invalid("Required field 'nodeCount' is missing."))?;
+                if !(0..=1000).contains(&n) {
+                    return Err(invalid(format!("nodeCount must be between 0 and 1000 (got {n}).")));
+                }
+                spec.node_count = n;
+                ("SET_NODE_POOL_SIZE", Kind::Update)
+            }
+            Mutation::SetAutoscaling | Mutation::ClusterAutoscaling => {
+                let a = object(&req, "autoscaling")?.ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
+                spec.autoscaling = parse_autoscaling(a)?;
+                let t = if m == Mutation::ClusterAutoscaling { "UPDATE_CLUSTER" } else { "SET_NODE_POOL_AUTOSCALING" };
+                (t, Kind::Update)
+            }
+            Mutation::SetManagement => {
+                let mg = object(&req, "management")?.ok_or_else(|| invalid("Required field 'management' is missing."))?;
+                spec.auto_repair = boolean(mg, "autoRepair")?.unwrap_or(false);
+                spec.auto_upgrade = boolean(mg, "autoUpgrade")?.unwrap_or(false);
+                ("SET_NODE_POOL_MANAGEMENT", Kind::Update)
+            }
+        };
+        let shallow = cl.clone_shallow();
+        check_concurrent_ops(w, &shallow)?;
+        let op = new_op(w, ctx, &shallow, Some(name), op_type);
+        let cm = w.gke.clusters.get_mut(&format!("{p}/{l}/{c}")).expect("found above");
+        let pool = cm.pools.get_mut(name).expect("found above");
+        let previous = (kind == Kind::Update).then(|| Box::new(pool.spec.clone()));
+        pool.spec = spec;
+        pool.status = if kind == Kind::Delete { "STOPPING" } else { "RECONCILING" }.into();
+        pool.pending = Some(Pending { op: op.name.clone(), kind, deadline: op.deadline, fail: ctx.fail_operation, previous });
+        Ok(json_response(StatusCode::OK, &op_json(base, &op)))
+    })
+}
+
+/// clusters.update: only `desiredNodePoolId` + `desiredNodePoolAutoscaling` touch node pools (that is
+/// how `gcloud container node-pools update --enable-autoscaling` changes autoscaling).
+pub(super) fn update_cluster(
+    sb: &Sandbox,
+    request: &ApiRequest,
+    p: &str,
+    l: &str,
+    c: &str,
+) -> Result<Response, GError> {
+    let (base, fail) = (&request.base(), request.fail);
+    let req = parse_body(&request.body)?;
+    let Some(update) = object(&req, "update")? else {
+        return Err(invalid("Required field 'update' is missing."));
+    };
+    if let Some(a) = object(update, "desiredNodePoolAutoscaling")? {
+        let pool = string(update, "desiredNodePoolId")?.ok_or_else(|| {
+            invalid("desiredNodePoolId must be set with desiredNodePoolAutoscaling.")
+        })?;
+        let mut body = Map::new();
+        body.insert("autoscaling".into(), Value::Object(a.clone()));
+        return mutate(
+            sb,
+            request,
+            p,
+            l,
+            c,
+            pool,
+            Value::Object(body).to_string().as_bytes(),
+            Mutation::ClusterAutoscaling,
+        );
+    }
+    sb.with_world_opts(fail, |w, ctx| {
+        let cl = cluster(w, p, l, c)?.clone_shallow();
+        check_concurrent_ops(w, &cl)?;
+        let op = new_op(w, ctx, &cl, None, "UPDATE_CLUSTER");
+        Ok(json_response(StatusCode::OK, &op_json(base, &op)))
+    })
+}

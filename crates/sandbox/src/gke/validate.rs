@@ -1,0 +1,527 @@
+//! Reading GKE request bodies. The official Rust client sends `$alt=json;enum-encoding=int` (enums
+//! as integers, int64 as strings) and gcloud sends string enums, so every enum here accepts both
+//! forms and every integer a number or a decimal string; failures are INVALID_ARGUMENT with GKE's
+//! messages. An update replaces each group of fields it names, as nodePools.update does.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::{Accelerator, Autoscaling, GError, GKE_VERSION, PoolSpec, invalid};
+use crate::catalog;
+use crate::nodes::{valid_label_key, valid_label_value};
+
+/// An int64 field sent as a number or as a decimal string.
+pub(super) fn int(o: &Map<String, Value>, field: &str) -> Result<Option<i64>, GError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| {
+            invalid(format!(
+                "Invalid value at '{field}': {n} is not an integer."
+            ))
+        }),
+        Some(Value::String(s)) => s
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| invalid(format!("Invalid value at '{field}' (TYPE_INT64), \"{s}\""))),
+        Some(v) => Err(invalid(format!(
+            "Invalid value at '{field}' (TYPE_INT64), {v}"
+        ))),
+    }
+}
+
+pub(super) fn boolean(o: &Map<String, Value>, field: &str) -> Result<Option<bool>, GError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(invalid(format!(
+            "Invalid value at '{field}' (TYPE_BOOL), {v}"
+        ))),
+    }
+}
+
+pub(super) fn string<'a>(
+    o: &'a Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'a str>, GError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(invalid(format!(
+            "Invalid value at '{field}' (TYPE_STRING), {v}"
+        ))),
+    }
+}
+
+pub(super) fn object<'a>(
+    o: &'a Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'a Map<String, Value>>, GError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(v) => Err(invalid(format!(
+            "Invalid JSON payload received. '{field}' must be an object, got {v}."
+        ))),
+    }
+}
+
+/// An enum sent as its name or as its number (`enum-encoding=int`); `values[i]` is the name of number i.
+/// The UNSPECIFIED value (0) reads as absent, as proto3 does.
+fn enumv(
+    o: &Map<String, Value>,
+    field: &str,
+    values: &[&'static str],
+) -> Result<Option<&'static str>, GError> {
+    let bad = |v: &Value| {
+        invalid(format!(
+            "Invalid value at '{field}' (type.googleapis.com/{field}), {v}"
+        ))
+    };
+    let i = match o.get(field) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .map(|i| i as usize)
+            .ok_or_else(|| bad(&Value::Number(n.clone())))?,
+        Some(Value::String(s)) => values
+            .iter()
+            .position(|v| v == s)
+            .ok_or_else(|| bad(&Value::String(s.clone())))?,
+        Some(v) => return Err(bad(v)),
+    };
+    match values.get(i) {
+        Some(_) if i == 0 => Ok(None),
+        Some(v) => Ok(Some(v)),
+        None => Err(bad(&json!(i))),
+    }
+}
+
+const SHARING: &[&str] = &["GPU_SHARING_STRATEGY_UNSPECIFIED", "TIME_SHARING", "MPS"];
+const DRIVER: &[&str] = &[
+    "GPU_DRIVER_VERSION_UNSPECIFIED",
+    "INSTALLATION_DISABLED",
+    "DEFAULT",
+    "LATEST",
+];
+const EFFECT: &[&str] = &[
+    "EFFECT_UNSPECIFIED",
+    "NO_SCHEDULE",
+    "PREFER_NO_SCHEDULE",
+    "NO_EXECUTE",
+];
+const LOCATION_POLICY: &[&str] = &["LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"];
+
+pub(super) fn parse_body(body: &[u8]) -> Result<Map<String, Value>, GError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(invalid(
+            "Invalid JSON payload received. Expected an object.",
+        )),
+        Err(e) => Err(invalid(format!("Invalid JSON payload received. {e}"))),
+    }
+}
+
+fn valid_pool_name(n: &str) -> bool {
+    let b = n.as_bytes();
+    !b.is_empty()
+        && b.len() <= 40
+        && b[0].is_ascii_lowercase()
+        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+fn parse_labels(o: &Map<String, Value>, field: &str) -> Result<BTreeMap<String, String>, GError> {
+    let Some(m) = object(o, field)? else {
+        return Ok(BTreeMap::new());
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        let Some(v) = v.as_str() else {
+            return Err(invalid(format!(
+                "Invalid value at '{field}[{k}]': expected a string."
+            )));
+        };
+        if !valid_label_key(k) || !valid_label_value(v) {
+            return Err(invalid(format!(
+                "Invalid node label \"{k}={v}\": keys and values must be valid Kubernetes labels."
+            )));
+        }
+        out.insert(k.clone(), v.to_string());
+    }
+    Ok(out)
+}
+
+fn parse_taints(v: Option<&Value>) -> Result<Vec<(String, String, String)>, GError> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let Some(a) = v.as_array() else {
+        return Err(invalid("Invalid value at 'taints': expected a list."));
+    };
+    let mut out = Vec::new();
+    for t in a {
+        let Some(t) = t.as_object() else {
+            return Err(invalid("Invalid value at 'taints': expected objects."));
+        };
+        let key = string(t, "key")?.unwrap_or("");
+        let value = string(t, "value")?.unwrap_or("");
+        let Some(effect) = enumv(t, "effect", EFFECT)? else {
+            return Err(invalid(format!(
+                "Taint \"{key}\" must have an effect: NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE."
+            )));
+        };
+        if !valid_label_key(key) || !valid_label_value(value) {
+            return Err(invalid(format!(
+                "Invalid taint \"{key}={value}\": key and value must be valid Kubernetes label key and value."
+            )));
+        }
+        out.push((key.to_string(), value.to_string(), effect.to_string()));
+    }
+    Ok(out)
+}
+
+pub(super) fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autoscaling>, GError> {
+    let enabled = boolean(a, "enabled")?.unwrap_or(false);
+    let min = int(a, "minNodeCount")?;
+    let max = int(a, "maxNodeCount")?;
+    let tmin = int(a, "totalMinNodeCount")?;
+    let tmax = int(a, "totalMaxNodeCount")?;
+    let policy = enumv(a, "locationPolicy", LOCATION_POLICY)?.map(str::to_string);
+    if !enabled {
+        return Ok(None);
+    }
+    let per_zone = min.is_some() || max.is_some();
+    let total = tmin.is_some() || tmax.is_some();
+    if per_zone && total {
+        return Err(invalid(
+            "Autoscaling config can have either per-zone limits (minNodeCount, maxNodeCount) or total limits (totalMinNodeCount, totalMaxNodeCount), not both.",
+        ));
+    }
+    let (lo, hi) = if total {
+        (tmin.unwrap_or(0), tmax.unwrap_or(0))
+    } else {
+        (min.unwrap_or(0), max.unwrap_or(0))
+    };
+    if lo < 0 || !(1..=1000).contains(&hi) {
+        return Err(invalid(format!(
+            "Autoscaling max node count must be between 1 and 1000 and min node count must not be negative (got min {lo}, max {hi})."
+        )));
+    }
+    if lo > hi {
+        return Err(invalid(format!(
+            "Autoscaling min node count {lo} must not be greater than max node count {hi}."
+        )));
+    }
+    Ok(Some(Autoscaling {
+        enabled,
+        min_node_count: if total { 0 } else { lo },
+        max_node_count: if total { 0 } else { hi },
+        total_min_node_count: if total { lo } else { 0 },
+        total_max_node_count: if total { hi } else { 0 },
+        location_policy: policy.or(Some("BALANCED".into())),
+    }))
+}
+
+fn parse_accelerators(v: Option<&Value>, machine_type: &str) -> Result<Vec<Accelerator>, GError> {
+    let list = match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.clone(),
+        Some(_) => return Err(invalid("Invalid value at 'accelerators': expected a list.")),
+    };
+    let builtin = catalog::gke_builtin_accelerator(machine_type);
+    let machine_gpus = catalog::gcp_machine_type(machine_type)
+        .and_then(|m| m.gpu)
+        .map_or(0, |g| g.1 as i64);
+    if list.len() > 1 {
+        return Err(invalid(
+            "Only one accelerator type per node pool is supported.",
+        ));
+    }
+    let mut out = Vec::new();
+    for a in &list {
+        let Some(a) = a.as_object() else {
+            return Err(invalid(
+                "Invalid value at 'accelerators': expected objects.",
+            ));
+        };
+        let ty = string(a, "acceleratorType")?.unwrap_or("");
+        let Some(info) = catalog::gke_accelerator(ty) else {
+            return Err(invalid(format!(
+                "Accelerator type \"{ty}\" does not exist in zone us-central1-a."
+            )));
+        };
+        let count = int(a, "acceleratorCount")?.unwrap_or(0);
+        if count < 1 {
+            return Err(invalid(format!(
+                "Accelerator count must be at least 1 (got {count})."
+            )));
+        }
+        match builtin {
+            Some(b) => {
+                if b.name != ty || count != machine_gpus {
+                    return Err(invalid(format!(
+                        "Machine type {machine_type} comes with {machine_gpus} {} GPUs; accelerator {count} x {ty} does not match.",
+                        b.name
+                    )));
+                }
+            }
+            None => {
+                if !machine_type.starts_with(info.machine_prefix) {
+                    return Err(invalid(format!(
+                        "Accelerator type {ty} cannot be attached to machine type {machine_type}."
+                    )));
+                }
+                if ![1, 2, 4, 8].contains(&count) {
+                    return Err(invalid(format!(
+                        "{count} x {ty} is not a supported accelerator count for {machine_type}: use 1, 2, 4 or 8."
+                    )));
+                }
+            }
+        }
+        let partition = string(a, "gpuPartitionSize")?
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
+        if let Some(p) = &partition
+            && catalog::gke_partition(info, p).is_none()
+        {
+            let valid = if info.partitions.is_empty() {
+                "none (the GPU does not support MIG)".to_string()
+            } else {
+                info.partitions.join(", ")
+            };
+            return Err(invalid(format!(
+                "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: {valid}."
+            )));
+        }
+        let sharing = match object(a, "gpuSharingConfig")? {
+            None => None,
+            Some(sc) => {
+                let strategy = enumv(sc, "gpuSharingStrategy", SHARING)?;
+                let max = int(sc, "maxSharedClientsPerGpu")?.unwrap_or(0);
+                match strategy {
+                    None if max == 0 => None,
+                    None => {
+                        return Err(invalid(
+                            "gpuSharingConfig.gpuSharingStrategy must be TIME_SHARING or MPS when maxSharedClientsPerGpu is set.",
+                        ));
+                    }
+                    Some(s) => {
+                        if !(1..=48).contains(&max) {
+                            return Err(invalid(format!(
+                                "maxSharedClientsPerGpu must be between 1 and 48 (got {max})."
+                            )));
+                        }
+                        if s == "MPS" && partition.is_some() {
+                            return Err(invalid(
+                                "The MPS GPU sharing strategy cannot be combined with GPU partitions.",
+                            ));
+                        }
+                        Some((s.to_string(), max))
+                    }
+                }
+            }
+        };
+        let driver = match object(a, "gpuDriverInstallationConfig")? {
+            None => None,
+            Some(d) => enumv(d, "gpuDriverVersion", DRIVER)?.map(str::to_string),
+        };
+        out.push(Accelerator {
+            count,
+            accelerator_type: ty.to_string(),
+            gpu_partition_size: partition,
+            sharing,
+            driver_version: driver,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), GError> {
+    let name = string(np, "name")?.unwrap_or("");
+    if !valid_pool_name(name) {
+        return Err(invalid(format!(
+            "Invalid node pool name \"{name}\": it must be 1-40 characters, start with a lowercase letter, contain only lowercase letters, digits and hyphens, and end with a letter or digit."
+        )));
+    }
+    let empty = Map::new();
+    let config = object(np, "config")?.unwrap_or(&empty);
+    let machine_type = string(config, "machineType")?
+        .filter(|m| !m.is_empty())
+        .unwrap_or("e2-medium")
+        .to_string();
+    if catalog::gcp_machine_type(&machine_type).is_none() {
+        return Err(invalid(format!(
+            "Machine type \"{machine_type}\" does not exist in zone us-central1-a."
+        )));
+    }
+    let disk_size_gb = int(config, "diskSizeGb")?.unwrap_or(0);
+    if disk_size_gb != 0 && !(10..=65536).contains(&disk_size_gb) {
+        return Err(invalid(format!(
+            "Disk size {disk_size_gb} GB is invalid: it must be between 10 and 65536 GB."
+        )));
+    }
+    let mut accelerators = parse_accelerators(config.get("accelerators"), &machine_type)?;
+    if accelerators.is_empty() {
+        // GKE fills in the GPUs that come with a2/a3/a4/g2 machine types.
+        if let (Some(b), Some(m)) = (
+            catalog::gke_builtin_accelerator(&machine_type),
+            catalog::gcp_machine_type(&machine_type),
+        ) {
+            accelerators.push(Accelerator {
+                count: m.gpu.map_or(0, |g| g.1 as i64),
+                accelerator_type: b.name.to_string(),
+                gpu_partition_size: None,
+                sharing: None,
+                driver_version: None,
+            });
+        }
+    }
+    let initial = int(np, "initialNodeCount")?.unwrap_or(0);
+    if !(0..=1000).contains(&initial) {
+        return Err(invalid(format!(
+            "initialNodeCount must be between 0 and 1000 (got {initial})."
+        )));
+    }
+    let autoscaling = match object(np, "autoscaling")? {
+        Some(a) => parse_autoscaling(a)?,
+        None => None,
+    };
+    if initial == 0 && autoscaling.is_none() {
+        return Err(invalid(
+            "Node pool must have initialNodeCount greater than 0, or autoscaling enabled.",
+        ));
+    }
+    let mgmt = object(np, "management")?;
+    let auto_repair = mgmt
+        .map(|m| boolean(m, "autoRepair"))
+        .transpose()?
+        .flatten()
+        .unwrap_or(true);
+    let auto_upgrade = mgmt
+        .map(|m| boolean(m, "autoUpgrade"))
+        .transpose()?
+        .flatten()
+        .unwrap_or(true);
+    let version = string(np, "version")?
+        .filter(|v| !v.is_empty() && *v != "-")
+        .unwrap_or(GKE_VERSION)
+        .to_string();
+    Ok((
+        name.to_string(),
+        PoolSpec {
+            machine_type,
+            disk_size_gb: if disk_size_gb == 0 { 100 } else { disk_size_gb },
+            disk_type: string(config, "diskType")?
+                .filter(|d| !d.is_empty())
+                .unwrap_or("pd-balanced")
+                .to_string(),
+            image_type: string(config, "imageType")?
+                .filter(|d| !d.is_empty())
+                .unwrap_or("COS_CONTAINERD")
+                .to_string(),
+            labels: parse_labels(config, "labels")?,
+            taints: parse_taints(config.get("taints"))?,
+            spot: boolean(config, "spot")?.unwrap_or(false),
+            accelerators,
+            initial_node_count: initial,
+            node_count: initial,
+            autoscaling,
+            auto_repair,
+            auto_upgrade,
+            version,
+            oauth_scopes: match config.get("oauthScopes") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_str().map(str::to_string).ok_or_else(|| {
+                            invalid("Invalid value at 'oauthScopes': expected strings.")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err(invalid("Invalid value at 'oauthScopes': expected a list.")),
+            },
+            service_account: string(config, "serviceAccount")?.unwrap_or("").to_string(),
+        },
+    ))
+}
+
+/// Apply an update request body to a spec, as nodePools.update does: each group present replaces
+/// the current value; accelerator type, count and partition size cannot change in place.
+pub(super) fn apply_update(spec: &mut PoolSpec, req: &Map<String, Value>) -> Result<(), GError> {
+    if let Some(mt) = string(req, "machineType")?.filter(|m| !m.is_empty()) {
+        if catalog::gcp_machine_type(mt).is_none() {
+            return Err(invalid(format!(
+                "Machine type \"{mt}\" does not exist in zone us-central1-a."
+            )));
+        }
+        spec.machine_type = mt.to_string();
+    }
+    if let Some(d) = int(req, "diskSizeGb")?.filter(|d| *d != 0) {
+        if !(10..=65536).contains(&d) {
+            return Err(invalid(format!(
+                "Disk size {d} GB is invalid: it must be between 10 and 65536 GB."
+            )));
+        }
+        spec.disk_size_gb = d;
+    }
+    if let Some(l) = object(req, "labels")? {
+        spec.labels = parse_labels(l, "labels")?;
+    }
+    if let Some(t) = object(req, "taints")? {
+        spec.taints = parse_taints(t.get("taints"))?;
+    }
+    if let Some(v) = string(req, "nodeVersion")?.filter(|v| !v.is_empty() && *v != "-") {
+        spec.version = v.to_string();
+    }
+    if let Some(accs) = req.get("accelerators").filter(|v| !v.is_null()) {
+        let new = parse_accelerators(Some(accs), &spec.machine_type)?;
+        let fixed = |a: &Accelerator| {
+            (
+                a.accelerator_type.clone(),
+                a.count,
+                a.gpu_partition_size.clone(),
+            )
+        };
+        if new
+            .iter()
+            .map(fixed)
+            .ne(spec.accelerators.iter().map(fixed))
+        {
+            return Err(invalid(
+                "Accelerator type, count and GPU partition size of a node pool cannot be updated; create a new node pool.",
+            ));
+        }
+        spec.accelerators = new;
+    } else if let Some(b) = catalog::gke_builtin_accelerator(&spec.machine_type) {
+        // A machine type change carries its built-in GPUs along.
+        if spec
+            .accelerators
+            .first()
+            .is_none_or(|a| a.accelerator_type != b.name)
+        {
+            let n = catalog::gcp_machine_type(&spec.machine_type)
+                .and_then(|m| m.gpu)
+                .map_or(0, |g| g.1 as i64);
+            spec.accelerators = vec![Accelerator {
+                count: n,
+                accelerator_type: b.name.into(),
+                gpu_partition_size: None,
+                sharing: None,
+                driver_version: None,
+            }];
+        }
+    } else if let Some(a) = spec.accelerators.first()
+        && !spec.machine_type.starts_with(
+            catalog::gke_accelerator(&a.accelerator_type).map_or("", |i| i.machine_prefix),
+        )
+    {
+        return Err(invalid(format!(
+            "Accelerator type {} cannot be attached to machine type {}.",
+            a.accelerator_type, spec.machine_type
+        )));
+    }
+    Ok(())
+}

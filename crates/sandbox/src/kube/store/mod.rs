@@ -1,0 +1,322 @@
+//! One cluster's objects, as its API server stores them: the seed a fresh cluster holds, reads,
+//! and the storage every write ends in (resourceVersion, the change history watches resume from).
+//! The write path itself is in `write.rs`, managedFields in `managed.rs`, and the twin's reaction
+//! to writes (Node objects, the device plugin's advertisement) in `nodes.rs`: each is a separate
+//! concern of the real API server too.
+
+mod managed;
+mod nodes;
+#[cfg(test)]
+mod tests;
+mod write;
+
+use super::kinds::{self, Kind};
+use super::patch::FieldPath;
+use super::select::{FieldReq, Selector};
+use super::status::ApiError;
+use super::twin::NodeTwin;
+use super::util;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub(crate) const OPERATOR_NS: &str = "gpu-operator";
+pub(crate) const DEVICE_PLUGIN_DS: &str = "nvidia-device-plugin-daemonset";
+pub(crate) const CLUSTER_POLICY: &str = "cluster-policy";
+const ERROR_ANNOTATION: &str = "sandbox.fracgpu.dev/device-plugin-error";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Cluster {
+    pub(crate) cloud: String,
+    pub(crate) name: String,
+    pub(crate) token: String,
+    /// The cluster-wide resourceVersion counter.
+    pub(crate) rv: u64,
+    /// qualified resource -> "namespace/name" -> object
+    pub(crate) objects: BTreeMap<String, BTreeMap<String, Value>>,
+    /// node name -> its hardware and device plugin state
+    pub(crate) twins: BTreeMap<String, NodeTwin>,
+    /// The device plugin daemonset's pod template as last seen; a change is a restart.
+    pub(crate) restart_marker: Option<String>,
+    /// Recent changes for watches (not persisted: a restored cluster starts a new history).
+    #[serde(skip)]
+    pub(crate) events: VecDeque<WatchEvent>,
+    /// Watches may resume from any resourceVersion at or after this one.
+    #[serde(skip)]
+    pub(crate) events_base: u64,
+}
+
+/// One change, as a watch streams it.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchEvent {
+    pub(crate) rv: u64,
+    pub(crate) kind: String,
+    pub(crate) namespace: String,
+    pub(crate) event_type: &'static str,
+    pub(crate) object: Value,
+}
+
+/// How many changes a cluster remembers for watches that resume from a resourceVersion.
+const MAX_EVENTS: usize = 1024;
+
+pub(crate) fn key(ns: &str, name: &str) -> String {
+    format!("{ns}/{name}")
+}
+
+pub(super) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+}
+
+pub(crate) fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("metadata")
+}
+
+/// What a write is: who does it, and whether it is an update or a server-side apply.
+pub(crate) struct WriteCtx<'a> {
+    pub(crate) manager: &'a str,
+    pub(crate) apply: Option<BTreeSet<FieldPath>>,
+}
+
+impl Cluster {
+    pub(crate) fn new(cloud: &str, name: &str) -> Self {
+        let mut c = Cluster {
+            cloud: cloud.to_string(),
+            name: name.to_string(),
+            token: format!("sandbox-{}", util::uuid4().replace('-', "")),
+            rv: 0,
+            objects: BTreeMap::new(),
+            twins: BTreeMap::new(),
+            restart_marker: None,
+            events: VecDeque::new(),
+            events_base: 0,
+        };
+        c.seed();
+        c
+    }
+
+    /// A cluster without the GPU operator: no gpu-operator namespace, CRD, ClusterPolicy or daemonset.
+    pub(crate) fn without_operator(cloud: &str, name: &str) -> Self {
+        let mut c = Cluster::new(cloud, name);
+        let _ = c.delete(kinds::CRDS, "", kinds::CLUSTERPOLICY_CRD, None);
+        let _ = c.delete(kinds::NAMESPACES, "", OPERATOR_NS, None);
+        c
+    }
+
+    /// What a fresh cluster with the GPU operator chart installed holds.
+    fn seed(&mut self) {
+        for ns in [
+            "default",
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+            OPERATOR_NS,
+        ] {
+            self.seed_object(
+                kinds::NAMESPACES,
+                json!({"metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}}),
+                "kube-apiserver",
+            );
+        }
+        self.seed_object(
+            kinds::CRDS,
+            json!({"metadata": {"name": kinds::CLUSTERPOLICY_CRD, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
+                "spec": {"group": "nvidia.com", "scope": "Cluster",
+                    "names": {"plural": "clusterpolicies", "singular": "clusterpolicy", "kind": "ClusterPolicy", "listKind": "ClusterPolicyList"},
+                    "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]}}),
+            "helm",
+        );
+        // The chart's defaults: no device plugin config, MIG strategy single, MIG manager with its own config.
+        self.seed_object(
+            kinds::CLUSTERPOLICIES,
+            json!({"metadata": {"name": CLUSTER_POLICY, "labels": {"app.kubernetes.io/component": "gpu-operator", "app.kubernetes.io/managed-by": "Helm"}},
+                "spec": {
+                    "operator": {"defaultRuntime": "containerd"},
+                    "driver": {"enabled": true},
+                    "toolkit": {"enabled": true},
+                    "devicePlugin": {"enabled": true, "repository": "nvcr.io/nvidia", "image": "k8s-device-plugin", "version": "v0.18.0"},
+                    "gfd": {"enabled": true},
+                    "mig": {"strategy": "single"},
+                    "migManager": {"enabled": true, "config": {"name": "default-mig-parted-config", "default": "all-disabled"}},
+                    "dcgmExporter": {"enabled": true},
+                },
+                "status": {"state": "ready", "namespace": OPERATOR_NS}}),
+            "helm",
+        );
+        self.seed_object(
+            kinds::DAEMONSETS,
+            json!({"metadata": {"name": DEVICE_PLUGIN_DS, "namespace": OPERATOR_NS, "labels": {"app": "nvidia-device-plugin-daemonset"}},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}},
+                    "updateStrategy": {"type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"labels": {"app": "nvidia-device-plugin-daemonset"}},
+                        "spec": {
+                            "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
+                            "containers": [{"name": "nvidia-device-plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"}],
+                        },
+                    },
+                },
+                "status": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0, "numberMisscheduled": 0}}),
+            "gpu-operator",
+        );
+        self.restart_marker = self.daemonset_marker();
+    }
+
+    fn seed_object(&mut self, kind: Kind, body: Value, manager: &str) {
+        let ns = meta_str(&body, "namespace").unwrap_or_default().to_string();
+        let ctx = WriteCtx {
+            manager,
+            apply: None,
+        };
+        if let Err(e) = self.create(kind, &ns, body, &ctx) {
+            debug_assert!(false, "seed object rejected: {e:?}");
+        }
+    }
+
+    fn next_rv(&mut self) -> String {
+        self.rv += 1;
+        self.rv.to_string()
+    }
+
+    pub(crate) fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Value, ApiError> {
+        self.objects
+            .get(&kind.qualified())
+            .and_then(|m| m.get(&key(ns, name)))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&kind.qualified(), name))
+    }
+
+    fn get_ref(&self, kind: Kind, ns: &str, name: &str) -> Option<&Value> {
+        self.objects
+            .get(&kind.qualified())
+            .and_then(|m| m.get(&key(ns, name)))
+    }
+
+    pub(crate) fn crd_present(&self) -> bool {
+        self.get_ref(kinds::CRDS, "", kinds::CLUSTERPOLICY_CRD)
+            .is_some()
+    }
+
+    pub(crate) fn list(
+        &self,
+        kind: Kind,
+        ns: Option<&str>,
+        labels: &Selector,
+        fields: &[FieldReq],
+    ) -> Value {
+        let items: Vec<Value> = self
+            .objects
+            .get(&kind.qualified())
+            .map(|m| {
+                m.values()
+                    .filter(|o| {
+                        ns.is_none_or(|n| meta_str(o, "namespace").unwrap_or_default() == n)
+                    })
+                    .filter(|o| labels.matches(&labels_of(o)))
+                    .filter(|o| fields.iter().all(|f| f.matches(o)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        json!({
+            "kind": format!("{}List", kind.kind),
+            "apiVersion": kind.api_version(),
+            "metadata": {"resourceVersion": self.rv.to_string()},
+            "items": items,
+        })
+    }
+
+    fn check_namespace(&self, kind: Kind, ns: &str) -> Result<(), ApiError> {
+        if kind.namespaced && self.get_ref(kinds::NAMESPACES, "", ns).is_none() {
+            return Err(ApiError::not_found("namespaces", ns));
+        }
+        Ok(())
+    }
+
+    /// Internal write that skips validation and managedFields: the kubelet and feature discovery.
+    fn put_internal(&mut self, kind: Kind, ns: &str, name: &str, obj: Value) {
+        self.store(&kind.qualified(), ns, name, obj);
+    }
+
+    /// Stores an object under a fresh resourceVersion and records the change for watches.
+    fn store(&mut self, kind_q: &str, ns: &str, name: &str, mut obj: Value) -> Value {
+        let rv = self.next_rv();
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv));
+        let existed = self
+            .objects
+            .get(kind_q)
+            .is_some_and(|m| m.contains_key(&key(ns, name)));
+        self.record(kind_q, ns, if existed { "MODIFIED" } else { "ADDED" }, &obj);
+        self.objects
+            .entry(kind_q.to_string())
+            .or_default()
+            .insert(key(ns, name), obj.clone());
+        obj
+    }
+
+    /// Removes an object; its last state, under a fresh resourceVersion, is the DELETED event.
+    fn unstore(&mut self, kind_q: &str, ns: &str, name: &str) -> Option<Value> {
+        let mut obj = self.objects.get_mut(kind_q)?.remove(&key(ns, name))?;
+        let rv = self.next_rv();
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv));
+        self.record(kind_q, ns, "DELETED", &obj);
+        Some(obj)
+    }
+
+    fn record(&mut self, kind_q: &str, ns: &str, event_type: &'static str, obj: &Value) {
+        self.events.push_back(WatchEvent {
+            rv: self.rv,
+            kind: kind_q.to_string(),
+            namespace: ns.to_string(),
+            event_type,
+            object: obj.clone(),
+        });
+        while self.events.len() > MAX_EVENTS {
+            if let Some(e) = self.events.pop_front() {
+                self.events_base = e.rv;
+            }
+        }
+    }
+
+    /// Changes after `rv` to objects of one kind (and namespace), or None when they are no longer known.
+    pub(crate) fn events_since(
+        &self,
+        rv: u64,
+        kind: Kind,
+        ns: Option<&str>,
+    ) -> Option<Vec<WatchEvent>> {
+        if rv < self.events_base {
+            return None;
+        }
+        let q = kind.qualified();
+        Some(
+            self.events
+                .iter()
+                .filter(|e| e.rv > rv && e.kind == q && ns.is_none_or(|n| e.namespace == n))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// A restored cluster has no history: watches resume only from now on.
+    pub(crate) fn after_restore(&mut self) {
+        self.events.clear();
+        self.events_base = self.rv;
+    }
+}

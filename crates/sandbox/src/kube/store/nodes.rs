@@ -1,0 +1,385 @@
+//! The digital twin's side of the store: Node objects for the clouds' pools, named and labelled as
+//! each cloud names them, and every node's advertisement brought up to date after a write, as the
+//! GPU operator's device plugin would (see `twin.rs` for what a node advertises and why).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, ERROR_ANNOTATION, OPERATOR_NS, labels_of, meta_mut,
+};
+use crate::kube::kinds;
+use crate::kube::twin::{self, NodeTwin, PluginInputs};
+use crate::kube::util;
+use crate::nodes::PoolNodes;
+use crate::util::fnv1a;
+
+impl Cluster {
+    pub(super) fn daemonset_marker(&self) -> Option<String> {
+        self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+            // Any pod template change rolls the pods (a restart bumps an annotation of it).
+            .map(|d| {
+                d.pointer("/spec/template")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+                    .to_string()
+            })
+    }
+
+    /// The device plugin's inputs as they are in the API right now.
+    pub(crate) fn current_inputs(&self) -> PluginInputs {
+        let cp = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY);
+        let s = |p: &str| {
+            cp.and_then(|c| c.pointer(p))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let config_name = s("/spec/devicePlugin/config/name");
+        let configmap = if config_name.is_empty() {
+            None
+        } else {
+            self.get_ref(kinds::CONFIGMAPS, OPERATOR_NS, &config_name)
+                .map(|cm| {
+                    cm.get("data")
+                        .and_then(Value::as_object)
+                        .map(|m| {
+                            m.iter()
+                                .map(|(k, v)| {
+                                    (k.clone(), v.as_str().unwrap_or_default().to_string())
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+        };
+        PluginInputs {
+            config_name,
+            config_default: s("/spec/devicePlugin/config/default"),
+            mig_strategy: s("/spec/mig/strategy"),
+            configmap,
+        }
+    }
+
+    /// Brings the nodes' advertisements up to date after a write: every node when the device plugin
+    /// daemonset was restarted, else only the node that was written (its labels may select another config).
+    /// ConfigMap and ClusterPolicy writes change no node by themselves: that is the operator's behaviour.
+    pub(crate) fn reconcile(&mut self, written_node: Option<&str>) {
+        let marker = self.daemonset_marker();
+        let restarted = marker.is_some() && marker != self.restart_marker;
+        if marker.is_some() {
+            self.restart_marker = marker;
+        }
+        let current = self.current_inputs();
+        let names: Vec<String> = if restarted {
+            self.twins.keys().cloned().collect()
+        } else {
+            written_node
+                .filter(|n| self.twins.contains_key(*n))
+                .map(str::to_string)
+                .into_iter()
+                .collect()
+        };
+        for n in names {
+            let Some(node) = self.get_ref(kinds::NODES, "", &n).cloned() else {
+                self.twins.remove(&n);
+                continue;
+            };
+            let Some(t) = self.twins.get_mut(&n) else {
+                continue;
+            };
+            let labels = labels_of(&node);
+            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
+            if restarted || (t.cloud == "eks" && mig_label != t.seen_mig_label) {
+                t.loaded = current.clone();
+                t.seen_mig_label = mig_label;
+            }
+            let updated = render_node(&node, t);
+            if updated != node {
+                self.put_internal(kinds::NODES, "", &n, updated);
+            }
+        }
+        // The daemonset controller: the rollout completes at once, on every non-GKE GPU node.
+        let gpu_nodes = self
+            .twins
+            .values()
+            .filter(|t| t.gpus > 0 && t.cloud != "gke")
+            .count();
+        if let Some(mut ds) = self
+            .get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
+            .cloned()
+        {
+            let generation = ds
+                .pointer("/metadata/generation")
+                .cloned()
+                .unwrap_or(json!(1));
+            let status = json!({"currentNumberScheduled": gpu_nodes, "desiredNumberScheduled": gpu_nodes, "numberReady": gpu_nodes,
+                "numberAvailable": gpu_nodes, "updatedNumberScheduled": gpu_nodes, "numberMisscheduled": 0, "observedGeneration": generation});
+            if ds.get("status") != Some(&status) {
+                ds["status"] = status;
+                self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS, ds);
+            }
+        }
+    }
+
+    /// Creates, updates or removes the Node objects of one pool.
+    pub(crate) fn pool_changed(&mut self, p: &PoolNodes) {
+        let names = node_names(p.cloud, &p.cluster, &p.pool, p.node_count);
+        let stale: Vec<String> = self
+            .twins
+            .iter()
+            .filter(|(n, t)| t.pool == p.pool && !names.contains(n))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in stale {
+            self.twins.remove(&n);
+            self.unstore("nodes", "", &n);
+        }
+        let current = self.current_inputs();
+        for (i, n) in names.iter().enumerate() {
+            let old_twin = self.twins.get(n).cloned();
+            let mut t = NodeTwin {
+                cloud: p.cloud.to_string(),
+                pool: p.pool.clone(),
+                gpu_product: p.gpu_product.clone(),
+                gpus: if p.gpu_product.is_some() {
+                    p.gpus_per_node
+                } else {
+                    0
+                },
+                gpu_memory_mib: p.gpu_memory_mib,
+                mig_profile: p.mig_profile.clone(),
+                mig_instances_per_gpu: p.mig_instances_per_gpu,
+                gke_sharing: p.gke_sharing.clone(),
+                pool_labels: p.labels.clone(),
+                loaded: current.clone(),
+                seen_mig_label: None,
+            };
+            if let Some(o) = &old_twin {
+                // The plugin pod on an existing node keeps what it loaded.
+                t.loaded = o.loaded.clone();
+                t.seen_mig_label = o.seen_mig_label.clone();
+            }
+            let mut node = match self.get_ref(kinds::NODES, "", n) {
+                Some(existing) => existing.clone(),
+                None => new_node(p, n, i),
+            };
+            let mut labels = labels_of(&node);
+            if let Some(o) = &old_twin {
+                for k in o.pool_labels.keys() {
+                    labels.remove(k);
+                }
+            }
+            for (k, v) in standard_labels(p, n) {
+                labels.entry(k).or_insert(v);
+            }
+            if p.cloud == "gke" {
+                for (k, v) in twin::gke_labels(&t) {
+                    labels.entry(k).or_insert(v);
+                }
+            }
+            labels.extend(p.labels.clone());
+            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
+            if t.cloud == "eks" && mig_label != t.seen_mig_label {
+                // The MIG manager repartitions and restarts the device plugin on this node.
+                t.loaded = current.clone();
+                t.seen_mig_label = mig_label;
+            }
+            node["metadata"]["labels"] = json!(labels);
+            let taints: Vec<Value> = p
+                .taints
+                .iter()
+                .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
+                .collect();
+            if taints.is_empty() {
+                node["spec"].as_object_mut().map(|s| s.remove("taints"));
+            } else {
+                node["spec"]["taints"] = json!(taints);
+            }
+            self.twins.insert(n.clone(), t);
+            let t = &self.twins[n];
+            let rendered = render_node(&node, t);
+            if self.get_ref(kinds::NODES, "", n) != Some(&rendered) {
+                self.put_internal(kinds::NODES, "", n, rendered);
+            }
+        }
+        self.reconcile(None);
+    }
+
+    pub(crate) fn pool_deleted(&mut self, pool: &str) {
+        let gone: Vec<String> = self
+            .twins
+            .iter()
+            .filter(|(_, t)| t.pool == pool)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in gone {
+            self.twins.remove(&n);
+            self.unstore("nodes", "", &n);
+        }
+    }
+}
+
+/// Writes the advertisement into a node (or, when the plugin refused its config, only notes why).
+pub(super) fn render_node(node: &Value, t: &NodeTwin) -> Value {
+    let mut node = node.clone();
+    let mut labels = labels_of(&node);
+    let (_, state) = twin::mig_manager(t, &labels);
+    match state {
+        Some(s) => {
+            labels.insert(twin::MIG_STATE_LABEL.into(), s.into());
+        }
+        None => {
+            labels.remove(twin::MIG_STATE_LABEL);
+        }
+    }
+    let mut annotations: BTreeMap<String, String> = node
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    match twin::advertise(t, &labels) {
+        Ok(a) => {
+            annotations.remove(ERROR_ANNOTATION);
+            labels.retain(|k, _| !twin::is_gfd_label(k));
+            labels.extend(a.labels);
+            for f in ["capacity", "allocatable"] {
+                let mut m: Map<String, Value> = node
+                    .pointer(&format!("/status/{f}"))
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                m.retain(|k, _| !k.starts_with("nvidia.com/"));
+                for (r, n) in &a.resources {
+                    m.insert(r.clone(), json!(n.to_string()));
+                }
+                node["status"][f] = Value::Object(m);
+            }
+        }
+        Err(e) => {
+            annotations.insert(ERROR_ANNOTATION.into(), e);
+        }
+    }
+    node["metadata"]["labels"] = json!(labels);
+    if annotations.is_empty() {
+        meta_mut(&mut node).remove("annotations");
+    } else {
+        node["metadata"]["annotations"] = json!(annotations);
+    }
+    node
+}
+
+/// Node names as each cloud makes them, stable for a given cluster, pool and index.
+pub(super) fn node_names(cloud: &str, cluster: &str, pool: &str, count: u32) -> Vec<String> {
+    let h = fnv1a(&format!("{cloud}/{cluster}/{pool}"));
+    (0..count)
+        .map(|i| match cloud {
+            "aks" => format!(
+                "aks-{pool}-{:08}-vmss{}",
+                h % 100_000_000,
+                base36(i as u64, 6)
+            ),
+            "gke" => {
+                let c: String = cluster
+                    .chars()
+                    .take(20)
+                    .collect::<String>()
+                    .trim_end_matches('-')
+                    .to_string();
+                let p: String = pool
+                    .chars()
+                    .take(20)
+                    .collect::<String>()
+                    .trim_end_matches('-')
+                    .to_string();
+                let suffix = base36(fnv1a(&format!("{h}/{i}")) % 36u64.pow(4), 4);
+                format!("gke-{c}-{p}-{:08x}-{suffix}", h as u32)
+            }
+            _ => {
+                let n = i as u64 + 10;
+                format!(
+                    "ip-10-{}-{}-{}.ec2.internal",
+                    h % 256,
+                    ((h >> 8) % 200) + n / 250,
+                    n % 250
+                )
+            }
+        })
+        .collect()
+}
+
+pub(super) fn base36(mut n: u64, width: usize) -> String {
+    const D: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut s = Vec::new();
+    while n > 0 {
+        s.push(D[(n % 36) as usize]);
+        n /= 36;
+    }
+    while s.len() < width {
+        s.push(b'0');
+    }
+    s.reverse();
+    String::from_utf8(s).unwrap_or_default()
+}
+
+pub(super) fn standard_labels(p: &PoolNodes, name: &str) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::from([
+        ("kubernetes.io/hostname".to_string(), name.to_string()),
+        ("kubernetes.io/os".into(), "linux".into()),
+        ("kubernetes.io/arch".into(), "amd64".into()),
+        ("beta.kubernetes.io/os".into(), "linux".into()),
+        ("beta.kubernetes.io/arch".into(), "amd64".into()),
+    ]);
+    match p.cloud {
+        "aks" => {
+            l.insert("agentpool".into(), p.pool.clone());
+            l.insert("kubernetes.azure.com/agentpool".into(), p.pool.clone());
+            l.insert("kubernetes.azure.com/mode".into(), "user".into());
+        }
+        "gke" => {
+            l.insert("cloud.google.com/gke-nodepool".into(), p.pool.clone());
+        }
+        _ => {
+            l.insert("eks.amazonaws.com/nodegroup".into(), p.pool.clone());
+            l.insert("eks.amazonaws.com/capacityType".into(), "ON_DEMAND".into());
+        }
+    }
+    if p.gpu_product.is_some() && p.cloud != "gke" {
+        l.insert("nvidia.com/gpu.deploy.device-plugin".into(), "true".into());
+    }
+    l
+}
+
+pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {
+    let h = fnv1a(name);
+    let ip = format!("10.{}.{}.{}", h % 200 + 10, (h >> 8) % 250, index % 250 + 4);
+    let provider_id = match p.cloud {
+        "aks" => format!(
+            "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_sandbox/providers/Microsoft.Compute/virtualMachineScaleSets/aks-{}-vmss/virtualMachines/{index}",
+            p.pool
+        ),
+        "gke" => format!("gce://sandbox-project/us-central1-a/{name}"),
+        _ => format!("aws:///us-east-1a/i-{:017x}", h & 0x0fff_ffff_ffff_ffff),
+    };
+    let now = crate::dates::now_rfc3339_secs();
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": util::uuid4(), "creationTimestamp": now, "generation": 1, "labels": {}},
+        "spec": {"providerID": provider_id},
+        "status": {
+            "capacity": {"cpu": "8", "memory": "65842656Ki", "pods": "110", "ephemeral-storage": "129886128Ki"},
+            "allocatable": {"cpu": "7820m", "memory": "57289696Ki", "pods": "110", "ephemeral-storage": "119703055367"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+                "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.32.4", "kubeProxyVersion": "v1.32.4",
+                "containerRuntimeVersion": "containerd://1.7.27", "osImage": "Ubuntu 22.04.5 LTS", "kernelVersion": "5.15.0-1079",
+                "machineID": format!("{h:032x}"), "systemUUID": util::uuid4(), "bootID": util::uuid4()},
+        },
+    })
+}

@@ -1,0 +1,515 @@
+//! The API server's write path: create, replace, the three patch types, server-side apply with its
+//! conflicts, and delete, all ending in one `write` that validates, keeps resourceVersion,
+//! generation and managedFields, stores, and lets the twin react.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::managed::{
+    Managed, apply_conflict, managed_entries, set_managed, strip_meta_status, without_volatile,
+};
+use super::{Cluster, WriteCtx, meta_mut, meta_str};
+use crate::kube::kinds::{self, Kind};
+use crate::kube::patch::{self, FieldPath, PatchType};
+use crate::kube::status::{ApiError, FieldError};
+use crate::kube::util;
+use crate::kube::validate::{fold_string_data, validate_object};
+
+impl Cluster {
+    /// Fills identity fields from the URL and rejects bodies that contradict it.
+    pub(super) fn normalize(
+        kind: Kind,
+        ns: &str,
+        name: Option<&str>,
+        mut body: Value,
+    ) -> Result<Value, ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
+                kind.kind, kind.version, kind.kind
+            )));
+        }
+        match body.get("kind") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(k)) if k == kind.kind => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "the body of the request is a {other}, but a {} was expected",
+                    kind.kind
+                )));
+            }
+        }
+        match body.get("apiVersion") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(v)) if *v == kind.api_version() => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({other}) does not match the expected API version ({})",
+                    kind.api_version()
+                )));
+            }
+        }
+        // The typed decoder of the real server rejects these shapes before anything else looks at them.
+        for f in [
+            "metadata",
+            "spec",
+            "status",
+            "data",
+            "binaryData",
+            "stringData",
+        ] {
+            if body.get(f).is_some_and(|m| !m.is_object() && !m.is_null()) {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: {f} must be an object",
+                    kind.kind, kind.version, kind.kind
+                )));
+            }
+        }
+        body["kind"] = json!(kind.kind);
+        body["apiVersion"] = json!(kind.api_version());
+        let m = meta_mut(&mut body);
+        if kind.namespaced {
+            match m.get("namespace").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {
+                    m.insert("namespace".into(), json!(ns));
+                }
+            }
+        } else {
+            m.remove("namespace");
+        }
+        if let Some(name) = name {
+            match m.get("name").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() && n != name => {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({n}) does not match the name on the URL ({name})"
+                    )));
+                }
+                _ => {
+                    m.insert("name".into(), json!(name));
+                }
+            }
+        }
+        Ok(body)
+    }
+
+    pub(crate) fn create(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        body: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        let mut body = Self::normalize(kind, ns, None, body)?;
+        let m = meta_mut(&mut body);
+        if m.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty()
+            && let Some(g) = m
+                .get("generateName")
+                .and_then(Value::as_str)
+                .filter(|g| !g.is_empty())
+        {
+            let suffix: String = (0..5)
+                .map(|_| fastrand::alphanumeric().to_ascii_lowercase())
+                .collect();
+            let n = format!("{g}{suffix}");
+            m.insert("name".into(), json!(n));
+        }
+        let name = meta_str(&body, "name").unwrap_or_default().to_string();
+        self.check_namespace(kind, ns)?;
+        if self.get_ref(kind, ns, &name).is_some() {
+            validate_object(kind, &body, None)?;
+            return Err(ApiError::already_exists(&kind.qualified(), &name));
+        }
+        self.write(kind, ns, &name, None, body, ctx)
+    }
+
+    pub(crate) fn replace(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        body: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        let body = Self::normalize(kind, ns, Some(name), body)?;
+        let old = self.get(kind, ns, name)?;
+        match meta_str(&body, "resourceVersion") {
+            Some(rv) if !rv.is_empty() && Some(rv) != meta_str(&old, "resourceVersion") => {
+                return Err(ApiError::modified(&kind.qualified(), name));
+            }
+            _ if !kind.unconditional_update => {
+                return Err(ApiError::invalid(
+                    &format!("{}.{}", kind.kind, kind.group),
+                    name,
+                    &[FieldError::invalid(
+                        "metadata.resourceVersion",
+                        "0x0",
+                        "must be specified for an update",
+                    )],
+                ));
+            }
+            _ => {}
+        }
+        self.write(kind, ns, name, Some(old), body, ctx)
+    }
+
+    /// Merge, JSON and strategic-merge patches (the last treated as a merge: none of these kinds has a list
+    /// that strategic merge would merge by key in a way that matters here).
+    pub(crate) fn patch(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        ptype: PatchType,
+        body: &Value,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        let old = self.get(kind, ns, name)?;
+        let mut new = old.clone();
+        match ptype {
+            PatchType::Merge | PatchType::Strategic => {
+                if !body.is_object() {
+                    return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+                }
+                if ptype == PatchType::Strategic {
+                    patch::merge_patch(&mut new, &patch::strategic_to_merge(body));
+                } else {
+                    patch::merge_patch(&mut new, body);
+                }
+            }
+            PatchType::Json => patch::json_patch(&mut new, body).map_err(|e| match e {
+                patch::JsonPatchError::Malformed(m) => ApiError::bad_request(m),
+                patch::JsonPatchError::Failed(m) => ApiError::new(422, "Invalid", m),
+            })?,
+        }
+        // A resourceVersion in the patch is a precondition.
+        if let (Some(want), Some(have)) = (
+            meta_str(&new, "resourceVersion"),
+            meta_str(&old, "resourceVersion"),
+        ) && want != have
+            && !want.is_empty()
+        {
+            return Err(ApiError::modified(&kind.qualified(), name));
+        }
+        let new = Self::normalize(kind, ns, Some(name), new)?;
+        self.write(kind, ns, name, Some(old), new, ctx)
+    }
+
+    /// Server-side apply: creates when absent; conflicts when another manager owns a field whose value the
+    /// applied configuration changes, unless forced.
+    pub(crate) fn apply(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        applied: Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<Value, ApiError> {
+        if !applied.is_object() {
+            return Err(ApiError::bad_request("an apply patch must be an object"));
+        }
+        for f in ["apiVersion", "kind"] {
+            if applied
+                .get(f)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(ApiError::bad_request(format!(
+                    "invalid object type: {f} must be set in an apply configuration"
+                )));
+            }
+        }
+        let applied = Self::normalize(kind, ns, Some(name), applied)?;
+        let paths = patch::leaf_paths(&applied);
+        let ctx = WriteCtx {
+            manager,
+            apply: Some(paths.clone()),
+        };
+        let Some(old) = self.get_ref(kind, ns, name).cloned() else {
+            self.check_namespace(kind, ns)?;
+            let mut fresh = applied.clone();
+            meta_mut(&mut fresh).remove("managedFields");
+            return self.write(kind, ns, name, None, fresh, &ctx);
+        };
+        let mut owners = managed_entries(&old);
+        // Keyed by the whole entry, as the API server keys managers (manager, operation,
+        // apiVersion, time): "helm" that applied and "helm" that updated are two managers.
+        let mut conflicts: BTreeMap<String, Vec<FieldPath>> = BTreeMap::new();
+        for p in &paths {
+            let live = patch::get_path(&old, p);
+            if live.is_none() || live == patch::get_path(&applied, p) {
+                continue;
+            }
+            for e in owners
+                .iter()
+                .filter(|e| !(e.manager == manager && e.operation == "Apply"))
+            {
+                if e.fields.contains(p) {
+                    conflicts
+                        .entry(e.describe(&kind.api_version()))
+                        .or_default()
+                        .push(p.clone());
+                }
+            }
+        }
+        if !conflicts.is_empty() && !force {
+            return Err(apply_conflict(&conflicts));
+        }
+        if force {
+            for e in owners
+                .iter_mut()
+                .filter(|e| !(e.manager == manager && e.operation == "Apply"))
+            {
+                e.fields.retain(|p| {
+                    !(paths.contains(p) && patch::get_path(&old, p) != patch::get_path(&applied, p))
+                });
+            }
+        }
+        let mut new = old.clone();
+        let previous: BTreeSet<FieldPath> = owners
+            .iter()
+            .find(|e| e.manager == manager && e.operation == "Apply")
+            .map(|e| e.fields.clone())
+            .unwrap_or_default();
+        for p in previous.difference(&paths) {
+            let shared = owners
+                .iter()
+                .any(|e| !(e.manager == manager && e.operation == "Apply") && e.fields.contains(p));
+            if !shared {
+                patch::remove_path(&mut new, p);
+            }
+        }
+        for p in &paths {
+            let v = patch::get_path(&applied, p).cloned().unwrap_or(Value::Null);
+            if v.as_object().is_some_and(Map::is_empty)
+                && patch::get_path(&new, p).is_some_and(Value::is_object)
+            {
+                continue;
+            }
+            patch::set_path(&mut new, p, v);
+        }
+        set_managed(&mut new, &owners, &kind.api_version());
+        self.write(kind, ns, name, Some(old), new, &ctx)
+    }
+
+    pub(crate) fn delete(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        precondition_rv: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        if kind == kinds::NAMESPACES && ["default", "kube-system", "kube-public"].contains(&name) {
+            // The namespace lifecycle admission plugin protects these.
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            )
+            .with_details(json!({"name": name, "kind": "namespaces"})));
+        }
+        let old = self.get(kind, ns, name)?;
+        if let Some(rv) = precondition_rv
+            && Some(rv) != meta_str(&old, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                &kind.qualified(),
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta_str(&old, "resourceVersion").unwrap_or_default()
+                ),
+            ));
+        }
+        self.unstore(&kind.qualified(), ns, name);
+        if kind == kinds::NAMESPACES {
+            for k in kinds::ALL.iter().filter(|k| k.namespaced) {
+                let q = k.qualified();
+                let inside: Vec<String> = self
+                    .objects
+                    .get(&q)
+                    .map(|m| {
+                        m.values()
+                            .filter(|o| meta_str(o, "namespace") == Some(name))
+                            .filter_map(|o| meta_str(o, "name").map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for n in inside {
+                    self.unstore(&q, name, &n);
+                }
+            }
+        }
+        if kind == kinds::CRDS && name == kinds::CLUSTERPOLICY_CRD {
+            let q = kinds::CLUSTERPOLICIES.qualified();
+            let all: Vec<String> = self
+                .objects
+                .get(&q)
+                .map(|m| {
+                    m.values()
+                        .filter_map(|o| meta_str(o, "name").map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for n in all {
+                self.unstore(&q, "", &n);
+            }
+            self.objects.remove(&q);
+        }
+        if kind == kinds::NODES {
+            self.twins.remove(name);
+        }
+        self.reconcile(None);
+        let uid = meta_str(&old, "uid").unwrap_or_default();
+        Ok(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": name, "group": kind.group, "kind": kind.plural, "uid": uid}}),
+        )
+    }
+
+    /// The one write path: validation, bookkeeping, storage, and the twin's reaction.
+    pub(super) fn write(
+        &mut self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        old: Option<Value>,
+        mut new: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        if kind == kinds::SECRETS {
+            fold_string_data(&mut new)?;
+        }
+        validate_object(kind, &new, old.as_ref())?;
+        let now = crate::dates::now_rfc3339_secs();
+        {
+            let m = meta_mut(&mut new);
+            for f in ["selfLink", "deletionTimestamp"] {
+                m.remove(f);
+            }
+        }
+        match &old {
+            Some(o) => {
+                let keep = |f: &str| o.get("metadata").and_then(|m| m.get(f)).cloned();
+                let (uid, created, generation) =
+                    (keep("uid"), keep("creationTimestamp"), keep("generation"));
+                if kind.status_subresource {
+                    match o.get("status") {
+                        Some(s) => new["status"] = s.clone(),
+                        None => {
+                            new.as_object_mut().map(|m| m.remove("status"));
+                        }
+                    }
+                }
+                let spec_changed = strip_meta_status(o) != strip_meta_status(&new);
+                let m = meta_mut(&mut new);
+                m.insert("uid".into(), uid.unwrap_or_else(|| json!(util::uuid4())));
+                m.insert(
+                    "creationTimestamp".into(),
+                    created.unwrap_or_else(|| json!(now.clone())),
+                );
+                let g = generation.and_then(|g| g.as_i64()).unwrap_or(1);
+                m.insert(
+                    "generation".into(),
+                    json!(if spec_changed { g + 1 } else { g }),
+                );
+            }
+            None => {
+                let m = meta_mut(&mut new);
+                m.insert("uid".into(), json!(util::uuid4()));
+                m.insert("creationTimestamp".into(), json!(now.clone()));
+                m.insert("generation".into(), json!(1));
+                if kind == kinds::NAMESPACES {
+                    new["spec"] = json!({"finalizers": ["kubernetes"]});
+                    new["status"] = json!({"phase": "Active"});
+                }
+            }
+        }
+        if kind == kinds::NAMESPACES {
+            let labels = meta_mut(&mut new)
+                .entry("labels")
+                .or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), json!(name));
+            }
+        }
+        // managedFields: an apply owns exactly its configuration; an update owns what it changed.
+        let mut owners = match &old {
+            Some(_) if ctx.apply.is_some() => managed_entries(&new),
+            Some(o) => managed_entries(o),
+            None => Vec::new(),
+        };
+        let present = patch::leaf_paths(&new);
+        match &ctx.apply {
+            Some(paths) => {
+                owners.retain(|e| !(e.manager == ctx.manager && e.operation == "Apply"));
+                owners.push(Managed {
+                    manager: ctx.manager.to_string(),
+                    operation: "Apply".into(),
+                    fields: paths.clone(),
+                    time: now.clone(),
+                });
+            }
+            None => {
+                let changed = match &old {
+                    Some(o) => patch::changed_paths(o, &new),
+                    None => present.clone(),
+                };
+                for e in owners
+                    .iter_mut()
+                    .filter(|e| !(e.manager == ctx.manager && e.operation == "Update"))
+                {
+                    e.fields.retain(|p| !changed.contains(p));
+                }
+                match owners
+                    .iter_mut()
+                    .find(|e| e.manager == ctx.manager && e.operation == "Update")
+                {
+                    Some(e) => {
+                        e.fields.extend(changed.iter().cloned());
+                        if !changed.is_empty() {
+                            e.time = now.clone();
+                        }
+                    }
+                    None if !changed.is_empty() => owners.push(Managed {
+                        manager: ctx.manager.to_string(),
+                        operation: "Update".into(),
+                        fields: changed.clone(),
+                        time: now.clone(),
+                    }),
+                    None => {}
+                }
+            }
+        }
+        for e in owners.iter_mut() {
+            e.fields.retain(|p| present.contains(p));
+        }
+        owners.retain(|e| !e.fields.is_empty());
+        set_managed(&mut new, &owners, &kind.api_version());
+        if old
+            .as_ref()
+            .is_some_and(|o| without_volatile(o) == without_volatile(&new))
+        {
+            // A no-op write does not bump resourceVersion, as on the real server.
+            return Ok(old.unwrap_or(new));
+        }
+        let new = self.store(&kind.qualified(), ns, name, new);
+        if kind == kinds::CRDS && name == kinds::CLUSTERPOLICY_CRD {
+            self.objects
+                .entry(kinds::CLUSTERPOLICIES.qualified())
+                .or_default();
+        }
+        self.reconcile((kind == kinds::NODES).then_some(name));
+        // The twin may have rewritten the object (a node's labels): answer with what is stored.
+        Ok(self.get_ref(kind, ns, name).cloned().unwrap_or(new))
+    }
+}

@@ -1,0 +1,175 @@
+//! What nodes advertise for each device plugin config, MIG layout and cloud, checked against the
+//! device plugin's and GKE's documented behaviour.
+
+use super::*;
+
+fn twin(cloud: &str) -> NodeTwin {
+    NodeTwin {
+        cloud: cloud.into(),
+        pool: "gpu".into(),
+        gpu_product: Some("NVIDIA-A100-80GB-PCIe".into()),
+        gpus: 1,
+        gpu_memory_mib: 81920,
+        mig_profile: None,
+        mig_instances_per_gpu: 0,
+        gke_sharing: None,
+        pool_labels: BTreeMap::new(),
+        loaded: PluginInputs {
+            mig_strategy: "single".into(),
+            ..Default::default()
+        },
+        seen_mig_label: None,
+    }
+}
+
+const TS10: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
+
+#[test]
+fn parses_and_rejects() {
+    let c = parse_config(TS10).unwrap();
+    assert_eq!(
+        c.sharing.unwrap().resources,
+        vec![("nvidia.com/gpu".to_string(), 10)]
+    );
+    assert!(parse_config("version: v2").is_err());
+    assert!(parse_config("sharing:\n  timeSlicing:\n    resources: []\n").is_err());
+    assert!(
+        parse_config(
+            "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1\n"
+        )
+        .is_err()
+    );
+    assert!(parse_config("sharing:\n  mps:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n").is_err());
+    assert!(parse_config("flags:\n  migStrategy: weird\n").is_err());
+    assert!(parse_config(": : :\n- [").is_err());
+    assert!(parse_config("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n      devices: some\n").is_err());
+    let both = "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n  mps:\n    resources:\n    - name: gpu\n      replicas: 4\n";
+    assert_eq!(parse_config(both).unwrap().sharing.unwrap().strategy, "mps");
+    assert_eq!(parse_config("").unwrap(), DpConfig::default());
+    let short = parse_config(
+        "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 3\n",
+    )
+    .unwrap();
+    assert_eq!(short.sharing.unwrap().resources[0].0, "nvidia.com/gpu");
+}
+
+#[test]
+fn time_slicing_and_rename() {
+    let mut t = twin("aks");
+    t.loaded.config_name = "cfg".into();
+    t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), TS10.to_string())]));
+    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    assert_eq!(a.resources["nvidia.com/gpu"], 10);
+    assert_eq!(
+        a.labels["nvidia.com/gpu.product"],
+        "NVIDIA-A100-80GB-PCIe-SHARED"
+    );
+    let renamed = TS10.replace(
+        "timeSlicing:\n",
+        "timeSlicing:\n    renameByDefault: true\n",
+    );
+    t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), renamed)]));
+    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    assert_eq!(a.resources.get("nvidia.com/gpu"), None);
+    assert_eq!(a.resources["nvidia.com/gpu.shared"], 10);
+    assert_eq!(a.labels["nvidia.com/gpu.product"], "NVIDIA-A100-80GB-PCIe");
+    assert_eq!(a.labels["nvidia.com/gpu.sharing-strategy"], "time-slicing");
+}
+
+#[test]
+fn mig_strategies() {
+    let mut t = twin("aks");
+    t.gpus = 2;
+    t.mig_profile = Some("1g.10gb".into());
+    t.mig_instances_per_gpu = 7;
+    assert_eq!(
+        advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+        14
+    );
+    t.loaded.mig_strategy = "mixed".into();
+    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    assert_eq!(a.resources["nvidia.com/mig-1g.10gb"], 14);
+    assert!(!a.resources.contains_key("nvidia.com/gpu"));
+    let mut e = twin("eks");
+    let labels = BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), "all-3g.40gb".to_string())]);
+    assert_eq!(
+        mig_manager(&e, &labels),
+        (Some(("3g.40gb".into(), 2)), Some("success"))
+    );
+    assert_eq!(
+        advertise(&e, &labels).unwrap().resources["nvidia.com/gpu"],
+        2
+    );
+    e.gpu_product = Some("Tesla-T4".into());
+    e.gpu_memory_mib = 15360;
+    assert_eq!(mig_manager(&e, &labels), (None, Some("failed")));
+}
+
+#[test]
+fn mixed_mig_time_sliced_and_config_selection() {
+    let mut t = twin("aks");
+    t.mig_profile = Some("3g.40gb".into());
+    t.mig_instances_per_gpu = 2;
+    t.loaded = PluginInputs {
+        config_name: "cfg".into(),
+        config_default: String::new(),
+        mig_strategy: "mixed".into(),
+        configmap: Some(BTreeMap::from([
+            ("default".to_string(), String::new()),
+            ("mig-ts".to_string(), "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-3g.40gb\n      replicas: 3\n".to_string()),
+        ])),
+    };
+    // No label and no ClusterPolicy default: the key named "default".
+    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    assert_eq!(
+        a.resources,
+        BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 2)])
+    );
+    let label = BTreeMap::from([(CONFIG_LABEL.to_string(), "mig-ts".to_string())]);
+    let a = advertise(&t, &label).unwrap();
+    assert_eq!(
+        a.resources,
+        BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 6)])
+    );
+    assert_eq!(a.labels["nvidia.com/mig-3g.40gb.replicas"], "3");
+    // Two keys, neither named default, no label, no default: the plugin cannot choose.
+    t.loaded.configmap = Some(BTreeMap::from([
+        ("a".to_string(), String::new()),
+        ("b".to_string(), String::new()),
+    ]));
+    assert!(advertise(&t, &BTreeMap::new()).is_err());
+    // One key: that one.
+    t.loaded.configmap = Some(BTreeMap::from([("only".to_string(), String::new())]));
+    assert!(advertise(&t, &BTreeMap::new()).is_ok());
+    // MPS on MIG devices is refused.
+    t.loaded.configmap = Some(BTreeMap::from([(
+        "m".to_string(),
+        "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
+            .to_string(),
+    )]));
+    assert!(advertise(&t, &BTreeMap::new()).unwrap_err().contains("MPS"));
+    // A missing ConfigMap: refused (the plugin pod cannot mount it).
+    t.loaded.configmap = None;
+    assert!(
+        advertise(&t, &BTreeMap::new())
+            .unwrap_err()
+            .contains("not found")
+    );
+}
+
+#[test]
+fn gke_math() {
+    let mut t = twin("gke");
+    t.gpus = 2;
+    t.gke_sharing = Some(("TIME_SHARING".into(), 5));
+    assert_eq!(
+        advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+        10
+    );
+    t.mig_profile = Some("1g.10gb".into());
+    t.mig_instances_per_gpu = 7;
+    assert_eq!(
+        advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+        70
+    );
+}

@@ -1,0 +1,75 @@
+//! The sandbox's one router: which path belongs to which API, and the fault layer in front of all of
+//! them. Routing and fault rendering live together because both answer the same question, which
+//! API a path is for: a fault injected into a request must look like an error of that API.
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{any, get};
+
+use super::api::{CloudApi, handle};
+use super::arm::{Arm, token};
+use super::eks::Eks;
+use super::gke::{Gke, instance_group_manager};
+use super::{Sandbox, faults, inventory, kube, util};
+
+/// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
+/// the fault layer so faults can target any API.
+pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
+    let control = Router::new()
+        .route("/_sandbox/faults", any(faults::faults_endpoint))
+        .route("/_sandbox/chaos", any(faults::chaos_endpoint))
+        .with_state(sb.shared_faults());
+    let router = Router::new()
+        .route("/_sandbox/health", get(|| async { "ok" }))
+        .route("/_sandbox/inventory", get(inventory::endpoint))
+        .route("/{tenant}/oauth2/v2.0/token", any(token))
+        .route("/subscriptions/{*rest}", any(handle::<Arm>))
+        .route("/v1/{*rest}", any(handle::<Gke>))
+        .route("/compute/v1/{*rest}", get(instance_group_manager))
+        .route("/clusters", any(handle::<Eks>))
+        .route("/clusters/{*rest}", any(handle::<Eks>))
+        .with_state(sb.clone())
+        .merge(control)
+        .merge(extra)
+        .fallback(util::not_found);
+    behind_faults(sb, router)
+}
+
+/// `router` behind the sandbox's fault layer: faults armed on the sandbox apply to its requests.
+pub(crate) fn behind_faults(sb: &Sandbox, router: Router) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        sb.clone(),
+        fault_layer,
+    ))
+}
+
+async fn fault_layer(State(sb): State<Sandbox>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    if path.starts_with("/_sandbox/") {
+        return next.run(req).await;
+    }
+    let fault = sb.faults().take(req.method(), &path);
+    match fault {
+        Some(fault) => faults::apply(fault, req, next, |status| injected(&path, status)).await,
+        None => next.run(req).await,
+    }
+}
+
+/// An injected failure in the error shape of the API the path belongs to. Compute Engine paths and
+/// the Azure AD token endpoint answer in ARM's shape, as they always have here.
+fn injected(path: &str, status: StatusCode) -> Response {
+    use axum::response::IntoResponse;
+    let message = format!("sandbox fault injection: {status}");
+    if path.starts_with("/v1/") {
+        Gke::injected(status, message).into_response()
+    } else if path.starts_with("/k8s/") {
+        kube::injected(status, message)
+    } else if path.starts_with("/clusters") {
+        Eks::injected(status, message).into_response()
+    } else {
+        Arm::injected(status, message).into_response()
+    }
+}

@@ -1,0 +1,245 @@
+//! Bad requests to EKS (and one to ARM among them, kept where the table always had it).
+
+use super::*;
+
+/// EKS: signatures, node group fields and quotas, updates, methods.
+pub(super) fn cases() -> Vec<Case> {
+    let ngs = "/clusters/sandbox-eks/node-groups";
+    let eks_ng = |extra: Value| {
+        let mut b = json!({"nodegroupName": "n1", "nodeRole": "arn:aws:iam::123456789012:role/n", "subnets": ["subnet-1"]});
+        for (k, v) in extra.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        b
+    };
+    use Method as M;
+    vec![
+        // ---- EKS
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            json!({"nodegroupName": "n1", "subnets": ["subnet-1"]}),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"nodegroupName": "-bad"})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"scalingConfig": {"minSize": 3, "maxSize": 2, "desiredSize": 2}})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"scalingConfig": {"minSize": 1, "maxSize": 2, "desiredSize": 3}})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"scalingConfig": {"minSize": 2, "maxSize": 4, "desiredSize": 1}})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"amiType": "UBUNTU"})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"instanceTypes": ["p9.huge"]})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"capacityType": "CHEAP"})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"subnets": []})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"tags": {"aws:owner": "me"}})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"scalingConfig": {"minSize": 1, "maxSize": 100000, "desiredSize": 1}})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "arm",
+            M::PUT,
+            pool("p"),
+            props(json!({"gpuProfile": {"driver": "Maybe"}})),
+            400,
+            "InvalidParameter",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"nodeRole": "node-role"})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"amiType": "AL2023_x86_64_NVIDIA", "instanceTypes": ["t3.medium"]})),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(
+                json!({"taints": (0..51).map(|i| json!({"key": format!("k{i}"), "effect": "NO_SCHEDULE"})).collect::<Vec<_>>()}),
+            ),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            ngs,
+            eks_ng(json!({"nodegroupName": "dup"})),
+            409,
+            "ResourceInUseException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            "/clusters/nope/node-groups",
+            eks_ng(json!({})),
+            404,
+            "ResourceNotFoundException",
+        ),
+        case(
+            "eks",
+            M::GET,
+            format!("{ngs}/absent"),
+            Value::Null,
+            404,
+            "ResourceNotFoundException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            format!("{ngs}/dup/update-config"),
+            json!({}),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            format!("{ngs}/dup/update-config"),
+            json!({"labels": {"addOrUpdateLabels": {"a": "b"}, "removeLabels": ["a"]}}),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            format!("{ngs}/dup/update-config"),
+            json!({"scalingConfig": {"desiredSize": 9}}),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::POST,
+            format!("{ngs}/dup/update-version"),
+            json!({"version": "1.40"}),
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::GET,
+            format!("{ngs}?maxResults=500"),
+            Value::Null,
+            400,
+            "InvalidParameterException",
+        ),
+        case(
+            "eks",
+            M::GET,
+            "/clusters/sandbox-eks/updates/0000",
+            Value::Null,
+            404,
+            "ResourceNotFoundException",
+        ),
+        case(
+            "eks-noauth",
+            M::GET,
+            ngs,
+            Value::Null,
+            403,
+            "MissingAuthenticationTokenException",
+        ),
+        case(
+            "eks-s3",
+            M::GET,
+            ngs,
+            Value::Null,
+            403,
+            "InvalidSignatureException",
+        ),
+        case(
+            "eks-nodate",
+            M::GET,
+            ngs,
+            Value::Null,
+            403,
+            "IncompleteSignatureException",
+        ),
+    ]
+}

@@ -1,0 +1,262 @@
+//! What the nodes of each cloud advertise: GKE sharing and partitions at once, EKS and AKS through
+//! the MIG manager and the device plugin config, and pool lifecycles that keep API-set labels.
+
+use super::*;
+
+#[test]
+fn gke_sharing_and_partitions_advertise_at_once() {
+    let srv = serve();
+    srv.api
+        .pool_changed(&gke_pool("shared", 2, None, Some(("TIME_SHARING", 4))));
+    srv.api
+        .pool_changed(&gke_pool("parted", 1, Some(("1g.5gb", 7)), None));
+    srv.api
+        .pool_changed(&gke_pool("both", 1, Some(("3g.20gb", 2)), Some(("MPS", 3))));
+    let list = srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Dshared",
+    );
+    let nodes = items(&list);
+    assert_eq!(nodes.len(), 1);
+    let n = &nodes[0];
+    let name = n["metadata"]["name"].as_str().unwrap_or_default();
+    assert!(name.starts_with("gke-sandbox-gke-shared-"), "{name}");
+    assert_eq!(allocatable(n, "nvidia.com/gpu").as_deref(), Some("8"));
+    assert_eq!(
+        label(n, "cloud.google.com/gke-gpu-sharing-strategy").as_deref(),
+        Some("time-sharing")
+    );
+    assert_eq!(
+        label(n, "cloud.google.com/gke-max-shared-clients-per-gpu").as_deref(),
+        Some("4")
+    );
+    assert_eq!(n["spec"]["taints"][0]["key"], "nvidia.com/gpu");
+    let parted = items(&srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Dparted",
+    ));
+    assert_eq!(
+        allocatable(&parted[0], "nvidia.com/gpu").as_deref(),
+        Some("7")
+    );
+    assert_eq!(
+        label(&parted[0], "cloud.google.com/gke-gpu-partition-size").as_deref(),
+        Some("1g.5gb")
+    );
+    let both = items(&srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool+in+(both,nothing)",
+    ));
+    assert_eq!(
+        allocatable(&both[0], "nvidia.com/gpu").as_deref(),
+        Some("6")
+    );
+    assert_eq!(
+        label(&both[0], "cloud.google.com/gke-gpu-sharing-strategy").as_deref(),
+        Some("mps")
+    );
+    // GKE's device plugin is not the operator's: restarting the daemonset or a ClusterPolicy config changes nothing.
+    let r = srv.send_in(
+        "gke",
+        "sandbox-gke",
+        "PATCH",
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "application/merge-patch+json",
+        r#"{"spec":{"devicePlugin":{"config":{"name":"nope","default":"x"}}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = srv.send_in("gke", "sandbox-gke", "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/strategic-merge-patch+json", r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"now"}}}}}"#);
+    assert_eq!(r.code, 200, "{}", r.body);
+    let all = items(&srv.get_in("gke", "sandbox-gke", "/api/v1/nodes"));
+    let mut got: Vec<String> = all
+        .iter()
+        .filter_map(|n| allocatable(n, "nvidia.com/gpu"))
+        .collect();
+    got.sort();
+    assert_eq!(got, ["6", "7", "8"]);
+}
+
+#[test]
+fn eks_mig_manager_and_strategies() {
+    let srv = serve();
+    let pool = PoolNodes {
+        cloud: "eks",
+        cluster: "sandbox-eks".into(),
+        pool: "p4d".into(),
+        node_count: 1,
+        labels: BTreeMap::from([(
+            "nvidia.com/mig.config".to_string(),
+            "all-1g.5gb".to_string(),
+        )]),
+        taints: vec![],
+        gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()),
+        gpus_per_node: 8,
+        gpu_memory_mib: 40960,
+        mig_profile: None,
+        mig_instances_per_gpu: 0,
+        gke_sharing: None,
+    };
+    srv.api.pool_changed(&pool);
+    let n = &items(&srv.get_in(
+        "eks",
+        "sandbox-eks",
+        "/api/v1/nodes?labelSelector=eks.amazonaws.com%2Fnodegroup%3Dp4d",
+    ))[0];
+    let name = n["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        name.starts_with("ip-10-") && name.ends_with(".ec2.internal"),
+        "{name}"
+    );
+    // The chart's default strategy is single: 8 GPUs x 7 instances as nvidia.com/gpu.
+    assert_eq!(
+        label(n, "nvidia.com/mig.config.state").as_deref(),
+        Some("success")
+    );
+    assert_eq!(allocatable(n, "nvidia.com/gpu").as_deref(), Some("56"));
+    assert_eq!(
+        label(n, "nvidia.com/gpu.product").as_deref(),
+        Some("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
+    );
+    // Switch to mixed; it takes effect at the next restart.
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "PATCH",
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "application/json-patch+json",
+        r#"[{"op":"replace","path":"/spec/mig/strategy","value":"mixed"}]"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    let n = srv
+        .get_in("eks", "sandbox-eks", &format!("/api/v1/nodes/{name}"))
+        .body;
+    assert_eq!(allocatable(&n, "nvidia.com/gpu").as_deref(), Some("56"));
+    let r = srv.send_in("eks", "sandbox-eks", "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/strategic-merge-patch+json", r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"t1"}}}}}"#);
+    assert_eq!(r.code, 200);
+    let n = srv
+        .get_in("eks", "sandbox-eks", &format!("/api/v1/nodes/{name}"))
+        .body;
+    assert_eq!(
+        allocatable(&n, "nvidia.com/mig-1g.5gb").as_deref(),
+        Some("56"),
+        "{n}"
+    );
+    assert_eq!(allocatable(&n, "nvidia.com/gpu"), None);
+    assert_eq!(
+        label(&n, "nvidia.com/mig-1g.5gb.count").as_deref(),
+        Some("56")
+    );
+    // A profile this GPU does not have: the MIG manager fails and the GPUs stay whole.
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "PATCH",
+        &format!("/api/v1/nodes/{name}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"nvidia.com/mig.config":"all-1g.20gb"}}}"#,
+    );
+    assert_eq!(r.code, 200);
+    assert_eq!(
+        label(&r.body, "nvidia.com/mig.config.state").as_deref(),
+        Some("failed")
+    );
+    assert_eq!(allocatable(&r.body, "nvidia.com/gpu").as_deref(), Some("8"));
+    assert_eq!(allocatable(&r.body, "nvidia.com/mig-1g.5gb"), None);
+}
+
+#[test]
+fn aks_mig_pool_with_time_slicing_and_default_config() {
+    let srv = serve();
+    let mut pool = aks_a100_pool(None);
+    pool.pool = "mig".into();
+    pool.gpus_per_node = 2;
+    pool.mig_profile = Some("1g.10gb".into());
+    pool.mig_instances_per_gpu = 7;
+    srv.api.pool_changed(&pool);
+    let n = &items(&srv.call("GET", "/api/v1/nodes?labelSelector=agentpool%3Dmig", None))[0];
+    let name = n["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(allocatable(n, "nvidia.com/gpu").as_deref(), Some("14"));
+    // A config named by the ClusterPolicy default (the node has no label), rename by default.
+    let cfg = "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n";
+    let r = srv.call("POST", "/api/v1/namespaces/gpu-operator/configmaps",
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dp"}, "data": {"ts3": cfg, "all": ""}})));
+    assert_eq!(r.code, 201, "{}", r.body);
+    // Server-side apply with a JSON body, as kube-rs sends it.
+    let r = srv.patch("/apis/nvidia.com/v1/clusterpolicies/cluster-policy?fieldManager=fracgpu&force=true", "application/apply-patch+yaml",
+        &json!({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+            "spec": {"devicePlugin": {"config": {"name": "dp", "default": "ts3"}}}}).to_string());
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = srv.patch(
+        "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/merge-patch+json",
+        r#"{"spec":{"template":{"metadata":{"annotations":{"fracgpu.dev/restartedAt":"1"}}}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        r.body["status"]["numberReady"], 2,
+        "the rollout reports both GPU nodes"
+    );
+    let n = srv.call("GET", &format!("/api/v1/nodes/{name}"), None).body;
+    assert_eq!(
+        allocatable(&n, "nvidia.com/gpu.shared").as_deref(),
+        Some("42"),
+        "{n}"
+    );
+    assert_eq!(allocatable(&n, "nvidia.com/gpu"), None);
+    assert_eq!(
+        label(&n, "nvidia.com/gpu.product").as_deref(),
+        Some("NVIDIA-A100-80GB-PCIe-MIG-1g.10gb")
+    );
+    assert_eq!(label(&n, "nvidia.com/gpu.replicas").as_deref(), Some("3"));
+}
+
+#[test]
+fn pool_lifecycle_keeps_api_labels_and_names() {
+    let srv = serve();
+    let mut pool = aks_a100_pool(None);
+    pool.node_count = 3;
+    srv.api.pool_changed(&pool);
+    let names = srv.api.pool_node_names("aks", "sandbox-aks", "gpua100");
+    assert_eq!(names.len(), 3);
+    let first = names[0].clone();
+    let r = srv.patch(
+        &format!("/api/v1/nodes/{first}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"added-by":"kubectl"}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    pool.node_count = 1;
+    pool.labels = BTreeMap::from([("team".to_string(), "infra".to_string())]);
+    srv.api.pool_changed(&pool);
+    assert_eq!(
+        srv.api.pool_node_names("aks", "sandbox-aks", "gpua100"),
+        vec![first.clone()]
+    );
+    let n = srv
+        .call("GET", &format!("/api/v1/nodes/{first}"), None)
+        .body;
+    assert_eq!(label(&n, "team").as_deref(), Some("infra"));
+    assert_eq!(label(&n, "added-by").as_deref(), Some("kubectl"));
+    assert_eq!(
+        label(&n, "kubernetes.azure.com/agentpool").as_deref(),
+        Some("gpua100")
+    );
+    srv.api.pool_deleted("aks", "sandbox-aks", "gpua100");
+    assert_eq!(
+        srv.call("GET", &format!("/api/v1/nodes/{first}"), None)
+            .code,
+        404
+    );
+    assert!(items(&srv.call("GET", "/api/v1/nodes", None)).is_empty());
+}
