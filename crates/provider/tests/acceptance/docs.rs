@@ -1,5 +1,5 @@
 //! The committed docs/ must be exactly what the schemas and examples render. To regenerate:
-//! `FRACGPU_WRITE_DOCS=1 cargo test --test docs`.
+//! `FRACGPU_WRITE_DOCS=1 cargo test --test acceptance docs::`.
 
 use std::path::Path;
 
@@ -40,7 +40,7 @@ fn committed_docs_match_the_schemas() {
     }
     assert!(
         stale.is_empty(),
-        "docs/ is out of date: {stale:?}. Run `FRACGPU_WRITE_DOCS=1 cargo test --test docs` and commit the result."
+        "docs/ is out of date: {stale:?}. Run `FRACGPU_WRITE_DOCS=1 cargo test --test acceptance docs::` and commit the result."
     );
 }
 

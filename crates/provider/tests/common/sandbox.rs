@@ -192,7 +192,7 @@ impl RunningStack {
 }
 
 impl Running {
-    /// Arms a fault (see `src/sandbox/faults.rs`) on this sandbox.
+    /// Arms a fault (see `crates/sandbox/src/faults.rs`) on this sandbox.
     pub fn inject(&self, fault: serde_json::Value) -> serde_json::Value {
         inject(&self.url, fault)
     }
@@ -243,7 +243,7 @@ pub fn inject(url: &str, fault: serde_json::Value) -> serde_json::Value {
     body
 }
 
-/// `POST {url}/_sandbox/chaos`: seeded random faults (see `src/sandbox/faults.rs`) until disarmed.
+/// `POST {url}/_sandbox/chaos`: seeded random faults (see `crates/sandbox/src/faults.rs`) until disarmed.
 pub fn arm_chaos(url: &str, chaos: serde_json::Value) {
     let (status, body) = control(
         "POST",
