@@ -17,9 +17,11 @@
 //!   data sources and functions.
 //! - `cloud`: one `NodePools` trait and a client per cloud (AKS, GKE, EKS): mapping, long-running
 //!   operations, retries, error mapping.
-//! - `kube`: Kubernetes delivery of the device plugin config (ConfigMap, ClusterPolicy pointer,
-//!   device plugin restart) and Helm releases.
-//! - `resources`: one file per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`).
+//! - `cluster`: a cluster's Kubernetes API (named so as not to shadow the `kube` crate it uses):
+//!   delivery of the device plugin config (ConfigMap, ClusterPolicy pointer, device plugin
+//!   restart) and Helm releases.
+//! - `resources`: one directory per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`):
+//!   schema, typed model, plan, and short handlers.
 //! - `data_sources`: one file per data source.
 //! - `functions`: provider-defined functions (`provider::fracgpu::...`).
 //! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,
@@ -30,10 +32,10 @@
 
 pub mod bounded;
 pub mod cloud;
+pub mod cluster;
 pub mod data_sources;
 pub mod docs;
 pub mod functions;
-pub mod kube;
 pub mod model;
 pub mod provider;
 pub mod resources;

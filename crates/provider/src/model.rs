@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::kube::{ExecSettings, KubernetesSettings};
+use crate::cluster::{ExecSettings, KubernetesSettings};
 
 use gpu::{
     self, DomainError, Field, GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode, Taint,

@@ -11,7 +11,7 @@ use crate::cloud::aks::AzureSettings;
 use crate::cloud::eks::EksConfig;
 use crate::cloud::gke::GkeConfig;
 use crate::cloud::{CloudError, CloudSettings, NodePools, StopSignal};
-use crate::kube::KubernetesSettings;
+use crate::cluster::KubernetesSettings;
 use crate::model;
 use tfplugin::api::{DataSource, Function, Provider, Resource};
 use tfplugin::object::{FromValue, Known, SingleBlock};

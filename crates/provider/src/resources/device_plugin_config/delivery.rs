@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::kube::helm::{self, ReleaseState};
-use crate::kube::{self as k, Cluster, KubeError};
+use crate::cluster::helm::{self, ReleaseState};
+use crate::cluster::{self as k, Cluster, KubeError};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics};
 
 use super::DevicePluginConfigResource;
@@ -113,7 +113,7 @@ impl DevicePluginConfigResource {
         }
     }
 
-    /// Checks who holds the ClusterPolicy fields this resource sets (see `kube::delivery` for
+    /// Checks who holds the ClusterPolicy fields this resource sets (see `cluster::delivery` for
     /// why): a field another manager holds through server-side apply is refused with a
     /// diagnostic; what update managers hold is recorded in `taken` before it is overwritten.
     pub(super) async fn take_policy_fields(

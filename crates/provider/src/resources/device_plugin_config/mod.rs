@@ -3,7 +3,7 @@
 //! release), with drift detection that compares meaning, not YAML text. The handlers below, in
 //! the fixed order (schema, plan, create, read, update, delete, import), stay short: the model
 //! lives in `model`, writing to the cluster in `delivery`, reading back in `observe`, the bounded
-//! operations in `ops`; the Kubernetes work in `crate::kube` and the documents in `gpu`.
+//! operations in `ops`; the Kubernetes work in `crate::cluster` and the documents in `gpu`.
 
 mod delivery;
 mod model;
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 
-use crate::kube::{self as k, Cluster};
+use crate::cluster::{self as k, Cluster};
 use crate::provider::ProviderState;
 use tfplugin::api::{PlanRequest, Private, Resource};
 use tfplugin::object::{FromValue, merge};

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::kube::helm;
-use crate::kube::{self as k, KubernetesSettings};
+use crate::cluster::helm;
+use crate::cluster::{self as k, KubernetesSettings};
 use crate::model::{self, KubernetesArgs, Sharing};
 use gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
 use gpu::{self, SharingMode};

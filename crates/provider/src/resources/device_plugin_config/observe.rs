@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::kube::Cluster;
-use crate::kube::helm::{self, ReleaseState};
+use crate::cluster::Cluster;
+use crate::cluster::helm::{self, ReleaseState};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::{Diagnostic, Diagnostics, Value};
 

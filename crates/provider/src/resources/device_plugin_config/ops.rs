@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cloud::StopSignal;
-use crate::kube::{self as k, KubeError};
+use crate::cluster::{self as k, KubeError};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
