@@ -33,7 +33,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::poll::{Backoff, retry_after_seconds, retryable_status};
-use super::{CloudError, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
+use super::{
+    CloudError, Detail, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
+};
 
 pub const API_VERSION: &str = "2025-10-01";
 pub const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
@@ -148,9 +150,9 @@ impl AksConfig {
             match var(k) {
                 None => Ok(default),
                 Some(v) => parse_bool(&v).ok_or_else(|| {
-                    CloudError::Auth(format!(
-                        "{k}={v} is not a boolean: use true or false (or 1 or 0)"
-                    ))
+                    CloudError::Auth(
+                        format!("{k}={v} is not a boolean: use true or false (or 1 or 0)").into(),
+                    )
                 }),
             }
         };
@@ -183,7 +185,7 @@ impl AksConfig {
                 other => {
                     return Err(CloudError::Auth(format!(
                         "ARM_ENVIRONMENT \"{other}\" is not supported: use public, usgovernment or china, or set the ARM endpoint and authority host explicitly"
-                    )));
+                    ).into()));
                 }
             },
         };
@@ -287,26 +289,29 @@ fn http_client() -> Result<reqwest::Client, CloudError> {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| {
-            CloudError::Transport(format!(
-                "cannot build the HTTP client: {}",
-                super::error_chain(&e)
-            ))
+            let message = format!("cannot build the HTTP client: {}", super::error_chain(&e));
+            CloudError::Transport(Detail::caused_by(message, e))
         })
 }
 
 fn parse_base(url: &str, what: &str) -> Result<Url, CloudError> {
-    let u = Url::parse(url.trim())
-        .map_err(|e| CloudError::Auth(format!("{what} \"{url}\" is not a URL: {e}")))?;
+    let u = Url::parse(url.trim()).map_err(|e| {
+        CloudError::Auth(Detail::caused_by(
+            format!("{what} \"{url}\" is not a URL: {e}"),
+            e,
+        ))
+    })?;
     if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
-        return Err(CloudError::Auth(format!(
-            "{what} \"{url}\" must be an http(s) URL with a host"
-        )));
+        return Err(CloudError::Auth(
+            format!("{what} \"{url}\" must be an http(s) URL with a host").into(),
+        ));
     }
     Ok(u)
 }
 
 fn auth_err(what: &str, e: azure_core::Error) -> CloudError {
-    CloudError::Auth(format!("{what}: {}", super::error_chain(&e)))
+    let message = format!("{what}: {}", super::error_chain(&e));
+    CloudError::Auth(Detail::caused_by(message, e))
 }
 
 impl AksClient {
@@ -414,7 +419,7 @@ impl AksClient {
                         " (ARM_CLIENT_SECRET is set but ARM_TENANT_ID or ARM_CLIENT_ID is missing)",
                     );
                 }
-                return Err(CloudError::Auth(msg));
+                return Err(CloudError::Auth(msg.into()));
             };
         Ok(AksClient {
             http,
@@ -518,11 +523,12 @@ impl AksClient {
                 .await
                 .map(|t| t.token.secret().to_string())
                 .map_err(|e| {
-                    CloudError::Auth(format!(
+                    let message = format!(
                         "could not get an Azure access token ({}): {}",
                         self.credential_kind,
                         super::error_chain(&e)
-                    ))
+                    );
+                    CloudError::Auth(Detail::caused_by(message, e))
                 })
         };
         bounded(ctx, "an Azure access token", fut).await
@@ -558,7 +564,8 @@ impl AksClient {
         let what = format!("{method} {}", url.path());
         let fut = async {
             let resp = req.send().await.map_err(|e| {
-                CloudError::Transport(format!("{what}: {}", super::error_chain(&e)))
+                let message = format!("{what}: {}", super::error_chain(&e));
+                CloudError::Transport(Detail::caused_by(message, e))
             })?;
             let status = resp.status().as_u16();
             let headers = resp.headers().clone();
@@ -725,7 +732,10 @@ impl AksClient {
                     return Err(resp.api_error());
                 }
                 let doc: OperationDoc = serde_json::from_slice(&resp.body).map_err(|e| {
-                    CloudError::BadResponse(format!("operation status document: {e}"))
+                    CloudError::BadResponse(Detail::caused_by(
+                        format!("operation status document: {e}"),
+                        e,
+                    ))
                 })?;
                 match doc.status.as_str() {
                     s if s.eq_ignore_ascii_case("Succeeded") => return Ok(()),
@@ -1076,8 +1086,9 @@ impl Resp {
     }
 
     fn json(&self) -> Result<Value, CloudError> {
-        serde_json::from_slice(&self.body)
-            .map_err(|e| CloudError::BadResponse(format!("agent pool document: {e}")))
+        serde_json::from_slice(&self.body).map_err(|e| {
+            CloudError::BadResponse(Detail::caused_by(format!("agent pool document: {e}"), e))
+        })
     }
 
     /// The ARM error of a non-success answer; a 401 means the token was refused.
@@ -1095,7 +1106,9 @@ impl Resp {
             }
         };
         if self.status == 401 {
-            return CloudError::Auth(format!("ARM refused the access token: {code}: {message}"));
+            return CloudError::Auth(
+                format!("ARM refused the access token: {code}: {message}").into(),
+            );
         }
         CloudError::Api {
             status: self.status,
@@ -1107,20 +1120,19 @@ impl Resp {
 
 async fn read_bounded(mut resp: reqwest::Response, what: &str) -> Result<Vec<u8>, CloudError> {
     if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(CloudError::BadResponse(format!(
-            "{what}: the answer is larger than {MAX_BODY} bytes"
-        )));
+        return Err(CloudError::BadResponse(
+            format!("{what}: the answer is larger than {MAX_BODY} bytes").into(),
+        ));
     }
     let mut buf = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| CloudError::Transport(format!("{what}: {}", super::error_chain(&e))))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| {
+        let message = format!("{what}: {}", super::error_chain(&e));
+        CloudError::Transport(Detail::caused_by(message, e))
+    })? {
         if buf.len() + chunk.len() > MAX_BODY {
-            return Err(CloudError::BadResponse(format!(
-                "{what}: the answer is larger than {MAX_BODY} bytes"
-            )));
+            return Err(CloudError::BadResponse(
+                format!("{what}: the answer is larger than {MAX_BODY} bytes").into(),
+            ));
         }
         buf.extend_from_slice(&chunk);
     }
@@ -1405,8 +1417,9 @@ fn terminal(state: &str) -> Option<bool> {
 
 /// The pool document in the provider's terms. Values AKS chose by itself read back as "not set".
 fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Pool, CloudError> {
-    let ap: AgentPool = serde_json::from_value(doc.clone())
-        .map_err(|e| CloudError::BadResponse(format!("agent pool document: {e}")))?;
+    let ap: AgentPool = serde_json::from_value(doc.clone()).map_err(|e| {
+        CloudError::BadResponse(Detail::caused_by(format!("agent pool document: {e}"), e))
+    })?;
     let p = ap.properties;
     let raw_props = doc
         .get("properties")

@@ -44,8 +44,8 @@ use aws_sdk_eks::types::{
 
 use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
-    CloudError, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
-    Scaling,
+    CloudError, Detail, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
+    PoolTaint, Scaling,
 };
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
@@ -275,10 +275,13 @@ impl EksClient {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(e)) => classify(e),
                 Err(_) => Failure {
-                    error: CloudError::Transport(format!(
-                        "{what}: no answer within {}s",
-                        self.attempt_timeout.as_secs()
-                    )),
+                    error: CloudError::Transport(
+                        format!(
+                            "{what}: no answer within {}s",
+                            self.attempt_timeout.as_secs()
+                        )
+                        .into(),
+                    ),
                     retryable: true,
                     retry_after: None,
                 },
@@ -1116,6 +1119,7 @@ fn has_code(e: &CloudError, want: &str) -> bool {
     matches!(e, CloudError::Api { code, .. } if code == want)
 }
 
+/// A failed call as the retry loop sees it.
 struct Failure {
     error: CloudError,
     retryable: bool,
@@ -1126,53 +1130,50 @@ fn classify<E>(e: SdkError<E, HttpResponse>) -> Failure
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    let transport = |m: String, retryable: bool| Failure {
-        error: CloudError::Transport(m),
-        retryable,
-        retry_after: None,
-    };
-    match &e {
+    let text = format!("{}", DisplayErrorContext(&e));
+    let about_credentials = text.to_ascii_lowercase().contains("credential");
+    // Decided while `e` is borrowed; `e` then becomes the error's source.
+    let (kind, message, retryable, retry_after): (fn(Detail) -> CloudError, _, _, _) = match &e {
         SdkError::ServiceError(se) => {
             let raw = se.raw();
             let status = raw.status().as_u16();
             if (200..300).contains(&status) && se.err().code().is_none() {
                 // A success status whose body the SDK could not read.
-                return Failure {
-                    error: CloudError::BadResponse(format!("{}", DisplayErrorContext(&e))),
-                    retryable: false,
-                    retry_after: None,
-                };
-            }
-            let code = se
-                .err()
-                .code()
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("HTTP{status}"));
-            let message = se
-                .err()
-                .message()
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("HTTP status {status} without an error message"));
-            let retry_after = retry_after_seconds(raw.headers().get("retry-after"));
-            let retryable = retryable_status(status) || THROTTLING_CODES.contains(&code.as_str());
-            let error = if AUTH_CODES.contains(&code.as_str()) {
-                CloudError::Auth(format!("{code}: {message}"))
+                (CloudError::BadResponse, text, false, None)
             } else {
-                CloudError::Api {
-                    status,
-                    code,
-                    message,
+                let code = se
+                    .err()
+                    .code()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("HTTP{status}"));
+                let message =
+                    se.err().message().map(str::to_string).unwrap_or_else(|| {
+                        format!("HTTP status {status} without an error message")
+                    });
+                let retry_after = retry_after_seconds(raw.headers().get("retry-after"));
+                let retryable =
+                    retryable_status(status) || THROTTLING_CODES.contains(&code.as_str());
+                if !AUTH_CODES.contains(&code.as_str()) {
+                    return Failure {
+                        error: CloudError::Api {
+                            status,
+                            code,
+                            message,
+                        },
+                        retryable,
+                        retry_after,
+                    };
                 }
-            };
-            Failure {
-                error,
-                retryable,
-                retry_after,
+                (
+                    CloudError::Auth,
+                    format!("{code}: {message}"),
+                    retryable,
+                    retry_after,
+                )
             }
         }
-        SdkError::TimeoutError(_) => transport(format!("{}", DisplayErrorContext(&e)), true),
+        SdkError::TimeoutError(_) => (CloudError::Transport, text, true, None),
         SdkError::DispatchFailure(d) => {
-            let text = format!("{}", DisplayErrorContext(&e));
             // hyper's "connection closed before message completed" arrives as Other(TransientError).
             // ErrorKind is not re-exported by the SDK, hence its name rather than its variant.
             let transient = d
@@ -1180,35 +1181,22 @@ where
                 .and_then(|c| c.as_other())
                 .is_some_and(|k| format!("{k:?}") != "ClientError");
             if d.is_io() || d.is_timeout() || transient {
-                transport(text, true)
-            } else if text.to_ascii_lowercase().contains("credential") {
-                Failure {
-                    error: CloudError::Auth(text),
-                    retryable: false,
-                    retry_after: None,
-                }
+                (CloudError::Transport, text, true, None)
+            } else if about_credentials {
+                (CloudError::Auth, text, false, None)
             } else {
-                transport(text, false)
+                (CloudError::Transport, text, false, None)
             }
         }
         // A response that broke off or does not parse; the former is worth another try.
-        SdkError::ResponseError(_) => Failure {
-            error: CloudError::BadResponse(format!("{}", DisplayErrorContext(&e))),
-            retryable: true,
-            retry_after: None,
-        },
-        _ => {
-            let text = format!("{}", DisplayErrorContext(&e));
-            if text.to_ascii_lowercase().contains("credential") {
-                Failure {
-                    error: CloudError::Auth(text),
-                    retryable: false,
-                    retry_after: None,
-                }
-            } else {
-                transport(text, false)
-            }
-        }
+        SdkError::ResponseError(_) => (CloudError::BadResponse, text, true, None),
+        _ if about_credentials => (CloudError::Auth, text, false, None),
+        _ => (CloudError::Transport, text, false, None),
+    };
+    Failure {
+        error: kind(Detail::caused_by(message, e)),
+        retryable,
+        retry_after,
     }
 }
 

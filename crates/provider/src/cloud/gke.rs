@@ -30,7 +30,8 @@ use google_cloud_container_v1::model::{
 
 use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
-    CloudError, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
+    CloudError, Detail, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
+    Scaling,
 };
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
@@ -126,13 +127,15 @@ impl GkeClient {
             google_cloud_auth::credentials::Builder::default()
                 .build()
                 .map_err(|e| {
-                    CloudError::Auth(format!(
+                    CloudError::Auth(Detail::caused_by(format!(
                         "no Google credentials: {e}; set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or set the provider's credentials"
-                    ))
+                    ), e))
                 })?
         };
-        let http = super::gke_http::http_client()
-            .map_err(|e| CloudError::Transport(format!("cannot set up an HTTP client: {e}")))?;
+        let http = super::gke_http::http_client().map_err(|e| {
+            let message = format!("cannot set up an HTTP client: {e}");
+            CloudError::Transport(Detail::caused_by(message, e))
+        })?;
         // Our own transport under the official client: every answer is read with a size cap
         // and a time limit (see gke_http). Retries stay ours too (`call`).
         let cm = ClusterManager::from_stub(super::gke_http::BoundedTransport {
@@ -174,18 +177,23 @@ fn credentials_from(
         content_or_path.to_string()
     } else {
         std::fs::read_to_string(content_or_path).map_err(|e| {
-            CloudError::Auth(format!(
-                "cannot read the credentials file {content_or_path}: {e}"
+            CloudError::Auth(Detail::caused_by(
+                format!("cannot read the credentials file {content_or_path}: {e}"),
+                e,
             ))
         })?
     };
-    // Never echo the document: it holds a private key.
+    // Never echo the document: it holds a private key. Hence only the position of a syntax
+    // error, and not the parser's error as a source, whose text could quote the document.
     let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        CloudError::Auth(format!(
-            "the credentials are not a JSON document (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
+        CloudError::Auth(
+            format!(
+                "the credentials are not a JSON document (line {}, column {})",
+                e.line(),
+                e.column()
+            )
+            .into(),
+        )
     })?;
     let kind = json
         .get("type")
@@ -200,10 +208,15 @@ fn credentials_from(
         other => {
             return Err(CloudError::Auth(format!(
                 "unsupported credentials type {other:?}: use a service_account, authorized_user, external_account or impersonated_service_account document"
-            )));
+            ).into()));
         }
     };
-    built.map_err(|e| CloudError::Auth(format!("invalid {kind} credentials: {e}")))
+    built.map_err(|e| {
+        CloudError::Auth(Detail::caused_by(
+            format!("invalid {kind} credentials: {e}"),
+            e,
+        ))
+    })
 }
 
 /// A bearer token given by the user. Debug never shows it.
@@ -215,10 +228,11 @@ struct StaticToken {
 impl StaticToken {
     fn new(token: &str) -> Result<StaticToken, CloudError> {
         let mut header =
-            http::HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
-                CloudError::Auth(
-                    "the access token contains characters not allowed in an HTTP header".into(),
-                )
+            http::HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|e| {
+                CloudError::Auth(Detail::caused_by(
+                    "the access token contains characters not allowed in an HTTP header",
+                    e,
+                ))
             })?;
         header.set_sensitive(true);
         Ok(StaticToken {
@@ -608,8 +622,9 @@ fn code_of_http(status: u16) -> &'static str {
     }
 }
 
-/// The client library's error as the cloud-neutral one, keeping google.rpc's code and message.
-fn cloud_error(e: &gcc::Error) -> CloudError {
+/// The client library's error as the cloud-neutral one, keeping google.rpc's code and message
+/// (and the error itself as the source of the errors that have no code).
+fn cloud_error(e: gcc::Error) -> CloudError {
     if let Some(s) = e.status() {
         let code = s.code.name().to_string();
         return CloudError::Api {
@@ -638,13 +653,14 @@ fn cloud_error(e: &gcc::Error) -> CloudError {
             },
         };
     }
+    let message = super::error_chain(&e);
     if e.is_authentication() {
-        return CloudError::Auth(super::error_chain(e));
+        return CloudError::Auth(Detail::caused_by(message, e));
     }
     if e.is_deserialization() || e.is_serialization() {
-        return CloudError::BadResponse(super::error_chain(e));
+        return CloudError::BadResponse(Detail::caused_by(message, e));
     }
-    CloudError::Transport(super::error_chain(e))
+    CloudError::Transport(Detail::caused_by(message, e))
 }
 
 fn retry_after(e: &gcc::Error) -> Option<Duration> {
@@ -702,10 +718,10 @@ impl GkeClient {
             match verdict(&e) {
                 Verdict::Transient if transient < MAX_TRANSIENT_RETRIES => transient += 1,
                 Verdict::Busy if mutation => {}
-                _ => return Err(cloud_error(&e)),
+                _ => return Err(cloud_error(e)),
             }
             let delay = backoff.next_delay(retry_after(&e));
-            let last = cloud_error(&e);
+            let last = cloud_error(e);
             tracing::debug!(
                 call = what,
                 error = %last,
@@ -845,10 +861,13 @@ impl GkeClient {
     async fn reread(&self, loc: &Location, name: &str, ctx: &OpCtx) -> Result<Pool, CloudError> {
         match self.get_raw(loc, name, ctx).await? {
             Some(np) => self.pool_of(loc, &np).await,
-            None => Err(CloudError::BadResponse(format!(
-                "node pool {} vanished right after its operation finished",
-                pool_id(loc, name)?
-            ))),
+            None => Err(CloudError::BadResponse(
+                format!(
+                    "node pool {} vanished right after its operation finished",
+                    pool_id(loc, name)?
+                )
+                .into(),
+            )),
         }
     }
 
