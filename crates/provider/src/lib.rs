@@ -25,6 +25,8 @@
 //! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,
 //!   taints, domain errors as diagnostics).
 //! - `docs`: registry-style documentation rendered from the schemas and the examples.
+//! - `operation`: how every wait ends: the stop signal, an operation's deadline, backoff, and the
+//!   one poll and retry loops.
 //! - `bounded`: a size and time bound on HTTP answer bodies, for the clients (kube, the AWS SDK)
 //!   that read bodies whole without one.
 
@@ -35,5 +37,6 @@ pub mod docs;
 pub mod functions;
 pub mod kube;
 pub mod model;
+pub mod operation;
 pub mod provider;
 pub mod resources;

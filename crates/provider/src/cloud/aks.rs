@@ -21,7 +21,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,10 +31,10 @@ use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
     CloudError, Detail, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
 };
+use crate::operation::{Backoff, retry_after_seconds, retryable_status};
 
 pub const API_VERSION: &str = "2025-10-01";
 pub const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
@@ -531,7 +530,7 @@ impl AksClient {
                     CloudError::Auth(Detail::caused_by(message, e))
                 })
         };
-        bounded(ctx, "an Azure access token", fut).await
+        ctx.run("an Azure access token", fut).await?
     }
 
     /// One request, no retries. A response is returned whatever its status; transport failures (including a
@@ -576,7 +575,7 @@ impl AksClient {
                 body,
             })
         };
-        bounded(ctx, &what, fut).await
+        ctx.run(&what, fut).await?
     }
 
     /// A request retried on 429/5xx and transport failures, with backoff, Retry-After and jitter.
@@ -900,26 +899,6 @@ struct PutTarget<'a> {
 struct Retry {
     backoff: Backoff,
     failures: u32,
-}
-
-/// Races `fut` against the deadline and the stop signal.
-async fn bounded<T>(
-    ctx: &OpCtx,
-    what: &str,
-    fut: impl Future<Output = Result<T, CloudError>>,
-) -> Result<T, CloudError> {
-    if ctx.stop.is_stopped() {
-        return Err(CloudError::Stopped);
-    }
-    let remaining = ctx.deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1);
-    tokio::select! {
-        biased;
-        r = fut => r,
-        e = ctx.sleep(remaining, what) => Err(e.err().unwrap_or_else(|| CloudError::Timeout {
-            waited: ctx.started.elapsed(),
-            waiting_for: what.to_string(),
-        })),
-    }
 }
 
 #[async_trait]

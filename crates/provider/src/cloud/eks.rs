@@ -42,11 +42,11 @@ use aws_sdk_eks::types::{
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 
-use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
     CloudError, Detail, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
     PoolTaint, Scaling,
 };
+use crate::operation::{Backoff, retry_after_seconds, retryable_status};
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
 pub const MAX_ATTEMPTS: u32 = 6;
@@ -261,17 +261,9 @@ impl EksClient {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            if ctx.stop.is_stopped() {
-                return Err(CloudError::Stopped);
-            }
-            let outcome = tokio::select! {
-                r = tokio::time::timeout(self.attempt_timeout, send()) => r,
-                // A sleep that never ends by itself: only the deadline or a stop wake it.
-                e = ctx.sleep(Duration::from_secs(365 * 86_400), what) => {
-                    return Err(e.err().unwrap_or(CloudError::Stopped));
-                }
-            };
-            let failure = match outcome {
+            let sent = tokio::time::timeout(self.attempt_timeout, send());
+            // A call in flight is abandoned at the deadline or on a stop.
+            let failure = match ctx.run(what, sent).await? {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(e)) => classify(e),
                 Err(_) => Failure {

@@ -28,11 +28,11 @@ use google_cloud_container_v1::model::{
     NodeLabels, NodeManagement, NodePool, NodePoolAutoscaling, NodeTaint, NodeTaints, Operation,
 };
 
-use super::poll::{Backoff, retry_after_seconds, retryable_status};
 use super::{
     CloudError, Detail, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
     Scaling,
 };
+use crate::operation::{Backoff, retry_after_seconds, retryable_status};
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
 pub const GKE_DEFAULT_DISK_GB: u32 = 100;
@@ -694,26 +694,11 @@ impl GkeClient {
         let mut backoff = Backoff::new(self.timing.retry_first, RETRY_CAP);
         let mut transient = 0;
         loop {
-            if ctx.stop.is_stopped() {
-                return Err(CloudError::Stopped);
-            }
-            let sent = tokio::select! {
-                r = tokio::time::timeout_at(ctx.deadline.into(), f()) => r,
-                // A call in flight is abandoned on a stop: terraform waits for the provider to
-                // return before it exits. (The deadline ends the call above.)
-                e = ctx.sleep(Duration::from_secs(365 * 86_400), what) => {
-                    return Err(e.err().unwrap_or(CloudError::Stopped));
-                }
-            };
-            let e = match sent {
-                Err(_) => {
-                    return Err(CloudError::Timeout {
-                        waited: ctx.started.elapsed(),
-                        waiting_for: what.to_string(),
-                    });
-                }
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) => e,
+            // A call in flight is abandoned at the deadline or on a stop: terraform waits for the
+            // provider to return before it exits.
+            let e = match ctx.run(what, f()).await? {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
             };
             match verdict(&e) {
                 Verdict::Transient if transient < MAX_TRANSIENT_RETRIES => transient += 1,

@@ -9,15 +9,14 @@ pub mod eks;
 mod error;
 pub mod gke;
 pub mod gke_http;
-pub mod poll;
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+pub use crate::operation::{OpCtx, StopSignal};
 pub(crate) use error::error_chain;
 pub use error::{CloudError, Detail};
-pub use poll::{OpCtx, StopSignal};
 
 /// Where a pool lives.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

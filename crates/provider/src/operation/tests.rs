@@ -1,0 +1,96 @@
+use super::*;
+
+#[test]
+fn backoff_doubles_to_the_cap_and_honours_retry_after() {
+    let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(400));
+    let d: Vec<Duration> = (0..4).map(|_| b.next_delay(None)).collect();
+    assert!(d[0] >= Duration::from_millis(100) && d[0] <= Duration::from_millis(120));
+    assert!(d[1] >= Duration::from_millis(200) && d[1] <= Duration::from_millis(240));
+    assert!(d[3] >= Duration::from_millis(400) && d[3] <= Duration::from_millis(480));
+    assert_eq!(
+        b.next_delay(Some(Duration::from_secs(3))),
+        Duration::from_secs(3)
+    );
+    assert_eq!(
+        b.next_delay(Some(Duration::from_secs(600))),
+        MAX_RETRY_AFTER
+    );
+    assert_eq!(
+        retry_after_seconds(Some(" 7 ")),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(
+        retry_after_seconds(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+        None
+    );
+}
+
+#[test]
+fn polls_grow_by_half_to_the_cap() {
+    let mut b = Backoff::polling(Duration::from_millis(200), Duration::from_millis(500));
+    let d: Vec<Duration> = (0..4).map(|_| b.next_delay(None)).collect();
+    for (got, base) in d.iter().zip([200, 300, 450, 500]) {
+        let base = Duration::from_millis(base);
+        assert!(*got >= base && *got <= base.mul_f64(1.2), "{d:?}");
+    }
+}
+
+#[tokio::test]
+async fn sleeps_end_at_the_deadline_or_a_stop() {
+    let stop = StopSignal::default();
+    let ctx = OpCtx::new(Duration::from_millis(50), stop.clone());
+    assert!(matches!(
+        ctx.sleep(Duration::from_secs(10), "x").await,
+        Err(CloudError::Timeout { .. })
+    ));
+
+    let ctx = OpCtx::new(Duration::from_secs(60), stop.clone());
+    let waiter = tokio::spawn(async move { ctx.sleep(Duration::from_secs(60), "x").await });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    stop.stop();
+    assert!(matches!(waiter.await.unwrap(), Err(CloudError::Stopped)));
+}
+
+#[tokio::test]
+async fn run_ends_work_at_the_deadline_or_a_stop_and_starts_none_once_stopped() {
+    let stop = StopSignal::default();
+    let ctx = OpCtx::new(Duration::from_secs(5), stop.clone());
+    assert_eq!(ctx.run("quick", async { 7 }).await.unwrap(), 7);
+
+    let ctx = OpCtx::new(Duration::from_millis(50), stop.clone());
+    match ctx.run("GET /slow", std::future::pending::<()>()).await {
+        Err(CloudError::Timeout { waiting_for, .. }) => assert_eq!(waiting_for, "GET /slow"),
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+
+    let ctx = OpCtx::new(Duration::from_secs(60), stop.clone());
+    let stopper = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        stopper.stop();
+    });
+    assert!(matches!(
+        ctx.run("x", std::future::pending::<()>()).await,
+        Err(CloudError::Stopped)
+    ));
+    assert!(matches!(
+        ctx.run("x", async { 1 }).await,
+        Err(CloudError::Stopped)
+    ));
+}
+
+#[tokio::test]
+async fn bounded_says_which_limit_cut_the_work_short() {
+    let stop = StopSignal::default();
+    let limit = Duration::from_millis(30);
+    assert_eq!(bounded(limit, &stop, async { 1 }).await, Ok(1));
+    assert_eq!(
+        bounded(limit, &stop, std::future::pending::<()>()).await,
+        Err(Cut::Timeout)
+    );
+    stop.stop();
+    assert_eq!(
+        bounded(Duration::from_secs(60), &stop, std::future::pending::<()>()).await,
+        Err(Cut::Stop)
+    );
+}
