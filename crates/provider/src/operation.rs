@@ -2,8 +2,9 @@
 //! [`OpCtx`]: the `timeouts` deadline ends it with a Timeout that names what it was waiting for,
 //! and terraform's StopProvider ends it at once (terraform waits for the provider's answer before
 //! it exits, so nothing may keep sleeping). Between looks, a [`Backoff`] spaces the requests out
-//! and a server's Retry-After wins over it. [`OpCtx::run`] holds a request in flight to the same
-//! limits, and [`bounded`] any other future to a time limit and the stop.
+//! and a server's Retry-After wins over it. [`poll_until`] is the one loop that waits for an
+//! operation; [`OpCtx::run`] holds a request in flight to the same limits, and [`bounded`] any
+//! other future to a time limit and the stop.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -134,6 +135,8 @@ pub(crate) struct Backoff {
     next: Duration,
     cap: Duration,
     growth: f64,
+    floor: Duration,
+    spread_retry_after: bool,
 }
 
 impl Backoff {
@@ -143,6 +146,8 @@ impl Backoff {
             next: first,
             cap,
             growth: 2.0,
+            floor: Duration::ZERO,
+            spread_retry_after: false,
         }
     }
 
@@ -158,13 +163,84 @@ impl Backoff {
         }
     }
 
+    /// No delay shorter than `floor`, so that a `Retry-After: 0` never turns into a busy loop.
+    pub(crate) fn at_least(self, floor: Duration) -> Backoff {
+        Backoff { floor, ..self }
+    }
+
+    /// A server's Retry-After is a minimum: clients that got the same one come back up to 10%
+    /// later, spread out (the backoff's own delays are jittered already).
+    pub(crate) fn spread_retry_after(self) -> Backoff {
+        Backoff {
+            spread_retry_after: true,
+            ..self
+        }
+    }
+
     pub(crate) fn next_delay(&mut self, retry_after: Option<Duration>) -> Duration {
         let base = self.next;
         self.next = self.next.mul_f64(self.growth).min(self.cap);
-        if let Some(ra) = retry_after {
-            return ra.min(MAX_RETRY_AFTER);
+        let delay = match retry_after.map(|ra| ra.min(MAX_RETRY_AFTER)) {
+            Some(ra) if self.spread_retry_after => ra + ra.mul_f64(fastrand::f64() * 0.1),
+            Some(ra) => ra,
+            None => base + base.mul_f64(fastrand::f64() * 0.2),
+        };
+        delay.max(self.floor)
+    }
+}
+
+/// What one look at a running operation found.
+pub(crate) enum Check<T> {
+    Done(T),
+    /// Still running: look again after the backoff's next delay, or after the server's
+    /// Retry-After. `waiting_for`, when given, is what the wait names from now on.
+    Pending {
+        retry_after: Option<Duration>,
+        waiting_for: Option<String>,
+    },
+}
+
+/// Whether a wait looks at once, or sleeps first as after an answer with this Retry-After (an
+/// operation that just started is not done yet).
+pub(crate) enum Start {
+    Now,
+    Sleep(Option<Duration>),
+}
+
+/// Looks at an operation with `check` until it reports done, sleeping between looks by `backoff`
+/// or the server's Retry-After; the deadline ends the wait with a Timeout naming `waiting_for`
+/// (as the last check put it), a stop with Stopped. `check` is handed that name too, so that its
+/// own errors can say what the wait was for.
+pub(crate) async fn poll_until<T, F, Fut>(
+    ctx: &OpCtx,
+    mut backoff: Backoff,
+    waiting_for: String,
+    start: Start,
+    mut check: F,
+) -> Result<T, CloudError>
+where
+    F: FnMut(&str) -> Fut,
+    Fut: Future<Output = Result<Check<T>, CloudError>>,
+{
+    let mut waiting_for = waiting_for;
+    if let Start::Sleep(retry_after) = start {
+        ctx.sleep(backoff.next_delay(retry_after), &waiting_for)
+            .await?;
+    }
+    loop {
+        match check(&waiting_for).await? {
+            Check::Done(v) => return Ok(v),
+            Check::Pending {
+                retry_after,
+                waiting_for: now,
+            } => {
+                if let Some(now) = now {
+                    waiting_for = now;
+                }
+                ctx.sleep(backoff.next_delay(retry_after), &waiting_for)
+                    .await?;
+            }
         }
-        base + base.mul_f64(fastrand::f64() * 0.2)
     }
 }
 

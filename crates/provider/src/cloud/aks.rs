@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 use super::{
     CloudError, Detail, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
 };
-use crate::operation::{Backoff, retry_after_seconds, retryable_status};
+use crate::operation::{Backoff, Check, Start, poll_until, retry_after_seconds, retryable_status};
 
 pub const API_VERSION: &str = "2025-10-01";
 pub const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
@@ -240,6 +240,23 @@ struct Timing {
     /// Consecutive retryable failures of one request before giving up (the deadline may come first).
     max_attempts: u32,
     request_timeout: Duration,
+}
+
+impl Timing {
+    /// Retries of a request. Backoff already jitters its own delays; a server's Retry-After is a
+    /// minimum, so clients that got the same one are spread a little beyond it.
+    fn retries(&self) -> Backoff {
+        Backoff::new(self.retry_first, self.retry_cap)
+            .at_least(self.min_delay)
+            .spread_retry_after()
+    }
+
+    /// Polls of a long-running operation, spread like retries.
+    fn polls(&self) -> Backoff {
+        Backoff::polling(self.poll_first, self.poll_cap)
+            .at_least(self.min_delay)
+            .spread_retry_after()
+    }
 }
 
 const AZURE_TIMING: Timing = Timing {
@@ -586,7 +603,7 @@ impl AksClient {
         body: Option<&Value>,
         ctx: &OpCtx,
     ) -> Result<Resp, CloudError> {
-        let mut backoff = Backoff::new(self.timing.retry_first, self.timing.retry_cap);
+        let mut backoff = self.timing.retries();
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -594,31 +611,19 @@ impl AksClient {
             match self.send_once(method.clone(), url, body, ctx).await {
                 Ok(r) if retryable_status(r.status) && !last => {
                     tracing::debug!(status = r.status, attempt, "ARM request will be retried");
-                    let d = self.delay(&mut backoff, r.retry_after());
+                    let d = backoff.next_delay(r.retry_after());
                     ctx.sleep(d, &format!("a retry of {method} {}", url.path()))
                         .await?;
                 }
                 Err(CloudError::Transport(m)) if !last => {
                     tracing::debug!(error = %m, attempt, "ARM request will be retried");
-                    let d = self.delay(&mut backoff, None);
+                    let d = backoff.next_delay(None);
                     ctx.sleep(d, &format!("a retry of {method} {}", url.path()))
                         .await?;
                 }
                 other => return other,
             }
         }
-    }
-
-    fn delay(&self, backoff: &mut Backoff, retry_after: Option<Duration>) -> Duration {
-        let d = backoff.next_delay(retry_after);
-        // Backoff already jitters its own delays; a server's Retry-After is a minimum, so spread
-        // clients that got the same one a little beyond it.
-        let d = if retry_after.is_some() {
-            d + d.mul_f64(fastrand::f64() * 0.1)
-        } else {
-            d
-        };
-        d.max(self.timing.min_delay)
     }
 
     // ------------------------------------------------------------------------------- pools
@@ -676,13 +681,11 @@ impl AksClient {
         location: &Location,
         name: &str,
         ctx: &OpCtx,
-        mut retry_after: Option<Duration>,
+        retry_after: Option<Duration>,
     ) -> Result<Pool, CloudError> {
-        let mut backoff = Backoff::polling(self.timing.poll_first, self.timing.poll_cap);
         let what = format!("agent pool '{name}' to finish provisioning");
-        loop {
-            let d = self.delay(&mut backoff, retry_after);
-            ctx.sleep(d, &what).await?;
+        let start = Start::Sleep(retry_after);
+        poll_until(ctx, self.timing.polls(), what, start, move |_| async move {
             let Some(doc) = self.get_raw(location, name, ctx).await? else {
                 return Err(CloudError::OperationFailed {
                     code: "NotFound".into(),
@@ -691,19 +694,21 @@ impl AksClient {
             };
             let pool = to_pool(location, name, &doc)?;
             match terminal(&pool.status) {
-                Some(true) => return Ok(pool),
-                Some(false) => {
-                    return Err(CloudError::OperationFailed {
-                        code: format!("Provisioning{}", pool.status),
-                        message: format!(
-                            "agent pool '{name}' ended in provisioningState {}",
-                            pool.status
-                        ),
-                    });
-                }
-                None => retry_after = None,
+                Some(true) => Ok(Check::Done(pool)),
+                Some(false) => Err(CloudError::OperationFailed {
+                    code: format!("Provisioning{}", pool.status),
+                    message: format!(
+                        "agent pool '{name}' ended in provisioningState {}",
+                        pool.status
+                    ),
+                }),
+                None => Ok(Check::Pending {
+                    retry_after: None,
+                    waiting_for: None,
+                }),
             }
-        }
+        })
+        .await
     }
 
     /// Waits for the operation a PUT or DELETE started: its Azure-AsyncOperation document, else its
@@ -717,69 +722,89 @@ impl AksClient {
                 .and_then(|v| Url::parse(v).ok())
                 .filter(|u| self.same_origin(u))
         };
-        let mut retry_after = r.retry_after();
-        let mut backoff = Backoff::polling(self.timing.poll_first, self.timing.poll_cap);
+        let start = Start::Sleep(r.retry_after());
         if let Some(op) = header("azure-asyncoperation") {
-            loop {
-                ctx.sleep(self.delay(&mut backoff, retry_after), what)
-                    .await?;
-                let resp = self.send(reqwest::Method::GET, &op, None, ctx).await?;
-                if resp.status == 404 {
-                    return Ok(());
-                }
-                if resp.status != 200 {
-                    return Err(resp.api_error());
-                }
-                let doc: OperationDoc = serde_json::from_slice(&resp.body).map_err(|e| {
-                    CloudError::BadResponse(Detail::caused_by(
-                        format!("operation status document: {e}"),
-                        e,
-                    ))
-                })?;
-                match doc.status.as_str() {
-                    s if s.eq_ignore_ascii_case("Succeeded") => return Ok(()),
-                    s if s.eq_ignore_ascii_case("Failed") || s.eq_ignore_ascii_case("Canceled") => {
-                        let e = doc.error.unwrap_or_default();
-                        return Err(CloudError::OperationFailed {
-                            code: e.code.unwrap_or_else(|| format!("Operation{s}")),
-                            message: e
-                                .message
-                                .unwrap_or_else(|| format!("the operation ended {s}")),
-                        });
+            let op = &op;
+            return poll_until(
+                ctx,
+                self.timing.polls(),
+                what.into(),
+                start,
+                move |_| async move {
+                    let resp = self.send(reqwest::Method::GET, op, None, ctx).await?;
+                    if resp.status == 404 {
+                        return Ok(Check::Done(()));
                     }
-                    _ => retry_after = resp.retry_after(),
-                }
-            }
-        }
-        if let Some(mut loc) = header("location") {
-            loop {
-                ctx.sleep(self.delay(&mut backoff, retry_after), what)
-                    .await?;
-                let resp = self.send(reqwest::Method::GET, &loc, None, ctx).await?;
-                match resp.status {
-                    202 => {
-                        retry_after = resp.retry_after();
-                        if let Some(next) = resp
-                            .headers
-                            .get("location")
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| Url::parse(v).ok())
-                            .filter(|u| self.same_origin(u))
+                    if resp.status != 200 {
+                        return Err(resp.api_error());
+                    }
+                    let doc: OperationDoc = serde_json::from_slice(&resp.body).map_err(|e| {
+                        CloudError::BadResponse(Detail::caused_by(
+                            format!("operation status document: {e}"),
+                            e,
+                        ))
+                    })?;
+                    match doc.status.as_str() {
+                        s if s.eq_ignore_ascii_case("Succeeded") => Ok(Check::Done(())),
+                        s if s.eq_ignore_ascii_case("Failed")
+                            || s.eq_ignore_ascii_case("Canceled") =>
                         {
-                            loc = next;
+                            let e = doc.error.unwrap_or_default();
+                            Err(CloudError::OperationFailed {
+                                code: e.code.unwrap_or_else(|| format!("Operation{s}")),
+                                message: e
+                                    .message
+                                    .unwrap_or_else(|| format!("the operation ended {s}")),
+                            })
                         }
+                        _ => Ok(Check::Pending {
+                            retry_after: resp.retry_after(),
+                            waiting_for: None,
+                        }),
                     }
-                    200 | 201 | 204 | 404 => return Ok(()),
-                    _ => {
-                        return match resp.api_error() {
+                },
+            )
+            .await;
+        }
+        if let Some(loc) = header("location") {
+            // Each 202 may name the next URL to look at. (Behind a Mutex only because a check's
+            // future must be Send.)
+            let loc = &Mutex::new(loc);
+            return poll_until(
+                ctx,
+                self.timing.polls(),
+                what.into(),
+                start,
+                move |_| async move {
+                    let url = loc.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                    let resp = self.send(reqwest::Method::GET, &url, None, ctx).await?;
+                    match resp.status {
+                        202 => {
+                            if let Some(next) = resp
+                                .headers
+                                .get("location")
+                                .and_then(|v| v.to_str().ok())
+                                .and_then(|v| Url::parse(v).ok())
+                                .filter(|u| self.same_origin(u))
+                            {
+                                *loc.lock().unwrap_or_else(PoisonError::into_inner) = next;
+                            }
+                            Ok(Check::Pending {
+                                retry_after: resp.retry_after(),
+                                waiting_for: None,
+                            })
+                        }
+                        200 | 201 | 204 | 404 => Ok(Check::Done(())),
+                        _ => match resp.api_error() {
                             CloudError::Api { code, message, .. } => {
                                 Err(CloudError::OperationFailed { code, message })
                             }
                             e => Err(e),
-                        };
+                        },
                     }
-                }
-            }
+                },
+            )
+            .await;
         }
         Ok(())
     }
@@ -813,33 +838,38 @@ impl AksClient {
             .await
     }
 
-    /// Waits until GET answers 404.
+    /// Waits until GET answers 404. `retry_after` is the delay after the first look only.
     async fn wait_gone(
         &self,
         location: &Location,
         name: &str,
         ctx: &OpCtx,
-        mut retry_after: Option<Duration>,
+        retry_after: Option<Duration>,
     ) -> Result<(), CloudError> {
-        let mut backoff = Backoff::polling(self.timing.poll_first, self.timing.poll_cap);
         let what = format!("agent pool '{name}' to be deleted");
-        loop {
-            let Some(doc) = self.get_raw(location, name, ctx).await? else {
-                return Ok(());
-            };
-            let state = provisioning_state(&doc);
-            if state.eq_ignore_ascii_case("Failed") {
-                return Err(CloudError::OperationFailed {
-                    code: "DeleteFailed".into(),
-                    message: format!(
-                        "deleting agent pool '{name}' left it in provisioningState Failed"
-                    ),
-                });
+        let mut first = retry_after;
+        poll_until(ctx, self.timing.polls(), what, Start::Now, move |_| {
+            let retry_after = first.take();
+            async move {
+                let Some(doc) = self.get_raw(location, name, ctx).await? else {
+                    return Ok(Check::Done(()));
+                };
+                let state = provisioning_state(&doc);
+                if state.eq_ignore_ascii_case("Failed") {
+                    return Err(CloudError::OperationFailed {
+                        code: "DeleteFailed".into(),
+                        message: format!(
+                            "deleting agent pool '{name}' left it in provisioningState Failed"
+                        ),
+                    });
+                }
+                Ok(Check::Pending {
+                    retry_after,
+                    waiting_for: None,
+                })
             }
-            ctx.sleep(self.delay(&mut backoff, retry_after), &what)
-                .await?;
-            retry_after = None;
-        }
+        })
+        .await
     }
 
     /// One PUT attempt of `body`; Ok(None) when it should be tried again after a delay.
@@ -861,7 +891,7 @@ impl AksClient {
             }
             Ok(r) if retryable_status(r.status) && !last => {
                 retry.failures += 1;
-                let d = self.delay(&mut retry.backoff, r.retry_after());
+                let d = retry.backoff.next_delay(r.retry_after());
                 ctx.sleep(d, &format!("a retry of PUT agent pool '{name}'"))
                     .await?;
                 Ok(None)
@@ -871,7 +901,7 @@ impl AksClient {
             Err(CloudError::Transport(m)) if !last => {
                 retry.failures += 1;
                 tracing::debug!(error = %m, "PUT will be retried");
-                let d = self.delay(&mut retry.backoff, None);
+                let d = retry.backoff.next_delay(None);
                 ctx.sleep(d, &format!("a retry of PUT agent pool '{name}'"))
                     .await?;
                 Ok(None)
@@ -882,7 +912,7 @@ impl AksClient {
 
     fn retry(&self) -> Retry {
         Retry {
-            backoff: Backoff::new(self.timing.retry_first, self.timing.retry_cap),
+            backoff: self.timing.retries(),
             failures: 0,
         }
     }

@@ -46,7 +46,7 @@ use super::{
     CloudError, Detail, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
     PoolTaint, Scaling,
 };
-use crate::operation::{Backoff, retry_after_seconds, retryable_status};
+use crate::operation::{Backoff, Check, Start, poll_until, retry_after_seconds, retryable_status};
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
 pub const MAX_ATTEMPTS: u32 = 6;
@@ -318,6 +318,30 @@ impl EksClient {
         }
     }
 
+    /// Describes the node group until `decide` is done with what it sees (None: the group is
+    /// gone), every look named by the one before it. A timeout inside a Describe names the wait,
+    /// not the call.
+    async fn watch<T>(
+        &self,
+        client: &Client,
+        cluster: &str,
+        name: &str,
+        ctx: &OpCtx,
+        waiting_for: String,
+        decide: impl Fn(Option<Nodegroup>) -> Result<Check<T>, CloudError> + Sync,
+    ) -> Result<T, CloudError> {
+        let decide = &decide;
+        let backoff = Backoff::polling(self.poll_first, self.poll_cap);
+        poll_until(ctx, backoff, waiting_for, Start::Now, move |waiting| {
+            let waiting = waiting.to_string();
+            async move {
+                let found = self.describe(client, cluster, name, ctx).await;
+                decide(found.map_err(|e| retag(e, &waiting))?)
+            }
+        })
+        .await
+    }
+
     /// Polls until the node group is ACTIVE (DEGRADED and UPDATING keep waiting: they can recover;
     /// the deadline bounds that), failing on CREATE_FAILED.
     async fn wait_active(
@@ -328,11 +352,9 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
-        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
-        let mut waiting = format!("node group {cluster}:{name} to become ACTIVE");
-        loop {
-            let found = self.describe(client, cluster, name, ctx).await;
-            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
+        let waiting = format!("node group {cluster}:{name} to become ACTIVE");
+        self.watch(client, cluster, name, ctx, waiting, |found| {
+            let Some(ng) = found else {
                 return Err(CloudError::OperationFailed {
                     code: "ResourceNotFoundException".into(),
                     message: format!(
@@ -342,18 +364,17 @@ impl EksClient {
             };
             let status = status_of(&ng);
             match status.as_str() {
-                "ACTIVE" => return Ok(to_pool(region, cluster, &ng)),
+                "ACTIVE" => Ok(Check::Done(to_pool(region, cluster, &ng))),
                 "CREATE_FAILED" | "DELETING" | "DELETE_FAILED" => {
-                    return Err(operation_failed(&ng, &status));
+                    Err(operation_failed(&ng, &status))
                 }
-                _ => {}
+                _ => Ok(still(format!(
+                    "node group {cluster}:{name} to become ACTIVE (last status {status}{})",
+                    issues_suffix(&ng)
+                ))),
             }
-            waiting = format!(
-                "node group {cluster}:{name} to become ACTIVE (last status {status}{})",
-                issues_suffix(&ng)
-            );
-            ctx.sleep(backoff.next_delay(None), &waiting).await?;
-        }
+        })
+        .await
     }
 
     /// Polls until DescribeNodegroup answers ResourceNotFoundException.
@@ -364,20 +385,20 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
-        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
-        let mut waiting = format!("node group {cluster}:{name} to be deleted");
-        loop {
-            let found = self.describe(client, cluster, name, ctx).await;
-            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
-                return Ok(());
+        let waiting = format!("node group {cluster}:{name} to be deleted");
+        self.watch(client, cluster, name, ctx, waiting, |found| {
+            let Some(ng) = found else {
+                return Ok(Check::Done(()));
             };
             let status = status_of(&ng);
             if status == "DELETE_FAILED" {
                 return Err(operation_failed(&ng, &status));
             }
-            waiting = format!("node group {cluster}:{name} to be deleted (last status {status})");
-            ctx.sleep(backoff.next_delay(None), &waiting).await?;
-        }
+            Ok(still(format!(
+                "node group {cluster}:{name} to be deleted (last status {status})"
+            )))
+        })
+        .await
     }
 
     /// Polls until the node group leaves CREATING/UPDATING/DELETING; None if it went away.
@@ -388,20 +409,20 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
-        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
-        let mut waiting = format!("node group {cluster}:{name} to be ready for changes");
-        loop {
-            let found = self.describe(client, cluster, name, ctx).await;
-            let Some(ng) = found.map_err(|e| retag(e, &waiting))? else {
-                return Ok(None);
+        let waiting = format!("node group {cluster}:{name} to be ready for changes");
+        self.watch(client, cluster, name, ctx, waiting, |found| {
+            let Some(ng) = found else {
+                return Ok(Check::Done(None));
             };
             let status = status_of(&ng);
             if !matches!(status.as_str(), "CREATING" | "UPDATING" | "DELETING") {
-                return Ok(Some(ng));
+                return Ok(Check::Done(Some(ng)));
             }
-            waiting = format!("node group {cluster}:{name} to finish {status}");
-            ctx.sleep(backoff.next_delay(None), &waiting).await?;
-        }
+            Ok(still(format!(
+                "node group {cluster}:{name} to finish {status}"
+            )))
+        })
+        .await
     }
 
     /// Follows an update from UpdateNodegroupConfig's answer (which may already be final, as on
@@ -420,49 +441,37 @@ impl EksClient {
                 "UpdateNodegroupConfig answered without an update id".into(),
             ));
         }
-        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
-        let req = client
+        let backoff = Backoff::polling(self.poll_first, self.poll_cap);
+        let req = &client
             .describe_update()
             .name(cluster)
             .nodegroup_name(name)
             .update_id(&update_id);
-        let mut update = first;
-        loop {
-            let status = update.status().map(|s| s.as_str()).unwrap_or("");
-            match status {
-                "Successful" => return Ok(()),
-                "Failed" | "Cancelled" => {
-                    let errors = update.errors();
-                    let code = errors
-                        .first()
-                        .and_then(|e| e.error_code())
-                        .map(|c| c.as_str().to_string())
-                        .unwrap_or_else(|| format!("Update{status}"));
-                    let mut message = errors
-                        .iter()
-                        .map(|e| e.error_message().unwrap_or("").to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    if message.is_empty() {
-                        message = format!(
-                            "update {update_id} of node group {cluster}:{name} ended {status}"
-                        );
+        let what = &format!("update {update_id} of node group {cluster}:{name}");
+        // The first look is at the update as UpdateNodegroupConfig answered it.
+        let mut first = Some(first);
+        poll_until(ctx, backoff, what.clone(), Start::Now, move |waiting| {
+            let given = first.take();
+            let waiting = waiting.to_string();
+            async move {
+                let update = match given {
+                    Some(update) => update,
+                    None => {
+                        let out = self
+                            .call(ctx, "DescribeUpdate", || req.clone().send())
+                            .await
+                            .map_err(|e| retag(e, &waiting))?;
+                        out.update.ok_or_else(|| {
+                            CloudError::BadResponse(
+                                "DescribeUpdate answered without an update".into(),
+                            )
+                        })?
                     }
-                    return Err(CloudError::OperationFailed { code, message });
-                }
-                _ => {}
+                };
+                update_state(&update, what)
             }
-            let waiting =
-                format!("update {update_id} of node group {cluster}:{name} (status {status})");
-            ctx.sleep(backoff.next_delay(None), &waiting).await?;
-            let out = self
-                .call(ctx, "DescribeUpdate", || req.clone().send())
-                .await
-                .map_err(|e| retag(e, &waiting))?;
-            update = out.update.ok_or_else(|| {
-                CloudError::BadResponse("DescribeUpdate answered without an update".into())
-            })?;
-        }
+        })
+        .await
     }
 
     async fn send_create(
@@ -1081,6 +1090,41 @@ fn operation_failed(ng: &Nodegroup, status: &str) -> CloudError {
                 format!(": {issues}")
             }
         ),
+    }
+}
+
+/// Where an update (`what`) stands: Successful, ended in failure (OperationFailed with EKS's own
+/// error), or still running.
+fn update_state(update: &Update, what: &str) -> Result<Check<()>, CloudError> {
+    let status = update.status().map(|s| s.as_str()).unwrap_or("");
+    match status {
+        "Successful" => Ok(Check::Done(())),
+        "Failed" | "Cancelled" => {
+            let errors = update.errors();
+            let code = errors
+                .first()
+                .and_then(|e| e.error_code())
+                .map(|c| c.as_str().to_string())
+                .unwrap_or_else(|| format!("Update{status}"));
+            let mut message = errors
+                .iter()
+                .map(|e| e.error_message().unwrap_or("").to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            if message.is_empty() {
+                message = format!("{what} ended {status}");
+            }
+            Err(CloudError::OperationFailed { code, message })
+        }
+        _ => Ok(still(format!("{what} (status {status})"))),
+    }
+}
+
+/// Not there yet: look again, and name the wait `waiting_for` from now on.
+fn still<T>(waiting_for: String) -> Check<T> {
+    Check::Pending {
+        retry_after: None,
+        waiting_for: Some(waiting_for),
     }
 }
 

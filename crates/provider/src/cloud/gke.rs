@@ -32,7 +32,7 @@ use super::{
     CloudError, Detail, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
     Scaling,
 };
-use crate::operation::{Backoff, retry_after_seconds, retryable_status};
+use crate::operation::{Backoff, Check, Start, poll_until, retry_after_seconds, retryable_status};
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
 pub const GKE_DEFAULT_DISK_GB: u32 = 100;
@@ -671,6 +671,24 @@ fn retry_after(e: &gcc::Error) -> Option<Duration> {
     )
 }
 
+/// Where an operation stands: DONE (and then whether it failed, as `OperationFailed` with
+/// google.rpc's code) or still running.
+fn operation_state(op: &Operation) -> Result<Check<()>, CloudError> {
+    if op.status != m::operation::Status::Done {
+        return Ok(Check::Pending {
+            retry_after: None,
+            waiting_for: None,
+        });
+    }
+    match &op.error {
+        Some(err) if err.code != 0 || !err.message.is_empty() => Err(CloudError::OperationFailed {
+            code: op_error_code(err.code),
+            message: err.message.clone(),
+        }),
+        _ => Ok(Check::Done(())),
+    }
+}
+
 fn op_error_code(code: i32) -> String {
     google_cloud_gax::error::rpc::Code::from(code)
         .name()
@@ -721,38 +739,31 @@ impl GkeClient {
 
     /// Polls the operation until DONE. A failed operation is `OperationFailed` with google.rpc's code.
     async fn wait(&self, loc: &Location, op: Operation, ctx: &OpCtx) -> Result<(), CloudError> {
+        if let Check::Done(()) = operation_state(&op)? {
+            return Ok(());
+        }
         let (p, l, _) = gke_location(loc)?;
-        let name = if op.name.starts_with("projects/") {
+        let name = &if op.name.starts_with("projects/") {
             op.name.clone()
         } else {
             format!("projects/{p}/locations/{l}/operations/{}", op.name)
         };
-        let what = format!(
+        let what = &format!(
             "GKE operation {} ({})",
             op.name,
             op.operation_type.name().unwrap_or("?")
         );
-        let mut backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
-        let mut op = op;
-        loop {
-            if op.status == m::operation::Status::Done {
-                return match &op.error {
-                    Some(err) if err.code != 0 || !err.message.is_empty() => {
-                        Err(CloudError::OperationFailed {
-                            code: op_error_code(err.code),
-                            message: err.message.clone(),
-                        })
-                    }
-                    _ => Ok(()),
-                };
-            }
-            ctx.sleep(backoff.next_delay(None), &what).await?;
-            op = self
-                .call(ctx, &what, false, || {
+        let backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
+        let start = Start::Sleep(None);
+        poll_until(ctx, backoff, what.clone(), start, move |_| async move {
+            let op = self
+                .call(ctx, what, false, || {
                     self.cm.get_operation().set_name(name.clone()).send()
                 })
                 .await?;
-        }
+            operation_state(&op)
+        })
+        .await
     }
 
     async fn get_raw(
@@ -858,9 +869,10 @@ impl GkeClient {
 
     /// Adopts a pool an earlier attempt of this create left behind, once its own operation ends.
     async fn adopt(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
-        let id = pool_id(&spec.location, &spec.name)?;
-        let mut backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
-        loop {
+        let id = &pool_id(&spec.location, &spec.name)?;
+        let backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
+        let what = format!("node pool {id} to finish provisioning");
+        poll_until(ctx, backoff, what, Start::Now, move |_| async move {
             let Some(np) = self.get_raw(&spec.location, &spec.name, ctx).await? else {
                 return Err(CloudError::Api {
                     status: 409,
@@ -883,25 +895,22 @@ impl GkeClient {
             }
             use m::node_pool::Status as S;
             match np.status {
-                S::Provisioning | S::Reconciling => {}
-                S::Error | S::Stopping => {
-                    return Err(CloudError::OperationFailed {
-                        code: status_name(&np),
-                        message: format!(
-                            "node pool {id} (left by an earlier attempt of this create) is {}: {}",
-                            status_name(&np),
-                            pool_message(&np)
-                        ),
-                    });
-                }
-                _ => return self.pool_of(&spec.location, &np).await,
+                S::Provisioning | S::Reconciling => Ok(Check::Pending {
+                    retry_after: None,
+                    waiting_for: None,
+                }),
+                S::Error | S::Stopping => Err(CloudError::OperationFailed {
+                    code: status_name(&np),
+                    message: format!(
+                        "node pool {id} (left by an earlier attempt of this create) is {}: {}",
+                        status_name(&np),
+                        pool_message(&np)
+                    ),
+                }),
+                _ => self.pool_of(&spec.location, &np).await.map(Check::Done),
             }
-            ctx.sleep(
-                backoff.next_delay(None),
-                &format!("node pool {id} to finish provisioning"),
-            )
-            .await?;
-        }
+        })
+        .await
     }
 
     /// Sends one mutation and waits for its operation.

@@ -1,5 +1,7 @@
 use super::*;
 
+use std::sync::Mutex;
+
 #[test]
 fn backoff_doubles_to_the_cap_and_honours_retry_after() {
     let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(400));
@@ -33,6 +35,28 @@ fn polls_grow_by_half_to_the_cap() {
         let base = Duration::from_millis(base);
         assert!(*got >= base && *got <= base.mul_f64(1.2), "{d:?}");
     }
+}
+
+#[test]
+fn a_floor_holds_under_retry_after_and_a_spread_stays_within_a_tenth() {
+    let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(1))
+        .at_least(Duration::from_millis(20))
+        .spread_retry_after();
+    assert_eq!(
+        b.next_delay(Some(Duration::ZERO)),
+        Duration::from_millis(20)
+    );
+    let d = b.next_delay(Some(Duration::from_secs(2)));
+    assert!(
+        d >= Duration::from_secs(2) && d <= Duration::from_millis(2200),
+        "{d:?}"
+    );
+    // The Retry-Afters moved the backoff on: the next delay of its own is the third.
+    let d = b.next_delay(None);
+    assert!(
+        d >= Duration::from_millis(400) && d <= Duration::from_millis(480),
+        "{d:?}"
+    );
 }
 
 #[tokio::test]
@@ -92,5 +116,82 @@ async fn bounded_says_which_limit_cut_the_work_short() {
     assert_eq!(
         bounded(Duration::from_secs(60), &stop, std::future::pending::<()>()).await,
         Err(Cut::Stop)
+    );
+}
+
+fn fast() -> Backoff {
+    Backoff::polling(Duration::from_millis(1), Duration::from_millis(2))
+}
+
+#[tokio::test]
+async fn poll_until_looks_until_done_and_names_the_wait_as_the_checks_put_it() {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let seen = Mutex::new(Vec::new());
+    let seen_ref = &seen;
+    let done = poll_until(
+        &ctx,
+        fast(),
+        "pool p".to_string(),
+        Start::Now,
+        move |waiting_for| {
+            let n = {
+                let mut seen = seen_ref.lock().unwrap();
+                seen.push(waiting_for.to_string());
+                seen.len()
+            };
+            async move {
+                Ok(if n == 3 {
+                    Check::Done(n)
+                } else {
+                    Check::Pending {
+                        retry_after: None,
+                        waiting_for: Some(format!("pool p (look {n})")),
+                    }
+                })
+            }
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(done, 3);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["pool p", "pool p (look 1)", "pool p (look 2)"]
+    );
+
+    // A wait that never ends times out under the name the last check gave it.
+    let ctx = OpCtx::new(Duration::from_millis(60), StopSignal::default());
+    let r: Result<(), _> = poll_until(&ctx, fast(), "pool q".into(), Start::Now, |_| async {
+        Ok(Check::Pending {
+            retry_after: None,
+            waiting_for: Some("pool q (status CREATING)".into()),
+        })
+    })
+    .await;
+    match r {
+        Err(CloudError::Timeout { waiting_for, .. }) => {
+            assert_eq!(waiting_for, "pool q (status CREATING)")
+        }
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn poll_until_can_sleep_before_its_first_look() {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let t = Instant::now();
+    poll_until(
+        &ctx,
+        fast(),
+        "op".into(),
+        Start::Sleep(Some(Duration::from_millis(50))),
+        |_| async { Ok(Check::Done(())) },
+    )
+    .await
+    .unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(50),
+        "{:?}",
+        t.elapsed()
     );
 }
