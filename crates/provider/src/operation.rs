@@ -3,8 +3,8 @@
 //! and terraform's StopProvider ends it at once (terraform waits for the provider's answer before
 //! it exits, so nothing may keep sleeping). Between looks, a [`Backoff`] spaces the requests out
 //! and a server's Retry-After wins over it. [`poll_until`] is the one loop that waits for an
-//! operation; [`OpCtx::run`] holds a request in flight to the same limits, and [`bounded`] any
-//! other future to a time limit and the stop.
+//! operation and [`retry`] the one loop that retries a request; [`OpCtx::run`] holds a request
+//! in flight to the same limits, and [`bounded`] any other future to a time limit and the stop.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -241,6 +241,61 @@ where
                     .await?;
             }
         }
+    }
+}
+
+/// How one attempt of a request ended, as its client judges it. An `Err` from the attempt is
+/// final.
+pub(crate) enum Attempt<T> {
+    Done(T),
+    /// A failure another attempt may not have: throttling, a server error, a dropped connection.
+    /// Counts against the attempts allowed.
+    Failed(Failure<T>),
+    /// Refused because another operation runs: tried again until the deadline, not counted.
+    Busy(Failure<T>),
+    /// Nothing failed, but the attempt must start over (it waited for another operation to end).
+    Again,
+}
+
+pub(crate) struct Failure<T> {
+    /// What the caller gets when no attempts are left: the error, or the last answer as it came.
+    pub(crate) last: Result<T, CloudError>,
+    pub(crate) retry_after: Option<Duration>,
+    /// What the sleep before the next attempt waits for, as its timeout names it.
+    pub(crate) waiting_for: String,
+}
+
+/// Runs `attempt` until it is done, a final error, or `max_attempts` have failed (then the last
+/// failure's answer). Each retry sleeps by `backoff` or the server's Retry-After under `ctx`;
+/// `on_retry` sees the failure, how many have counted so far and the delay, before the sleep.
+pub(crate) async fn retry<T, F, Fut>(
+    ctx: &OpCtx,
+    mut backoff: Backoff,
+    max_attempts: u32,
+    mut attempt: F,
+    mut on_retry: impl FnMut(&Failure<T>, u32, Duration),
+) -> Result<T, CloudError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, CloudError>>,
+{
+    let mut failures = 0;
+    loop {
+        let failure = match attempt().await? {
+            Attempt::Done(v) => return Ok(v),
+            Attempt::Again => continue,
+            Attempt::Failed(f) => {
+                failures += 1;
+                if failures >= max_attempts {
+                    return f.last;
+                }
+                f
+            }
+            Attempt::Busy(f) => f,
+        };
+        let delay = backoff.next_delay(failure.retry_after);
+        on_retry(&failure, failures, delay);
+        ctx.sleep(delay, &failure.waiting_for).await?;
     }
 }
 

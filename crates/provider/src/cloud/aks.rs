@@ -34,7 +34,10 @@ use serde_json::{Map, Value};
 use super::{
     CloudError, Detail, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
 };
-use crate::operation::{Backoff, Check, Start, poll_until, retry_after_seconds, retryable_status};
+use crate::operation::{
+    Attempt, Backoff, Check, Failure, Start, poll_until, retry, retry_after_seconds,
+    retryable_status,
+};
 
 pub const API_VERSION: &str = "2025-10-01";
 pub const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
@@ -596,6 +599,7 @@ impl AksClient {
     }
 
     /// A request retried on 429/5xx and transport failures, with backoff, Retry-After and jitter.
+    /// Once the attempts are spent, the last answer is returned as it came.
     async fn send(
         &self,
         method: reqwest::Method,
@@ -603,27 +607,41 @@ impl AksClient {
         body: Option<&Value>,
         ctx: &OpCtx,
     ) -> Result<Resp, CloudError> {
-        let mut backoff = self.timing.retries();
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let last = attempt >= self.timing.max_attempts;
+        let method = &method;
+        let waiting_for = &format!("a retry of {method} {}", url.path());
+        let attempt = move || async move {
+            let failed = |last, retry_after| {
+                Attempt::Failed(Failure {
+                    last,
+                    retry_after,
+                    waiting_for: waiting_for.clone(),
+                })
+            };
             match self.send_once(method.clone(), url, body, ctx).await {
-                Ok(r) if retryable_status(r.status) && !last => {
-                    tracing::debug!(status = r.status, attempt, "ARM request will be retried");
-                    let d = backoff.next_delay(r.retry_after());
-                    ctx.sleep(d, &format!("a retry of {method} {}", url.path()))
-                        .await?;
+                Ok(r) if retryable_status(r.status) => {
+                    let retry_after = r.retry_after();
+                    Ok(failed(Ok(r), retry_after))
                 }
-                Err(CloudError::Transport(m)) if !last => {
-                    tracing::debug!(error = %m, attempt, "ARM request will be retried");
-                    let d = backoff.next_delay(None);
-                    ctx.sleep(d, &format!("a retry of {method} {}", url.path()))
-                        .await?;
-                }
-                other => return other,
+                Ok(r) => Ok(Attempt::Done(r)),
+                Err(e @ CloudError::Transport(_)) => Ok(failed(Err(e), None)),
+                Err(e) => Err(e),
             }
-        }
+        };
+        let log = |f: &Failure<Resp>, attempt: u32, _| match &f.last {
+            Ok(r) => tracing::debug!(status = r.status, attempt, "ARM request will be retried"),
+            Err(CloudError::Transport(m)) => {
+                tracing::debug!(error = %m, attempt, "ARM request will be retried")
+            }
+            Err(_) => {}
+        };
+        retry(
+            ctx,
+            self.timing.retries(),
+            self.timing.max_attempts,
+            attempt,
+            log,
+        )
+        .await
     }
 
     // ------------------------------------------------------------------------------- pools
@@ -872,49 +890,42 @@ impl AksClient {
         .await
     }
 
-    /// One PUT attempt of `body`; Ok(None) when it should be tried again after a delay.
+    /// One PUT attempt of `body`.
     async fn put_attempt(
         &self,
         put: &PutTarget<'_>,
         body: &Value,
-        retry: &mut Retry,
         ctx: &OpCtx,
-    ) -> Result<Option<Pool>, CloudError> {
+    ) -> Result<Attempt<Pool>, CloudError> {
         let name = put.name;
-        let last = retry.failures + 1 >= self.timing.max_attempts;
+        let failed = |last, retry_after| {
+            Attempt::Failed(Failure {
+                last,
+                retry_after,
+                waiting_for: format!("a retry of PUT agent pool '{name}'"),
+            })
+        };
         match self
             .send_once(reqwest::Method::PUT, put.url, Some(body), ctx)
             .await
         {
-            Ok(r) if matches!(r.status, 200 | 201) => {
-                self.finish_put(r, put.location, name, ctx).await.map(Some)
-            }
-            Ok(r) if retryable_status(r.status) && !last => {
-                retry.failures += 1;
-                let d = retry.backoff.next_delay(r.retry_after());
-                ctx.sleep(d, &format!("a retry of PUT agent pool '{name}'"))
-                    .await?;
-                Ok(None)
-            }
+            Ok(r) if matches!(r.status, 200 | 201) => self
+                .finish_put(r, put.location, name, ctx)
+                .await
+                .map(Attempt::Done),
+            Ok(r) if retryable_status(r.status) => Ok(failed(Err(r.api_error()), r.retry_after())),
             Ok(r) => Err(r.api_error()),
-            // The PUT may or may not have reached ARM: the caller reads the pool before trying again.
-            Err(CloudError::Transport(m)) if !last => {
-                retry.failures += 1;
-                tracing::debug!(error = %m, "PUT will be retried");
-                let d = retry.backoff.next_delay(None);
-                ctx.sleep(d, &format!("a retry of PUT agent pool '{name}'"))
-                    .await?;
-                Ok(None)
-            }
+            // The PUT may or may not have reached ARM: the next attempt reads the pool first.
+            Err(e @ CloudError::Transport(_)) => Ok(failed(Err(e), None)),
             Err(e) => Err(e),
         }
     }
+}
 
-    fn retry(&self) -> Retry {
-        Retry {
-            backoff: self.timing.retries(),
-            failures: 0,
-        }
+/// The debug line of a PUT about to be retried.
+fn log_put_retry(f: &Failure<Pool>, _: u32, _: Duration) {
+    if let Err(CloudError::Transport(m)) = &f.last {
+        tracing::debug!(error = %m, "PUT will be retried");
     }
 }
 
@@ -923,12 +934,6 @@ struct PutTarget<'a> {
     url: &'a Url,
     location: &'a Location,
     name: &'a str,
-}
-
-/// Retry state across the attempts of one mutation.
-struct Retry {
-    backoff: Backoff,
-    failures: u32,
 }
 
 #[async_trait]
@@ -952,15 +957,15 @@ impl NodePools for AksClient {
             location,
             name,
         };
-        let mut retry = self.retry();
-        loop {
+        let (put, body) = (&put, &body);
+        let attempt = move || async move {
             // A previous attempt (this call's or an earlier apply's) may have created the pool already.
             if let Some(doc) = self.get_raw(location, name, ctx).await? {
                 let pool = to_pool(location, name, &doc)?;
                 let state = pool.status.clone();
                 if state.eq_ignore_ascii_case("Deleting") {
                     self.wait_gone(location, name, ctx, None).await?;
-                    continue;
+                    return Ok(Attempt::Again);
                 }
                 let diff = spec_diff(&pool.spec, spec);
                 if !diff.is_empty() {
@@ -976,16 +981,21 @@ impl NodePools for AksClient {
                     });
                 }
                 match terminal(&state) {
-                    Some(true) => return Ok(pool),
-                    None => return self.wait_pool(location, name, ctx, None).await,
+                    Some(true) => return Ok(Attempt::Done(pool)),
+                    None => {
+                        return self
+                            .wait_pool(location, name, ctx, None)
+                            .await
+                            .map(Attempt::Done);
+                    }
                     // Failed or Canceled: a PUT of the same pool makes ARM retry the provisioning.
                     Some(false) => {}
                 }
             }
-            if let Some(pool) = self.put_attempt(&put, &body, &mut retry, ctx).await? {
-                return Ok(pool);
-            }
-        }
+            self.put_attempt(put, body, ctx).await
+        };
+        let (backoff, max) = (self.timing.retries(), self.timing.max_attempts);
+        retry(ctx, backoff, max, attempt, log_put_retry).await
     }
 
     async fn update(
@@ -1016,8 +1026,8 @@ impl NodePools for AksClient {
             location,
             name,
         };
-        let mut retry = self.retry();
-        loop {
+        let put = &put;
+        let attempt = move || async move {
             let Some(doc) = self.get_raw(location, name, ctx).await? else {
                 return Err(CloudError::Api {
                     status: 404,
@@ -1034,22 +1044,22 @@ impl NodePools for AksClient {
                 });
             }
             match terminal(&pool.status) {
-                Some(true) if pool.spec == *spec => return Ok(pool),
+                Some(true) if pool.spec == *spec => return Ok(Attempt::Done(pool)),
                 // Another operation (or our own PUT whose answer was lost) is running: let it finish.
                 None => {
                     let done = self.wait_pool(location, name, ctx, None).await?;
                     if done.spec == *spec {
-                        return Ok(done);
+                        return Ok(Attempt::Done(done));
                     }
-                    continue;
+                    return Ok(Attempt::Again);
                 }
                 _ => {}
             }
             let body = update_body(&doc, spec);
-            if let Some(pool) = self.put_attempt(&put, &body, &mut retry, ctx).await? {
-                return Ok(pool);
-            }
-        }
+            self.put_attempt(put, &body, ctx).await
+        };
+        let (backoff, max) = (self.timing.retries(), self.timing.max_attempts);
+        retry(ctx, backoff, max, attempt, log_put_retry).await
     }
 
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {

@@ -46,7 +46,10 @@ use super::{
     CloudError, Detail, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
     PoolTaint, Scaling,
 };
-use crate::operation::{Backoff, Check, Start, poll_until, retry_after_seconds, retryable_status};
+use crate::operation::{
+    Attempt, Backoff, Check, Failure, Start, poll_until, retry, retry_after_seconds,
+    retryable_status,
+};
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
 pub const MAX_ATTEMPTS: u32 = 6;
@@ -257,34 +260,40 @@ impl EksClient {
         Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let mut backoff = Backoff::new(self.retry_first, self.retry_cap);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let sent = tokio::time::timeout(self.attempt_timeout, send());
-            // A call in flight is abandoned at the deadline or on a stop.
-            let failure = match ctx.run(what, sent).await? {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) => classify(e),
-                Err(_) => Failure {
-                    error: CloudError::Transport(
-                        format!(
-                            "{what}: no answer within {}s",
-                            self.attempt_timeout.as_secs()
-                        )
-                        .into(),
-                    ),
-                    retryable: true,
-                    retry_after: None,
-                },
-            };
-            if !failure.retryable || attempt >= MAX_ATTEMPTS {
-                return Err(failure.error);
+        let attempt_timeout = self.attempt_timeout;
+        let attempt = move || {
+            let sent = tokio::time::timeout(attempt_timeout, send());
+            async move {
+                // A call in flight is abandoned at the deadline or on a stop.
+                let failure = match ctx.run(what, sent).await? {
+                    Ok(Ok(v)) => return Ok(Attempt::Done(v)),
+                    Ok(Err(e)) => classify(e),
+                    Err(_) => Classified {
+                        error: CloudError::Transport(
+                            format!("{what}: no answer within {}s", attempt_timeout.as_secs())
+                                .into(),
+                        ),
+                        retryable: true,
+                        retry_after: None,
+                    },
+                };
+                if !failure.retryable {
+                    return Err(failure.error);
+                }
+                Ok(Attempt::Failed(Failure {
+                    last: Err(failure.error),
+                    retry_after: failure.retry_after,
+                    waiting_for: what.to_string(),
+                }))
             }
-            tracing::debug!(attempt, call = what, error = %failure.error, "eks call failed, retrying");
-            ctx.sleep(backoff.next_delay(failure.retry_after), what)
-                .await?;
-        }
+        };
+        let log = |f: &Failure<T>, attempt: u32, _| {
+            if let Err(e) = &f.last {
+                tracing::debug!(attempt, call = what, error = %e, "eks call failed, retrying");
+            }
+        };
+        let backoff = Backoff::new(self.retry_first, self.retry_cap);
+        retry(ctx, backoff, MAX_ATTEMPTS, attempt, log).await
     }
 
     async fn describe(
@@ -1156,13 +1165,13 @@ fn has_code(e: &CloudError, want: &str) -> bool {
 }
 
 /// A failed call as the retry loop sees it.
-struct Failure {
+struct Classified {
     error: CloudError,
     retryable: bool,
     retry_after: Option<Duration>,
 }
 
-fn classify<E>(e: SdkError<E, HttpResponse>) -> Failure
+fn classify<E>(e: SdkError<E, HttpResponse>) -> Classified
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -1190,7 +1199,7 @@ where
                 let retryable =
                     retryable_status(status) || THROTTLING_CODES.contains(&code.as_str());
                 if !AUTH_CODES.contains(&code.as_str()) {
-                    return Failure {
+                    return Classified {
                         error: CloudError::Api {
                             status,
                             code,
@@ -1229,7 +1238,7 @@ where
         _ if about_credentials => (CloudError::Auth, text, false, None),
         _ => (CloudError::Transport, text, false, None),
     };
-    Failure {
+    Classified {
         error: kind(Detail::caused_by(message, e)),
         retryable,
         retry_after,

@@ -32,7 +32,10 @@ use super::{
     CloudError, Detail, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
     Scaling,
 };
-use crate::operation::{Backoff, Check, Start, poll_until, retry_after_seconds, retryable_status};
+use crate::operation::{
+    Attempt, Backoff, Check, Failure, Start, poll_until, retry, retry_after_seconds,
+    retryable_status,
+};
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
 pub const GKE_DEFAULT_DISK_GB: u32 = 100;
@@ -709,32 +712,47 @@ impl GkeClient {
     where
         Fut: Future<Output = gcc::Result<T>>,
     {
-        let mut backoff = Backoff::new(self.timing.retry_first, RETRY_CAP);
-        let mut transient = 0;
-        loop {
-            // A call in flight is abandoned at the deadline or on a stop: terraform waits for the
-            // provider to return before it exits.
-            let e = match ctx.run(what, f()).await? {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-            match verdict(&e) {
-                Verdict::Transient if transient < MAX_TRANSIENT_RETRIES => transient += 1,
-                Verdict::Busy if mutation => {}
-                _ => return Err(cloud_error(e)),
+        let attempt = move || {
+            let sent = f();
+            async move {
+                // A call in flight is abandoned at the deadline or on a stop: terraform waits for
+                // the provider to return before it exits.
+                let e = match ctx.run(what, sent).await? {
+                    Ok(v) => return Ok(Attempt::Done(v)),
+                    Err(e) => e,
+                };
+                let verdict = verdict(&e);
+                if !(verdict == Verdict::Transient || (verdict == Verdict::Busy && mutation)) {
+                    return Err(cloud_error(e));
+                }
+                let retry_after = retry_after(&e);
+                let last = cloud_error(e);
+                let failure = Failure {
+                    // A timeout names what kept us waiting, e.g. another operation on the cluster.
+                    waiting_for: format!("{what} (last answer: {last})"),
+                    last: Err(last),
+                    retry_after,
+                };
+                Ok(if verdict == Verdict::Busy {
+                    Attempt::Busy(failure)
+                } else {
+                    Attempt::Failed(failure)
+                })
             }
-            let delay = backoff.next_delay(retry_after(&e));
-            let last = cloud_error(e);
-            tracing::debug!(
-                call = what,
-                error = %last,
-                retry_in_ms = delay.as_millis() as u64,
-                "GKE call failed; retrying"
-            );
-            // A timeout names what kept us waiting, e.g. another operation on the cluster.
-            ctx.sleep(delay, &format!("{what} (last answer: {last})"))
-                .await?;
-        }
+        };
+        let log = |f: &Failure<T>, _: u32, delay: Duration| {
+            if let Err(last) = &f.last {
+                tracing::debug!(
+                    call = what,
+                    error = %last,
+                    retry_in_ms = delay.as_millis() as u64,
+                    "GKE call failed; retrying"
+                );
+            }
+        };
+        let backoff = Backoff::new(self.timing.retry_first, RETRY_CAP);
+        // The attempts are the first and its transient retries.
+        retry(ctx, backoff, MAX_TRANSIENT_RETRIES + 1, attempt, log).await
     }
 
     /// Polls the operation until DONE. A failed operation is `OperationFailed` with google.rpc's code.

@@ -195,3 +195,64 @@ async fn poll_until_can_sleep_before_its_first_look() {
         t.elapsed()
     );
 }
+
+#[tokio::test]
+async fn retry_counts_failures_but_not_busy_refusals_and_returns_the_last_answer() {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let calls = Mutex::new(0u32);
+    let calls_ref = &calls;
+    let retries = Mutex::new(Vec::new());
+    // Busy, again at once, then failures: only the failures count, and the third is returned.
+    let r: Result<u32, CloudError> = retry(
+        &ctx,
+        fast(),
+        3,
+        move || {
+            let n = {
+                let mut c = calls_ref.lock().unwrap();
+                *c += 1;
+                *c
+            };
+            async move {
+                let failure = |last: Result<u32, CloudError>| Failure {
+                    last,
+                    retry_after: None,
+                    waiting_for: format!("attempt {n}"),
+                };
+                Ok(match n {
+                    1 => Attempt::Busy(failure(Err(CloudError::Stopped))),
+                    2 => Attempt::Again,
+                    _ => Attempt::Failed(failure(Ok(n))),
+                })
+            }
+        },
+        |f, counted, _| {
+            retries
+                .lock()
+                .unwrap()
+                .push((f.waiting_for.clone(), counted))
+        },
+    )
+    .await;
+    assert_eq!(r.unwrap(), 5);
+    assert_eq!(*calls.lock().unwrap(), 5);
+    assert_eq!(
+        *retries.lock().unwrap(),
+        [
+            ("attempt 1".to_string(), 0),
+            ("attempt 3".to_string(), 1),
+            ("attempt 4".to_string(), 2)
+        ]
+    );
+
+    // An error from an attempt is final.
+    let r: Result<(), _> = retry(
+        &ctx,
+        fast(),
+        3,
+        || async { Err(CloudError::Transport("gone".into())) },
+        |_, _, _| panic!("no retry"),
+    )
+    .await;
+    assert!(matches!(r, Err(CloudError::Transport(_))), "{r:?}");
+}
