@@ -8,7 +8,6 @@ pub mod aks;
 pub mod eks;
 mod error;
 pub mod gke;
-pub mod gke_http;
 
 use std::collections::BTreeMap;
 
