@@ -1,10 +1,10 @@
 //! How the provider waits. Every long-running operation and every retried request runs under an
 //! [`OpCtx`]: the `timeouts` deadline ends it with a Timeout that names what it was waiting for,
 //! and terraform's StopProvider ends it at once (terraform waits for the provider's answer before
-//! it exits, so nothing may keep sleeping). Between looks, a [`Backoff`] spaces the requests out
-//! and a server's Retry-After wins over it. [`poll_until`] is the one loop that waits for an
-//! operation and [`retry`] the one loop that retries a request; [`OpCtx::run`] holds a request
-//! in flight to the same limits, and [`bounded`] any other future to a time limit and the stop.
+//! it exits, so nothing may keep sleeping). Between looks, a `Backoff` spaces the requests out
+//! and a server's Retry-After wins over it. `poll_until` is the one loop that waits for an
+//! operation and `retry` the one loop that retries a request; `OpCtx::run` holds a request in
+//! flight to the same limits, and `bounded` any other future to a time limit and the stop.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -2,7 +2,8 @@
 //! [`PoolSpec`] (already validated by `gpu`); each client maps it to its API (`aks`: ARM REST,
 //! `gke`: GKE v1, `eks`: EKS managed node groups), waits for the long-running operation, retries
 //! what is worth retrying, and reads the pool back as a [`Pool`] in the same neutral terms so that
-//! drift is a plain comparison.
+//! drift is a plain comparison. How long anything waits is `crate::operation`'s business; what
+//! can go wrong is [`CloudError`] (in `error`).
 
 pub mod aks;
 pub mod eks;

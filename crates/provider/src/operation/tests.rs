@@ -1,3 +1,6 @@
+//! Unit tests of the waits: backoff, sleeps and runs under the deadline and stop, poll_until,
+//! retry and bounded.
+
 use super::*;
 
 use std::sync::Mutex;

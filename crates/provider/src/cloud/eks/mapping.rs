@@ -22,7 +22,7 @@ pub(crate) fn pool_id(cluster: &str, nodegroup: &str) -> String {
     format!("{cluster}:{nodegroup}")
 }
 
-/// The spec as EKS can hold it, i.e. what [`EksClient::get`] returns for a node group created
+/// The spec as EKS can hold it, i.e. what `EksClient::get` returns for a node group created
 /// from `spec`: taints sorted with Kubernetes effects, subnets sorted, diskSize 20 (EKS's default)
 /// as None, `Auto {n, n}` as `Fixed {n}` (EKS cannot tell them apart), no `eks.amazonaws.com/*`
 /// labels, and no GPU or AKS fields (EKS has none: MIG and time-slicing are node labels).

@@ -4,7 +4,7 @@
 //! with DescribeUpdate.
 //!
 //! Retries are ours, not the SDK's (its retry is disabled): one loop per call that retries
-//! throttling, 5xx and broken connections with [`Backoff`], honours Retry-After, gives up after
+//! throttling, 5xx and broken connections with `Backoff`, honours Retry-After, gives up after
 //! [`MAX_ATTEMPTS`], and never outlives the operation's deadline or a stop. That keeps every wait
 //! under the `timeouts` block and StopProvider, which the SDK's own retry loop knows nothing about.
 //!
