@@ -214,7 +214,7 @@ pub(crate) enum Start {
 pub(crate) async fn poll_until<T, F, Fut>(
     ctx: &OpCtx,
     mut backoff: Backoff,
-    waiting_for: String,
+    mut waiting_for: String,
     start: Start,
     mut check: F,
 ) -> Result<T, CloudError>
@@ -222,7 +222,6 @@ where
     F: FnMut(&str) -> Fut,
     Fut: Future<Output = Result<Check<T>, CloudError>>,
 {
-    let mut waiting_for = waiting_for;
     if let Start::Sleep(retry_after) = start {
         ctx.sleep(backoff.next_delay(retry_after), &waiting_for)
             .await?;
