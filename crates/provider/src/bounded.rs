@@ -2,7 +2,7 @@
 //! The Kubernetes client (kube) and the EKS client (the AWS SDK) collect bodies whole before
 //! decoding them and have no size limit, and kube's read timeout is per read: without this a
 //! hostile or broken server could fill the provider's memory with an endless body or hold it
-//! forever with one that trickles. Each client wraps its response bodies in a [`BoundedBody`].
+//! forever with one that trickles. Each client wraps its response bodies in a `BoundedBody`.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -13,7 +13,7 @@ use http_body::{Body, Frame, SizeHint};
 
 /// Why an answer was cut off. The texts are matched by [`is_bounded_error`].
 #[derive(Debug)]
-pub struct BodyBound(String);
+struct BodyBound(String);
 
 impl std::fmt::Display for BodyBound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -23,15 +23,15 @@ impl std::fmt::Display for BodyBound {
 
 impl std::error::Error for BodyBound {}
 
-pub const TOO_LARGE: &str = "the answer is larger than";
-pub const TOO_SLOW: &str = "the answer did not finish within";
+const TOO_LARGE: &str = "the answer is larger than";
+const TOO_SLOW: &str = "the answer did not finish within";
 
 /// Whether an error text comes from a [`BoundedBody`].
-pub fn is_bounded_error(text: &str) -> bool {
+pub(crate) fn is_bounded_error(text: &str) -> bool {
     text.contains(TOO_LARGE) || text.contains(TOO_SLOW)
 }
 
-pub struct BoundedBody<B> {
+pub(crate) struct BoundedBody<B> {
     inner: B,
     read: usize,
     max: usize,
@@ -41,7 +41,7 @@ pub struct BoundedBody<B> {
 }
 
 impl<B> BoundedBody<B> {
-    pub fn new(inner: B, max: usize, within: Duration) -> Self {
+    pub(crate) fn new(inner: B, max: usize, within: Duration) -> Self {
         BoundedBody {
             inner,
             read: 0,

@@ -27,6 +27,8 @@
 //! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,
 //!   taints, domain errors as diagnostics).
 //! - `docs`: registry-style documentation rendered from the schemas and the examples.
+//! - `operation`: how every wait ends: the stop signal, an operation's deadline, backoff, and the
+//!   one poll and retry loops.
 //! - `bounded`: a size and time bound on HTTP answer bodies, for the clients (kube, the AWS SDK)
 //!   that read bodies whole without one.
 
@@ -37,5 +39,6 @@ pub mod data_sources;
 pub mod docs;
 pub mod functions;
 pub mod model;
+pub mod operation;
 pub mod provider;
 pub mod resources;

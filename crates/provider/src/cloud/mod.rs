@@ -2,21 +2,21 @@
 //! [`PoolSpec`] (already validated by `gpu`); each client maps it to its API (`aks`: ARM REST,
 //! `gke`: GKE v1, `eks`: EKS managed node groups), waits for the long-running operation, retries
 //! what is worth retrying, and reads the pool back as a [`Pool`] in the same neutral terms so that
-//! drift is a plain comparison.
+//! drift is a plain comparison. How long anything waits is `crate::operation`'s business; what
+//! can go wrong is [`CloudError`] (in `error`).
 
 pub mod aks;
 pub mod eks;
+mod error;
 pub mod gke;
-pub mod gke_http;
-pub mod poll;
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use poll::{OpCtx, StopSignal};
+pub use crate::operation::{OpCtx, StopSignal};
+pub(crate) use error::error_chain;
+pub use error::{CloudError, Detail};
 
 /// Where a pool lives.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -130,91 +130,6 @@ pub struct Pool {
     pub spec: PoolSpec,
     /// The cloud's provisioning state or status, as it spells it (`Succeeded`, `RUNNING`, `ACTIVE`).
     pub status: String,
-}
-
-/// What went wrong talking to a cloud. API errors keep the cloud's own code and message so a
-/// diagnostic can quote them.
-#[derive(Debug)]
-pub enum CloudError {
-    /// The API answered with an error.
-    Api {
-        status: u16,
-        code: String,
-        message: String,
-    },
-    /// The long-running operation ended in failure.
-    OperationFailed { code: String, message: String },
-    /// Credentials could not be obtained or were refused.
-    Auth(String),
-    /// The request never got an answer (connection refused or dropped, TLS, bad URL).
-    Transport(String),
-    /// An answer that does not parse, or is too large.
-    BadResponse(String),
-    /// The `timeouts` limit ran out while waiting.
-    Timeout {
-        waited: Duration,
-        waiting_for: String,
-    },
-    /// Terraform asked the provider to stop (Ctrl-C).
-    Stopped,
-}
-
-impl fmt::Display for CloudError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CloudError::Api {
-                status,
-                code,
-                message,
-            } => write!(f, "the API answered {status} {code}: {message}"),
-            CloudError::OperationFailed { code, message } => {
-                write!(f, "the operation failed with {code}: {message}")
-            }
-            CloudError::Auth(m) => write!(f, "authentication failed: {m}"),
-            CloudError::Transport(m) => write!(f, "the API could not be reached: {m}"),
-            CloudError::BadResponse(m) => {
-                write!(f, "the API sent an answer the provider cannot read: {m}")
-            }
-            CloudError::Timeout {
-                waited,
-                waiting_for,
-            } => {
-                write!(
-                    f,
-                    "gave up after {}s waiting for {waiting_for}",
-                    waited.as_secs()
-                )
-            }
-            CloudError::Stopped => write!(
-                f,
-                "stopped by terraform (interrupt) before the operation finished"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for CloudError {}
-
-/// An error with its sources: an HTTP client's own message alone rarely says what happened.
-/// Wrappers often repeat their source's text, so each part is said once.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
-}
-
-impl CloudError {
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, CloudError::Api { status: 404, .. })
-    }
 }
 
 /// The node pool API of one cloud.

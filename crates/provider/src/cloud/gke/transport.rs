@@ -6,7 +6,7 @@
 //! The REST mapping is GKE v1's (`GET /v1/{name}`, `POST /v1/{parent}/nodePools`, `PUT /v1/{name}`,
 //! `POST /v1/{name}:setAutoscaling`, `POST /v1/{name}:setSize`, `DELETE /v1/{name}`); requests and
 //! answers are the library's own model types, and errors the library's error type with the HTTP
-//! status, headers and google.rpc status, so `gke.rs` classifies them as before.
+//! status, headers and google.rpc status, so `calls` classifies them.
 
 use std::time::Duration;
 
@@ -17,21 +17,23 @@ use google_cloud_gax::error::rpc::Status;
 use google_cloud_gax::response::{Parts, Response};
 use reqwest::Method;
 
+use crate::cloud::error_chain;
+
 /// GKE's documents are a few KiB; anything near this is not GKE.
-pub const MAX_BODY: usize = 4 * 1024 * 1024;
+pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// One request, headers to last byte.
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug)]
-pub struct BoundedTransport {
-    pub http: reqwest::Client,
+pub(super) struct BoundedTransport {
+    pub(super) http: reqwest::Client,
     /// e.g. `https://container.googleapis.com`, without a trailing slash.
-    pub endpoint: String,
-    pub creds: google_cloud_auth::credentials::Credentials,
+    pub(super) endpoint: String,
+    pub(super) creds: google_cloud_auth::credentials::Credentials,
 }
 
 /// A reqwest client for GKE calls: no redirects (a redirect could carry the token elsewhere).
-pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+pub(super) fn http_client() -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(ATTEMPT_TIMEOUT)
@@ -40,7 +42,10 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
 }
 
 /// Reads a body up to `max` bytes; more is an error naming the cap.
-pub async fn read_capped(mut r: reqwest::Response, max: usize) -> Result<Vec<u8>, BodyError> {
+pub(super) async fn read_capped(
+    mut r: reqwest::Response,
+    max: usize,
+) -> Result<Vec<u8>, BodyError> {
     if r.content_length().is_some_and(|n| n > max as u64) {
         return Err(BodyError::TooLarge(max));
     }
@@ -55,7 +60,7 @@ pub async fn read_capped(mut r: reqwest::Response, max: usize) -> Result<Vec<u8>
 }
 
 #[derive(Debug)]
-pub enum BodyError {
+pub(super) enum BodyError {
     TooLarge(usize),
     Read(reqwest::Error),
 }
@@ -68,9 +73,9 @@ impl std::fmt::Display for BodyError {
                 f,
                 "the answer did not finish within {}s: {}",
                 ATTEMPT_TIMEOUT.as_secs(),
-                super::error_chain(e)
+                error_chain(e)
             ),
-            BodyError::Read(e) => write!(f, "reading the answer failed: {}", super::error_chain(e)),
+            BodyError::Read(e) => write!(f, "reading the answer failed: {}", error_chain(e)),
         }
     }
 }

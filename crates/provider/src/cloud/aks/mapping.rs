@@ -1,0 +1,401 @@
+//! Agent pool documents in the provider's neutral terms and back. Values AKS fills in on its own
+//! (the OS disk size and SKU a create left to it, the Spot label and taint) read back as "not
+//! set", so that drift is a plain comparison of [`PoolSpec`]s.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::AksClient;
+use crate::cloud::{CloudError, Detail, Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
+
+/// The pool tag listing the optional fields a create left to AKS's defaults.
+pub(super) const DEFAULTS_TAG: &str = "fracgpu-cloud-defaults";
+
+/// What AKS uses when osDiskSizeGB / osSKU are not given (Linux, managed OS disk).
+const AKS_DEFAULT_OS_DISK_GB: u32 = 128;
+const AKS_DEFAULT_OS_SKU: &str = "Ubuntu";
+/// AKS adds this label and taint to every Spot pool itself.
+pub(super) const SPOT_KEY: &str = "kubernetes.azure.com/scalesetpriority";
+
+impl AksClient {
+    /// The ARM resource ID of a pool.
+    pub fn pool_id(location: &Location, name: &str) -> Result<String, CloudError> {
+        let (sub, rg, cluster) = aks_location(location)?;
+        Ok(format!(
+            "/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{cluster}/agentPools/{name}"
+        ))
+    }
+}
+
+/// The agent pool fields the provider reads and writes.
+#[derive(Serialize, Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct AgentPoolProps {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vm_size: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enable_auto_scaling: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_count: Option<u32>,
+    #[serde(rename = "osDiskSizeGB", skip_serializing_if = "Option::is_none")]
+    os_disk_size_gb: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    os_type: Option<String>,
+    #[serde(rename = "osSKU", skip_serializing_if = "Option::is_none")]
+    os_sku: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_labels: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_taints: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale_set_priority: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale_set_eviction_policy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spot_max_price: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_instance_profile: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing)]
+    provisioning_state: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Default, Debug)]
+struct AgentPool {
+    #[serde(skip_serializing)]
+    id: Option<String>,
+    #[serde(default)]
+    properties: AgentPoolProps,
+}
+
+pub(super) fn aks_location(location: &Location) -> Result<(&str, &str, &str), CloudError> {
+    match location {
+        Location::Aks {
+            subscription_id,
+            resource_group,
+            cluster,
+        } => Ok((subscription_id, resource_group, cluster)),
+        other => Err(CloudError::Api {
+            status: 400,
+            code: "WrongCloud".into(),
+            message: format!(
+                "the AKS client was handed a {} location",
+                other.cloud().to_ascii_uppercase()
+            ),
+        }),
+    }
+}
+
+pub(super) fn cluster_name(location: &Location) -> &str {
+    aks_location(location).map(|(_, _, c)| c).unwrap_or("?")
+}
+
+fn taint_string(t: &PoolTaint) -> String {
+    if t.value.is_empty() {
+        format!("{}:{}", t.key, t.effect)
+    } else {
+        format!("{}={}:{}", t.key, t.value, t.effect)
+    }
+}
+
+fn parse_taint(s: &str) -> PoolTaint {
+    let (kv, effect) = s.rsplit_once(':').unwrap_or((s, ""));
+    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+    PoolTaint {
+        key: key.to_string(),
+        value: value.to_string(),
+        effect: effect.to_string(),
+    }
+}
+
+fn is_spot_taint(s: &str) -> bool {
+    parse_taint(s).key == SPOT_KEY
+}
+
+pub(super) fn create_body(spec: &PoolSpec) -> Value {
+    let mut defaults = Vec::new();
+    if spec.disk_size_gb.is_none() {
+        defaults.push("osDiskSizeGB");
+    }
+    if spec.os_sku.is_none() {
+        defaults.push("osSKU");
+    }
+    let (count, auto, min, max) = match spec.scaling {
+        Scaling::Fixed { nodes } => (nodes, false, None, None),
+        Scaling::Auto { min, max } => (min, true, Some(min), Some(max)),
+    };
+    let props = AgentPoolProps {
+        vm_size: Some(spec.machine_type.clone()),
+        count: Some(count),
+        enable_auto_scaling: Some(auto),
+        min_count: min,
+        max_count: max,
+        os_disk_size_gb: spec.disk_size_gb,
+        os_type: Some("Linux".into()),
+        os_sku: spec.os_sku.clone(),
+        node_labels: Some(spec.labels.clone()),
+        node_taints: Some(spec.taints.iter().map(taint_string).collect()),
+        scale_set_priority: Some(if spec.spot { "Spot" } else { "Regular" }.into()),
+        scale_set_eviction_policy: spec.spot.then(|| "Delete".into()),
+        spot_max_price: spec.spot.then_some(-1.0),
+        gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.clone(),
+        mode: Some("User".into()),
+        tags: Some(BTreeMap::from([(
+            DEFAULTS_TAG.to_string(),
+            defaults.join(","),
+        )])),
+        provisioning_state: None,
+    };
+    serde_json::to_value(AgentPool {
+        id: None,
+        properties: props,
+    })
+    .unwrap_or(Value::Null)
+}
+
+/// The pool as GET returned it with only the in-place fields set to `spec`: a PUT of the whole pool keeps
+/// everything the provider does not manage (orchestratorVersion, zones, maxPods, tags, ...).
+pub(super) fn update_body(doc: &Value, spec: &PoolSpec) -> Value {
+    let mut props: Map<String, Value> = doc
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for read_only in [
+        "provisioningState",
+        "currentOrchestratorVersion",
+        "nodeImageVersion",
+    ] {
+        props.remove(read_only);
+    }
+    if left_to_aks(&props, "osDiskSizeGB") {
+        // The size AKS chose is not ours to pin: leave it out, as the create did.
+        props.remove("osDiskSizeGB");
+    }
+    let current_count = props.get("count").and_then(Value::as_u64).unwrap_or(0) as u32;
+    match spec.scaling {
+        Scaling::Fixed { nodes } => {
+            props.insert("count".into(), nodes.into());
+            props.insert("enableAutoScaling".into(), false.into());
+            props.remove("minCount");
+            props.remove("maxCount");
+        }
+        Scaling::Auto { min, max } => {
+            props.insert(
+                "count".into(),
+                current_count.clamp(min, max.max(min)).into(),
+            );
+            props.insert("enableAutoScaling".into(), true.into());
+            props.insert("minCount".into(), min.into());
+            props.insert("maxCount".into(), max.into());
+        }
+    }
+    // Keep the Spot label and taint AKS itself puts on Spot pools.
+    let mut labels: Map<String, Value> = spec
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    if let Some(v) = props
+        .get("nodeLabels")
+        .and_then(|l| l.get(SPOT_KEY))
+        .cloned()
+    {
+        labels.insert(SPOT_KEY.into(), v);
+    }
+    let mut taints: Vec<Value> = spec
+        .taints
+        .iter()
+        .map(|t| Value::String(taint_string(t)))
+        .collect();
+    if let Some(Value::Array(old)) = props.get("nodeTaints") {
+        taints.extend(
+            old.iter()
+                .filter(|t| t.as_str().is_some_and(is_spot_taint))
+                .cloned(),
+        );
+    }
+    props.insert("nodeLabels".into(), Value::Object(labels));
+    props.insert("nodeTaints".into(), Value::Array(taints));
+    serde_json::json!({ "properties": props })
+}
+
+/// The optional fields a create by this provider left to AKS (from the pool's tag); None for a pool
+/// without the tag.
+fn defaulted_fields(props: &Map<String, Value>) -> Vec<String> {
+    props
+        .get("tags")
+        .and_then(|t| t.get(DEFAULTS_TAG))
+        .and_then(Value::as_str)
+        .map(|s| {
+            s.split(',')
+                .filter(|f| !f.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether an optional field's value was chosen by AKS: the tag says so for pools this provider made;
+/// for others, a value equal to AKS's documented default counts as chosen by AKS.
+fn left_to_aks(props: &Map<String, Value>, field: &str) -> bool {
+    let tagged = props
+        .get("tags")
+        .and_then(|t| t.get(DEFAULTS_TAG))
+        .is_some();
+    if tagged {
+        return defaulted_fields(props).iter().any(|f| f == field);
+    }
+    match field {
+        "osDiskSizeGB" => props
+            .get(field)
+            .and_then(Value::as_u64)
+            .is_none_or(|d| d == 0 || d == u64::from(AKS_DEFAULT_OS_DISK_GB)),
+        "osSKU" => props
+            .get(field)
+            .and_then(Value::as_str)
+            .is_none_or(|s| s.eq_ignore_ascii_case(AKS_DEFAULT_OS_SKU)),
+        _ => false,
+    }
+}
+
+pub(super) fn provisioning_state(doc: &Value) -> String {
+    doc.pointer("/properties/provisioningState")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Some(true) Succeeded, Some(false) Failed/Canceled, None still running.
+pub(super) fn terminal(state: &str) -> Option<bool> {
+    if state.eq_ignore_ascii_case("Succeeded") {
+        Some(true)
+    } else if state.eq_ignore_ascii_case("Failed") || state.eq_ignore_ascii_case("Canceled") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The pool document in the provider's terms. Values AKS chose by itself read back as "not set".
+pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Pool, CloudError> {
+    let ap: AgentPool = serde_json::from_value(doc.clone()).map_err(|e| {
+        CloudError::BadResponse(Detail::caused_by(format!("agent pool document: {e}"), e))
+    })?;
+    let p = ap.properties;
+    let raw_props = doc
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let spot = p
+        .scale_set_priority
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case("Spot"));
+    let disk_size_gb = p
+        .os_disk_size_gb
+        .filter(|_| !left_to_aks(&raw_props, "osDiskSizeGB"));
+    let os_sku = p
+        .os_sku
+        .clone()
+        .filter(|_| !left_to_aks(&raw_props, "osSKU"));
+    let mut labels = p.node_labels.unwrap_or_default();
+    let mut taints: Vec<PoolTaint> = p
+        .node_taints
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| !(spot && is_spot_taint(t)))
+        .map(|t| parse_taint(t))
+        .collect();
+    if spot {
+        labels.remove(SPOT_KEY);
+    }
+    taints.retain(|t| !t.key.is_empty());
+    let scaling = if p.enable_auto_scaling.unwrap_or(false) {
+        Scaling::Auto {
+            min: p.min_count.unwrap_or(0),
+            max: p.max_count.unwrap_or(0),
+        }
+    } else {
+        Scaling::Fixed {
+            nodes: p.count.unwrap_or(0),
+        }
+    };
+    let machine_type = p.vm_size.unwrap_or_default();
+    let gpu_count = gpu::machine_type(gpu::Cloud::Aks, &machine_type)
+        .map(|m| m.gpu_count)
+        .unwrap_or(0);
+    let id = match ap.id {
+        Some(id) => id,
+        None => AksClient::pool_id(location, name)?,
+    };
+    Ok(Pool {
+        id,
+        status: p.provisioning_state.unwrap_or_default(),
+        spec: PoolSpec {
+            location: location.clone(),
+            name: name.to_string(),
+            machine_type,
+            scaling,
+            spot,
+            disk_size_gb,
+            labels,
+            taints,
+            gpu: PoolGpu {
+                count: gpu_count,
+                aks_gpu_instance_profile: p.gpu_instance_profile,
+                ..PoolGpu::default()
+            },
+            os_sku,
+            eks: None,
+        },
+    })
+}
+
+/// Fields AKS changes with a PUT of the pool; everything else needs a new pool.
+pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints"];
+
+/// Names of the fields in which two specs differ.
+pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
+    let mut d = Vec::new();
+    if a.location != b.location {
+        d.push("location");
+    }
+    if a.name != b.name {
+        d.push("name");
+    }
+    if !a.machine_type.eq_ignore_ascii_case(&b.machine_type) {
+        d.push("machine_type");
+    }
+    if a.scaling != b.scaling {
+        d.push("scaling");
+    }
+    if a.spot != b.spot {
+        d.push("spot");
+    }
+    if a.disk_size_gb != b.disk_size_gb {
+        d.push("disk_size_gb");
+    }
+    if a.labels != b.labels {
+        d.push("labels");
+    }
+    if a.taints != b.taints {
+        d.push("taints");
+    }
+    if a.gpu.aks_gpu_instance_profile != b.gpu.aks_gpu_instance_profile {
+        d.push("gpu_instance_profile");
+    }
+    if a.os_sku != b.os_sku {
+        d.push("os_sku");
+    }
+    d
+}

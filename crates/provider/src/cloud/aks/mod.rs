@@ -1,0 +1,269 @@
+//! AKS node pools through Azure Resource Manager: `Microsoft.ContainerService/managedClusters/{c}/agentPools`
+//! at api-version 2025-10-01 (the version azurerm pins). No maintained management crate exists, so this is a
+//! small reqwest client with serde models of just the fields the provider uses; tokens come from one
+//! `azure_identity` credential, chosen from the ARM_* settings in the order azurerm documents (client secret,
+//! OIDC / AKS workload identity, managed identity, Azure CLI).
+//!
+//! Every request is retried on throttling, server errors and dropped connections, bounded by the operation's
+//! deadline and terraform's stop signal. Mutations are ARM long-running operations: the client follows
+//! `Azure-AsyncOperation` (else `Location`, else the pool's own `provisioningState`).
+//!
+//! Drift detection compares the [`PoolSpec`] read back with the one the pool was created from, so values AKS
+//! fills in on its own must read back as "not set". `get` has no spec to compare against, so a create records
+//! in the pool's tag `fracgpu-cloud-defaults` which optional fields (osDiskSizeGB, osSKU) it left to AKS. For a
+//! pool without that tag (made elsewhere, then imported), AKS's documented defaults (128 GB, Ubuntu) read back
+//! as "not set".
+//!
+//! Sandbox mode points ARM at a local `fracgpu-sandbox`. azure_identity refuses an authority host that is
+//! not https, so the real `ClientSecretCredential` is given a made-up https authority host and an HTTP
+//! transport that delivers requests for that host to the sandbox over plain http: the credential's own form
+//! body, response parsing and token cache run against the emulator's token endpoint.
+//!
+//! Here, the client and its `NodePools` methods; `config` resolves the settings, `auth` picks the
+//! credential, `http` sends (and retries) requests, `operations` follows long-running operations,
+//! `mapping` turns agent pool documents into [`PoolSpec`]s and back.
+
+mod auth;
+mod config;
+mod http;
+mod mapping;
+mod operations;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use azure_core::credentials::TokenCredential;
+use reqwest::Url;
+
+use super::{CloudError, Location, NodePools, OpCtx, Pool, PoolSpec};
+use crate::operation::{Attempt, Backoff, retry};
+use mapping::{IN_PLACE, cluster_name, create_body, spec_diff, terminal, to_pool, update_body};
+use operations::{PutTarget, log_put_retry};
+
+pub use config::{AksConfig, AzureSettings};
+
+/// Delays of one client: a local sandbox answers in milliseconds, Azure in seconds.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    retry_first: Duration,
+    retry_cap: Duration,
+    poll_first: Duration,
+    poll_cap: Duration,
+    /// Floor under any delay, so a `Retry-After: 0` never turns into a busy loop.
+    min_delay: Duration,
+    /// Consecutive retryable failures of one request before giving up (the deadline may come first).
+    max_attempts: u32,
+    request_timeout: Duration,
+}
+
+impl Timing {
+    /// Retries of a request. Backoff already jitters its own delays; a server's Retry-After is a
+    /// minimum, so clients that got the same one are spread a little beyond it.
+    fn retries(&self) -> Backoff {
+        Backoff::new(self.retry_first, self.retry_cap)
+            .at_least(self.min_delay)
+            .spread_retry_after()
+    }
+
+    /// Polls of a long-running operation, spread like retries.
+    fn polls(&self) -> Backoff {
+        Backoff::polling(self.poll_first, self.poll_cap)
+            .at_least(self.min_delay)
+            .spread_retry_after()
+    }
+}
+
+const AZURE_TIMING: Timing = Timing {
+    retry_first: Duration::from_secs(1),
+    retry_cap: Duration::from_secs(30),
+    poll_first: Duration::from_secs(5),
+    poll_cap: Duration::from_secs(30),
+    min_delay: Duration::from_secs(1),
+    max_attempts: 12,
+    request_timeout: Duration::from_secs(60),
+};
+
+const SANDBOX_TIMING: Timing = Timing {
+    retry_first: Duration::from_millis(100),
+    retry_cap: Duration::from_secs(2),
+    poll_first: Duration::from_millis(100),
+    poll_cap: Duration::from_secs(1),
+    min_delay: Duration::from_millis(20),
+    max_attempts: 12,
+    request_timeout: Duration::from_secs(30),
+};
+
+/// The ARM agent pool client.
+pub struct AksClient {
+    http: reqwest::Client,
+    arm: Url,
+    scope: String,
+    credential: Arc<dyn TokenCredential>,
+    /// Which credential was chosen, for messages (never its secret).
+    credential_kind: &'static str,
+    timing: Timing,
+}
+
+impl fmt::Debug for AksClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AksClient")
+            .field("arm", &self.arm.as_str())
+            .field("credential", &self.credential_kind)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl NodePools for AksClient {
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError> {
+        self.get_with(location, name, ctx).await
+    }
+
+    async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
+        let location = &spec.location;
+        let name = spec.name.as_str();
+        let url = self.pool_url(location, name)?;
+        let body = create_body(spec);
+        let put = PutTarget {
+            url: &url,
+            location,
+            name,
+        };
+        let (put, body) = (&put, &body);
+        let attempt = move || async move {
+            // A previous attempt (this call's or an earlier apply's) may have created the pool already.
+            if let Some(doc) = self.get_raw(location, name, ctx).await? {
+                let pool = to_pool(location, name, &doc)?;
+                let state = pool.status.clone();
+                if state.eq_ignore_ascii_case("Deleting") {
+                    self.wait_gone(location, name, ctx, None).await?;
+                    return Ok(Attempt::Again);
+                }
+                let diff = spec_diff(&pool.spec, spec);
+                if !diff.is_empty() {
+                    return Err(CloudError::Api {
+                        status: 409,
+                        code: "AgentPoolAlreadyExists".into(),
+                        message: format!(
+                            "agent pool '{name}' already exists in cluster '{}' with other settings ({}). Import it with `terraform import <address> {}` to manage it, or choose another name.",
+                            cluster_name(location),
+                            diff.join(", "),
+                            pool.id
+                        ),
+                    });
+                }
+                match terminal(&state) {
+                    Some(true) => return Ok(Attempt::Done(pool)),
+                    None => {
+                        return self
+                            .wait_pool(location, name, ctx, None)
+                            .await
+                            .map(Attempt::Done);
+                    }
+                    // Failed or Canceled: a PUT of the same pool makes ARM retry the provisioning.
+                    Some(false) => {}
+                }
+            }
+            self.put_attempt(put, body, ctx).await
+        };
+        let (backoff, max) = (self.timing.retries(), self.timing.max_attempts);
+        retry(ctx, backoff, max, attempt, log_put_retry).await
+    }
+
+    async fn update(
+        &self,
+        current: &Pool,
+        spec: &PoolSpec,
+        ctx: &OpCtx,
+    ) -> Result<Pool, CloudError> {
+        let location = &spec.location;
+        let name = spec.name.as_str();
+        let replace: Vec<&str> = spec_diff(&current.spec, spec)
+            .into_iter()
+            .filter(|f| !IN_PLACE.contains(f))
+            .collect();
+        if !replace.is_empty() {
+            return Err(CloudError::Api {
+                status: 400,
+                code: "PropertyChangeNotAllowed".into(),
+                message: format!(
+                    "AKS cannot change {} of agent pool '{name}' in place: the pool must be replaced",
+                    replace.join(", ")
+                ),
+            });
+        }
+        let url = self.pool_url(location, name)?;
+        let put = PutTarget {
+            url: &url,
+            location,
+            name,
+        };
+        let put = &put;
+        let attempt = move || async move {
+            let Some(doc) = self.get_raw(location, name, ctx).await? else {
+                return Err(CloudError::Api {
+                    status: 404,
+                    code: "NotFound".into(),
+                    message: format!("agent pool '{name}' no longer exists"),
+                });
+            };
+            let pool = to_pool(location, name, &doc)?;
+            if pool.status.eq_ignore_ascii_case("Deleting") {
+                return Err(CloudError::Api {
+                    status: 409,
+                    code: "OperationNotAllowed".into(),
+                    message: format!("agent pool '{name}' is being deleted"),
+                });
+            }
+            match terminal(&pool.status) {
+                Some(true) if pool.spec == *spec => return Ok(Attempt::Done(pool)),
+                // Another operation (or our own PUT whose answer was lost) is running: let it finish.
+                None => {
+                    let done = self.wait_pool(location, name, ctx, None).await?;
+                    if done.spec == *spec {
+                        return Ok(Attempt::Done(done));
+                    }
+                    return Ok(Attempt::Again);
+                }
+                _ => {}
+            }
+            let body = update_body(&doc, spec);
+            self.put_attempt(put, &body, ctx).await
+        };
+        let (backoff, max) = (self.timing.retries(), self.timing.max_attempts);
+        retry(ctx, backoff, max, attempt, log_put_retry).await
+    }
+
+    async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
+        let url = self.pool_url(location, name)?;
+        let r = self.send(reqwest::Method::DELETE, &url, None, ctx).await?;
+        match r.status {
+            204 | 404 => {
+                // Only a missing pool is "already gone"; a missing cluster or subscription is an error.
+                if r.status == 404
+                    && let CloudError::Api { code, .. } = r.api_error()
+                    && !matches!(code.as_str(), "NotFound" | "ResourceNotFound")
+                {
+                    return Err(r.api_error());
+                }
+                Ok(())
+            }
+            200 | 202 => {
+                let what = format!("agent pool '{name}' to be deleted");
+                self.wait_operation(&r, &what, ctx).await?;
+                self.wait_gone(location, name, ctx, Some(Duration::ZERO))
+                    .await
+            }
+            _ => Err(r.api_error()),
+        }
+    }
+}

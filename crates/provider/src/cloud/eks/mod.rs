@@ -1,0 +1,311 @@
+//! EKS managed node groups through the official aws-sdk-eks: a [`PoolSpec`] becomes a
+//! CreateNodegroup request, DescribeNodegroup is read back into the same neutral terms, and in-place
+//! changes (labels, taints, scaling) go through one UpdateNodegroupConfig whose update is polled
+//! with DescribeUpdate.
+//!
+//! Retries are ours, not the SDK's (its retry is disabled): one loop per call that retries
+//! throttling, 5xx and broken connections with `Backoff`, honours Retry-After, gives up after
+//! [`MAX_ATTEMPTS`], and never outlives the operation's deadline or a stop. That keeps every wait
+//! under the `timeouts` block and StopProvider, which the SDK's own retry loop knows nothing about.
+//!
+//! Round-trip rule: [`EksClient::get`] maps a node group back to the spec it was created from, so
+//! drift is a plain comparison. What EKS fills in on its own maps back to the spec's defaults:
+//! diskSize 20 (EKS's Linux default) reads as `None`, `eks.amazonaws.com/*` labels, remoteAccess,
+//! releaseVersion, version, tags and desiredSize of an autoscaled group are ignored. Values EKS
+//! cannot express are folded by [`canonical_spec`]; a caller compares `get`'s spec against
+//! `canonical_spec(desired)`.
+//!
+//! States: a group in DELETING reads as gone (a deletion cannot be stopped, and a create of the
+//! same name waits for it to finish); DELETE_FAILED and CREATE_FAILED read as existing so the
+//! resource keeps them in state; DEGRADED keeps a create waiting (it can recover) until the
+//! deadline, whose Timeout then quotes the last status and health issues.
+//!
+//! Idempotency: a create's clientRequestToken is a hash of the spec ([`request_token`]), so a
+//! retried create is the same request. Where the token does not help (moto ignores it; another
+//! client made the group) a ResourceInUseException is resolved by comparing the existing group
+//! with the spec: equal is adopted, different is an error that names the import ID.
+//!
+//! Here, the client and its `NodePools` methods; `config` holds the settings and builds the SDK
+//! clients, `calls` the retried call and how the SDK's errors map, `operations` the describes and
+//! waits, `mapping` node groups and [`PoolSpec`]s.
+
+mod calls;
+mod config;
+mod mapping;
+mod operations;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_eks::Client;
+
+use super::{CloudError, Location, NodePools, OpCtx, Pool, PoolSpec};
+use crate::operation::Backoff;
+use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, to_spec};
+
+pub use config::EksConfig;
+pub(crate) use mapping::pool_id;
+pub use mapping::{canonical_spec, request_token};
+
+/// Attempts per API call (the first try included) before a retryable failure is returned.
+pub const MAX_ATTEMPTS: u32 = 6;
+
+/// The EKS side of [`NodePools`]. One SDK client per region, built on first use and cached.
+pub struct EksClient {
+    base: aws_sdk_eks::config::Builder,
+    default_region: Option<String>,
+    clients: Mutex<HashMap<String, Client>>,
+    poll_first: Duration,
+    poll_cap: Duration,
+    retry_first: Duration,
+    retry_cap: Duration,
+    attempt_timeout: Duration,
+}
+
+#[async_trait]
+impl NodePools for EksClient {
+    /// None when the node group (or its cluster) does not exist, and also while it is DELETING:
+    /// a deletion cannot be undone, so for the user the group is already gone, and a create of the
+    /// same name waits for the deletion to finish instead of failing. DELETE_FAILED is returned.
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError> {
+        let (region, cluster) = eks_location(location)?;
+        let client = self.client(region)?;
+        let ng = self.describe(&client, cluster, name, ctx).await?;
+        Ok(ng
+            .filter(|ng| status_of(ng) != "DELETING")
+            .map(|ng| to_pool(region, cluster, &ng)))
+    }
+
+    async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
+        let (region, cluster) = eks_location(&spec.location)?;
+        let eks = spec.eks.as_ref().ok_or_else(|| CloudError::Api {
+            status: 0,
+            code: "InvalidSpec".into(),
+            message: "an EKS node group needs node_role_arn, subnet_ids and ami_type".into(),
+        })?;
+        let client = self.client(region)?;
+        tracing::debug!(cluster, nodegroup = %spec.name, "eks: creating node group");
+        // A create can meet a group of that name: ours from an earlier attempt (adopted), one that
+        // is still being deleted (waited for), or someone else's (an error). Bounded: a group that
+        // keeps appearing and vanishing is not worth chasing.
+        let mut token = request_token(spec);
+        for attempt in 0..3 {
+            let err = match self
+                .send_create(&client, cluster, spec, eks, &token, ctx)
+                .await
+            {
+                Ok(()) => match self
+                    .wait_active(&client, region, cluster, &spec.name, ctx)
+                    .await
+                {
+                    // Accepted, yet gone at once: EKS replayed an earlier create with this token
+                    // whose group has since been deleted (destroy and re-create of the same spec
+                    // inside the idempotency window). A fresh token makes it a new request.
+                    Err(e) if attempt == 0 && is_vanished(&e) => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_secs())
+                            .unwrap_or(0);
+                        token = format!("{}-{now:x}", request_token(spec));
+                        continue;
+                    }
+                    r => return r,
+                },
+                Err(e) if has_code(&e, "ResourceInUseException") => e,
+                Err(e) => return Err(e),
+            };
+            let existing = self.describe(&client, cluster, &spec.name, ctx).await?;
+            let Some(ng) = existing else { continue };
+            if status_of(&ng) == "DELETING" {
+                self.wait_gone(&client, cluster, &spec.name, ctx).await?;
+                continue;
+            }
+            if to_spec(region, cluster, &ng) == canonical_spec(spec) {
+                tracing::debug!(cluster, nodegroup = %spec.name, "eks: adopting the node group an earlier attempt created");
+                return self
+                    .wait_active(&client, region, cluster, &spec.name, ctx)
+                    .await;
+            }
+            let CloudError::Api {
+                status,
+                code,
+                message,
+            } = err
+            else {
+                return Err(err);
+            };
+            return Err(CloudError::Api {
+                status,
+                code,
+                message: format!(
+                    "{message}. A node group named {name} already exists in cluster {cluster} with a different configuration: import it with `terraform import <address> {cluster}:{name}` or choose another name.",
+                    name = spec.name
+                ),
+            });
+        }
+        Err(CloudError::Api {
+            status: 409,
+            code: "ResourceInUseException".into(),
+            message: format!(
+                "node group {cluster}:{} kept conflicting with a node group of the same name",
+                spec.name
+            ),
+        })
+    }
+
+    async fn update(
+        &self,
+        current: &Pool,
+        spec: &PoolSpec,
+        ctx: &OpCtx,
+    ) -> Result<Pool, CloudError> {
+        let (region, cluster) = eks_location(&spec.location)?;
+        let client = self.client(region)?;
+        let name = &current.spec.name;
+        // The diff is taken against what EKS holds now, not `current`: that also repairs labels or
+        // taints changed out of band. Each submission carries its own token, so a retried request
+        // is the same update and a second submission is a new one.
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
+        let mut last = None;
+        for _ in 0..3 {
+            let ng = self
+                .wait_settled(&client, cluster, name, ctx)
+                .await?
+                .ok_or_else(|| gone(cluster, name))?;
+            let status = status_of(&ng);
+            if matches!(status.as_str(), "CREATE_FAILED" | "DELETE_FAILED") {
+                // EKS refuses config updates in these states; only a replacement helps.
+                return Err(operation_failed(&ng, &status));
+            }
+            let Some(change) = ConfigChange::between(&ng, spec) else {
+                return Ok(to_pool(region, cluster, &ng));
+            };
+            tracing::debug!(cluster, nodegroup = %name, "eks: updating node group config");
+            let mut req = client
+                .update_nodegroup_config()
+                .cluster_name(cluster)
+                .nodegroup_name(name)
+                .client_request_token(format!("fracgpu-{:016x}", fastrand::u64(..)));
+            if let Some(l) = change.labels {
+                req = req.labels(l);
+            }
+            if let Some(t) = change.taints {
+                req = req.taints(t);
+            }
+            if let Some(s) = change.scaling {
+                req = req.scaling_config(s);
+            }
+            match self
+                .call(
+                    ctx,
+                    &format!("UpdateNodegroupConfig of {cluster}:{name}"),
+                    || req.clone().send(),
+                )
+                .await
+            {
+                Ok(out) => {
+                    let update = out.update.ok_or_else(|| {
+                        CloudError::BadResponse(
+                            "UpdateNodegroupConfig answered without an update".into(),
+                        )
+                    })?;
+                    self.wait_update(&client, cluster, name, update, ctx)
+                        .await?;
+                }
+                // Busy with another change (or our own earlier attempt): wait and diff again.
+                Err(e) if has_code(&e, "ResourceInUseException") => {
+                    last = Some(e);
+                    ctx.sleep(
+                        backoff.next_delay(None),
+                        "UpdateNodegroupConfig to be accepted",
+                    )
+                    .await?;
+                }
+                Err(e) if has_code(&e, "ResourceNotFoundException") => {
+                    return Err(gone(cluster, name));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let ng = self
+            .wait_settled(&client, cluster, name, ctx)
+            .await?
+            .ok_or_else(|| gone(cluster, name))?;
+        if ConfigChange::between(&ng, spec).is_none() {
+            return Ok(to_pool(region, cluster, &ng));
+        }
+        if let Some(e) = last {
+            return Err(e);
+        }
+        Err(CloudError::OperationFailed {
+            code: "UpdateDidNotConverge".into(),
+            message: format!(
+                "node group {cluster}:{name} still differs from the configuration after three updates"
+            ),
+        })
+    }
+
+    async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
+        let (region, cluster) = eks_location(location)?;
+        let client = self.client(region)?;
+        let req = client
+            .delete_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name);
+        tracing::debug!(cluster, nodegroup = name, "eks: deleting node group");
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
+        let mut last = None;
+        for _ in 0..3 {
+            match self
+                .call(ctx, &format!("DeleteNodegroup of {cluster}:{name}"), || {
+                    req.clone().send()
+                })
+                .await
+            {
+                Ok(_) => return self.wait_gone(&client, cluster, name, ctx).await,
+                Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
+                // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
+                Err(e) if has_code(&e, "ResourceInUseException") => {
+                    if self
+                        .wait_settled(&client, cluster, name, ctx)
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(());
+                    }
+                    last = Some(e);
+                    ctx.sleep(backoff.next_delay(None), "DeleteNodegroup to be accepted")
+                        .await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // A settled group that keeps refusing deletion: say why rather than wait for nothing.
+        Err(last.unwrap_or_else(|| gone(cluster, name)))
+    }
+}
+
+fn gone(cluster: &str, name: &str) -> CloudError {
+    CloudError::Api {
+        status: 404,
+        code: "ResourceNotFoundException".into(),
+        message: format!("node group {cluster}:{name} no longer exists"),
+    }
+}
+
+fn is_vanished(e: &CloudError) -> bool {
+    matches!(e, CloudError::OperationFailed { code, .. } if code == "ResourceNotFoundException")
+}
+
+fn has_code(e: &CloudError, want: &str) -> bool {
+    matches!(e, CloudError::Api { code, .. } if code == want)
+}

@@ -1,0 +1,301 @@
+//! NodePools in the provider's neutral terms and back. What GKE fills in on its own (driver
+//! installation config, the default disk size, management defaults, its own labels and GPU taint)
+//! is dropped on read, and [`canonical_spec`] folds a user's spec the same way before comparing.
+
+use std::collections::{BTreeMap, HashMap};
+
+use google_cloud_container_v1::model::{
+    self as m, AcceleratorConfig, GPUDriverInstallationConfig, GPUSharingConfig, NodeConfig,
+    NodeManagement, NodePool, NodePoolAutoscaling, NodeTaint,
+};
+
+use crate::cloud::{CloudError, GkeSharing, Location, PoolGpu, PoolSpec, PoolTaint, Scaling};
+
+/// GKE's boot disk size when `diskSizeGb` is not set.
+const GKE_DEFAULT_DISK_GB: u32 = 100;
+/// The taint GKE puts on every GPU node by itself.
+const GKE_GPU_TAINT: (&str, &str, &str) = ("nvidia.com/gpu", "present", "NoSchedule");
+/// Label prefixes only GKE may set; they are GKE's, not the user's, when they show up on a read.
+const GKE_LABEL_PREFIXES: &[&str] = &["cloud.google.com/", "node.kubernetes.io/"];
+
+pub(super) fn gke_location(loc: &Location) -> Result<(&str, &str, &str), CloudError> {
+    match loc {
+        Location::Gke {
+            project,
+            location,
+            cluster,
+        } => Ok((project, location, cluster)),
+        other => Err(CloudError::Api {
+            status: 400,
+            code: "INVALID_ARGUMENT".into(),
+            message: format!(
+                "the GKE client was handed a {} location; this is a provider bug",
+                other.cloud()
+            ),
+        }),
+    }
+}
+
+pub(super) fn cluster_path(loc: &Location) -> Result<String, CloudError> {
+    let (p, l, c) = gke_location(loc)?;
+    Ok(format!("projects/{p}/locations/{l}/clusters/{c}"))
+}
+
+/// The pool's ID, also its API name: `projects/P/locations/L/clusters/C/nodePools/N`.
+pub(crate) fn pool_id(loc: &Location, name: &str) -> Result<String, CloudError> {
+    Ok(format!("{}/nodePools/{name}", cluster_path(loc)?))
+}
+
+/// A spec as a read of the pool would report it: GKE's default disk size is None, GKE's own GPU
+/// taint and labels are not the user's. Compare `canonical_spec(desired)` with `get`'s spec.
+pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
+    let mut s = spec.clone();
+    if s.disk_size_gb == Some(GKE_DEFAULT_DISK_GB) {
+        s.disk_size_gb = None;
+    }
+    s.taints
+        .retain(|t| !is_gke_gpu_taint(&t.key, &t.value, &t.effect));
+    s.labels.retain(|k, _| !is_gke_label(k));
+    s
+}
+
+fn is_gke_gpu_taint(key: &str, value: &str, k8s_effect: &str) -> bool {
+    (key, value, k8s_effect) == GKE_GPU_TAINT
+}
+
+fn is_gke_label(key: &str) -> bool {
+    GKE_LABEL_PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+fn effect_to_gke(effect: &str) -> Result<m::node_taint::Effect, CloudError> {
+    use m::node_taint::Effect;
+    match effect {
+        "NoSchedule" => Ok(Effect::NoSchedule),
+        "PreferNoSchedule" => Ok(Effect::PreferNoSchedule),
+        "NoExecute" => Ok(Effect::NoExecute),
+        other => Err(CloudError::Api {
+            status: 400,
+            code: "INVALID_ARGUMENT".into(),
+            message: format!(
+                "taint effect {other:?} is not one of NoSchedule, PreferNoSchedule, NoExecute"
+            ),
+        }),
+    }
+}
+
+fn effect_from_gke(effect: &m::node_taint::Effect) -> String {
+    use m::node_taint::Effect;
+    match effect {
+        Effect::NoSchedule => "NoSchedule".into(),
+        Effect::PreferNoSchedule => "PreferNoSchedule".into(),
+        Effect::NoExecute => "NoExecute".into(),
+        other => other.name().unwrap_or("EFFECT_UNSPECIFIED").to_string(),
+    }
+}
+
+pub(super) fn gke_taints(taints: &[PoolTaint]) -> Result<Vec<NodeTaint>, CloudError> {
+    taints
+        .iter()
+        .map(|t| {
+            let mut nt = NodeTaint::default();
+            nt.key = t.key.clone();
+            nt.value = t.value.clone();
+            nt.effect = effect_to_gke(&t.effect)?;
+            Ok(nt)
+        })
+        .collect()
+}
+
+pub(super) fn gke_labels(labels: &BTreeMap<String, String>) -> HashMap<String, String> {
+    labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+pub(super) fn gke_autoscaling(scaling: Scaling) -> NodePoolAutoscaling {
+    let mut a = NodePoolAutoscaling::default();
+    if let Scaling::Auto { min, max } = scaling {
+        a.enabled = true;
+        a.min_node_count = clamp_i32(min);
+        a.max_node_count = clamp_i32(max);
+    }
+    a
+}
+
+pub(super) fn clamp_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// The NodePool a create sends.
+pub(super) fn node_pool_of(spec: &PoolSpec) -> Result<NodePool, CloudError> {
+    let mut config = NodeConfig::default();
+    config.machine_type = spec.machine_type.clone();
+    config.disk_size_gb = spec.disk_size_gb.map_or(0, clamp_i32);
+    config.labels = gke_labels(&spec.labels);
+    config.taints = gke_taints(&spec.taints)?;
+    config.spot = spec.spot;
+    if let Some(ty) = &spec.gpu.gke_accelerator_type {
+        let mut a = AcceleratorConfig::default();
+        a.accelerator_type = ty.clone();
+        a.accelerator_count = i64::from(spec.gpu.count);
+        a.gpu_partition_size = spec.gpu.gke_partition_size.clone().unwrap_or_default();
+        if let Some(sharing) = spec.gpu.gke_sharing {
+            let mut sc = GPUSharingConfig::default();
+            let (strategy, max) = match sharing {
+                GkeSharing::TimeSharing { max_clients } => (
+                    m::gpu_sharing_config::GPUSharingStrategy::TimeSharing,
+                    max_clients,
+                ),
+                GkeSharing::Mps { max_clients } => {
+                    (m::gpu_sharing_config::GPUSharingStrategy::Mps, max_clients)
+                }
+            };
+            sc.gpu_sharing_strategy = Some(strategy);
+            sc.max_shared_clients_per_gpu = i64::from(max);
+            a.gpu_sharing_config = Some(sc);
+        }
+        // Explicit, so GKE installs the driver the device plugin needs (DEFAULT is what GKE would
+        // pick; a read ignores it either way).
+        let mut d = GPUDriverInstallationConfig::default();
+        d.gpu_driver_version = Some(m::gpu_driver_installation_config::GPUDriverVersion::Default);
+        a.gpu_driver_installation_config = Some(d);
+        config.accelerators = vec![a];
+    }
+    let mut np = NodePool::default();
+    np.name = spec.name.clone();
+    np.config = Some(config);
+    match spec.scaling {
+        Scaling::Fixed { nodes } => np.initial_node_count = clamp_i32(nodes),
+        Scaling::Auto { min, .. } => {
+            // GKE accepts 0 with autoscaling (scale from zero); it must lie within [min, max].
+            np.initial_node_count = clamp_i32(min);
+            np.autoscaling = Some(gke_autoscaling(spec.scaling));
+        }
+    }
+    let mut mg = NodeManagement::default();
+    // GKE's defaults, and required on release-channel clusters.
+    mg.auto_repair = true;
+    mg.auto_upgrade = true;
+    np.management = Some(mg);
+    Ok(np)
+}
+
+/// A NodePool read back in neutral terms; see the module docs on what is dropped.
+pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
+    let empty = NodeConfig::default();
+    let config = np.config.as_ref().unwrap_or(&empty);
+    let scaling = match &np.autoscaling {
+        Some(a) if a.enabled => {
+            let (min, max) = if a.min_node_count == 0 && a.max_node_count == 0 {
+                (a.total_min_node_count, a.total_max_node_count)
+            } else {
+                (a.min_node_count, a.max_node_count)
+            };
+            Scaling::Auto {
+                min: min.max(0) as u32,
+                max: max.max(0) as u32,
+            }
+        }
+        _ => Scaling::Fixed {
+            nodes: np.initial_node_count.max(0) as u32,
+        },
+    };
+    let disk = u32::try_from(config.disk_size_gb)
+        .ok()
+        .filter(|d| *d != 0 && *d != GKE_DEFAULT_DISK_GB);
+    let labels = config
+        .labels
+        .iter()
+        .filter(|(k, _)| !is_gke_label(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let taints = config
+        .taints
+        .iter()
+        .map(|t| PoolTaint {
+            key: t.key.clone(),
+            value: t.value.clone(),
+            effect: effect_from_gke(&t.effect),
+        })
+        .filter(|t| !is_gke_gpu_taint(&t.key, &t.value, &t.effect))
+        .collect();
+    let gpu = config
+        .accelerators
+        .first()
+        .map(|a| PoolGpu {
+            count: u32::try_from(a.accelerator_count).unwrap_or(0),
+            gke_accelerator_type: Some(a.accelerator_type.clone()).filter(|t| !t.is_empty()),
+            gke_partition_size: Some(a.gpu_partition_size.clone()).filter(|p| !p.is_empty()),
+            gke_sharing: a.gpu_sharing_config.as_ref().and_then(|sc| {
+                use m::gpu_sharing_config::GPUSharingStrategy as S;
+                let max_clients = u32::try_from(sc.max_shared_clients_per_gpu).unwrap_or(0);
+                match sc.gpu_sharing_strategy {
+                    Some(S::TimeSharing) => Some(GkeSharing::TimeSharing { max_clients }),
+                    Some(S::Mps) => Some(GkeSharing::Mps { max_clients }),
+                    _ => None,
+                }
+            }),
+            aks_gpu_instance_profile: None,
+        })
+        .unwrap_or_default();
+    PoolSpec {
+        location: location.clone(),
+        name: np.name.clone(),
+        machine_type: config.machine_type.clone(),
+        scaling,
+        spot: config.spot,
+        disk_size_gb: disk,
+        labels,
+        taints,
+        gpu,
+        os_sku: None,
+        eks: None,
+    }
+}
+
+/// Why a pool is in ERROR: the status message (deprecated in favour of conditions, still filled).
+#[allow(deprecated)]
+pub(super) fn pool_message(np: &NodePool) -> String {
+    let mut parts: Vec<String> = np.conditions.iter().map(|c| c.message.clone()).collect();
+    if !np.status_message.is_empty() {
+        parts.insert(0, np.status_message.clone());
+    }
+    parts.join("; ")
+}
+
+pub(super) fn status_name(np: &NodePool) -> String {
+    np.status.name().unwrap_or("STATUS_UNSPECIFIED").to_string()
+}
+
+/// Where to read an instance group manager. Credentials only ever go to Google's APIs or the
+/// sandbox, whatever URL a response names.
+pub(super) fn compute_url(sandbox: Option<&str>, url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://")?;
+    let (host, path) = rest.split_once('/')?;
+    if !(host == "googleapis.com" || host.ends_with(".googleapis.com")) {
+        return None;
+    }
+    match sandbox {
+        Some(base) => Some(format!("{base}/{path}")),
+        None => Some(url.to_string()),
+    }
+}
+
+/// The fields GKE can only change by replacing the pool.
+pub(super) fn replacement_fields(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if a.machine_type != b.machine_type {
+        v.push("machine_type");
+    }
+    if a.disk_size_gb != b.disk_size_gb {
+        v.push("disk_size_gb");
+    }
+    if a.spot != b.spot {
+        v.push("spot");
+    }
+    if a.gpu != b.gpu {
+        v.push("gpu");
+    }
+    if a.name != b.name || a.location != b.location {
+        v.push("name/location");
+    }
+    v
+}

@@ -1,0 +1,287 @@
+//! GKE node pools through Google's official `google-cloud-container-v1` client (REST v1).
+//!
+//! A [`PoolSpec`] becomes a `NodePool`; every mutation answers with a GKE `Operation` (not a
+//! google.longrunning LRO) that we poll ourselves under the [`OpCtx`] deadline and stop signal.
+//! The client library's own retry loop is switched off (`NeverRetry`) so that retries happen in one
+//! place, here, where Retry-After, the deadline and terraform's stop are known.
+//!
+//! Reading a pool back must give the spec it was created from, or terraform sees a perpetual diff
+//! (magic-modules #11152): values GKE fills in itself (driver installation config, the default disk
+//! size, management defaults, its own `cloud.google.com/` labels and GPU taint) are dropped on read,
+//! and [`canonical_spec`] applies the same normalisation to a user's spec before comparing.
+//!
+//! The v1 `NodePool` resource has no current-size field: `initialNodeCount` stays what create set.
+//! Like the google provider, a fixed-size pool's size is read from its Compute instance group
+//! managers (`instanceGroupUrls`, `targetSize`, per zone). That read is best effort: when it fails
+//! (or the sandbox serves no Compute API) the size falls back to `initialNodeCount`.
+//!
+//! Here, the client and its `NodePools` methods; `config` holds the settings and credentials,
+//! `transport` the bounded HTTP transport under the official client, `calls` the retried call and
+//! how GKE's errors map, `operations` the waits and reads, `mapping` NodePools and [`PoolSpec`]s.
+
+mod calls;
+mod config;
+mod mapping;
+mod operations;
+#[cfg(test)]
+mod tests;
+mod transport;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use google_cloud_container_v1::client::ClusterManager;
+use google_cloud_container_v1::model::{self as m, NodeLabels, NodeTaints};
+
+use super::{CloudError, Detail, Location, NodePools, OpCtx, Pool, PoolSpec, Scaling};
+use config::{StaticToken, credentials_from};
+use mapping::{
+    clamp_i32, cluster_path, gke_autoscaling, gke_labels, gke_taints, node_pool_of,
+    replacement_fields,
+};
+
+pub use config::GkeConfig;
+pub use mapping::canonical_spec;
+pub(crate) use mapping::pool_id;
+
+/// Transient failures (429, 5xx, dropped connections) retried per call before giving up.
+const MAX_TRANSIENT_RETRIES: u32 = 8;
+const RETRY_CAP: Duration = Duration::from_secs(20);
+const POLL_CAP: Duration = Duration::from_secs(10);
+
+/// Delays of the client's waits. The defaults suit GKE, whose operations take minutes.
+#[derive(Clone, Copy, Debug)]
+pub struct GkeTiming {
+    /// First delay between polls of an operation (growing by half up to 10 s).
+    pub poll_first: Duration,
+    /// First delay before retrying a throttled or failed call (doubling up to 20 s; Retry-After wins).
+    pub retry_first: Duration,
+}
+
+impl Default for GkeTiming {
+    fn default() -> Self {
+        GkeTiming {
+            poll_first: Duration::from_secs(1),
+            retry_first: Duration::from_millis(500),
+        }
+    }
+}
+
+/// The GKE implementation of [`NodePools`].
+#[derive(Clone, Debug)]
+pub struct GkeClient {
+    cm: ClusterManager,
+    timing: GkeTiming,
+    /// For the Compute instance group manager reads, which the container client cannot do.
+    creds: google_cloud_auth::credentials::Credentials,
+    http: reqwest::Client,
+    /// Sandbox base URL: instance group URLs are rewritten to it.
+    sandbox: Option<String>,
+}
+
+impl GkeClient {
+    pub async fn new(cfg: GkeConfig) -> Result<GkeClient, CloudError> {
+        let endpoint = cfg
+            .sandbox
+            .as_deref()
+            .or(cfg.endpoint.as_deref())
+            .unwrap_or("https://container.googleapis.com")
+            .trim_end_matches('/')
+            .to_string();
+        let creds = if cfg.sandbox.is_some() {
+            google_cloud_auth::credentials::anonymous::Builder::new().build()
+        } else if let Some(t) = &cfg.access_token {
+            google_cloud_auth::credentials::Credentials::from(StaticToken::new(t)?)
+        } else if let Some(c) = &cfg.credentials {
+            credentials_from(c)?
+        } else {
+            // Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, gcloud's ADC file,
+            // the metadata server.
+            google_cloud_auth::credentials::Builder::default()
+                .build()
+                .map_err(|e| {
+                    CloudError::Auth(Detail::caused_by(format!(
+                        "no Google credentials: {e}; set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or set the provider's credentials"
+                    ), e))
+                })?
+        };
+        let http = transport::http_client().map_err(|e| {
+            let message = format!("cannot set up an HTTP client: {e}");
+            CloudError::Transport(Detail::caused_by(message, e))
+        })?;
+        // Our own transport under the official client: every answer is read with a size cap
+        // and a time limit (see transport). Retries stay ours too (`call`).
+        let cm = ClusterManager::from_stub(transport::BoundedTransport {
+            http: http.clone(),
+            endpoint,
+            creds: creds.clone(),
+        });
+        // The sandbox's operations take about two seconds, not minutes: poll and retry sooner, as
+        // the AKS and EKS clients do against it.
+        let timing = if cfg.sandbox.is_some() {
+            GkeTiming {
+                poll_first: Duration::from_millis(250),
+                retry_first: Duration::from_millis(100),
+            }
+        } else {
+            GkeTiming::default()
+        };
+        Ok(GkeClient {
+            cm,
+            timing,
+            creds,
+            http,
+            sandbox: cfg.sandbox.map(|s| s.trim_end_matches('/').to_string()),
+        })
+    }
+
+    pub fn with_timing(mut self, timing: GkeTiming) -> GkeClient {
+        self.timing = timing;
+        self
+    }
+}
+
+#[async_trait]
+impl NodePools for GkeClient {
+    async fn get(
+        &self,
+        location: &Location,
+        name: &str,
+        ctx: &OpCtx,
+    ) -> Result<Option<Pool>, CloudError> {
+        match self.get_raw(location, name, ctx).await? {
+            // A pool being deleted is gone for the user.
+            Some(np) if np.status == m::node_pool::Status::Stopping => Ok(None),
+            Some(np) => Ok(Some(self.pool_of(location, &np).await?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
+        let parent = cluster_path(&spec.location)?;
+        let np = node_pool_of(spec)?;
+        let what = format!("create node pool {parent}/nodePools/{}", spec.name);
+        let sent = self
+            .call(ctx, &what, true, || {
+                self.cm
+                    .create_node_pool()
+                    .set_parent(parent.clone())
+                    .set_node_pool(np.clone())
+                    .send()
+            })
+            .await;
+        match sent {
+            Ok(op) => {
+                self.wait(&spec.location, op, ctx).await?;
+                self.reread(&spec.location, &spec.name, ctx).await
+            }
+            // A retried create (ours after a lost answer, or terraform's after a crash) finds the
+            // pool that the first attempt made.
+            Err(CloudError::Api { code, .. }) if code == "ALREADY_EXISTS" => {
+                self.adopt(spec, ctx).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn update(
+        &self,
+        current: &Pool,
+        spec: &PoolSpec,
+        ctx: &OpCtx,
+    ) -> Result<Pool, CloudError> {
+        let loc = &spec.location;
+        let id = pool_id(loc, &spec.name)?;
+        let want = canonical_spec(spec);
+        let have = canonical_spec(&current.spec);
+        let fixed = replacement_fields(&have, &want);
+        if !fixed.is_empty() {
+            return Err(CloudError::Api {
+                status: 400,
+                code: "INVALID_ARGUMENT".into(),
+                message: format!(
+                    "GKE cannot change {} of node pool {id} in place; the pool must be replaced",
+                    fixed.join(", ")
+                ),
+            });
+        }
+        if have.scaling != want.scaling {
+            if let Scaling::Auto { .. } = want.scaling {
+                let a = gke_autoscaling(want.scaling);
+                self.mutate(loc, &format!("setAutoscaling {id}"), ctx, || {
+                    self.cm
+                        .set_node_pool_autoscaling()
+                        .set_name(id.clone())
+                        .set_autoscaling(a.clone())
+                        .send()
+                })
+                .await?;
+            } else if let Scaling::Fixed { nodes } = want.scaling {
+                if let Scaling::Auto { .. } = have.scaling {
+                    let off = gke_autoscaling(want.scaling);
+                    self.mutate(loc, &format!("setAutoscaling {id}"), ctx, || {
+                        self.cm
+                            .set_node_pool_autoscaling()
+                            .set_name(id.clone())
+                            .set_autoscaling(off.clone())
+                            .send()
+                    })
+                    .await?;
+                }
+                self.mutate(loc, &format!("setSize {id}"), ctx, || {
+                    self.cm
+                        .set_node_pool_size()
+                        .set_name(id.clone())
+                        .set_node_count(clamp_i32(nodes))
+                        .send()
+                })
+                .await?;
+            }
+        }
+        if have.labels != want.labels {
+            let mut labels = NodeLabels::default();
+            labels.labels = gke_labels(&want.labels);
+            self.mutate(loc, &format!("update labels of {id}"), ctx, || {
+                self.cm
+                    .update_node_pool()
+                    .set_name(id.clone())
+                    .set_labels(labels.clone())
+                    .send()
+            })
+            .await?;
+        }
+        if have.taints != want.taints {
+            let mut taints = NodeTaints::default();
+            taints.taints = gke_taints(&want.taints)?;
+            self.mutate(loc, &format!("update taints of {id}"), ctx, || {
+                self.cm
+                    .update_node_pool()
+                    .set_name(id.clone())
+                    .set_taints(taints.clone())
+                    .send()
+            })
+            .await?;
+        }
+        let mut pool = self.reread(loc, &spec.name, ctx).await?;
+        if let Scaling::Fixed { .. } = want.scaling {
+            // If the instance groups could not be read, the read fell back to initialNodeCount
+            // (see the module docs); the setSize operation above finished, so the size is ours.
+            pool.spec.scaling = want.scaling;
+        }
+        Ok(pool)
+    }
+
+    async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
+        let id = pool_id(location, name)?;
+        let sent = self
+            .call(ctx, &format!("delete node pool {id}"), true, || {
+                self.cm.delete_node_pool().set_name(id.clone()).send()
+            })
+            .await;
+        match sent {
+            Ok(op) => self.wait(location, op, ctx).await,
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

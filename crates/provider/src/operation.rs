@@ -1,0 +1,337 @@
+//! How the provider waits. Every long-running operation and every retried request runs under an
+//! [`OpCtx`]: the `timeouts` deadline ends it with a Timeout that names what it was waiting for,
+//! and terraform's StopProvider ends it at once (terraform waits for the provider's answer before
+//! it exits, so nothing may keep sleeping). Between looks, a `Backoff` spaces the requests out
+//! and a server's Retry-After wins over it. `poll_until` is the one loop that waits for an
+//! operation and `retry` the one loop that retries a request; `OpCtx::run` holds a request in
+//! flight to the same limits, and `bounded` any other future to a time limit and the stop.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::cloud::CloudError;
+
+/// The longest Retry-After honoured: a server asking for more is not waited for that long.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
+
+/// Set once when terraform calls StopProvider; every wait watches it.
+#[derive(Clone)]
+pub struct StopSignal {
+    rx: watch::Receiver<bool>,
+    tx: std::sync::Arc<watch::Sender<bool>>,
+}
+
+impl Default for StopSignal {
+    fn default() -> Self {
+        let (tx, rx) = watch::channel(false);
+        StopSignal {
+            rx,
+            tx: std::sync::Arc::new(tx),
+        }
+    }
+}
+
+impl StopSignal {
+    pub fn stop(&self) {
+        let _ = self.tx.send(true);
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    pub(crate) async fn stopped(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// The limits of one operation: its deadline and the stop signal.
+#[derive(Clone)]
+pub struct OpCtx {
+    pub(crate) started: Instant,
+    pub(crate) deadline: Instant,
+    pub(crate) stop: StopSignal,
+}
+
+impl OpCtx {
+    pub fn new(timeout: Duration, stop: StopSignal) -> OpCtx {
+        let started = Instant::now();
+        OpCtx {
+            started,
+            deadline: started + timeout,
+            stop,
+        }
+    }
+
+    /// Sleeps for `delay` unless the deadline or a stop comes first.
+    pub(crate) async fn sleep(&self, delay: Duration, waiting_for: &str) -> Result<(), CloudError> {
+        if self.stop.is_stopped() {
+            return Err(CloudError::Stopped);
+        }
+        let now = Instant::now();
+        if now >= self.deadline {
+            return Err(self.timeout(waiting_for));
+        }
+        let wake = (now + delay).min(self.deadline);
+        self.log_wait(waiting_for, wake - now);
+        tokio::select! {
+            () = tokio::time::sleep_until(wake.into()) => {
+                if wake >= self.deadline && Instant::now() >= self.deadline {
+                    Err(self.timeout(waiting_for))
+                } else {
+                    Ok(())
+                }
+            }
+            () = self.stop.stopped() => Err(CloudError::Stopped),
+        }
+    }
+
+    /// Runs `work` (a request in flight, a token being fetched) until it ends, the deadline passes
+    /// (a Timeout naming `what`) or terraform stops the provider; once stopped, nothing starts.
+    pub(crate) async fn run<T>(
+        &self,
+        what: &str,
+        work: impl Future<Output = T>,
+    ) -> Result<T, CloudError> {
+        if self.stop.is_stopped() {
+            return Err(CloudError::Stopped);
+        }
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        // The same line a sleep writes: a debug log then shows what an operation is blocked on.
+        if !left.is_zero() {
+            self.log_wait(what, left);
+        }
+        bounded(left, &self.stop, work)
+            .await
+            .map_err(|cut| match cut {
+                Cut::Timeout => self.timeout(what),
+                Cut::Stop => CloudError::Stopped,
+            })
+    }
+
+    fn log_wait(&self, waiting_for: &str, next: Duration) {
+        tracing::debug!(
+            waiting_for,
+            elapsed_s = self.started.elapsed().as_secs(),
+            next_check_ms = next.as_millis() as u64,
+            "waiting"
+        );
+    }
+
+    fn timeout(&self, waiting_for: &str) -> CloudError {
+        CloudError::Timeout {
+            waited: self.started.elapsed(),
+            waiting_for: waiting_for.to_string(),
+        }
+    }
+}
+
+/// Delays between polls or retries: growing from `first` up to `cap`, with up to 20% jitter so
+/// that many pools polled at once do not move in lockstep. A server's Retry-After wins.
+pub(crate) struct Backoff {
+    next: Duration,
+    cap: Duration,
+    growth: f64,
+    floor: Duration,
+    spread_retry_after: bool,
+}
+
+impl Backoff {
+    /// Retries of a failed or throttled request: the delay doubles, to give the API room.
+    pub(crate) fn new(first: Duration, cap: Duration) -> Backoff {
+        Backoff {
+            next: first,
+            cap,
+            growth: 2.0,
+            floor: Duration::ZERO,
+            spread_retry_after: false,
+        }
+    }
+
+    /// Polls of an operation that is running fine: the delay grows by half, so an operation is
+    /// seen done sooner after it ends (before jitter, a 2 s operation polled from 250 ms is seen
+    /// at 2.0 s rather than 3.75 s, a 16 s update polled from 1 s up to 10 s at 20.8 s rather
+    /// than 25 s) for a poll or two more; at the cap, where a long create spends most of its
+    /// polls, the two are the same.
+    pub(crate) fn polling(first: Duration, cap: Duration) -> Backoff {
+        Backoff {
+            growth: 1.5,
+            ..Backoff::new(first, cap)
+        }
+    }
+
+    /// No delay shorter than `floor`, so that a `Retry-After: 0` never turns into a busy loop.
+    pub(crate) fn at_least(self, floor: Duration) -> Backoff {
+        Backoff { floor, ..self }
+    }
+
+    /// A server's Retry-After is a minimum: clients that got the same one come back up to 10%
+    /// later, spread out (the backoff's own delays are jittered already).
+    pub(crate) fn spread_retry_after(self) -> Backoff {
+        Backoff {
+            spread_retry_after: true,
+            ..self
+        }
+    }
+
+    pub(crate) fn next_delay(&mut self, retry_after: Option<Duration>) -> Duration {
+        let base = self.next;
+        self.next = self.next.mul_f64(self.growth).min(self.cap);
+        let delay = match retry_after.map(|ra| ra.min(MAX_RETRY_AFTER)) {
+            Some(ra) if self.spread_retry_after => ra + ra.mul_f64(fastrand::f64() * 0.1),
+            Some(ra) => ra,
+            None => base + base.mul_f64(fastrand::f64() * 0.2),
+        };
+        delay.max(self.floor)
+    }
+}
+
+/// What one look at a running operation found.
+pub(crate) enum Check<T> {
+    Done(T),
+    /// Still running: look again after the backoff's next delay, or after the server's
+    /// Retry-After. `waiting_for`, when given, is what the wait names from now on.
+    Pending {
+        retry_after: Option<Duration>,
+        waiting_for: Option<String>,
+    },
+}
+
+/// Whether a wait looks at once, or sleeps first as after an answer with this Retry-After (an
+/// operation that just started is not done yet).
+pub(crate) enum Start {
+    Now,
+    Sleep(Option<Duration>),
+}
+
+/// Looks at an operation with `check` until it reports done, sleeping between looks by `backoff`
+/// or the server's Retry-After; the deadline ends the wait with a Timeout naming `waiting_for`
+/// (as the last check put it), a stop with Stopped. `check` is handed that name too, so that its
+/// own errors can say what the wait was for.
+pub(crate) async fn poll_until<T, F, Fut>(
+    ctx: &OpCtx,
+    mut backoff: Backoff,
+    mut waiting_for: String,
+    start: Start,
+    mut check: F,
+) -> Result<T, CloudError>
+where
+    F: FnMut(&str) -> Fut,
+    Fut: Future<Output = Result<Check<T>, CloudError>>,
+{
+    if let Start::Sleep(retry_after) = start {
+        ctx.sleep(backoff.next_delay(retry_after), &waiting_for)
+            .await?;
+    }
+    loop {
+        match check(&waiting_for).await? {
+            Check::Done(v) => return Ok(v),
+            Check::Pending {
+                retry_after,
+                waiting_for: now,
+            } => {
+                if let Some(now) = now {
+                    waiting_for = now;
+                }
+                ctx.sleep(backoff.next_delay(retry_after), &waiting_for)
+                    .await?;
+            }
+        }
+    }
+}
+
+/// How one attempt of a request ended, as its client judges it. An `Err` from the attempt is
+/// final.
+pub(crate) enum Attempt<T> {
+    Done(T),
+    /// A failure another attempt may not have: throttling, a server error, a dropped connection.
+    /// Counts against the attempts allowed.
+    Failed(Failure<T>),
+    /// Refused because another operation runs: tried again until the deadline, not counted.
+    Busy(Failure<T>),
+    /// Nothing failed, but the attempt must start over (it waited for another operation to end).
+    Again,
+}
+
+pub(crate) struct Failure<T> {
+    /// What the caller gets when no attempts are left: the error, or the last answer as it came.
+    pub(crate) last: Result<T, CloudError>,
+    pub(crate) retry_after: Option<Duration>,
+    /// What the sleep before the next attempt waits for, as its timeout names it.
+    pub(crate) waiting_for: String,
+}
+
+/// Runs `attempt` until it is done, a final error, or `max_attempts` have failed (then the last
+/// failure's answer). Each retry sleeps by `backoff` or the server's Retry-After under `ctx`;
+/// `on_retry` sees the failure, how many have counted so far and the delay, before the sleep.
+pub(crate) async fn retry<T, F, Fut>(
+    ctx: &OpCtx,
+    mut backoff: Backoff,
+    max_attempts: u32,
+    mut attempt: F,
+    mut on_retry: impl FnMut(&Failure<T>, u32, Duration),
+) -> Result<T, CloudError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, CloudError>>,
+{
+    let mut failures = 0;
+    loop {
+        let failure = match attempt().await? {
+            Attempt::Done(v) => return Ok(v),
+            Attempt::Again => continue,
+            Attempt::Failed(f) => {
+                failures += 1;
+                if failures >= max_attempts {
+                    return f.last;
+                }
+                f
+            }
+            Attempt::Busy(f) => f,
+        };
+        let delay = backoff.next_delay(failure.retry_after);
+        on_retry(&failure, failures, delay);
+        ctx.sleep(delay, &failure.waiting_for).await?;
+    }
+}
+
+/// Why [`bounded`] gave up on its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The time limit ran out.
+    Timeout,
+    /// Terraform called StopProvider (Ctrl-C).
+    Stop,
+}
+
+/// Runs `work` until it ends, `limit` passes or terraform asks the provider to stop. Work that
+/// has finished wins over a limit or stop that comes at the same moment.
+pub(crate) async fn bounded<T>(
+    limit: Duration,
+    stop: &StopSignal,
+    work: impl Future<Output = T>,
+) -> Result<T, Cut> {
+    tokio::select! {
+        biased;
+        r = tokio::time::timeout(limit, work) => r.map_err(|_| Cut::Timeout),
+        () = stop.stopped() => Err(Cut::Stop),
+    }
+}
+
+/// Whether an HTTP status is worth retrying: throttling and server-side trouble.
+pub(crate) fn retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+}
+
+/// Parses a Retry-After header given in seconds.
+pub(crate) fn retry_after_seconds(value: Option<&str>) -> Option<Duration> {
+    value
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,261 @@
+//! Unit tests of the waits: backoff, sleeps and runs under the deadline and stop, poll_until,
+//! retry and bounded.
+
+use super::*;
+
+use std::sync::Mutex;
+
+#[test]
+fn backoff_doubles_to_the_cap_and_honours_retry_after() {
+    let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(400));
+    let d: Vec<Duration> = (0..4).map(|_| b.next_delay(None)).collect();
+    assert!(d[0] >= Duration::from_millis(100) && d[0] <= Duration::from_millis(120));
+    assert!(d[1] >= Duration::from_millis(200) && d[1] <= Duration::from_millis(240));
+    assert!(d[3] >= Duration::from_millis(400) && d[3] <= Duration::from_millis(480));
+    assert_eq!(
+        b.next_delay(Some(Duration::from_secs(3))),
+        Duration::from_secs(3)
+    );
+    assert_eq!(
+        b.next_delay(Some(Duration::from_secs(600))),
+        MAX_RETRY_AFTER
+    );
+    assert_eq!(
+        retry_after_seconds(Some(" 7 ")),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(
+        retry_after_seconds(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+        None
+    );
+}
+
+#[test]
+fn polls_grow_by_half_to_the_cap() {
+    let mut b = Backoff::polling(Duration::from_millis(200), Duration::from_millis(500));
+    let d: Vec<Duration> = (0..4).map(|_| b.next_delay(None)).collect();
+    for (got, base) in d.iter().zip([200, 300, 450, 500]) {
+        let base = Duration::from_millis(base);
+        assert!(*got >= base && *got <= base.mul_f64(1.2), "{d:?}");
+    }
+}
+
+#[test]
+fn a_floor_holds_under_retry_after_and_a_spread_stays_within_a_tenth() {
+    let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(1))
+        .at_least(Duration::from_millis(20))
+        .spread_retry_after();
+    assert_eq!(
+        b.next_delay(Some(Duration::ZERO)),
+        Duration::from_millis(20)
+    );
+    let d = b.next_delay(Some(Duration::from_secs(2)));
+    assert!(
+        d >= Duration::from_secs(2) && d <= Duration::from_millis(2200),
+        "{d:?}"
+    );
+    // The Retry-Afters moved the backoff on: the next delay of its own is the third.
+    let d = b.next_delay(None);
+    assert!(
+        d >= Duration::from_millis(400) && d <= Duration::from_millis(480),
+        "{d:?}"
+    );
+}
+
+#[tokio::test]
+async fn sleeps_end_at_the_deadline_or_a_stop() {
+    let stop = StopSignal::default();
+    let ctx = OpCtx::new(Duration::from_millis(50), stop.clone());
+    assert!(matches!(
+        ctx.sleep(Duration::from_secs(10), "x").await,
+        Err(CloudError::Timeout { .. })
+    ));
+
+    let ctx = OpCtx::new(Duration::from_secs(60), stop.clone());
+    let waiter = tokio::spawn(async move { ctx.sleep(Duration::from_secs(60), "x").await });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    stop.stop();
+    assert!(matches!(waiter.await.unwrap(), Err(CloudError::Stopped)));
+}
+
+#[tokio::test]
+async fn run_ends_work_at_the_deadline_or_a_stop_and_starts_none_once_stopped() {
+    let stop = StopSignal::default();
+    let ctx = OpCtx::new(Duration::from_secs(5), stop.clone());
+    assert_eq!(ctx.run("quick", async { 7 }).await.unwrap(), 7);
+
+    let ctx = OpCtx::new(Duration::from_millis(50), stop.clone());
+    match ctx.run("GET /slow", std::future::pending::<()>()).await {
+        Err(CloudError::Timeout { waiting_for, .. }) => assert_eq!(waiting_for, "GET /slow"),
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+
+    let ctx = OpCtx::new(Duration::from_secs(60), stop.clone());
+    let stopper = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        stopper.stop();
+    });
+    assert!(matches!(
+        ctx.run("x", std::future::pending::<()>()).await,
+        Err(CloudError::Stopped)
+    ));
+    assert!(matches!(
+        ctx.run("x", async { 1 }).await,
+        Err(CloudError::Stopped)
+    ));
+}
+
+#[tokio::test]
+async fn bounded_says_which_limit_cut_the_work_short() {
+    let stop = StopSignal::default();
+    let limit = Duration::from_millis(30);
+    assert_eq!(bounded(limit, &stop, async { 1 }).await, Ok(1));
+    assert_eq!(
+        bounded(limit, &stop, std::future::pending::<()>()).await,
+        Err(Cut::Timeout)
+    );
+    stop.stop();
+    assert_eq!(
+        bounded(Duration::from_secs(60), &stop, std::future::pending::<()>()).await,
+        Err(Cut::Stop)
+    );
+}
+
+fn fast() -> Backoff {
+    Backoff::polling(Duration::from_millis(1), Duration::from_millis(2))
+}
+
+#[tokio::test]
+async fn poll_until_looks_until_done_and_names_the_wait_as_the_checks_put_it() {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let seen = Mutex::new(Vec::new());
+    let seen_ref = &seen;
+    let done = poll_until(
+        &ctx,
+        fast(),
+        "pool p".to_string(),
+        Start::Now,
+        move |waiting_for| {
+            let n = {
+                let mut seen = seen_ref.lock().unwrap();
+                seen.push(waiting_for.to_string());
+                seen.len()
+            };
+            async move {
+                Ok(if n == 3 {
+                    Check::Done(n)
+                } else {
+                    Check::Pending {
+                        retry_after: None,
+                        waiting_for: Some(format!("pool p (look {n})")),
+                    }
+                })
+            }
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(done, 3);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["pool p", "pool p (look 1)", "pool p (look 2)"]
+    );
+
+    // A wait that never ends times out under the name the last check gave it.
+    let ctx = OpCtx::new(Duration::from_millis(60), StopSignal::default());
+    let r: Result<(), _> = poll_until(&ctx, fast(), "pool q".into(), Start::Now, |_| async {
+        Ok(Check::Pending {
+            retry_after: None,
+            waiting_for: Some("pool q (status CREATING)".into()),
+        })
+    })
+    .await;
+    match r {
+        Err(CloudError::Timeout { waiting_for, .. }) => {
+            assert_eq!(waiting_for, "pool q (status CREATING)")
+        }
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn poll_until_can_sleep_before_its_first_look() {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let t = Instant::now();
+    poll_until(
+        &ctx,
+        fast(),
+        "op".into(),
+        Start::Sleep(Some(Duration::from_millis(50))),
+        |_| async { Ok(Check::Done(())) },
+    )
+    .await
+    .unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(50),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn retry_counts_failures_but_not_busy_refusals_and_returns_the_last_answer() {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let calls = Mutex::new(0u32);
+    let calls_ref = &calls;
+    let retries = Mutex::new(Vec::new());
+    // Busy, again at once, then failures: only the failures count, and the third is returned.
+    let r: Result<u32, CloudError> = retry(
+        &ctx,
+        fast(),
+        3,
+        move || {
+            let n = {
+                let mut c = calls_ref.lock().unwrap();
+                *c += 1;
+                *c
+            };
+            async move {
+                let failure = |last: Result<u32, CloudError>| Failure {
+                    last,
+                    retry_after: None,
+                    waiting_for: format!("attempt {n}"),
+                };
+                Ok(match n {
+                    1 => Attempt::Busy(failure(Err(CloudError::Stopped))),
+                    2 => Attempt::Again,
+                    _ => Attempt::Failed(failure(Ok(n))),
+                })
+            }
+        },
+        |f, counted, _| {
+            retries
+                .lock()
+                .unwrap()
+                .push((f.waiting_for.clone(), counted))
+        },
+    )
+    .await;
+    assert_eq!(r.unwrap(), 5);
+    assert_eq!(*calls.lock().unwrap(), 5);
+    assert_eq!(
+        *retries.lock().unwrap(),
+        [
+            ("attempt 1".to_string(), 0),
+            ("attempt 3".to_string(), 1),
+            ("attempt 4".to_string(), 2)
+        ]
+    );
+
+    // An error from an attempt is final.
+    let r: Result<(), _> = retry(
+        &ctx,
+        fast(),
+        3,
+        || async { Err(CloudError::Transport("gone".into())) },
+        |_, _, _| panic!("no retry"),
+    )
+    .await;
+    assert!(matches!(r, Err(CloudError::Transport(_))), "{r:?}");
+}
