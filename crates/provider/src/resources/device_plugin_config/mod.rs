@@ -25,9 +25,10 @@ use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
+use crate::operation::bounded;
 use delivery::kube_diagnostic;
 use model::{Args, Delivery, Takeover, resolve};
-use ops::{Op, bounded};
+use ops::Op;
 use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, DNS_LABEL_RE, DNS_SUBDOMAIN_RE, TIMEOUTS};
 
 pub use schema::{DEFAULT_VALUES_PATH, schema};

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cloud::StopSignal;
 use crate::cluster::{self as k, KubeError};
+use crate::operation::{Cut, StopSignal, bounded};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
@@ -13,15 +13,8 @@ use super::model::{Args, Restarted, Takeover, resolve};
 use super::schema::TIMEOUTS;
 use super::{DevicePluginConfigResource, TYPE_NAME};
 
-/// Why an operation ended before its work did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Cut {
-    /// Its `timeouts` entry ran out.
-    Timeout,
-    /// Terraform called StopProvider (Ctrl-C).
-    Stop,
-}
-
+/// What the user reads when an operation is cut short, and how long a create cut short may look
+/// for what it wrote.
 impl Cut {
     pub(super) fn diagnostic(self, op: &str, limit: std::time::Duration) -> Diagnostic {
         match self {
@@ -44,18 +37,6 @@ impl Cut {
             Cut::Timeout => std::time::Duration::from_secs(10),
             Cut::Stop => std::time::Duration::from_secs(1),
         }
-    }
-}
-
-/// Runs `work` until it ends, `limit` passes or terraform asks the provider to stop.
-pub(super) async fn bounded<T>(
-    limit: std::time::Duration,
-    stop: &StopSignal,
-    work: impl std::future::Future<Output = T>,
-) -> Result<T, Cut> {
-    tokio::select! {
-        r = tokio::time::timeout(limit, work) => r.map_err(|_| Cut::Timeout),
-        () = stop.stopped() => Err(Cut::Stop),
     }
 }
 

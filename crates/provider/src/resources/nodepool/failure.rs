@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::cloud::{self, CloudError, Location, OpCtx, Pool, StopSignal};
+use crate::cloud::{self, CloudError, Location, Pool};
+use crate::operation::{OpCtx, StopSignal};
 use tfplugin::Diagnostic;
 
 /// How long the read that records a pool may take after terraform asked the provider to stop:

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::cloud::{self, Location, OpCtx};
+use crate::cloud::{self, Location};
+use crate::operation::OpCtx;
 use crate::provider::{ProviderState, Settings};
 use tfplugin::api::{PlanRequest, Private, Resource};
 use tfplugin::object::FromValue;
