@@ -14,6 +14,8 @@ pub mod json;
 pub mod msgpack;
 pub mod object;
 pub mod plan;
+#[cfg(test)]
+mod properties;
 pub mod schema;
 pub mod server;
 pub mod types;

@@ -23,6 +23,8 @@
 
 mod model;
 mod parse;
+#[cfg(test)]
+mod properties;
 mod render;
 mod rules;
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Bounded property tests of the decoders that read untrusted bytes: terraform's msgpack and JSON
-//! values and the NVIDIA device plugin config. They run in every `cargo test`; the cargo-fuzz
-//! targets under fuzz/ explore the same functions without a bound.
+//! values. They run in every `cargo test`; the cargo-fuzz targets under fuzz/ explore the same
+//! functions without a bound.
 //!
 //! Properties: a value of any type survives encode -> decode unchanged; any bytes, and any
 //! mutation of a valid document, give a value or an error and never a panic; nesting far beyond
@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use tfplugin::{Number, Type, Value, json, msgpack};
+
+use crate::{Number, Type, Value, json, msgpack};
 
 fn leaf_type() -> impl Strategy<Value = Type> {
     prop_oneof![
@@ -149,22 +150,6 @@ proptest! {
         let _ = json::decode(&raw, &t);
         let _ = json::decode(doc.as_bytes(), &Type::Dynamic);
     }
-
-    #[test]
-    fn device_plugin_config_parser_survives_mutations(
-        edits in prop::collection::vec((any::<usize>(), any::<u8>(), 0x20u8..0x7f), 1..6),
-    ) {
-        let valid = gpu::device_plugin_config_yaml(&gpu::SharingMode::TimeSlicing {
-            replicas: 10,
-            rename_by_default: true,
-            fail_requests_greater_than_one: false,
-        })
-        .unwrap();
-        let bytes = mutate(valid.into_bytes(), &edits);
-        if let Ok(text) = std::str::from_utf8(&bytes) {
-            let _ = gpu::device_plugin::parse(text);
-        }
-    }
 }
 
 #[test]
@@ -172,10 +157,8 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
     // 100,000 nested arrays: far beyond any terraform value, a classic parser-crashing input.
     let depth = 100_000;
     let deep_json = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-    let err = json::decode(deep_json.as_bytes(), &Type::Dynamic).expect_err("refused");
-    eprintln!("deep json: {err}");
+    json::decode(deep_json.as_bytes(), &Type::Dynamic).expect_err("refused");
 
-    // msgpack fixarray(1) nested the same way, in a dynamic slot whose type says so.
     // msgpack: a dynamic value is [type as JSON, value]; a type nested 100,000 lists deep.
     let deep_type = format!(
         "{}\"string\"{}",
@@ -186,23 +169,5 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
     deep_msgpack.extend_from_slice(&(deep_type.len() as u32).to_be_bytes());
     deep_msgpack.extend_from_slice(deep_type.as_bytes());
     deep_msgpack.extend(std::iter::repeat_n(0x91u8, depth));
-    let err = msgpack::decode(&deep_msgpack, &Type::Dynamic).expect_err("refused");
-    eprintln!("deep msgpack: {err}");
-
-    // A YAML document of 100,000 nested flow sequences.
-    let deep_yaml = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-    let err = gpu::device_plugin::parse(&deep_yaml).expect_err("refused");
-    eprintln!("deep yaml: {}", err.detail);
-}
-
-#[test]
-fn yaml_alias_bombs_are_refused() {
-    // Each level doubles the previous one by alias: expanded, 2^30 entries.
-    let mut doc = String::from("a0: &a0 [x, x]\n");
-    for i in 1..30 {
-        doc.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}]\n", p = i - 1));
-    }
-    doc.push_str("version: v1\n");
-    let err = gpu::device_plugin::parse(&doc).expect_err("an alias bomb is refused");
-    eprintln!("alias bomb: {}", err.detail);
+    msgpack::decode(&deep_msgpack, &Type::Dynamic).expect_err("refused");
 }

@@ -6,14 +6,12 @@
 //! 3 clusters, so some of their creates are refused and retried by the provider, which must
 //! neither give up nor make a pool twice.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::pools::{self, Decl};
+use crate::common::sandbox;
+use crate::common::terraform::Workspace;
 use ::sandbox::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION};
-use common::pools::{self, Decl};
-use common::sandbox;
-use common::terraform::Workspace;
 
 const POOLS: usize = 100;
 const AKS_CLUSTERS: &[&str] = &["sandbox-aks", "sandbox-aks-2"];

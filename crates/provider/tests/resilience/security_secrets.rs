@@ -9,14 +9,12 @@
 //! them out of the configuration: a literal in a `.tf` file or a variable's value is stored in a
 //! saved plan by terraform itself, whatever the provider does.
 
-mod common;
-
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::sandbox::start_stack;
-use common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
+use crate::common::sandbox::start_stack;
+use crate::common::terraform::{Output, REQUIRED_PROVIDERS, Workspace};
 
 fn canary(what: &str) -> String {
     format!(
@@ -246,7 +244,7 @@ resource "fracgpu_device_plugin_config" "this" {{
         ],
     );
     // An error path: the token endpoint fails, and the diagnostic says so without the secret.
-    common::sandbox::inject(
+    crate::common::sandbox::inject(
         &st.url,
         serde_json::json!({"match": {"path_contains": "oauth2"}, "count": 100, "kind": "500"}),
     );
@@ -257,7 +255,7 @@ resource "fracgpu_device_plugin_config" "this" {{
         "-no-color",
         "-input=false",
     ]);
-    common::sandbox::control("DELETE", &format!("{}/_sandbox/faults", st.url), None);
+    crate::common::sandbox::control("DELETE", &format!("{}/_sandbox/faults", st.url), None);
     assert_ne!(failed.code, 0, "{}", failed.text());
     assert!(
         failed.text().contains("Azure access token"),

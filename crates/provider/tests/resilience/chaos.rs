@@ -11,16 +11,14 @@
 //! `FRACGPU_CHAOS_WORKERS` how many runs go at once (default 3; each has its own sandbox and
 //! workspace).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::pools::{self, Agreement, Decl};
-use common::sandbox;
-use common::terraform::{Output, Workspace};
+use crate::common::pools::{self, Agreement, Decl};
+use crate::common::sandbox;
+use crate::common::terraform::{Output, Workspace};
 use serde_json::{Value, json};
 
 /// Short operations, so that ten runs of four applies stay well under three minutes.

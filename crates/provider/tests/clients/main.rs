@@ -1,0 +1,7 @@
+//! The provider's cloud and Kubernetes clients against the sandbox over real HTTP, without
+//! terraform: request shapes, long-running operations, retries, errors (and moto for EKS).
+
+mod cloud_aks;
+mod cloud_eks;
+mod cloud_gke;
+mod sandbox_kube_client;
