@@ -161,15 +161,21 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
                 node_labels.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), named.name.clone());
             }
             // EKS has no node-group MIG field: the GPU operator's MIG manager partitions the GPUs when it
-            // sees this label. AKS partitions them itself from gpuInstanceProfile.
+            // sees this label.
             if spec.cloud == Cloud::Eks
                 && let Some(profile) = mode.mig_profile
             {
-                let value = mig_config_name(profile);
-                node_selector.insert(MIG_CONFIG_LABEL.to_string(), value.clone());
-                node_labels.insert(MIG_CONFIG_LABEL.to_string(), value);
+                node_selector.insert(MIG_CONFIG_LABEL.to_string(), mig_config_name(profile));
             }
         }
+    }
+    // Every MIG pool's nodes name their MIG config. On EKS that is what partitions the GPUs. On AKS
+    // and GKE the cloud partitions them at the pool, but the GPU operator (NVIDIA/gpu-operator
+    // controllers/nodelabeling_controller.go) labels a MIG-capable node that names none
+    // `all-disabled`, as the chart's MIG manager default says, and its MIG manager would then turn
+    // MIG off: the label keeps the geometry the cloud made.
+    if let Some(profile) = mode.mig_profile {
+        node_labels.insert(MIG_CONFIG_LABEL.to_string(), mig_config_name(profile));
     }
 
     for (key, value) in &spec.labels {

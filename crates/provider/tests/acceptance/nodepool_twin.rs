@@ -80,3 +80,62 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
         "nodes go with the pool"
     );
 }
+
+/// The GPU operator (with the chart's MIG manager defaults) labels every MIG-capable node that
+/// names no MIG config `all-disabled`, and its MIG manager then turns MIG off: a pool partitioned
+/// by the cloud keeps its partitions only when its nodes carry their own `nvidia.com/mig.config`.
+#[test]
+fn mig_pools_keep_their_partitions_under_the_operators_mig_manager() {
+    let sb = crate::common::sandbox::start_stack(Duration::ZERO);
+    let ws = Workspace::new(&format!(
+        r#"{REQUIRED_PROVIDERS}
+provider "fracgpu" {{
+  sandbox = "{url}"
+}}
+
+resource "fracgpu_nodepool" "aks" {{
+  name         = "a100mig"
+  machine_type = "Standard_NC24ads_A100_v4"
+  aks {{
+    resource_group = "sandbox-rg"
+    cluster_name   = "sandbox-aks"
+  }}
+  mig {{ profile = "1g.10gb" }}
+}}
+
+resource "fracgpu_nodepool" "gke" {{
+  name         = "a100mig"
+  machine_type = "a2-highgpu-1g"
+  gke {{
+    location = "us-central1"
+    cluster  = "sandbox-gke"
+  }}
+  mig {{ profile = "1g.5gb" }}
+}}
+"#,
+        url = sb.url
+    ));
+    ws.init();
+    ws.apply();
+    for (cloud, cluster, profile) in [
+        ("aks", "sandbox-aks", "1g.10gb"),
+        ("gke", "sandbox-gke", "1g.5gb"),
+    ] {
+        let nodes = sb.nodes(cloud, cluster, "a100mig");
+        assert!(!nodes.is_empty(), "{cloud}");
+        for node in &nodes {
+            assert_eq!(
+                node["metadata"]["labels"]["nvidia.com/mig.config"],
+                format!("all-{profile}"),
+                "{cloud}: the pool names its MIG config"
+            );
+            // The operator's ClusterPolicy has mig.strategy single: each of the GPU's seven
+            // instances is advertised as nvidia.com/gpu (GKE's own plugin does the same).
+            assert_eq!(
+                node["status"]["allocatable"]["nvidia.com/gpu"], "7",
+                "{cloud}: the partitions survive the MIG manager: {}",
+                node["status"]
+            );
+        }
+    }
+}

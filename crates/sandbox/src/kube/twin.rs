@@ -286,14 +286,53 @@ fn mig_memory_mib(profile: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The EKS MIG manager's view: which profile the node's nvidia.com/mig.config label asks for, and the state
-/// label it reports. AKS and GKE partition at the node pool, so the label is not consulted there.
+/// The GPU operator's MIG manager on a cluster, from the ClusterPolicy's `spec.migManager`: whether it
+/// runs (absent `enabled` means it does: `MIGManagerSpec.IsEnabled` in NVIDIA/gpu-operator
+/// api/nvidia/v1/clusterpolicy_types.go) and the config the operator gives nodes that name none.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct MigManager {
+    pub(crate) enabled: bool,
+    pub(crate) default_config: String,
+}
+
+/// The operator's test for a MIG-capable node when GPU feature discovery has not said (NVIDIA/gpu-operator
+/// controllers/state_manager.go `hasMIGCapableGPU`): the product names an A100, H100 or A30.
+pub(crate) fn mig_capable(t: &NodeTwin) -> bool {
+    let product = t.gpu_product.as_deref().unwrap_or_default().to_lowercase();
+    t.gpus > 0 && ["a100", "h100", "a30"].iter().any(|g| product.contains(g))
+}
+
+/// The `nvidia.com/mig.config` label the operator adds to a node (NVIDIA/gpu-operator
+/// controllers/nodelabeling_controller.go): a MIG-capable node with no such label gets `all-disabled`
+/// while the MIG manager runs with that default (the chart's). Whatever geometry the cloud made, the MIG
+/// manager then applies it: that is how a pool partitioned by the cloud (AKS `gpuInstanceProfile`) loses its
+/// partitions unless its nodes carry their own label.
+pub(crate) fn operator_mig_label(
+    t: &NodeTwin,
+    labels: &BTreeMap<String, String>,
+    mm: &MigManager,
+) -> Option<&'static str> {
+    (mm.enabled
+        && mm.default_config == "all-disabled"
+        && mig_capable(t)
+        && !labels.contains_key(MIG_CONFIG_LABEL))
+    .then_some("all-disabled")
+}
+
+/// The MIG geometry a node ends up with, and the state label the MIG manager reports. Where the MIG manager
+/// runs, the node's `nvidia.com/mig.config` label decides (`all-disabled`, or `all-<profile>` with `+me`
+/// written `.me` as mig-parted names its configs); a node without the label keeps what the cloud made (AKS and
+/// GKE partition at the pool; EKS has no such field). Without the MIG manager nothing repartitions.
 pub(crate) fn mig_manager(
     t: &NodeTwin,
     labels: &BTreeMap<String, String>,
+    mm: &MigManager,
 ) -> (Option<(String, u32)>, Option<&'static str>) {
-    if t.cloud != "eks" {
-        let mig = t.mig_profile.clone().map(|p| {
+    let from_pool = || {
+        if t.cloud == "eks" {
+            return None;
+        }
+        t.mig_profile.clone().map(|p| {
             let n = if t.mig_instances_per_gpu > 0 {
                 t.mig_instances_per_gpu
             } else {
@@ -301,11 +340,11 @@ pub(crate) fn mig_manager(
                     .unwrap_or(1)
             };
             (p, n)
-        });
-        return (mig, None);
-    }
-    let Some(want) = labels.get(MIG_CONFIG_LABEL) else {
-        return (None, None);
+        })
+    };
+    let want = labels.get(MIG_CONFIG_LABEL).filter(|_| mm.enabled);
+    let Some(want) = want else {
+        return (from_pool(), None);
     };
     if want == "all-disabled" {
         return (None, Some("success"));
@@ -313,7 +352,11 @@ pub(crate) fn mig_manager(
     let Some(profile) = want.strip_prefix("all-") else {
         return (None, Some("failed"));
     };
-    let n = if t.mig_profile.as_deref() == Some(profile) && t.mig_instances_per_gpu > 0 {
+    let same_as_pool = t
+        .mig_profile
+        .as_deref()
+        .is_some_and(|p| p.replace('+', ".") == profile);
+    let n = if same_as_pool && t.mig_instances_per_gpu > 0 {
         Some(t.mig_instances_per_gpu)
     } else {
         mig_instances(
@@ -322,8 +365,12 @@ pub(crate) fn mig_manager(
             profile,
         )
     };
+    let profile = match (&t.mig_profile, same_as_pool) {
+        (Some(p), true) => p.clone(),
+        _ => profile.to_string(),
+    };
     match n {
-        Some(n) => (Some((profile.to_string(), n)), Some("success")),
+        Some(n) => (Some((profile, n)), Some("success")),
         None => (None, Some("failed")),
     }
 }
@@ -332,15 +379,11 @@ fn product_label(t: &NodeTwin) -> String {
     t.gpu_product.clone().unwrap_or_default().replace(' ', "-")
 }
 
-/// GKE: the cloud's device plugin, straight from the pool; no restart involved.
-fn gke(t: &NodeTwin) -> Advert {
+/// GKE: the cloud's device plugin, from the pool's sharing and the partitions the node has; no
+/// restart involved.
+fn gke(t: &NodeTwin, mig: Option<(String, u32)>) -> Advert {
     let mut units = t.gpus as u64;
-    if let Some(p) = &t.mig_profile {
-        let k = if t.mig_instances_per_gpu > 0 {
-            t.mig_instances_per_gpu
-        } else {
-            mig_instances(t.gpu_product.as_deref().unwrap_or(""), t.gpu_memory_mib, p).unwrap_or(1)
-        };
+    if let Some((_, k)) = mig {
         units *= k as u64;
     }
     if let Some((_, clients)) = &t.gke_sharing {
@@ -381,14 +424,18 @@ pub(crate) fn gke_labels(t: &NodeTwin) -> BTreeMap<String, String> {
 
 /// What the node advertises now. `Err` means the device plugin refused its config (or could not find it):
 /// it keeps serving what it served before, so the caller keeps the node's previous advertisement.
-pub(crate) fn advertise(t: &NodeTwin, labels: &BTreeMap<String, String>) -> Result<Advert, String> {
+pub(crate) fn advertise(
+    t: &NodeTwin,
+    labels: &BTreeMap<String, String>,
+    mm: &MigManager,
+) -> Result<Advert, String> {
     if t.gpus == 0 || t.gpu_product.is_none() {
         return Ok(Advert::default());
     }
+    let (mig, _) = mig_manager(t, labels, mm);
     if t.cloud == "gke" {
-        return Ok(gke(t));
+        return Ok(gke(t, mig));
     }
-    let (mig, _) = mig_manager(t, labels);
     let inp = &t.loaded;
     let cfg = if inp.config_name.is_empty() {
         DpConfig::default()

@@ -143,7 +143,10 @@ fn aks_and_eks_facts() {
         d.aks_gpu_instance_profile,
         Some(AksGpuInstanceProfile::Mig3g)
     );
-    assert!(!d.node_labels.contains_key(MIG_CONFIG_LABEL));
+    // AKS partitions the GPUs itself; the label keeps the GPU operator's MIG manager from
+    // turning MIG off on nodes that name no MIG config.
+    assert_eq!(d.node_labels[MIG_CONFIG_LABEL], "all-3g.20gb");
+    assert!(!d.node_selector.contains_key(MIG_CONFIG_LABEL));
     assert_eq!(
         d.device_plugin_config.unwrap().config.render().unwrap(),
         "version: v1\nflags:\n  migStrategy: single\n"

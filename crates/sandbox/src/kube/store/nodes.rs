@@ -62,6 +62,24 @@ impl Cluster {
         }
     }
 
+    /// The MIG manager as the ClusterPolicy sets it; none without the operator.
+    pub(crate) fn mig_manager_policy(&self) -> twin::MigManager {
+        let Some(cp) = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY) else {
+            return twin::MigManager::default();
+        };
+        twin::MigManager {
+            enabled: cp
+                .pointer("/spec/migManager/enabled")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            default_config: cp
+                .pointer("/spec/migManager/config/default")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+
     /// Brings the nodes' advertisements up to date after a write: every node when the device plugin
     /// daemonset was restarted, else only the node that was written (its labels may select another config).
     /// ConfigMap and ClusterPolicy writes change no node by themselves: that is the operator's behaviour.
@@ -72,6 +90,7 @@ impl Cluster {
             self.restart_marker = marker;
         }
         let current = self.current_inputs();
+        let mm = self.mig_manager_policy();
         let names: Vec<String> = if restarted {
             self.twins.keys().cloned().collect()
         } else {
@@ -82,20 +101,25 @@ impl Cluster {
                 .collect()
         };
         for n in names {
-            let Some(node) = self.get_ref(kinds::NODES, "", &n).cloned() else {
+            let Some(mut node) = self.get_ref(kinds::NODES, "", &n).cloned() else {
                 self.twins.remove(&n);
                 continue;
             };
             let Some(t) = self.twins.get_mut(&n) else {
                 continue;
             };
-            let labels = labels_of(&node);
+            let mut labels = labels_of(&node);
+            if let Some(l) = twin::operator_mig_label(t, &labels, &mm) {
+                labels.insert(twin::MIG_CONFIG_LABEL.into(), l.into());
+                node["metadata"]["labels"] = json!(labels);
+            }
             let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
-            if restarted || (t.cloud == "eks" && mig_label != t.seen_mig_label) {
+            // The MIG manager repartitions and restarts the device plugin on a node whose label changed.
+            if restarted || (mm.enabled && mig_label != t.seen_mig_label) {
                 t.loaded = current.clone();
                 t.seen_mig_label = mig_label;
             }
-            let updated = render_node(&node, t);
+            let updated = render_node(&node, t, &mm);
             if updated != node {
                 self.put_internal(kinds::NODES, "", &n, updated);
             }
@@ -137,6 +161,7 @@ impl Cluster {
             self.unstore("nodes", "", &n);
         }
         let current = self.current_inputs();
+        let mm = self.mig_manager_policy();
         for (i, n) in names.iter().enumerate() {
             let old_twin = self.twins.get(n).cloned();
             let mut t = NodeTwin {
@@ -180,8 +205,11 @@ impl Cluster {
                 }
             }
             labels.extend(p.labels.clone());
+            if let Some(l) = twin::operator_mig_label(&t, &labels, &mm) {
+                labels.insert(twin::MIG_CONFIG_LABEL.into(), l.into());
+            }
             let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
-            if t.cloud == "eks" && mig_label != t.seen_mig_label {
+            if mm.enabled && mig_label != t.seen_mig_label {
                 // The MIG manager repartitions and restarts the device plugin on this node.
                 t.loaded = current.clone();
                 t.seen_mig_label = mig_label;
@@ -199,7 +227,7 @@ impl Cluster {
             }
             self.twins.insert(n.clone(), t);
             let t = &self.twins[n];
-            let rendered = render_node(&node, t);
+            let rendered = render_node(&node, t, &mm);
             if self.get_ref(kinds::NODES, "", n) != Some(&rendered) {
                 self.put_internal(kinds::NODES, "", n, rendered);
             }
@@ -222,10 +250,10 @@ impl Cluster {
 }
 
 /// Writes the advertisement into a node (or, when the plugin refused its config, only notes why).
-pub(super) fn render_node(node: &Value, t: &NodeTwin) -> Value {
+pub(super) fn render_node(node: &Value, t: &NodeTwin, mm: &twin::MigManager) -> Value {
     let mut node = node.clone();
     let mut labels = labels_of(&node);
-    let (_, state) = twin::mig_manager(t, &labels);
+    let (_, state) = twin::mig_manager(t, &labels, mm);
     match state {
         Some(s) => {
             labels.insert(twin::MIG_STATE_LABEL.into(), s.into());
@@ -243,7 +271,7 @@ pub(super) fn render_node(node: &Value, t: &NodeTwin) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    match twin::advertise(t, &labels) {
+    match twin::advertise(t, &labels, mm) {
         Ok(a) => {
             annotations.remove(ERROR_ANNOTATION);
             labels.retain(|k, _| !twin::is_gfd_label(k));

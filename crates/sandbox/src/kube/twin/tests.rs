@@ -58,7 +58,7 @@ fn time_slicing_and_rename() {
     let mut t = twin("aks");
     t.loaded.config_name = "cfg".into();
     t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), TS10.to_string())]));
-    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
     assert_eq!(a.resources["nvidia.com/gpu"], 10);
     assert_eq!(
         a.labels["nvidia.com/gpu.product"],
@@ -69,11 +69,44 @@ fn time_slicing_and_rename() {
         "timeSlicing:\n    renameByDefault: true\n",
     );
     t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), renamed)]));
-    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
     assert_eq!(a.resources.get("nvidia.com/gpu"), None);
     assert_eq!(a.resources["nvidia.com/gpu.shared"], 10);
     assert_eq!(a.labels["nvidia.com/gpu.product"], "NVIDIA-A100-80GB-PCIe");
     assert_eq!(a.labels["nvidia.com/gpu.sharing-strategy"], "time-slicing");
+}
+
+/// The MIG manager as the GPU operator chart sets it up.
+fn on() -> MigManager {
+    MigManager {
+        enabled: true,
+        default_config: "all-disabled".into(),
+    }
+}
+
+#[test]
+fn the_operator_disables_mig_on_nodes_that_name_no_mig_config() {
+    let mut t = twin("aks");
+    t.mig_profile = Some("1g.10gb".into());
+    t.mig_instances_per_gpu = 7;
+    let none = BTreeMap::new();
+    assert_eq!(operator_mig_label(&t, &none, &on()), Some("all-disabled"));
+    assert_eq!(operator_mig_label(&t, &none, &MigManager::default()), None);
+    let disabled = BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), "all-disabled".to_string())]);
+    assert_eq!(mig_manager(&t, &disabled, &on()), (None, Some("success")));
+    let own = BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), "all-1g.10gb".to_string())]);
+    assert_eq!(operator_mig_label(&t, &own, &on()), None);
+    assert_eq!(
+        mig_manager(&t, &own, &on()),
+        (Some(("1g.10gb".into(), 7)), Some("success"))
+    );
+    let mut t4 = twin("aks");
+    t4.gpu_product = Some("Tesla-T4".into());
+    assert_eq!(
+        operator_mig_label(&t4, &none, &on()),
+        None,
+        "not MIG-capable"
+    );
 }
 
 #[test]
@@ -83,26 +116,26 @@ fn mig_strategies() {
     t.mig_profile = Some("1g.10gb".into());
     t.mig_instances_per_gpu = 7;
     assert_eq!(
-        advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&t, &BTreeMap::new(), &on()).unwrap().resources["nvidia.com/gpu"],
         14
     );
     t.loaded.mig_strategy = "mixed".into();
-    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
     assert_eq!(a.resources["nvidia.com/mig-1g.10gb"], 14);
     assert!(!a.resources.contains_key("nvidia.com/gpu"));
     let mut e = twin("eks");
     let labels = BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), "all-3g.40gb".to_string())]);
     assert_eq!(
-        mig_manager(&e, &labels),
+        mig_manager(&e, &labels, &on()),
         (Some(("3g.40gb".into(), 2)), Some("success"))
     );
     assert_eq!(
-        advertise(&e, &labels).unwrap().resources["nvidia.com/gpu"],
+        advertise(&e, &labels, &on()).unwrap().resources["nvidia.com/gpu"],
         2
     );
     e.gpu_product = Some("Tesla-T4".into());
     e.gpu_memory_mib = 15360;
-    assert_eq!(mig_manager(&e, &labels), (None, Some("failed")));
+    assert_eq!(mig_manager(&e, &labels, &on()), (None, Some("failed")));
 }
 
 #[test]
@@ -120,13 +153,13 @@ fn mixed_mig_time_sliced_and_config_selection() {
         ])),
     };
     // No label and no ClusterPolicy default: the key named "default".
-    let a = advertise(&t, &BTreeMap::new()).unwrap();
+    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
     assert_eq!(
         a.resources,
         BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 2)])
     );
     let label = BTreeMap::from([(CONFIG_LABEL.to_string(), "mig-ts".to_string())]);
-    let a = advertise(&t, &label).unwrap();
+    let a = advertise(&t, &label, &on()).unwrap();
     assert_eq!(
         a.resources,
         BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 6)])
@@ -137,21 +170,25 @@ fn mixed_mig_time_sliced_and_config_selection() {
         ("a".to_string(), String::new()),
         ("b".to_string(), String::new()),
     ]));
-    assert!(advertise(&t, &BTreeMap::new()).is_err());
+    assert!(advertise(&t, &BTreeMap::new(), &on()).is_err());
     // One key: that one.
     t.loaded.configmap = Some(BTreeMap::from([("only".to_string(), String::new())]));
-    assert!(advertise(&t, &BTreeMap::new()).is_ok());
+    assert!(advertise(&t, &BTreeMap::new(), &on()).is_ok());
     // MPS on MIG devices is refused.
     t.loaded.configmap = Some(BTreeMap::from([(
         "m".to_string(),
         "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
             .to_string(),
     )]));
-    assert!(advertise(&t, &BTreeMap::new()).unwrap_err().contains("MPS"));
+    assert!(
+        advertise(&t, &BTreeMap::new(), &on())
+            .unwrap_err()
+            .contains("MPS")
+    );
     // A missing ConfigMap: refused (the plugin pod cannot mount it).
     t.loaded.configmap = None;
     assert!(
-        advertise(&t, &BTreeMap::new())
+        advertise(&t, &BTreeMap::new(), &on())
             .unwrap_err()
             .contains("not found")
     );
@@ -163,13 +200,13 @@ fn gke_math() {
     t.gpus = 2;
     t.gke_sharing = Some(("TIME_SHARING".into(), 5));
     assert_eq!(
-        advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&t, &BTreeMap::new(), &on()).unwrap().resources["nvidia.com/gpu"],
         10
     );
     t.mig_profile = Some("1g.10gb".into());
     t.mig_instances_per_gpu = 7;
     assert_eq!(
-        advertise(&t, &BTreeMap::new()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&t, &BTreeMap::new(), &on()).unwrap().resources["nvidia.com/gpu"],
         70
     );
 }

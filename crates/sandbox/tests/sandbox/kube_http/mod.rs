@@ -270,15 +270,20 @@ fn gke_pool(
     partition: Option<(&str, u32)>,
     sharing: Option<(&str, u32)>,
 ) -> PoolNodes {
+    let mut labels = BTreeMap::from([(
+        "cloud.google.com/gke-nodepool".to_string(),
+        pool.to_string(),
+    )]);
+    // A partitioned pool names its MIG config, or the GPU operator's MIG manager undoes it.
+    if let Some((p, _)) = partition {
+        labels.insert("nvidia.com/mig.config".to_string(), format!("all-{p}"));
+    }
     PoolNodes {
         cloud: "gke",
         cluster: "sandbox-gke".into(),
         pool: pool.into(),
         node_count: 1,
-        labels: BTreeMap::from([(
-            "cloud.google.com/gke-nodepool".to_string(),
-            pool.to_string(),
-        )]),
+        labels,
         taints: vec![(
             "nvidia.com/gpu".into(),
             "present".into(),

@@ -180,6 +180,10 @@ fn aks_mig_pool_with_time_slicing_and_default_config() {
     pool.gpus_per_node = 2;
     pool.mig_profile = Some("1g.10gb".into());
     pool.mig_instances_per_gpu = 7;
+    // Without its own MIG config label the operator would label the node all-disabled and its MIG
+    // manager would undo the partitions AKS made.
+    pool.labels
+        .insert("nvidia.com/mig.config".into(), "all-1g.10gb".into());
     srv.api.pool_changed(&pool);
     let n = &items(&srv.call("GET", "/api/v1/nodes?labelSelector=agentpool%3Dmig", None))[0];
     let name = n["metadata"]["name"]
