@@ -423,3 +423,64 @@ fn a_create_that_times_out_before_writing_takes_no_foreign_configmap() {
     let cm = object(&st, "configmaps", NS, CM).expect("their ConfigMap stays");
     assert_eq!(cm["data"], serde_json::json!({"theirs": "keep"}));
 }
+
+/// What the operator will do with a config as delivered, said when no error stops it: a
+/// mixed-strategy MIG config under a ClusterPolicy whose `spec.mig.strategy` overrides it
+/// (the chart sets `single`), and a ConfigMap outside the operator's namespace, which the
+/// operator never reads. Both leave nodes without what the configs describe.
+#[test]
+fn operator_mismatches_are_warnings_on_the_attribute_that_fixes_them() {
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    let resource = |extra: &str| {
+        format!(
+            r#"{REQUIRED_PROVIDERS}
+resource "fracgpu_device_plugin_config" "this" {{
+  kubernetes {{ config_path = "{kc}" }}
+  default_config = "all"
+{extra}
+  config {{ name = "all" }}
+  config {{
+    name = "mig-mixed"
+    yaml = "version: v1\nflags:\n  migStrategy: mixed\n"
+  }}
+}}
+"#
+        )
+    };
+    let ws = Workspace::new(&resource(""));
+    ws.init();
+    // terraform wraps details at 78 columns.
+    let flat = |t: String| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = flat(ws.apply().text());
+    assert!(
+        text.contains("Warning: MIG strategy overridden by the ClusterPolicy")
+            && text.contains("Set mig_strategy = \"mixed\"")
+            && text.contains("\"single\""),
+        "{text}"
+    );
+    // Told what to do, the user sets the strategy, and the warning is gone from later plans.
+    ws.write("main.tf", &resource("  mig_strategy = \"mixed\""));
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    assert!(
+        !plan.text().contains("MIG strategy overridden"),
+        "{}",
+        plan.text()
+    );
+
+    // A ConfigMap in another namespace reaches no node.
+    ws.write(
+        "main.tf",
+        &resource("  mig_strategy = \"mixed\"\n  namespace    = \"kube-system\""),
+    );
+    let text = flat(ws.apply().text());
+    assert!(
+        text.contains("Warning: ConfigMap outside the operator's namespace")
+            && text.contains("Set namespace = \"gpu-operator\"")
+            && text.contains("namespace = \"kube-system\""),
+        "the warning points at the namespace line: {text}"
+    );
+    assert!(object(&st, "configmaps", "kube-system", CM).is_some());
+}

@@ -67,6 +67,12 @@ impl DevicePluginConfigResource {
                         return None;
                     }
                 };
+                warn_operator_mismatch(
+                    d,
+                    pointer.operand_namespace.as_deref(),
+                    pointer.mig_strategy.as_deref(),
+                    diags,
+                );
                 self.take_policy_fields(c, d, taken, diags).await?;
                 let step = async {
                     c.apply_configmap(&d.namespace, &d.name, &d.data()).await?;
@@ -214,6 +220,11 @@ impl DevicePluginConfigResource {
             })
             .collect();
         self.warn_chart_default_configs(&deployed, d, h, diags);
+        // The chart renders the ConfigMap in the release's namespace, where the operator runs.
+        let effective = deployed.effective_values();
+        let strategy = helm::value_at(&effective, &super::model::mig_strategy_path(&h.values_path))
+            .and_then(|v| v.as_str());
+        warn_operator_mismatch(d, None, strategy, diags);
         // helm must reach the very cluster the client above read the release from.
         let settings = d.kubernetes.or(&self.state.settings().kubernetes);
         let run = helm::upgrade(
@@ -375,6 +386,56 @@ pub(super) fn helm_diagnostic(h: &HelmSpec, e: &str) -> Diagnostic {
         format!("Release {}/{} (helm.release): {e}", h.namespace, h.release),
     )
     .at(AttrPath::attr("helm").with_index(0).with_attr("release"))
+}
+
+/// Warns about what the operator will do with the configs as delivered, which no error stops:
+/// - A config with the mixed MIG strategy (`nvidia.com/mig-<profile>` resources) while
+///   `mig_strategy` is unset and the operator's is another: the operator passes
+///   ClusterPolicy `spec.mig.strategy` to the device plugin as MIG_STRATEGY (NVIDIA/gpu-operator
+///   object_controls.go), which beats the file's `flags.migStrategy` (k8s-device-plugin's
+///   precedence: flag, environment, file), and the chart sets `single`: pods that ask for a
+///   mixed-strategy resource never schedule.
+/// - A ConfigMap outside the operator's namespace: the operator mounts the config from a
+///   ConfigMap in its own namespace only, so the configs reach no node.
+pub(super) fn warn_operator_mismatch(
+    d: &Desired,
+    operator_namespace: Option<&str>,
+    operator_strategy: Option<&str>,
+    diags: &mut Diagnostics,
+) {
+    let mixed: Vec<&String> = d
+        .configs
+        .iter()
+        .filter(|(_, c)| c.mig_strategy == Some(gpu::device_plugin::MigStrategyFlag::Mixed))
+        .map(|(name, _)| name)
+        .collect();
+    if d.mig_strategy.is_none() && !mixed.is_empty() && operator_strategy != Some("mixed") {
+        let theirs = operator_strategy.map_or("unset".to_string(), |s| format!("{s:?}"));
+        diags.push(
+            Diagnostic::warning(
+                "MIG strategy overridden by the ClusterPolicy",
+                format!(
+                    "Config {} asks for the mixed MIG strategy (resources nvidia.com/mig-<profile>), but the GPU operator's spec.mig.strategy is {theirs}, and the operator hands it to the device plugin, overriding the config's own flag: nodes advertise no nvidia.com/mig-* resource and pods asking for one never schedule. Set mig_strategy = \"mixed\".",
+                    quoted(&mixed),
+                ),
+            )
+            .at(AttrPath::attr("mig_strategy")),
+        );
+    }
+    if d.helm.is_none()
+        && let Some(ns) = operator_namespace.filter(|ns| *ns != d.namespace)
+    {
+        diags.push(
+            Diagnostic::warning(
+                "ConfigMap outside the operator's namespace",
+                format!(
+                    "The GPU operator runs in namespace {ns:?} and reads its device plugin config from a ConfigMap there only; this one goes to {:?}, so no node gets these configs. Set namespace = {ns:?}.",
+                    d.namespace
+                ),
+            )
+            .at(AttrPath::attr("namespace")),
+        );
+    }
 }
 
 pub(super) fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError) -> Diagnostic {

@@ -10,7 +10,7 @@ use tfplugin::object::{FromValue, merge};
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
 use super::DevicePluginConfigResource;
-use super::delivery::kube_diagnostic;
+use super::delivery::{kube_diagnostic, warn_operator_mismatch};
 use super::model::{Args, Computed, config_blocks, mig_strategy_path, reconcile, resolve};
 
 /// What the cluster says about this resource's delivery.
@@ -24,6 +24,8 @@ pub struct ClusterView {
     mig_strategy_ours: bool,
     /// The ConfigMap's data; None when it (or the release) is gone.
     data: Option<BTreeMap<String, String>>,
+    /// Where the operator runs its operands (ClusterPolicy `status.namespace`).
+    operator_namespace: Option<String>,
 }
 
 impl DevicePluginConfigResource {
@@ -99,6 +101,7 @@ impl DevicePluginConfigResource {
             mig_strategy: mig,
             mig_strategy_ours: false,
             data: Some(data),
+            operator_namespace: None,
         })
     }
 
@@ -136,6 +139,7 @@ impl DevicePluginConfigResource {
             mig_strategy: pointer.mig_strategy,
             mig_strategy_ours: pointer.mig_strategy_ours,
             data,
+            operator_namespace: pointer.operand_namespace,
         })
     }
 
@@ -156,7 +160,7 @@ impl DevicePluginConfigResource {
             self.observe_cluster_policy(&c, &args, diags).await?
         };
         // A vanished ConfigMap: the resource is gone and will be created again.
-        let cluster_data = seen.data?;
+        let cluster_data = seen.data.clone()?;
         let prior_data =
             BTreeMap::<String, String>::from_value(state.get("data")).unwrap_or_default();
         // The operator reads our data only while the pointer names our ConfigMap.
@@ -167,10 +171,10 @@ impl DevicePluginConfigResource {
         };
         let imported = args.config.is_empty();
         if args.default_config.is_some() || imported {
-            args.default_config = seen.default;
+            args.default_config = seen.default.clone();
         }
         if seen.mig_strategy_ours || args.mig_strategy.is_some() {
-            args.mig_strategy = seen.mig_strategy;
+            args.mig_strategy = seen.mig_strategy.clone();
         }
         if imported {
             // Rebuild the blocks from what the cluster holds.
@@ -187,6 +191,12 @@ impl DevicePluginConfigResource {
         match resolve(&args, &mut Diagnostics::new()) {
             Some(d) => {
                 computed.helm_values = d.computed().helm_values;
+                warn_operator_mismatch(
+                    &d,
+                    seen.operator_namespace.as_deref(),
+                    seen.mig_strategy.as_deref(),
+                    diags,
+                );
                 self.warn_unknown_labels(&c, &d, diags).await;
             }
             None => {
