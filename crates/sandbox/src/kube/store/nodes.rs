@@ -37,6 +37,10 @@ impl Cluster {
                 .to_string()
         };
         let config_name = s("/spec/devicePlugin/config/name");
+        // The operator mounts the config into the device plugin's pods as a ConfigMap volume, and a
+        // volume names a ConfigMap of the pod's own namespace, the operator's (NVIDIA/gpu-operator
+        // controllers/object_controls.go, createConfigMapVolume for DevicePlugin.Config.Name): a
+        // ConfigMap elsewhere is never read.
         let configmap = if config_name.is_empty() {
             None
         } else {
