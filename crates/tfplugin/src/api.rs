@@ -23,6 +23,10 @@ pub trait Provider: Send + Sync + 'static {
     fn data_sources(&self) -> Vec<Arc<dyn DataSource>>;
     fn resources(&self) -> Vec<Arc<dyn Resource>>;
     fn functions(&self) -> Vec<Arc<dyn Function>>;
+    /// The list resources `terraform query` reads (protocol 6.10); none by default.
+    fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
+        Vec::new()
+    }
     /// StopProvider: end waits and polling promptly; handlers still return what exists.
     fn stop(&self) {}
 }
@@ -80,6 +84,118 @@ pub trait Resource: Send + Sync {
     async fn delete(&self, state: &Value, private: &Private, diags: &mut Diagnostics);
     /// A state skeleton for the ID; terraform then calls read to fill it.
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value>;
+    /// The attributes that name one object of the resource for as long as it lives (terraform
+    /// 1.12 and later keep them beside the state, import by them, and list resources return
+    /// them); None for a resource without an identity.
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        None
+    }
+    /// The identity of the object a state or plan describes; None while part of it is unknown
+    /// (a create plan).
+    fn identity(&self, _state: &Value) -> Option<Value> {
+        None
+    }
+    /// A state skeleton for an identity (`import { identity = {...} }`), like [`Resource::import`].
+    async fn import_identity(&self, _identity: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        diags.push(crate::Diagnostic::error(
+            "Import by identity not supported",
+            format!("{} is imported by its ID.", self.type_name()),
+        ));
+        None
+    }
+}
+
+/// A resource's identity schema: named attributes of plain types, one object.
+pub struct IdentitySchema {
+    pub version: i64,
+    pub attributes: Vec<IdentityAttribute>,
+}
+
+pub struct IdentityAttribute {
+    pub name: &'static str,
+    pub ty: Type,
+    pub required_for_import: bool,
+    pub optional_for_import: bool,
+    pub description: &'static str,
+}
+
+impl IdentitySchema {
+    /// The object type identities are encoded with.
+    pub fn ty(&self) -> Type {
+        Type::Object(
+            self.attributes
+                .iter()
+                .map(|a| (a.name.to_string(), a.ty.clone()))
+                .collect(),
+        )
+    }
+}
+
+/// One object a list resource found.
+pub struct ListItem {
+    pub identity: Value,
+    /// What a person reads in `terraform query`'s output.
+    pub display_name: String,
+    /// The whole resource object, as a read after import would give it; only when asked for.
+    pub resource: Option<Value>,
+}
+
+/// Where a list resource sends what it finds: terraform receives each item as it is sent (the
+/// RPC is a stream), and stops wanting more at its limit.
+pub struct ListSink {
+    tx: tokio::sync::mpsc::Sender<ListItem>,
+    remaining: usize,
+    include_resource: bool,
+}
+
+impl ListSink {
+    pub(crate) fn new(
+        tx: tokio::sync::mpsc::Sender<ListItem>,
+        limit: usize,
+        include_resource: bool,
+    ) -> ListSink {
+        ListSink {
+            tx,
+            remaining: limit,
+            include_resource,
+        }
+    }
+
+    /// Whether terraform asked for each object's whole state (`include_resource = true`).
+    pub fn include_resource(&self) -> bool {
+        self.include_resource
+    }
+
+    /// Whether terraform still wants items; a list stops looking once it does not.
+    pub fn wants_more(&self) -> bool {
+        self.remaining > 0 && !self.tx.is_closed()
+    }
+
+    /// Sends one item; false once terraform wants no more (its limit is reached or it hung up).
+    pub async fn send(&mut self, item: ListItem) -> bool {
+        if !self.wants_more() {
+            return false;
+        }
+        if self.tx.send(item).await.is_err() {
+            return false;
+        }
+        self.remaining -= 1;
+        self.remaining > 0
+    }
+}
+
+/// A list resource: finds the objects of the managed resource of the same type name, including
+/// those no terraform made, for `terraform query`.
+#[async_trait]
+pub trait ListResource: Send + Sync {
+    fn type_name(&self) -> &'static str;
+    /// The schema of the `list` block's `config`.
+    fn schema(&self) -> Schema;
+    /// Checks beyond the schema's own validators (which run first).
+    fn validate(&self, _config: &Value, _diags: &mut Diagnostics) {}
+    /// Sends every object the configuration selects to `sink`, each with its identity and, when
+    /// the sink asks for it, its state; problems go to `diags` (an error ends the query).
+    async fn list(&self, config: &Value, sink: &mut ListSink, diags: &mut Diagnostics);
 }
 
 /// What a resource keeps beside its state and never shows: opaque bytes terraform stores with

@@ -8,6 +8,8 @@
 
 mod data_source;
 mod function;
+mod identity;
+mod list;
 mod provider;
 mod registry;
 mod resource;
@@ -92,17 +94,15 @@ impl pb::provider_server::Provider for ProviderService {
         &self,
         _: Request<pb::get_resource_identity_schemas::Request>,
     ) -> Result<Response<pb::get_resource_identity_schemas::Response>, Status> {
-        Ok(Response::new(unsupported::identity_schemas()))
+        Ok(Response::new(identity::schemas(&self.registry)))
     }
 
     async fn upgrade_resource_identity(
         &self,
         req: Request<pb::upgrade_resource_identity::Request>,
     ) -> Result<Response<pb::upgrade_resource_identity::Response>, Status> {
-        Ok(Response::new(unsupported::upgrade_identity(
-            &self.registry,
-            req.into_inner(),
-        )))
+        let handler = identity::upgrade(self.registry.clone(), req.into_inner());
+        self.guarded("UpgradeResourceIdentity", handler).await
     }
 
     async fn configure_provider(
@@ -225,6 +225,26 @@ impl pb::provider_server::Provider for ProviderService {
     ) -> Result<Response<pb::call_function::Response>, Status> {
         let handler = function::call(self.registry.clone(), req.into_inner());
         Ok(Response::new(handler.await))
+    }
+
+    type ListResourceStream = list::Events;
+
+    async fn list_resource(
+        &self,
+        req: Request<pb::list_resource::Request>,
+    ) -> Result<Response<Self::ListResourceStream>, Status> {
+        Ok(Response::new(list::list(
+            self.registry.clone(),
+            req.into_inner(),
+        )))
+    }
+
+    async fn validate_list_resource_config(
+        &self,
+        req: Request<pb::validate_list_resource_config::Request>,
+    ) -> Result<Response<pb::validate_list_resource_config::Response>, Status> {
+        let handler = list::validate(self.registry.clone(), req.into_inner());
+        self.guarded("ValidateListResourceConfig", handler).await
     }
 
     async fn stop_provider(

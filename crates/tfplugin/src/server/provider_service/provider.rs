@@ -26,6 +26,10 @@ pub(super) fn metadata(reg: &Registry) -> pb::get_metadata::Response {
             .into_iter()
             .map(|type_name| pb::get_metadata::ResourceMetadata { type_name })
             .collect(),
+        list_resources: sorted(reg.list_resources.keys().collect())
+            .into_iter()
+            .map(|type_name| pb::get_metadata::ListResourceMetadata { type_name })
+            .collect(),
         functions: sorted(reg.functions.keys().collect())
             .into_iter()
             .map(|name| pb::get_metadata::FunctionMetadata { name })

@@ -5,11 +5,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::api::{DataSource, Function, Provider, Resource};
+use crate::api::{DataSource, Function, IdentitySchema, ListResource, Provider, Resource};
 use crate::schema::Schema;
 use crate::server::convert;
 use crate::server::proto::tfplugin6 as pb;
 use crate::{Diagnostic, Diagnostics};
+
+/// A resource, its schema, and its identity schema when it has one.
+pub(super) type WithIdentity<'a> = (
+    &'a Arc<dyn Resource>,
+    &'a Schema,
+    Option<&'a IdentitySchema>,
+);
 
 pub(crate) struct Registry {
     pub(super) provider: Arc<dyn Provider>,
@@ -17,6 +24,9 @@ pub(crate) struct Registry {
     pub(super) data_sources: HashMap<String, (Arc<dyn DataSource>, Schema)>,
     pub(super) resources: HashMap<String, (Arc<dyn Resource>, Schema)>,
     pub(super) functions: HashMap<String, Arc<dyn Function>>,
+    /// The identity schema of each resource that has one.
+    pub(super) identities: HashMap<String, IdentitySchema>,
+    pub(super) list_resources: HashMap<String, (Arc<dyn ListResource>, Schema)>,
     pub(super) schema_response: pb::get_provider_schema::Response,
 }
 
@@ -32,6 +42,15 @@ impl Registry {
             .resources()
             .into_iter()
             .map(|r| (r.type_name().to_string(), (r.clone(), r.schema())))
+            .collect();
+        let identities: HashMap<_, _> = resources
+            .iter()
+            .filter_map(|(n, (r, _))| Some((n.clone(), r.identity_schema()?)))
+            .collect();
+        let list_resources: HashMap<_, _> = provider
+            .list_resources()
+            .into_iter()
+            .map(|l| (l.type_name().to_string(), (l.clone(), l.schema())))
             .collect();
         let functions: HashMap<_, _> = provider
             .functions()
@@ -53,6 +72,10 @@ impl Registry {
                 .map(|(n, (_, s))| (n.clone(), convert::schema(s)))
                 .collect(),
             functions: fn_defs,
+            list_resource_schemas: list_resources
+                .iter()
+                .map(|(n, (_, s))| (n.clone(), convert::schema(s)))
+                .collect(),
             server_capabilities: Some(pb::ServerCapabilities {
                 plan_destroy: false,
                 get_provider_schema_optional: true,
@@ -66,6 +89,8 @@ impl Registry {
             data_sources,
             resources,
             functions,
+            identities,
+            list_resources,
             schema_response,
         }
     }
@@ -84,6 +109,25 @@ impl Registry {
             .get(name)
             .map(|(r, s)| (r, s))
             .ok_or_else(|| unknown_type("resource", name, self.resources.keys()))
+    }
+
+    /// A resource with its schema and identity schema, for the RPCs that carry identities.
+    pub(super) fn resource_with_identity(
+        &self,
+        name: &str,
+    ) -> Result<WithIdentity<'_>, Diagnostics> {
+        let (r, s) = self.resource(name)?;
+        Ok((r, s, self.identities.get(name)))
+    }
+
+    pub(super) fn list_resource(
+        &self,
+        name: &str,
+    ) -> Result<(&Arc<dyn ListResource>, &Schema), Diagnostics> {
+        self.list_resources
+            .get(name)
+            .map(|(l, s)| (l, s))
+            .ok_or_else(|| unknown_type("list resource", name, self.list_resources.keys()))
     }
 
     pub(super) fn data_source(

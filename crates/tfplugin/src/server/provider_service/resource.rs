@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::identity;
 use super::registry::Registry;
 use super::template::{WithDiagnostics, try_diag};
 use crate::api::{PlanRequest, Private};
@@ -66,7 +67,7 @@ pub(super) async fn read(
     req: pb::read_resource::Request,
 ) -> pb::read_resource::Response {
     type R = pb::read_resource::Response;
-    let (res, schema) = try_diag!(reg.resource(&req.type_name), R);
+    let (res, schema, id_schema) = try_diag!(reg.resource_with_identity(&req.type_name), R);
     let ty = schema.ty();
     let state = try_diag!(
         decode(req.current_state.as_ref(), &ty).map_err(|e| codec_diag("current state", &e)),
@@ -78,6 +79,10 @@ pub(super) async fn read(
         None
     } else {
         res.read(&state, &mut private, &mut diags).await
+    };
+    let new_identity = match &new_state {
+        Some(v) => try_diag!(identity::of(res, id_schema, v), R),
+        None => None,
     };
     let new_state = match new_state {
         Some(v) => try_diag!(
@@ -93,6 +98,7 @@ pub(super) async fn read(
         new_state: Some(new_state),
         diagnostics: diagnostics(&diags),
         private: private.0,
+        new_identity,
         ..Default::default()
     }
 }
@@ -102,7 +108,7 @@ pub(super) async fn plan(
     req: pb::plan_resource_change::Request,
 ) -> pb::plan_resource_change::Response {
     type R = pb::plan_resource_change::Response;
-    let (res, schema) = try_diag!(reg.resource(&req.type_name), R);
+    let (res, schema, id_schema) = try_diag!(reg.resource_with_identity(&req.type_name), R);
     let ty = schema.ty();
     let prior = try_diag!(
         decode(req.prior_state.as_ref(), &ty).map_err(|e| codec_diag("prior state", &e)),
@@ -117,10 +123,11 @@ pub(super) async fn plan(
         R
     );
     if proposed.is_null() {
-        // Destroy: nothing to plan.
+        // Destroy: nothing to plan; the object keeps its identity until it is gone.
         return R {
             planned_state: req.proposed_new_state,
             planned_private: req.prior_private,
+            planned_identity: req.prior_identity,
             ..Default::default()
         };
     }
@@ -136,12 +143,16 @@ pub(super) async fn plan(
     );
     let replace = plan::replace_paths(&schema.block, &prior, &planned.state);
     planned.requires_replace.extend(replace);
+    // Known once everything that names the object is: always in an in-place update (those
+    // attributes force replacement), and in a create only when the configuration spells it out.
+    let planned_identity = try_diag!(identity::of(res, id_schema, &planned.state), R);
     let state = try_diag!(
         encode(&planned.state, &ty).map_err(|e| codec_diag("planned state", &e)),
         R
     );
     R {
         planned_state: Some(state),
+        planned_identity,
         requires_replace: planned.requires_replace.iter().map(convert::path).collect(),
         planned_private: req.prior_private,
         diagnostics: diagnostics(&diags),
@@ -154,7 +165,7 @@ pub(super) async fn apply(
     req: pb::apply_resource_change::Request,
 ) -> pb::apply_resource_change::Response {
     type R = pb::apply_resource_change::Response;
-    let (res, schema) = try_diag!(reg.resource(&req.type_name), R);
+    let (res, schema, id_schema) = try_diag!(reg.resource_with_identity(&req.type_name), R);
     let ty = schema.ty();
     let prior = try_diag!(
         decode(req.prior_state.as_ref(), &ty).map_err(|e| codec_diag("prior state", &e)),
@@ -179,12 +190,14 @@ pub(super) async fn apply(
     } else {
         res.update(&prior, &planned, &mut private, &mut diags).await
     };
+    let new_identity = try_diag!(identity::of(res, id_schema, &new_state), R);
     let new_state = try_diag!(
         encode(&new_state, &ty).map_err(|e| codec_diag("new state", &e)),
         R
     );
     R {
         new_state: Some(new_state),
+        new_identity,
         private: private.0,
         diagnostics: diagnostics(&diags),
         ..Default::default()
@@ -196,11 +209,39 @@ pub(super) async fn import(
     req: pb::import_resource_state::Request,
 ) -> pb::import_resource_state::Response {
     type R = pb::import_resource_state::Response;
-    let (res, schema) = try_diag!(reg.resource(&req.type_name), R);
+    let (res, schema, id_schema) = try_diag!(reg.resource_with_identity(&req.type_name), R);
     let mut diags = Diagnostics::new();
-    let Some(state) = res.import(&req.id, &mut diags).await else {
+    // An `import` block names the object by ID or, from terraform 1.12, by identity; the ID is
+    // empty in the second case.
+    let given = req
+        .identity
+        .as_ref()
+        .and_then(|i| i.identity_data.as_ref())
+        .filter(|_| req.id.is_empty());
+    let state = match (given, id_schema) {
+        (Some(data), Some(ids)) => {
+            let given = try_diag!(
+                decode(Some(data), &ids.ty()).map_err(|e| codec_diag("import identity", &e)),
+                R
+            );
+            res.import_identity(&given, &mut diags).await
+        }
+        (Some(_), None) => {
+            diags.push(Diagnostic::error(
+                "Import by identity not supported",
+                format!(
+                    "{} has no identity; import it by its ID (`import {{ id = \"...\" }}`).",
+                    req.type_name
+                ),
+            ));
+            None
+        }
+        (None, _) => res.import(&req.id, &mut diags).await,
+    };
+    let Some(state) = state else {
         return R::from_diagnostics(&diags);
     };
+    let identity = try_diag!(identity::of(res, id_schema, &state), R);
     let state = try_diag!(
         encode(&state, &schema.ty()).map_err(|e| codec_diag("imported state", &e)),
         R
@@ -209,6 +250,7 @@ pub(super) async fn import(
         imported_resources: vec![pb::import_resource_state::ImportedResource {
             type_name: req.type_name,
             state: Some(state),
+            identity,
             ..Default::default()
         }],
         diagnostics: diagnostics(&diags),

@@ -43,6 +43,7 @@ with_diagnostics!(
     pb::import_resource_state::Response,
     pb::move_resource_state::Response,
     pb::read_data_source::Response,
+    pb::validate_list_resource_config::Response,
     pb::validate_ephemeral_resource_config::Response,
     pb::open_ephemeral_resource::Response,
     pb::renew_ephemeral_resource::Response,

@@ -1,5 +1,5 @@
-//! The RPCs for protocol features this layer does not offer: resource identity, moving state
-//! between resource types and ephemeral resources. The schema declares none of them, so terraform
+//! The RPCs for protocol features this layer does not offer: moving state between resource
+//! types and ephemeral resources. The schema declares none of them, so terraform
 //! has no reason to call these; should it do so anyway, the user reads an error diagnostic saying
 //! what is missing rather than a failed gRPC call.
 
@@ -7,18 +7,6 @@ use super::registry::Registry;
 use super::template::WithDiagnostics;
 use crate::server::proto::tfplugin6 as pb;
 use crate::{Diagnostic, Diagnostics};
-
-/// No resource declares an identity, which is what an empty answer says.
-pub(super) fn identity_schemas() -> pb::get_resource_identity_schemas::Response {
-    pb::get_resource_identity_schemas::Response::default()
-}
-
-pub(super) fn upgrade_identity(
-    reg: &Registry,
-    req: pb::upgrade_resource_identity::Request,
-) -> pb::upgrade_resource_identity::Response {
-    WithDiagnostics::from_diagnostics(&not_supported(reg, "Resource identity", &req.type_name))
-}
 
 pub(super) fn move_state(
     reg: &Registry,

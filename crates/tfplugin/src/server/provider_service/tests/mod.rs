@@ -1,6 +1,9 @@
+mod identity_and_list;
+
 use super::*;
 use crate::api::{
-    DataSource, Function, FunctionError, FunctionSignature, Parameter, Private, Provider, Resource,
+    DataSource, Function, FunctionError, FunctionSignature, IdentityAttribute, IdentitySchema,
+    ListResource, Parameter, Private, Provider, Resource,
 };
 use crate::schema::{Attribute, Block, Schema};
 use crate::server::convert::{self, encode};
@@ -52,6 +55,28 @@ impl Resource for Echo {
         Some(Value::object([
             ("id", Value::string(id)),
             ("name", "imported".into()),
+        ]))
+    }
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(IdentitySchema {
+            version: 0,
+            attributes: vec![IdentityAttribute {
+                name: "name",
+                ty: Type::String,
+                required_for_import: true,
+                optional_for_import: false,
+                description: "The name.",
+            }],
+        })
+    }
+    fn identity(&self, state: &Value) -> Option<Value> {
+        Some(Value::object([("name", state.get("name").clone())]))
+    }
+    async fn import_identity(&self, identity: &Value, _: &mut Diagnostics) -> Option<Value> {
+        let name = identity.get("name").as_str()?;
+        Some(Value::object([
+            ("id", Value::string(format!("id-{name}"))),
+            ("name", name.into()),
         ]))
     }
 }
@@ -119,6 +144,9 @@ impl Provider for TestProvider {
     }
     fn functions(&self) -> Vec<Arc<dyn Function>> {
         vec![Arc::new(Twice)]
+    }
+    fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
+        vec![Arc::new(identity_and_list::Echoes::default())]
     }
 }
 
