@@ -23,7 +23,6 @@ fn sent(prefix: &str) -> usize {
 
 /// Lists `count` echoes named `<prefix>-<i>`; the prefix `fail` fails after one item, `panic`
 /// panics, and `warn` adds a warning.
-#[derive(Default)]
 pub(super) struct Echoes;
 
 #[async_trait]

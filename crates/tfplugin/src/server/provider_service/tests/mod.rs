@@ -146,7 +146,7 @@ impl Provider for TestProvider {
         vec![Arc::new(Twice)]
     }
     fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
-        vec![Arc::new(identity_and_list::Echoes::default())]
+        vec![Arc::new(identity_and_list::Echoes)]
     }
 }
 
