@@ -42,16 +42,17 @@ on_each_terraform!(
     device_plugin_config_with_each_delivery,
 );
 
-const AKS: &str =
+pub(crate) const AKS: &str =
     "  aks {\n    resource_group = \"sandbox-rg\"\n    cluster_name   = \"sandbox-aks\"\n  }";
-const GKE: &str = "  gke {\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n  }";
-const EKS: &str = "  eks {\n    cluster_name  = \"sandbox-eks\"\n    node_role_arn = \"arn:aws:iam::123456789012:role/gpu-nodes\"\n    subnet_ids    = [\"subnet-0a1\", \"subnet-0b2\"]\n  }";
+pub(crate) const GKE: &str =
+    "  gke {\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n  }";
+pub(crate) const EKS: &str = "  eks {\n    cluster_name  = \"sandbox-eks\"\n    node_role_arn = \"arn:aws:iam::123456789012:role/gpu-nodes\"\n    subnet_ids    = [\"subnet-0a1\", \"subnet-0b2\"]\n  }";
 
-fn provider(url: &str) -> String {
+pub(crate) fn provider(url: &str) -> String {
     format!("{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{url}\"\n}}\n")
 }
 
-fn pools(url: &str, team: &str) -> String {
+pub(crate) fn pools(url: &str, team: &str) -> String {
     format!(
         r#"{provider}
 resource "fracgpu_nodepool" "aks" {{

@@ -19,11 +19,11 @@ use async_trait::async_trait;
 
 use crate::cluster::{self as k, Cluster};
 use crate::provider::ProviderState;
-use tfplugin::api::{PlanRequest, Private, Resource};
+use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
-use tfplugin::{Diagnostic, Diagnostics, Value};
+use tfplugin::{Diagnostic, Diagnostics, Type, Value};
 
 use crate::operation::bounded;
 use delivery::kube_diagnostic;
@@ -234,6 +234,35 @@ impl Resource for DevicePluginConfigResource {
             *t = Value::List(vec![]);
         }
         Some(st)
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        let attr = |name, description| IdentityAttribute {
+            name,
+            ty: Type::String,
+            required_for_import: true,
+            optional_for_import: false,
+            description,
+        };
+        Some(IdentitySchema {
+            version: 0,
+            attributes: vec![
+                attr("namespace", "Namespace of the ConfigMap."),
+                attr("name", "Name of the ConfigMap."),
+            ],
+        })
+    }
+
+    fn identity(&self, state: &Value) -> Option<Value> {
+        let (ns, name) = (state.get("namespace"), state.get("name"));
+        (ns.as_str().is_some() && name.as_str().is_some())
+            .then(|| Value::object([("namespace", ns.clone()), ("name", name.clone())]))
+    }
+
+    async fn import_identity(&self, given: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let part = |k: &str| given.get(k).as_str().unwrap_or_default().to_string();
+        self.import(&format!("{}/{}", part("namespace"), part("name")), diags)
+            .await
     }
 }
 

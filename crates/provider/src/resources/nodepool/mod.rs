@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use crate::cloud::{self, Location};
 use crate::operation::OpCtx;
 use crate::provider::{ProviderState, Settings};
-use tfplugin::api::{PlanRequest, Private, Resource};
+use tfplugin::api::{IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::FromValue;
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
@@ -27,7 +27,7 @@ use failure::{cloud_diagnostic, may_have_created, read_after_failure};
 use model::{Args, resolve, state_from_pool, unread_pool};
 use schema::TIMEOUTS;
 
-pub use import::parse_import_id;
+pub use import::{identity, identity_schema, parse_identity, parse_import_id};
 pub use schema::schema;
 
 pub const TYPE_NAME: &str = "fracgpu_nodepool";
@@ -250,21 +250,49 @@ impl Resource for NodePool {
             ));
             return None;
         };
-        let client = self.client(&loc, diags).await?;
-        match client
-            .get(&loc, &name, &self.ctx(&Value::Null, "read"))
-            .await
-        {
-            Ok(Some(pool)) => state_from_pool(&pool, &Value::Null, &settings, diags),
+        self.import_at(&loc, &name, &settings, diags).await
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(identity_schema())
+    }
+
+    /// From the state's own coordinates; the provider's defaults fill what the state leaves
+    /// out, as they do for every call to the cloud.
+    fn identity(&self, state: &Value) -> Option<Value> {
+        let args = Args::from_value(state)?;
+        let loc = args.location(&self.state.settings(), &mut Diagnostics::new())?;
+        Some(identity(&loc, &args.name))
+    }
+
+    async fn import_identity(&self, given: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let settings = self.state.settings();
+        let (loc, name) = parse_identity(given, &settings, diags)?;
+        self.import_at(&loc, &name, &settings, diags).await
+    }
+}
+
+impl NodePool {
+    /// The pool as `terraform import` takes it: read whole from the cloud, as a refresh would.
+    async fn import_at(
+        &self,
+        loc: &Location,
+        name: &str,
+        settings: &Settings,
+        diags: &mut Diagnostics,
+    ) -> Option<Value> {
+        let client = self.client(loc, diags).await?;
+        match client.get(loc, name, &self.ctx(&Value::Null, "read")).await {
+            Ok(Some(pool)) => state_from_pool(&pool, &Value::Null, settings, diags),
             Ok(None) => {
                 diags.push(Diagnostic::error(
                     "Cannot import non-existent node pool",
-                    format!("No node pool matches {id:?}."),
+                    format!("No node pool matches {:?}.", loc.pool_id(name)),
                 ));
                 None
             }
             Err(e) => {
-                diags.push(cloud_diagnostic("import", &name, &e));
+                diags.push(cloud_diagnostic("import", name, &e));
                 None
             }
         }
