@@ -14,7 +14,7 @@ use crate::cloud::{CloudError, CloudSettings, NodePools};
 use crate::cluster::KubernetesSettings;
 use crate::model;
 use crate::operation::StopSignal;
-use tfplugin::api::{DataSource, Function, Provider, Resource};
+use tfplugin::api::{DataSource, Function, ListResource, Provider, Resource};
 use tfplugin::object::{FromValue, Known, SingleBlock};
 use tfplugin::schema::{Attribute, Block, Schema};
 use tfplugin::{Diagnostics, Value};
@@ -261,7 +261,7 @@ impl Provider for FracGpu {
     }
 
     fn data_sources(&self) -> Vec<Arc<dyn DataSource>> {
-        crate::data_sources::all()
+        crate::data_sources::all(&self.state)
     }
 
     fn resources(&self) -> Vec<Arc<dyn Resource>> {
@@ -270,6 +270,10 @@ impl Provider for FracGpu {
 
     fn functions(&self) -> Vec<Arc<dyn Function>> {
         crate::functions::all()
+    }
+
+    fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
+        crate::list_resources::all(&self.state)
     }
 
     fn stop(&self) {

@@ -27,6 +27,8 @@ pub enum Tool {
     Moto,
     Python3,
     Gpg,
+    /// curl, an HTTP client of its own for the APIs that have no CLI here (ARM).
+    Curl,
 }
 
 impl Tool {
@@ -42,6 +44,7 @@ impl Tool {
             Tool::Moto => "python3 with moto and boto3",
             Tool::Python3 => "python3",
             Tool::Gpg => "gpg",
+            Tool::Curl => "curl",
         }
     }
 
@@ -58,6 +61,7 @@ impl Tool {
             Tool::Aws => "install the AWS CLI (`pip install awscli`)",
             Tool::Moto | Tool::Python3 => "install python3 with `pip install 'moto[server]' boto3`",
             Tool::Gpg => "install gpg (Debian package gnupg)",
+            Tool::Curl => "install curl (Debian package curl)",
         }
     }
 
@@ -81,6 +85,7 @@ impl Tool {
             Tool::Aws => Some("aws"),
             Tool::Moto | Tool::Python3 => Some("python3"),
             Tool::Gpg => Some("gpg"),
+            Tool::Curl => Some("curl"),
             Tool::Helm3 | Tool::Helm4 | Tool::Terraform115 => None,
         }
     }
@@ -144,7 +149,7 @@ fn probe(tool: Tool, path: &Path) -> Result<(), String> {
         Tool::Python3 => &["-c", "pass"],
         Tool::Helm3 | Tool::Helm4 => &["version", "--short"],
         Tool::Kubectl => &["version", "--client"],
-        Tool::Gcloud | Tool::Aws | Tool::Gpg => &["--version"],
+        Tool::Gcloud | Tool::Aws | Tool::Gpg | Tool::Curl => &["--version"],
         Tool::Terraform | Tool::Terraform115 => &["version"],
     };
     match Command::new(path).args(args).output() {

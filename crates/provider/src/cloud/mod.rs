@@ -159,7 +159,17 @@ pub trait NodePools: Send + Sync {
 
     /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
+
+    /// Every pool of the cluster `cluster` names, read as [`NodePools::get`] reads one, pools
+    /// being deleted left out, ordered by name. Pages are followed to the end; a cluster that
+    /// does not exist is an error.
+    async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
 }
+
+/// Reads of single pools a list keeps in flight at once (EKS describes each node group; GKE reads
+/// each fixed-size pool's instance groups): enough to list a large cluster quickly, few enough
+/// to stay clear of the clouds' request rate limits.
+pub(crate) const LIST_READS_IN_FLIGHT: usize = 8;
 
 /// The provider's settings of every cloud, one struct per cloud, as its client takes them: the
 /// provider block parses straight into these.

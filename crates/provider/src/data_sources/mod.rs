@@ -5,11 +5,15 @@ use std::sync::Arc;
 use tfplugin::api::DataSource;
 
 pub mod machine_type;
+pub mod nodepools;
 pub mod workload;
 
-pub fn all() -> Vec<Arc<dyn DataSource>> {
+use crate::provider::ProviderState;
+
+pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn DataSource>> {
     vec![
         Arc::new(machine_type::MachineTypeDataSource),
+        Arc::new(nodepools::NodePoolsDataSource::new(state.clone())),
         Arc::new(workload::WorkloadDataSource),
     ]
 }

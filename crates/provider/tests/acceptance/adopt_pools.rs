@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::common::outside::Outside;
 use crate::common::sandbox;
 use crate::common::terraform::Workspace;
 use crate::common::tools::{self, Tool};
@@ -139,4 +140,175 @@ fn an_identity_that_lacks_or_mixes_coordinates_names_the_attribute_to_fix() {
         );
         let _ = std::fs::remove_file(ws.dir.join("generated.tf"));
     }
+}
+
+/// Pools someone made by hand on each cloud: with gcloud on GKE (a MIG pool labelled for the
+/// operator's MIG manager, a time-shared pool and a pool without GPUs), with the aws CLI on EKS (a node group labelled for time-slicing as
+/// NVIDIA's operator expects) and with ARM's REST API on AKS (a MIG pool labelled for the
+/// operator's MIG manager and device plugin, and one left without those labels).
+fn pools_made_outside_terraform(outside: &Outside) {
+    outside.gcloud_node_pools(&[
+        "create",
+        "mig",
+        "--machine-type",
+        "a2-highgpu-1g",
+        "--num-nodes",
+        "1",
+        // What the GPU operator's MIG manager must read to leave GKE's partitions alone.
+        "--node-labels",
+        "nvidia.com/mig.config=all-1g.5gb",
+        "--accelerator",
+        "type=nvidia-tesla-a100,count=1,gpu-partition-size=1g.5gb,gpu-driver-version=latest",
+    ]);
+    outside.gcloud_node_pools(&[
+        "create",
+        "shared",
+        "--machine-type",
+        "g2-standard-8",
+        "--num-nodes",
+        "2",
+        "--node-taints",
+        "nvidia.com/gpu=present:NoSchedule",
+        "--accelerator",
+        "type=nvidia-l4,count=1,gpu-sharing-strategy=time-sharing,max-shared-clients-per-gpu=10,gpu-driver-version=latest",
+    ]);
+    outside.gcloud_node_pools(&[
+        "create",
+        "system",
+        "--machine-type",
+        "n1-standard-4",
+        "--num-nodes",
+        "1",
+    ]);
+    outside.aws_eks(&[
+        "create-nodegroup",
+        "--cluster-name",
+        "sandbox-eks",
+        "--nodegroup-name",
+        "t4ts",
+        "--node-role",
+        "arn:aws:iam::123456789012:role/gpu-nodes",
+        "--subnets",
+        "subnet-0a1",
+        "subnet-0b2",
+        "--instance-types",
+        "g4dn.xlarge",
+        "--ami-type",
+        "AL2023_x86_64_NVIDIA",
+        "--scaling-config",
+        "minSize=1,maxSize=4,desiredSize=1",
+        "--labels",
+        "nvidia.com/device-plugin.config=time-sliced-4",
+        "--taints",
+        "key=nvidia.com/gpu,value=Present,effect=NO_SCHEDULE",
+    ]);
+    for (name, labels) in [
+        (
+            "a100mig",
+            serde_json::json!({
+                "nvidia.com/device-plugin.config": "mig-mixed",
+                "nvidia.com/mig.config": "all-1g.10gb",
+            }),
+        ),
+        ("a100raw", serde_json::json!({})),
+    ] {
+        outside.arm_put_pool(
+            name,
+            serde_json::json!({
+                "vmSize": "Standard_NC24ads_A100_v4",
+                "count": 1,
+                "mode": "User",
+                "osType": "Linux",
+                "gpuInstanceProfile": "MIG1g",
+                "nodeLabels": labels,
+                "nodeTaints": ["nvidia.com/gpu=Present:NoSchedule"],
+            }),
+        );
+    }
+}
+
+#[test]
+fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_import() {
+    let Some(tf) = tools::require(Tool::Terraform115) else {
+        return;
+    };
+    let sb = sandbox::start(Duration::ZERO);
+    let Some(outside) = Outside::new(&sb.url) else {
+        return;
+    };
+    pools_made_outside_terraform(&outside);
+
+    // The guide's own files, as a user copies them.
+    let ws = Workspace::with_tree(&examples(), "guides/adopting-existing-gpu-pools")
+        .with_terraform(&tf)
+        .env("FRACGPU_SANDBOX", &sb.url);
+    ws.init();
+    let found = ws.ok(&["query", "-no-color"]);
+    for shown in [
+        "a100mig (Standard_NC24ads_A100_v4, MIG 1g.10gb, 1 node)",
+        "a100raw (Standard_NC24ads_A100_v4, MIG 1g.10gb, 1 node)",
+        "mig (a2-highgpu-1g, MIG 1g.5gb, 1 node)",
+        "shared (g2-standard-8, time-slicing x10, 2 nodes)",
+        "t4ts (g4dn.xlarge, time-slicing x4, 1-4 nodes)",
+    ] {
+        assert!(
+            found.stdout.contains(shown),
+            "{shown:?} in:\n{}",
+            found.text()
+        );
+    }
+    assert!(
+        !found.stdout.contains("system"),
+        "the pool without GPUs is left out by default:\n{}",
+        found.stdout
+    );
+
+    ws.ok(&["query", "-no-color", "-generate-config-out=pools.tf"]);
+    let generated = std::fs::read_to_string(ws.dir.join("pools.tf")).unwrap();
+    assert_eq!(generated.matches("import {").count(), 5, "{generated}");
+    assert!(generated.contains("identity = {"), "{generated}");
+    // Every pool imports as it is, except the one made without the labels NVIDIA's operator
+    // reads: adopting it adds them, in place, and the plan says so.
+    let out = ws.run(&["plan", "-no-color", "-input=false"]);
+    assert!(
+        out.stdout
+            .contains("Plan: 5 to import, 0 to add, 1 to change, 0 to destroy"),
+        "{}\n--- pools.tf:\n{generated}",
+        out.text()
+    );
+    let changed: Vec<&str> = out
+        .stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('+') || l.starts_with('~'))
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "~ update in-place",
+            "~ resource \"fracgpu_nodepool\" \"aks_1\" {",
+            "~ node_labels               = {",
+            "+ \"nvidia.com/device-plugin.config\" = \"mig-mixed\"",
+            "+ \"nvidia.com/mig.config\"           = \"all-1g.10gb\"",
+        ],
+        "{}",
+        out.stdout
+    );
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}\n--- pools.tf:\n{generated}", plan.text());
+    // Adopted pools are the user's now: destroy removes them, and only them.
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert_eq!(
+        sb.pools(),
+        [(
+            "gke".to_string(),
+            "sandbox-gke".to_string(),
+            "system".to_string()
+        )]
+    );
+}
+
+fn examples() -> std::path::PathBuf {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("examples")
 }

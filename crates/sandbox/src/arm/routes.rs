@@ -102,7 +102,7 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, ArmError> {
             check_api_version(&api_version, "managedClusters/agentPools")?;
             let (sub, rg, cluster) = (&segs[1], &segs[3], &segs[7]);
             match (rest, method) {
-                ([], &Method::GET) => list(sb, sub, rg, cluster),
+                ([], &Method::GET) => list(sb, req, sub, rg, cluster),
                 ([_], &Method::GET) => get_pool(sb, sub, rg, cluster, &segs[9]),
                 ([_], &Method::PUT) => put_pool(sb, req, sub, rg, cluster, &segs[9], &api_version),
                 ([_], &Method::DELETE) => {
@@ -247,11 +247,51 @@ fn get_cluster(sb: &Sandbox, sub: &str, rg: &str, cluster: &str) -> Result<Respo
     })
 }
 
-fn list(sb: &Sandbox, sub: &str, rg: &str, cluster: &str) -> Result<Response, ArmError> {
+/// Agent pools per page of a list. The REST specification declares the list pageable
+/// (`x-ms-pageable` with `nextLinkName: nextLink` on AgentPools_List in azure-rest-api-specs
+/// containerservice), and ARM's RPC has every list answer a page whose `nextLink` is the absolute
+/// URL of the next one; the service's own page size is not published. The twin pages at 50, so that
+/// a cluster near AKS's limit of 100 pools takes two pages and a client that stops at the first
+/// one loses pools.
+const LIST_PAGE: usize = 50;
+
+fn list(
+    sb: &Sandbox,
+    req: &ApiRequest,
+    sub: &str,
+    rg: &str,
+    cluster: &str,
+) -> Result<Response, ArmError> {
+    let skip = match query_get(req.uri.query(), "$skiptoken") {
+        None => 0,
+        Some(t) => t.parse::<usize>().map_err(|_| {
+            err(
+                StatusCode::BAD_REQUEST,
+                "InvalidSkipToken",
+                format!("The skip token '{t}' is not valid."),
+            )
+        })?,
+    };
     sb.with_world(|w, _| {
         let c = find_cluster(w, sub, rg, cluster)?;
-        let value: Vec<Value> = c.pools.values().map(|p| pool_json(c, p)).collect();
-        Ok(json_response(StatusCode::OK, &json!({ "value": value })))
+        let value: Vec<Value> = c
+            .pools
+            .values()
+            .skip(skip)
+            .take(LIST_PAGE)
+            .map(|p| pool_json(c, p))
+            .collect();
+        let mut page = json!({ "value": value });
+        if skip + LIST_PAGE < c.pools.len() {
+            let api_version = query_get(req.uri.query(), "api-version").unwrap_or_default();
+            page["nextLink"] = json!(format!(
+                "{}{}?api-version={api_version}&$skiptoken={}",
+                req.base(),
+                req.uri.path(),
+                skip + LIST_PAGE
+            ));
+        }
+        Ok(json_response(StatusCode::OK, &page))
     })
 }
 

@@ -32,6 +32,15 @@ pub(super) fn http_client() -> Result<reqwest::Client, CloudError> {
 
 impl AksClient {
     pub(super) fn pool_url(&self, location: &Location, name: &str) -> Result<Url, CloudError> {
+        self.arm_url(location, Some(name))
+    }
+
+    /// The cluster's agent pool collection, which a GET lists.
+    pub(super) fn pools_url(&self, location: &Location) -> Result<Url, CloudError> {
+        self.arm_url(location, None)
+    }
+
+    fn arm_url(&self, location: &Location, name: Option<&str>) -> Result<Url, CloudError> {
         let (sub, rg, cluster) = aks_location(location)?;
         let mut u = self.arm.clone();
         {
@@ -48,11 +57,30 @@ impl AksClient {
                 "managedClusters",
                 cluster,
                 "agentPools",
-                name,
             ]);
+            seg.extend(name);
         }
         u.query_pairs_mut().append_pair("api-version", API_VERSION);
         Ok(u)
+    }
+
+    /// The `nextLink` of a list page, followed only where the bearer token may go: the ARM
+    /// endpoint the client was built for (a page pointing elsewhere would hand it the token).
+    pub(super) fn next_link(&self, link: &str) -> Result<Url, CloudError> {
+        let url = Url::parse(link).map_err(|e| {
+            CloudError::BadResponse(Detail::caused_by(format!("list nextLink {link:?}: {e}"), e))
+        })?;
+        if url.origin() != self.arm.origin() {
+            return Err(CloudError::BadResponse(
+                format!(
+                    "list nextLink points to {}, not to the ARM endpoint {}; not followed",
+                    url.origin().ascii_serialization(),
+                    self.arm.origin().ascii_serialization()
+                )
+                .into(),
+            ));
+        }
+        Ok(url)
     }
 
     /// One request, no retries. A response is returned whatever its status; transport failures (including a

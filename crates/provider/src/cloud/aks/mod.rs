@@ -77,6 +77,9 @@ impl Timing {
     }
 }
 
+/// Pages of one agent pool list at most (AKS holds at most 100 pools a cluster).
+const MAX_LIST_PAGES: usize = 100;
+
 const AZURE_TIMING: Timing = Timing {
     retry_first: Duration::from_secs(1),
     retry_cap: Duration::from_secs(30),
@@ -119,6 +122,38 @@ impl fmt::Debug for AksClient {
 
 #[async_trait]
 impl NodePools for AksClient {
+    async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
+        let mut url = self.pools_url(cluster)?;
+        let mut pools = Vec::new();
+        // A page that keeps naming a next one is a broken list, not a reason to loop forever.
+        for _ in 0..MAX_LIST_PAGES {
+            let r = self.send(reqwest::Method::GET, &url, None, ctx).await?;
+            if r.status != 200 {
+                return Err(r.api_error());
+            }
+            let page: serde_json::Value = r.json()?;
+            for doc in page["value"].as_array().into_iter().flatten() {
+                let name = doc["name"].as_str().ok_or_else(|| {
+                    CloudError::BadResponse("an agent pool in the list has no name".into())
+                })?;
+                let pool = to_pool(cluster, name, doc)?;
+                if !pool.status.eq_ignore_ascii_case("Deleting") {
+                    pools.push(pool);
+                }
+            }
+            match page["nextLink"].as_str().filter(|l| !l.is_empty()) {
+                Some(next) => url = self.next_link(next)?,
+                None => {
+                    pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+                    return Ok(pools);
+                }
+            }
+        }
+        Err(CloudError::BadResponse(
+            format!("the agent pool list did not end after {MAX_LIST_PAGES} pages").into(),
+        ))
+    }
+
     async fn get(
         &self,
         location: &Location,

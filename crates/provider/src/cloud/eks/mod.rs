@@ -254,6 +254,27 @@ impl NodePools for EksClient {
         })
     }
 
+    async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let (region, name) = eks_location(cluster)?;
+        let client = self.client(region)?;
+        let names = self.list_names(&client, name, ctx).await?;
+        let client = &client;
+        let described: Vec<_> = stream::iter(names)
+            .map(|ng| async move { self.describe(client, name, &ng, ctx).await })
+            .buffered(super::LIST_READS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let mut pools: Vec<Pool> = described
+            .into_iter()
+            .flatten()
+            .filter(|ng| status_of(ng) != "DELETING")
+            .map(|ng| to_pool(region, name, &ng))
+            .collect();
+        pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        Ok(pools)
+    }
+
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
         let (region, cluster) = eks_location(location)?;
         let client = self.client(region)?;

@@ -9,7 +9,43 @@ use super::{EksClient, has_code};
 use crate::cloud::{CloudError, EksPoolFields, OpCtx, Pool, PoolSpec, Scaling};
 use crate::operation::{Backoff, Check, Start, poll_until};
 
+/// Pages of one ListNodegroups at most: 100 groups a page is far beyond EKS's node group quota.
+const MAX_LIST_PAGES: usize = 100;
+
 impl EksClient {
+    /// The names of every node group of the cluster, page after page (ListNodegroups returns at
+    /// most 100 a page with a `nextToken` for the rest). A cluster that does not exist is an error.
+    pub(super) async fn list_names(
+        &self,
+        client: &Client,
+        cluster: &str,
+        ctx: &OpCtx,
+    ) -> Result<Vec<String>, CloudError> {
+        let mut names = Vec::new();
+        let mut token: Option<String> = None;
+        // A list that keeps naming a next page is broken, not a reason to loop forever.
+        for _ in 0..MAX_LIST_PAGES {
+            let req = client
+                .list_nodegroups()
+                .cluster_name(cluster)
+                .max_results(100)
+                .set_next_token(token.clone());
+            let out = self
+                .call(ctx, &format!("ListNodegroups of {cluster}"), || {
+                    req.clone().send()
+                })
+                .await?;
+            names.extend(out.nodegroups.unwrap_or_default());
+            match out.next_token.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => return Ok(names),
+            }
+        }
+        Err(CloudError::BadResponse(
+            format!("ListNodegroups of {cluster} did not end after {MAX_LIST_PAGES} pages").into(),
+        ))
+    }
+
     pub(super) async fn describe(
         &self,
         client: &Client,

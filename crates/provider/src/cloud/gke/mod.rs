@@ -271,6 +271,29 @@ impl NodePools for GkeClient {
         Ok(pool)
     }
 
+    async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let parent = mapping::cluster_path(cluster)?;
+        // ListNodePoolsResponse has no page token: one answer holds every pool.
+        let listed = self
+            .call(ctx, &format!("GET {parent}/nodePools"), false, || {
+                self.cm.list_node_pools().set_parent(parent.clone()).send()
+            })
+            .await?;
+        let live: Vec<m::NodePool> = listed
+            .node_pools
+            .into_iter()
+            .filter(|np| np.status != m::node_pool::Status::Stopping)
+            .collect();
+        let mut pools: Vec<Pool> = stream::iter(live)
+            .map(|np| async move { self.pool_of(cluster, &np).await })
+            .buffered(super::LIST_READS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        Ok(pools)
+    }
+
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
         let id = pool_id(location, name)?;
         let sent = self

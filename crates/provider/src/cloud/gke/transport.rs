@@ -153,6 +153,15 @@ impl gcc::stub::ClusterManager for BoundedTransport {
         self.send(Method::GET, &req.name, None).await
     }
 
+    async fn list_node_pools(
+        &self,
+        req: m::ListNodePoolsRequest,
+        _options: google_cloud_gax::options::RequestOptions,
+    ) -> gcc::Result<Response<m::ListNodePoolsResponse>> {
+        self.send(Method::GET, &format!("{}/nodePools", req.parent), None)
+            .await
+    }
+
     async fn get_operation(
         &self,
         req: m::GetOperationRequest,

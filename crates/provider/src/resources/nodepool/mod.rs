@@ -32,6 +32,21 @@ pub use schema::schema;
 
 pub const TYPE_NAME: &str = "fracgpu_nodepool";
 
+/// The state `terraform import` gives a pool the cloud reported; None (with diagnostics that say
+/// why) for a pool this resource cannot manage, such as one without GPUs.
+pub fn state_of_pool(
+    pool: &cloud::Pool,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> Option<Value> {
+    state_from_pool(pool, &Value::Null, settings, diags)
+}
+
+/// How the pool a state describes shares its GPUs.
+pub fn sharing_of_state(state: &Value) -> Option<gpu::SharingMode> {
+    Args::from_value(state).map(|a| a.sharing.mode())
+}
+
 pub struct NodePool {
     state: Arc<ProviderState>,
 }

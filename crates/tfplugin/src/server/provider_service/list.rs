@@ -34,8 +34,19 @@ pub(super) async fn validate(
     let mut diags = Diagnostics::new();
     validate_config(&schema.block, &config, &AttrPath::root(), &mut diags);
     list.validate(&config, &mut diags);
+    // Terraform declares the schema as the `config` block of the `list` block and places these
+    // diagnostics in the list block's body (node_resource_validate.go, InConfigBody), so their
+    // paths start there; the events of ListResource it prefixes itself.
+    for d in &mut diags.0 {
+        if let Some(p) = &mut d.path {
+            p.0.insert(0, crate::Step::Attr(CONFIG_BLOCK.into()));
+        }
+    }
     R::from_diagnostics(&diags)
 }
+
+/// The block of a `list` block that holds a list resource's own configuration.
+const CONFIG_BLOCK: &str = "config";
 
 pub(super) type Events = ReceiverStream<Result<pb::list_resource::Event, Status>>;
 

@@ -418,8 +418,32 @@ async fn list_configs_are_validated_and_unknown_types_named() {
         .map(|d| format!("{:?}", d.attribute))
         .collect();
     assert_eq!(bad.diagnostics.len(), 2, "{paths:?}");
-    assert!(paths.iter().any(|p| p.contains("count")));
-    assert!(paths.iter().any(|p| p.contains("prefix")));
+    // Under the `config` block terraform wraps the schema in.
+    let config_then = |attr: &str| {
+        bad.diagnostics.iter().any(|d| {
+            d.attribute.as_ref().map(|a| {
+                a.steps
+                    .iter()
+                    .map(|s| format!("{:?}", s.selector))
+                    .collect::<Vec<_>>()
+            }) == Some(vec![
+                format!(
+                    "{:?}",
+                    Some(pb::attribute_path::step::Selector::AttributeName(
+                        "config".into()
+                    ))
+                ),
+                format!(
+                    "{:?}",
+                    Some(pb::attribute_path::step::Selector::AttributeName(
+                        attr.into()
+                    ))
+                ),
+            ])
+        })
+    };
+    assert!(config_then("count"), "{paths:?}");
+    assert!(config_then("prefix"), "{paths:?}");
 
     let unknown = svc
         .validate_list_resource_config(Request::new(validate(list_cfg("p", 1), "test_nope")))

@@ -1,0 +1,13 @@
+//! List resources, which `terraform query` reads (terraform 1.14 and later): one per managed
+//! resource whose existing objects are worth finding.
+
+pub mod nodepool;
+
+use std::sync::Arc;
+
+use crate::provider::ProviderState;
+use tfplugin::api::ListResource;
+
+pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn ListResource>> {
+    vec![Arc::new(nodepool::NodePoolList::new(state.clone()))]
+}
