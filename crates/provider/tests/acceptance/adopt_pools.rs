@@ -312,3 +312,191 @@ fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_impo
 fn examples() -> std::path::PathBuf {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("examples")
 }
+
+/// Terraform before 1.14 has no `terraform query`: the data source answers the same question, and
+/// `terraform import` by the cloud's ID still adopts a pool.
+#[test]
+fn the_data_source_lists_the_pools_with_their_sharing_and_import_by_id_still_works() {
+    let Some(tf) = tools::require(Tool::Terraform) else {
+        return;
+    };
+    let sb = sandbox::start(Duration::ZERO);
+    let Some(outside) = Outside::new(&sb.url) else {
+        return;
+    };
+    pools_made_outside_terraform(&outside);
+    let config = format!(
+        r#"{provider}
+data "fracgpu_nodepools" "gke" {{
+  gke {{
+    location = "us-central1"
+    cluster  = "sandbox-gke"
+  }}
+}}
+
+data "fracgpu_nodepools" "gke_all" {{
+  gke {{
+    location = "us-central1"
+    cluster  = "sandbox-gke"
+  }}
+  gpu_only = false
+}}
+
+data "fracgpu_nodepools" "aks_mig" {{
+  aks {{
+    resource_group = "sandbox-rg"
+    cluster_name   = "sandbox-aks"
+  }}
+  sharing = "mig"
+}}
+
+data "fracgpu_nodepools" "eks" {{
+  eks {{ cluster_name = "sandbox-eks" }}
+}}
+
+output "gke" {{ value = data.fracgpu_nodepools.gke.pools }}
+output "gke_all" {{ value = data.fracgpu_nodepools.gke_all.pools }}
+output "aks_mig" {{ value = data.fracgpu_nodepools.aks_mig.pools }}
+output "eks" {{ value = data.fracgpu_nodepools.eks.pools }}
+"#,
+        provider = provider(&sb.url)
+    );
+    let ws = Workspace::new(&config).with_terraform(&tf);
+    ws.init();
+    ws.apply();
+    let out = ws.output_json();
+    let names = |k: &str| -> Vec<String> {
+        out[k]["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names("gke"), ["mig", "shared"]);
+    assert_eq!(names("gke_all"), ["mig", "shared", "system"]);
+    assert_eq!(names("aks_mig"), ["a100mig", "a100raw"]);
+    assert_eq!(names("eks"), ["t4ts"]);
+
+    let shared = &out["gke"]["value"][1];
+    assert_eq!(shared["sharing"], "time_slicing");
+    assert_eq!(shared["replicas"], 10);
+    assert_eq!(shared["gpu_model"], "L4");
+    assert_eq!(shared["node_count"], 2);
+    assert_eq!(shared["resource_name"], "nvidia.com/gpu");
+    assert_eq!(shared["slices_per_node"], 10);
+    assert_eq!(
+        shared["node_selector"]["cloud.google.com/gke-gpu-sharing-strategy"], "time-sharing",
+        "{shared}"
+    );
+    let system = &out["gke_all"]["value"][2];
+    assert!(
+        system["gpu_model"].is_null() && system["sharing"].is_null(),
+        "{system}"
+    );
+    assert_eq!(system["machine_type"], "n1-standard-4");
+
+    let mig = &out["aks_mig"]["value"][0];
+    assert_eq!(mig["mig_profile"], "1g.10gb");
+    assert_eq!(mig["resource_name"], "nvidia.com/mig-1g.10gb");
+    assert_eq!(mig["slices_per_node"], 7);
+    assert_eq!(mig["memory_per_slice_mb"], 10240);
+
+    let t4 = &out["eks"]["value"][0];
+    assert_eq!(t4["sharing"], "time_slicing");
+    assert_eq!(t4["replicas"], 4);
+    assert!(t4["node_count"].is_null(), "{t4}");
+    assert_eq!(
+        (t4["min_nodes"].clone(), t4["max_nodes"].clone()),
+        (1.into(), 4.into())
+    );
+    assert_eq!(t4["device_plugin_config_name"], "time-sliced-4");
+    assert_eq!(
+        t4["node_selector"]["nvidia.com/device-plugin.config"],
+        "time-sliced-4"
+    );
+    assert_eq!(t4["tolerations"][0]["key"], "nvidia.com/gpu", "{t4}");
+
+    // The EKS node group, adopted by its ID with the configuration the data source describes.
+    ws.write(
+        "adopt.tf",
+        r#"resource "fracgpu_nodepool" "t4" {
+  name         = "t4ts"
+  machine_type = "g4dn.xlarge"
+  eks {
+    cluster_name  = "sandbox-eks"
+    node_role_arn = "arn:aws:iam::123456789012:role/gpu-nodes"
+    subnet_ids    = ["subnet-0a1", "subnet-0b2"]
+  }
+  autoscaling {
+    min_nodes = 1
+    max_nodes = 4
+  }
+  taints = [{ key = "nvidia.com/gpu", value = "Present", effect = "NoSchedule" }]
+  time_slicing { replicas = 4 }
+}
+"#,
+    );
+    ws.ok(&[
+        "import",
+        "-no-color",
+        "fracgpu_nodepool.t4",
+        "sandbox-eks:t4ts",
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "plan after import is empty:\n{}", plan.text());
+}
+
+/// A list block that names no cluster, two clusters, or a filter that does not exist.
+#[test]
+fn bad_list_configs_name_the_attribute_to_fix() {
+    let Some(tf) = tools::require(Tool::Terraform115) else {
+        return;
+    };
+    let sb = sandbox::start(Duration::ZERO);
+    let ws = Workspace::new(&provider(&sb.url)).with_terraform(&tf);
+    ws.init();
+    const GKE_BLOCK: &str =
+        "gke {\n      location = \"us-central1\"\n      cluster  = \"sandbox-gke\"\n    }";
+    const EKS_BLOCK: &str = "eks {\n      cluster_name = \"sandbox-eks\"\n    }";
+    for (config, expected) in [
+        (
+            "sharing = \"mig\"",
+            "Exactly one of `aks`, `gke`, `eks` must be set; none is.",
+        ),
+        (
+            &format!("{GKE_BLOCK}\n    {EKS_BLOCK}") as &str,
+            "Exactly one of `aks`, `gke`, `eks` must be set; gke and eks are.",
+        ),
+        (
+            &format!("{GKE_BLOCK}\n    sharing = \"fractional\""),
+            "8:     sharing = \"fractional\"",
+        ),
+        (
+            &format!("{GKE_BLOCK}\n    sharing = \"fractional\""),
+            "\"fractional\"",
+        ),
+        (
+            &format!("{GKE_BLOCK}\n    gpu_model = \"A100\""),
+            "An argument named \"gpu_model\" is not expected here.",
+        ),
+        (
+            "gke {\n      cluster = \"sandbox-gke\"\n    }",
+            "The argument \"location\" is required",
+        ),
+    ] {
+        ws.write(
+            "q.tfquery.hcl",
+            &format!(
+                "list \"fracgpu_nodepool\" \"x\" {{\n  provider = fracgpu\n  config {{\n    {config}\n  }}\n}}\n"
+            ),
+        );
+        let out = ws.run(&["query", "-no-color"]);
+        assert_ne!(out.code, 0, "{config}: {}", out.text());
+        assert!(
+            out.text().contains(expected),
+            "{config}: expected {expected:?} in\n{}",
+            out.text()
+        );
+    }
+}
