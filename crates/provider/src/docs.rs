@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use tfplugin::Type;
-use tfplugin::api::{DataSource, Function, Provider, Resource};
+use tfplugin::api::{DataSource, Function, IdentitySchema, ListResource, Provider, Resource};
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 
 pub struct Page {
@@ -193,12 +193,77 @@ fn resource_page(root: &Path, r: &dyn Resource) -> Result<Page, String> {
     let dir = format!("examples/resources/{name}");
     let example = read_example(root, &format!("{dir}/resource.tf"))?;
     let mut content = schema_page("Resource", name, &r.schema(), &example);
-    if let Ok(import) = read_example(root, &format!("{dir}/import.sh")) {
-        content.push_str(&format!("\n## Import\n\nImport is supported using the following syntax:\n\n```shell\n{import}```\n"));
+    if let Some(identity) = r.identity_schema() {
+        identity_section(&mut content, &identity);
+    }
+    let import = read_example(root, &format!("{dir}/import.sh"));
+    let by_identity = read_example(root, &format!("{dir}/import-by-identity.hcl"));
+    if import.is_ok() || by_identity.is_ok() {
+        content.push_str("\n## Import\n");
+    }
+    if let Ok(import) = import {
+        content.push_str(&format!(
+            "\nImport is supported using the following syntax:\n\n```shell\n{import}```\n"
+        ));
+    }
+    if let Ok(blocks) = by_identity {
+        content.push_str(&format!("\nWith terraform 1.12 and later, an `import` block can name the object by its identity instead:\n\n```terraform\n{blocks}```\n"));
     }
     Ok(Page {
         path: format!("docs/resources/{}.md", name.trim_start_matches("fracgpu_")),
         content,
+    })
+}
+
+/// The identity a resource keeps beside its state (terraform 1.12 and later), as the registry
+/// shows it: the attributes an import by identity requires, then the optional ones.
+fn identity_section(out: &mut String, identity: &IdentitySchema) {
+    out.push_str("\n## Identity Schema\n\nThe attributes that name one object for as long as it lives: terraform keeps them beside the state, `import` blocks can name the object by them, and `terraform query` returns them.\n");
+    for (title, required) in [("Required", true), ("Optional", false)] {
+        let attrs: Vec<_> = identity
+            .attributes
+            .iter()
+            .filter(|a| a.required_for_import == required)
+            .collect();
+        if attrs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n### {title}\n");
+        for a in attrs {
+            let _ = writeln!(
+                out,
+                "- `{}` ({}) {}",
+                a.name,
+                type_name(&a.ty),
+                a.description
+            );
+        }
+    }
+}
+
+fn list_resource_page(root: &Path, l: &dyn ListResource) -> Result<Page, String> {
+    let name = l.type_name();
+    let example = read_example(
+        root,
+        &format!("examples/list-resources/{name}/list-resource.tfquery.hcl"),
+    )?;
+    let schema = l.schema();
+    let mut out = frontmatter(
+        &format!("{name} (List Resource) - fracgpu"),
+        &schema.block.description,
+    );
+    let _ = writeln!(
+        out,
+        "# {name} (List Resource)\n\n{}\n\nA list resource is read by `terraform query` (terraform 1.14 and later) from the `list` blocks of `.tfquery.hcl` files; `terraform query -generate-config-out=FILE` writes a resource and an `import` block for each object it finds. See the guide [Adopting existing GPU pools](../guides/adopting-existing-gpu-pools.md).\n\n## Example Usage\n\n```terraform\n{example}```\n\n## Schema\n\nThe arguments of the `list` block's `config` block.\n",
+        schema.block.description
+    );
+    block_schema(&mut out, &schema.block, "");
+    Ok(Page {
+        path: format!(
+            "docs/list-resources/{}.md",
+            name.trim_start_matches("fracgpu_")
+        ),
+        content: out.trim_end().to_string() + "\n",
     })
 }
 
@@ -369,6 +434,9 @@ pub fn pages(root: &Path, provider: &dyn Provider) -> Result<Vec<Page>, String> 
     }
     for ds in provider.data_sources() {
         pages.push(data_source_page(root, ds.as_ref())?);
+    }
+    for l in provider.list_resources() {
+        pages.push(list_resource_page(root, l.as_ref())?);
     }
     for f in provider.functions() {
         pages.push(function_page(root, f.as_ref())?);

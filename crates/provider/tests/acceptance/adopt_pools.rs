@@ -11,23 +11,6 @@ use crate::common::tools::{self, Tool};
 
 use super::terraform_versions::{pools, provider};
 
-/// The identity blocks of the three pools `pools()` makes, coordinates the provider does not
-/// default spelled out.
-const IDENTITIES: [(&str, &str); 3] = [
-    (
-        "aks",
-        r#"{ cloud = "aks", resource_group = "sandbox-rg", cluster = "sandbox-aks", name = "a100ts" }"#,
-    ),
-    (
-        "gke",
-        r#"{ cloud = "gke", location = "us-central1", cluster = "sandbox-gke", name = "a100mig" }"#,
-    ),
-    (
-        "eks",
-        r#"{ cloud = "eks", cluster = "sandbox-eks", name = "t4mps" }"#,
-    ),
-];
-
 #[test]
 fn the_state_keeps_each_pools_identity_and_import_by_identity_adopts_it() {
     let Some(tf) = tools::require(Tool::Terraform115) else {
@@ -60,18 +43,17 @@ fn the_state_keeps_each_pools_identity_and_import_by_identity_adopts_it() {
         identity("aks")
     );
     assert!(identity("eks")["region"].is_string(), "{}", identity("eks"));
-    for (name, _) in IDENTITIES {
+    for name in ["aks", "gke", "eks"] {
         maker.ok(&["state", "rm", &format!("fracgpu_nodepool.{name}")]);
     }
 
     let adopter = Workspace::new(&provider(&sb.url)).with_terraform(&tf);
     adopter.init();
-    let imports: String = IDENTITIES
-        .iter()
-        .map(|(name, id)| {
-            format!("import {{\n  to       = fracgpu_nodepool.{name}\n  identity = {id}\n}}\n\n")
-        })
-        .collect();
+    // The import blocks of the resource's documentation, as a user copies them.
+    let imports = std::fs::read_to_string(
+        examples().join("resources/fracgpu_nodepool/import-by-identity.hcl"),
+    )
+    .unwrap();
     adopter.write("imports.tf", &imports);
     let out = adopter.run(&["plan", "-no-color", "-generate-config-out=generated.tf"]);
     let generated = std::fs::read_to_string(adopter.dir.join("generated.tf"))
@@ -262,6 +244,25 @@ fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_impo
         "the pool without GPUs is left out by default:\n{}",
         found.stdout
     );
+
+    // The list resource's documented example: the MIG pools of the GKE cluster only.
+    let docs = Workspace::new(&provider(&sb.url)).with_terraform(&tf);
+    docs.init();
+    docs.write(
+        "mig.tfquery.hcl",
+        &std::fs::read_to_string(
+            examples().join("list-resources/fracgpu_nodepool/list-resource.tfquery.hcl"),
+        )
+        .unwrap(),
+    );
+    let mig = docs.ok(&["query", "-no-color"]);
+    assert!(
+        mig.stdout
+            .contains("mig (a2-highgpu-1g, MIG 1g.5gb, 1 node)"),
+        "{}",
+        mig.text()
+    );
+    assert!(!mig.stdout.contains("shared ("), "{}", mig.text());
 
     ws.ok(&["query", "-no-color", "-generate-config-out=pools.tf"]);
     let generated = std::fs::read_to_string(ws.dir.join("pools.tf")).unwrap();

@@ -23,6 +23,7 @@ fn committed_docs_match_the_schemas() {
     // No page may outlive what it documents.
     for dir in [
         "docs/data-sources",
+        "docs/list-resources",
         "docs/resources",
         "docs/functions",
         "docs/guides",
