@@ -4,4 +4,5 @@
 mod cloud_aks;
 mod cloud_eks;
 mod cloud_gke;
+mod cloud_lists;
 mod sandbox_kube_client;

@@ -1,0 +1,294 @@
+//! Listing a cluster's pools on each cloud, over real HTTP against the sandbox: every page of a
+//! paged answer is followed (ARM's nextLink, EKS's nextToken), a page pointing elsewhere is not,
+//! each pool reads as `get` reads it, and a cluster that does not exist is an error.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ::sandbox::{Config, DEFAULT_SUBSCRIPTION, Sandbox};
+use axum::body::Body;
+use axum::http::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use fracgpu::cloud::aks::{AksClient, AksConfig};
+use fracgpu::cloud::eks::{EksClient, EksConfig};
+use fracgpu::cloud::gke::{GkeClient, GkeConfig};
+use fracgpu::cloud::{
+    CloudError, EksPoolFields, GkeSharing, Location, NodePools, OpCtx, PoolGpu, PoolSpec,
+    PoolTaint, Scaling, StopSignal,
+};
+use futures_util::future::join_all;
+
+/// A sandbox over HTTP; `router` may wrap what it answers. Its base URL.
+async fn serve(router: impl FnOnce(axum::Router) -> axum::Router) -> (Sandbox, String) {
+    let sb = Sandbox::open(Config::instant()).expect("sandbox");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = router(sb.router());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (sb, base)
+}
+
+fn ctx() -> OpCtx {
+    OpCtx::new(Duration::from_secs(120), StopSignal::default())
+}
+
+fn taint() -> PoolTaint {
+    PoolTaint {
+        key: "nvidia.com/gpu".into(),
+        value: "Present".into(),
+        effect: "NoSchedule".into(),
+    }
+}
+
+fn spec(location: Location, name: &str, machine_type: &str, gpu: PoolGpu) -> PoolSpec {
+    PoolSpec {
+        location,
+        name: name.into(),
+        machine_type: machine_type.into(),
+        scaling: Scaling::Fixed { nodes: 1 },
+        spot: false,
+        disk_size_gb: None,
+        labels: BTreeMap::from([(
+            "nvidia.com/device-plugin.config".to_string(),
+            "time-sliced-4".to_string(),
+        )]),
+        taints: vec![taint()],
+        gpu,
+        os_sku: None,
+        eks: None,
+    }
+}
+
+fn aks_loc(cluster: &str) -> Location {
+    Location::Aks {
+        subscription_id: DEFAULT_SUBSCRIPTION.into(),
+        resource_group: "sandbox-rg".into(),
+        cluster: cluster.into(),
+    }
+}
+
+fn aks_spec(name: &str) -> PoolSpec {
+    spec(
+        aks_loc("sandbox-aks"),
+        name,
+        "Standard_NC4as_T4_v3",
+        PoolGpu {
+            count: 1,
+            ..PoolGpu::default()
+        },
+    )
+}
+
+async fn aks(base: &str) -> AksClient {
+    AksClient::new(AksConfig {
+        sandbox: Some(base.to_string()),
+        ..Default::default()
+    })
+    .expect("client")
+}
+
+/// Creates the pools concurrently, as a busy cluster's owners would have.
+async fn create_all(client: &dyn NodePools, specs: &[PoolSpec]) {
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+}
+
+fn names(pools: &[fracgpu::cloud::Pool]) -> Vec<String> {
+    pools.iter().map(|p| p.spec.name.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aks_follows_every_page_of_the_list() {
+    let (_sb, base) = serve(|r| r).await;
+    let client = aks(&base).await;
+    // 60 pools: two pages of the sandbox's 50 (ARM pages its lists; AKS allows 100 pools).
+    let specs: Vec<PoolSpec> = (0..60).map(|i| aks_spec(&format!("p{i:02}"))).collect();
+    create_all(&client, &specs).await;
+    let listed = client.list(&aks_loc("sandbox-aks"), &ctx()).await.unwrap();
+    let mut expected: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    expected.sort();
+    assert_eq!(names(&listed), expected);
+    // Each pool as `get` reads it.
+    let one = client
+        .get(&aks_loc("sandbox-aks"), "p42", &ctx())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(listed.iter().find(|p| p.spec.name == "p42"), Some(&one));
+}
+
+/// Rewrites every `nextLink` of an answer to point at another host.
+async fn next_link_elsewhere(req: Request<Body>, next: Next) -> Response {
+    let res = next.run(req).await;
+    let (parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    let mut doc: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+    };
+    if let Some(link) = doc.get_mut("nextLink").filter(|l| l.is_string()) {
+        let path = link
+            .as_str()
+            .unwrap()
+            .splitn(4, '/')
+            .nth(3)
+            .unwrap()
+            .to_string();
+        *link = format!("http://169.254.169.254/{path}").into();
+    }
+    let mut res = Response::from_parts(parts, Body::from(doc.to_string()));
+    res.headers_mut().remove("content-length");
+    res
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aks_does_not_follow_a_next_link_to_another_host() {
+    let (_sb, base) = serve(|r| r.layer(axum::middleware::from_fn(next_link_elsewhere))).await;
+    let client = aks(&base).await;
+    let specs: Vec<PoolSpec> = (0..51).map(|i| aks_spec(&format!("p{i:02}"))).collect();
+    create_all(&client, &specs).await;
+    let e = client
+        .list(&aks_loc("sandbox-aks"), &ctx())
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        matches!(e, CloudError::BadResponse(_)) && text.contains("not followed"),
+        "the bearer token never leaves the ARM endpoint: {text}"
+    );
+    assert!(text.contains("169.254.169.254"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eks_follows_every_page_of_the_list() {
+    let (_sb, base) = serve(|r| r).await;
+    let client = EksClient::new(EksConfig {
+        sandbox: Some(base.clone()),
+        region: Some("us-east-1".into()),
+        ..EksConfig::default()
+    })
+    .await
+    .expect("client")
+    .with_poll_interval(Duration::from_millis(20), Duration::from_millis(100));
+    let loc = Location::Eks {
+        region: "us-east-1".into(),
+        cluster: "sandbox-eks".into(),
+    };
+    // 120 node groups: two pages of ListNodegroups' 100.
+    let specs: Vec<PoolSpec> = (0..120)
+        .map(|i| {
+            let mut s = spec(
+                loc.clone(),
+                &format!("ng{i:03}"),
+                "g4dn.xlarge",
+                PoolGpu::default(),
+            );
+            s.eks = Some(EksPoolFields {
+                node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
+                subnet_ids: vec!["subnet-0a1".into()],
+                ami_type: "AL2023_x86_64_NVIDIA".into(),
+            });
+            s
+        })
+        .collect();
+    create_all(&client, &specs).await;
+    let listed = client.list(&loc, &ctx()).await.unwrap();
+    assert_eq!(listed.len(), 120);
+    assert_eq!(names(&listed)[119], "ng119");
+    let one = client.get(&loc, "ng007", &ctx()).await.unwrap().unwrap();
+    assert_eq!(listed[7], one);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_lists_each_pool_as_get_reads_it() {
+    let (_sb, base) = serve(|r| r).await;
+    let client = GkeClient::new(GkeConfig {
+        sandbox: Some(base.clone()),
+        ..GkeConfig::default()
+    })
+    .await
+    .expect("client");
+    let loc = Location::Gke {
+        project: "sandbox-project".into(),
+        location: "us-central1".into(),
+        cluster: "sandbox-gke".into(),
+    };
+    let l4 = |name: &str, clients: u32| {
+        let mut s = spec(
+            loc.clone(),
+            name,
+            "g2-standard-4",
+            PoolGpu {
+                count: 1,
+                gke_accelerator_type: Some("nvidia-l4".into()),
+                gke_sharing: Some(GkeSharing::TimeSharing {
+                    max_clients: clients,
+                }),
+                ..PoolGpu::default()
+            },
+        );
+        s.labels.clear();
+        s
+    };
+    create_all(&client, &[l4("b-shared", 4), l4("a-shared", 10)]).await;
+    let listed = client.list(&loc, &ctx()).await.unwrap();
+    assert_eq!(names(&listed), ["a-shared", "b-shared"]);
+    for p in &listed {
+        let got = client
+            .get(&loc, &p.spec.name, &ctx())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p, &got);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_a_cluster_that_does_not_exist_is_an_error_on_each_cloud() {
+    let (_sb, base) = serve(|r| r).await;
+    let aks = aks(&base).await;
+    let gke = GkeClient::new(GkeConfig {
+        sandbox: Some(base.clone()),
+        ..GkeConfig::default()
+    })
+    .await
+    .unwrap();
+    let eks = EksClient::new(EksConfig {
+        sandbox: Some(base.clone()),
+        region: Some("us-east-1".into()),
+        ..EksConfig::default()
+    })
+    .await
+    .unwrap();
+    let cases: [(&dyn NodePools, Location, &str); 3] = [
+        (&aks, aks_loc("nope"), "ResourceNotFound"),
+        (
+            &gke,
+            Location::Gke {
+                project: "sandbox-project".into(),
+                location: "us-central1".into(),
+                cluster: "nope".into(),
+            },
+            "NOT_FOUND",
+        ),
+        (
+            &eks,
+            Location::Eks {
+                region: "us-east-1".into(),
+                cluster: "nope".into(),
+            },
+            "ResourceNotFoundException",
+        ),
+    ];
+    for (client, loc, code) in cases {
+        let e = client.list(&loc, &ctx()).await.unwrap_err();
+        assert!(
+            e.to_string().contains(code) || format!("{e:?}").contains(code),
+            "{}: {e:?}",
+            loc.cloud()
+        );
+    }
+}
