@@ -140,7 +140,9 @@ fn query(url: &str, cloud: &str) -> Option<Duration> {
     )
     .unwrap();
     let cluster = match cloud {
-        "aks" => "aks {\n      resource_group = \"sandbox-rg\"\n      cluster_name = \"sandbox-aks\"\n    }",
+        "aks" => {
+            "aks {\n      resource_group = \"sandbox-rg\"\n      cluster_name = \"sandbox-aks\"\n    }"
+        }
         "gke" => "gke {\n      location = \"us-central1\"\n      cluster = \"sandbox-gke\"\n    }",
         _ => "eks {\n      cluster_name = \"sandbox-eks\"\n    }",
     };
@@ -242,7 +244,10 @@ fn main() {
         drop(client);
         report(
             &format!("list200_{cloud}"),
-            &format!("list a cluster of {POOLS} pools, {} client", cloud.to_uppercase()),
+            &format!(
+                "list a cluster of {POOLS} pools, {} client",
+                cloud.to_uppercase()
+            ),
             secs(listed),
             "s",
             &format!("median of {ROUNDS}, in process"),
@@ -255,7 +260,9 @@ fn main() {
                 "s",
                 &format!("median of {ROUNDS}: terraform 1.15 and provider starts included"),
             ),
-            None => println!("terraform 1.15 not found (scripts/test-tools installs it): no query figure"),
+            None => println!(
+                "terraform 1.15 not found (scripts/test-tools installs it): no query figure"
+            ),
         }
     }
 }

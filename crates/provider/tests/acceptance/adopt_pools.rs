@@ -501,3 +501,60 @@ fn bad_list_configs_name_the_attribute_to_fix() {
         );
     }
 }
+
+/// The device plugin config's documented `import` block names the ConfigMap by its identity
+/// (namespace and name); the generated configuration plans as a clean import.
+#[test]
+fn a_device_plugin_config_is_imported_by_its_identity() {
+    let Some(tf) = tools::require(Tool::Terraform115) else {
+        return;
+    };
+    let st = crate::common::sandbox::start_stack(Duration::ZERO);
+    let provider = format!(
+        "{}\nprovider \"fracgpu\" {{\n  kubernetes {{\n    config_path = \"{}\"\n  }}\n}}\n",
+        crate::common::terraform::REQUIRED_PROVIDERS,
+        st.kubeconfig("aks", "sandbox-aks").display()
+    );
+    let resource = r#"
+resource "fracgpu_device_plugin_config" "aks" {
+  default_config = "all"
+  config { name = "all" }
+  config {
+    name = "time-sliced-4"
+    time_slicing { replicas = 4 }
+  }
+}
+"#;
+    let ws = Workspace::new(&format!("{provider}{resource}")).with_terraform(&tf);
+    ws.init();
+    ws.apply();
+    let show = ws.show_json();
+    let identity = &show["values"]["root_module"]["resources"][0]["identity"];
+    assert_eq!(
+        identity,
+        &serde_json::json!({"namespace": "gpu-operator", "name": "time-slicing-config"})
+    );
+    ws.ok(&["state", "rm", "fracgpu_device_plugin_config.aks"]);
+
+    ws.write("main.tf", &provider);
+    ws.write(
+        "imports.tf",
+        &std::fs::read_to_string(
+            examples().join("resources/fracgpu_device_plugin_config/import-by-identity.hcl"),
+        )
+        .unwrap(),
+    );
+    let out = ws.run(&["plan", "-no-color", "-generate-config-out=generated.tf"]);
+    let generated = std::fs::read_to_string(ws.dir.join("generated.tf"))
+        .unwrap_or_else(|_| panic!("terraform wrote no configuration:\n{}", out.text()));
+    let out = ws.run(&["plan", "-no-color", "-input=false"]);
+    assert!(
+        out.stdout
+            .contains("Plan: 1 to import, 0 to add, 0 to change, 0 to destroy"),
+        "{}\n--- generated.tf:\n{generated}",
+        out.text()
+    );
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}\n--- generated.tf:\n{generated}", plan.text());
+}
