@@ -36,6 +36,10 @@ pub struct PoolNodes {
     pub mig_instances_per_gpu: u32,
     /// GKE's own GPU sharing: (TIME_SHARING | MPS, max shared clients per GPU).
     pub gke_sharing: Option<(String, u32)>,
+    /// The node's `status.nodeInfo.osImage` when the node image says more than the default
+    /// Ubuntu does, e.g. an EKS node group's AMI family. Bottlerocket's NVIDIA variants run the
+    /// device plugin as a host service (see the twin), so what runs on a node depends on it.
+    pub os_image: Option<String>,
 }
 
 pub trait NodeSink: Send + Sync {

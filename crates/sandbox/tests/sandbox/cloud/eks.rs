@@ -216,3 +216,49 @@ async fn eks_list_paginates_and_region_selects_cluster() {
         Some("ResourceNotFoundException")
     );
 }
+
+fn gpu_group(name: &str, extra: Value) -> Value {
+    let mut b = json!({"nodegroupName": name, "nodeRole": "arn:aws:iam::123456789012:role/n", "subnets": ["subnet-1"],
+        "instanceTypes": ["g5.xlarge"], "amiType": "AL2023_x86_64_NVIDIA"});
+    for (k, v) in extra.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    b
+}
+
+#[tokio::test]
+async fn eks_bottlerocket_nodes_report_their_image() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    for (name, ami) in [
+        ("br", "BOTTLEROCKET_x86_64_NVIDIA"),
+        ("al", "AL2023_x86_64_NVIDIA"),
+    ] {
+        let r = s
+            .eks(
+                Method::POST,
+                base,
+                Some(&gpu_group(name, json!({"amiType": ami}))),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let seen = std::sync::Mutex::new(Vec::new());
+    let events = eventually(5, || async {
+        s.sb.settle();
+        let mut e = seen.lock().unwrap();
+        e.extend(s.sink.take());
+        (!changed(&e, "br").is_empty() && !changed(&e, "al").is_empty()).then(|| e.clone())
+    })
+    .await;
+    assert_eq!(
+        changed(&events, "br")[0].os_image.as_deref(),
+        Some("Bottlerocket OS 1.51.0 (aws-k8s-1.33-nvidia)")
+    );
+    assert!(
+        changed(&events, "al")[0]
+            .os_image
+            .as_deref()
+            .is_some_and(|o| o.starts_with("Amazon Linux 2023"))
+    );
+}
