@@ -21,7 +21,8 @@ pub struct PoolNodes {
     pub cloud: &'static str,
     pub cluster: String,
     pub pool: String,
-    /// The node count, or the autoscaling minimum; at least 1 so the twin always has a node to inspect.
+    /// The nodes the pool runs: the node count, or the autoscaling minimum. AKS and EKS pools scaled
+    /// to zero have none (GKE's pools still get one, so the twin has a node to inspect).
     pub node_count: u32,
     /// Labels as the cloud sets them on nodes, plus the pool's own labels.
     pub labels: BTreeMap<String, String>,

@@ -70,7 +70,8 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         cloud: "aks",
         cluster: cluster.to_string(),
         pool: pool.name.clone(),
-        node_count: count.max(1),
+        // A user pool scaled to zero has no nodes.
+        node_count: count,
         labels,
         taints,
         gpu_product: gpu.map(|(g, _)| g.product.to_string()),

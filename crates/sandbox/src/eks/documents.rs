@@ -40,7 +40,8 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         cloud: "eks",
         cluster: cluster.to_string(),
         pool: ng.name.clone(),
-        node_count: s.desired_size.max(1) as u32,
+        // A node group scaled to zero (desiredSize 0) has no nodes.
+        node_count: s.desired_size.max(0) as u32,
         labels,
         taints: s
             .taints

@@ -144,6 +144,9 @@ pub(super) fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), AwsE
     Ok(())
 }
 
+/// A node group scales to zero with minSize 0 and desiredSize 0, but maxSize stays at least 1: the
+/// EKS API model types minSize and desiredSize as ZeroCapacity (minimum 0) and maxSize as Capacity
+/// (minimum 1), as terraform-provider-aws's `max_size` (IntAtLeast(1)) mirrors.
 pub(super) fn check_scaling(min: i64, max: i64, desired: i64) -> Result<(), AwsError> {
     if min < 0 || desired < 0 || max < 1 {
         return Err(invalid(

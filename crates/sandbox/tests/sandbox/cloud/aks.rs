@@ -281,3 +281,36 @@ async fn aks_spot_defaults_and_system_pool_rules() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.body["error"]["code"], "OperationNotAllowed");
 }
+
+async fn succeeded(s: &Srv, tok: &str, url: &str) -> Value {
+    eventually(5, || async {
+        let p = s.arm(tok, Method::GET, url, None).await.body;
+        (p["properties"]["provisioningState"] == "Succeeded").then_some(p)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn aks_user_pools_scale_to_zero() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let fixed = format!("{}/zero?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &fixed, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 0, "mode": "User"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let auto = format!("{}/auto?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &auto, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 0, "enableAutoScaling": true, "minCount": 0, "maxCount": 3}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert_eq!(succeeded(&s, &tok, &fixed).await["properties"]["count"], 0);
+    assert_eq!(
+        succeeded(&s, &tok, &auto).await["properties"]["minCount"],
+        0
+    );
+    // A pool of zero nodes has no nodes.
+    let events = s.sink.take();
+    assert_eq!(changed(&events, "zero")[0].node_count, 0);
+    assert_eq!(changed(&events, "auto")[0].node_count, 0);
+}

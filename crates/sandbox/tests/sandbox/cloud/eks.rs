@@ -227,6 +227,59 @@ fn gpu_group(name: &str, extra: Value) -> Value {
 }
 
 #[tokio::test]
+async fn eks_scales_a_node_group_to_zero_with_a_max_of_at_least_one() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    let zero =
+        |max: i64| json!({"scalingConfig": {"minSize": 0, "maxSize": max, "desiredSize": 0}});
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("none", zero(0))))
+        .await;
+    assert_eq!(
+        (r.status, r.header("x-amzn-errortype").as_deref()),
+        (StatusCode::BAD_REQUEST, Some("InvalidParameterException")),
+        "{}",
+        r.text
+    );
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("zero", zero(1))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/zero"), None).await.body["nodegroup"]["status"]
+            == "ACTIVE")
+            .then_some(())
+    })
+    .await;
+    // No nodes until it is scaled up.
+    let n = changed(&s.sink.take(), "zero");
+    assert_eq!(n.last().map(|n| n.node_count), Some(0));
+    let r = s
+        .eks(
+            Method::POST,
+            &format!("{base}/zero/update-config"),
+            Some(&json!({"scalingConfig": {"minSize": 0, "maxSize": 0, "desiredSize": 0}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let r = s
+        .eks(
+            Method::POST,
+            &format!("{base}/zero/update-config"),
+            Some(&json!({"scalingConfig": {"desiredSize": 1}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    eventually(5, || async {
+        changed(&s.sink.take(), "zero")
+            .last()
+            .map(|n| n.node_count)
+            .filter(|c| *c == 1)
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn eks_bottlerocket_nodes_report_their_image() {
     let s = start(0).await;
     let base = "/clusters/sandbox-eks/node-groups";
