@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::documents::{nodegroup_json, pool_nodes, update_json};
 use super::routes::{cluster, in_use, ng_missing};
 use super::validate::{
-    check_labels, check_scaling, opt_int, opt_str, parse_body, parse_create, parse_taints,
-    str_list, str_map,
+    check_ami_version, check_labels, check_scaling, opt_int, opt_str, parse_body, parse_create,
+    parse_taints, str_list, str_map,
 };
 use super::{
     AwsError, EKS_VERSION, EksUpdate, EksWorld, NgSpec, Nodegroup, Pending, RELEASE_VERSION, aws,
@@ -390,6 +390,7 @@ pub(super) fn update_version(
             None if version == EKS_VERSION => RELEASE_VERSION.to_string(),
             None => format!("{version}.10-20251120"),
         };
+        check_ami_version(&spec.ami_type, version)?;
         spec.version = version.to_string();
         spec.release_version = release.clone();
         let params = vec![("Version".to_string(), version.to_string()), ("ReleaseVersion".to_string(), release)];

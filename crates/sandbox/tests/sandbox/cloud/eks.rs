@@ -227,6 +227,62 @@ fn gpu_group(name: &str, extra: Value) -> Value {
 }
 
 #[tokio::test]
+async fn eks_refuses_amazon_linux_2_for_kubernetes_1_33() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    // The cluster runs 1.33, so a node group of its version gets no AL2 AMI.
+    for ami in ["AL2_x86_64_GPU", "AL2_x86_64", "AL2_ARM_64"] {
+        let r = s
+            .eks(
+                Method::POST,
+                base,
+                Some(&gpu_group("al2", json!({"amiType": ami}))),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.header("x-amzn-errortype").as_deref()),
+            (StatusCode::BAD_REQUEST, Some("InvalidParameterException")),
+            "{ami}: {}",
+            r.text
+        );
+        assert_eq!(
+            r.body["message"],
+            format!("AMI Type {ami} is only supported for kubernetes versions 1.32 or earlier")
+        );
+    }
+    // A 1.32 node group still gets one, and cannot move to 1.33 on it.
+    let r = s
+        .eks(
+            Method::POST,
+            base,
+            Some(&gpu_group(
+                "al2",
+                json!({"amiType": "AL2_x86_64_GPU", "version": "1.32"}),
+            )),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/al2"), None).await.body["nodegroup"]["status"]
+            == "ACTIVE")
+            .then_some(())
+    })
+    .await;
+    let r = s
+        .eks(
+            Method::POST,
+            &format!("{base}/al2/update-version"),
+            Some(&json!({"version": "1.33"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "AMI Type AL2_x86_64_GPU is only supported for kubernetes versions 1.32 or earlier"
+    );
+}
+
+#[tokio::test]
 async fn eks_scales_a_node_group_to_zero_with_a_max_of_at_least_one() {
     let s = start(0).await;
     let base = "/clusters/sandbox-eks/node-groups";
