@@ -282,12 +282,72 @@ async fn aks_spot_defaults_and_system_pool_rules() {
     assert_eq!(r.body["error"]["code"], "OperationNotAllowed");
 }
 
+/// PUTs the pool back with `change` applied, as `az aks nodepool update` does.
+async fn put_back(s: &Srv, tok: &str, url: &str, change: impl FnOnce(&mut Value)) -> Resp {
+    let mut pool = s.arm(tok, Method::GET, url, None).await.body;
+    change(&mut pool);
+    s.arm(tok, Method::PUT, url, Some(&pool)).await
+}
+
 async fn succeeded(s: &Srv, tok: &str, url: &str) -> Value {
     eventually(5, || async {
         let p = s.arm(tok, Method::GET, url, None).await.body;
         (p["properties"]["provisioningState"] == "Succeeded").then_some(p)
     })
     .await
+}
+
+#[tokio::test]
+async fn aks_migrates_the_os_sku_in_place_between_ubuntu_and_azure_linux() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let url = format!("{}/ts1?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &url, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "osSKU": "Ubuntu"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    succeeded(&s, &tok, &url).await;
+    s.sink.take();
+    // Ubuntu -> AzureLinux -> AzureLinux3 -> Ubuntu2404: each an update of the same pool.
+    for sku in ["AzureLinux", "AzureLinux3", "Ubuntu2404"] {
+        let r = put_back(&s, &tok, &url, |p| p["properties"]["osSKU"] = json!(sku)).await;
+        assert_eq!(r.status, StatusCode::OK, "{sku}: {}", r.text);
+        assert_eq!(r.body["properties"]["provisioningState"], "Updating");
+        let p = succeeded(&s, &tok, &url).await;
+        assert_eq!(p["properties"]["osSKU"], sku);
+    }
+    // The nodes are reimaged.
+    let n = changed(&s.sink.take(), "ts1");
+    assert_eq!(
+        n.last().and_then(|n| n.os_image.as_deref()),
+        Some("Ubuntu 24.04.3 LTS")
+    );
+    assert_eq!(
+        n.last()
+            .map(|n| n.labels["kubernetes.azure.com/os-sku"].as_str()),
+        Some("Ubuntu2404")
+    );
+    // Outside the two families there is no migration.
+    let r = put_back(&s, &tok, &url, |p| {
+        p["properties"]["osSKU"] = json!("CBLMariner")
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "PropertyChangeNotAllowed");
+    assert_eq!(r.body["error"]["target"], "osSKU");
+    // A MIG pool cannot move to Azure Linux, which has no MIG.
+    let mig = format!("{}/mig1?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &mig, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "gpuInstanceProfile": "MIG1g"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    succeeded(&s, &tok, &mig).await;
+    let r = put_back(&s, &tok, &mig, |p| {
+        p["properties"]["osSKU"] = json!("AzureLinux")
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["target"], "properties.gpuInstanceProfile");
 }
 
 #[tokio::test]
