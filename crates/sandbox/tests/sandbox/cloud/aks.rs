@@ -351,6 +351,43 @@ async fn aks_migrates_the_os_sku_in_place_between_ubuntu_and_azure_linux() {
 }
 
 #[tokio::test]
+async fn aks_gpu_driver_is_an_enum_fixed_at_creation() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let url = format!("{}/nodrv?{API}", aks_pools("sandbox-aks"));
+    let body = |driver: &str| json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "gpuProfile": {"driver": driver}}});
+    let r = s.arm(&tok, Method::PUT, &url, Some(&body("Skip"))).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "InvalidParameter");
+    let r = s.arm(&tok, Method::PUT, &url, Some(&body("none"))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let p = succeeded(&s, &tok, &url).await;
+    assert_eq!(
+        p["properties"]["gpuProfile"]["driver"], "None",
+        "enum canonicalised"
+    );
+    // Kept when a PUT leaves it out; a change is refused.
+    let r = put_back(&s, &tok, &url, |p| {
+        p["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("gpuProfile");
+        p["properties"]["count"] = json!(2);
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let p = succeeded(&s, &tok, &url).await;
+    assert_eq!(p["properties"]["gpuProfile"]["driver"], "None");
+    let r = put_back(&s, &tok, &url, |p| {
+        p["properties"]["gpuProfile"]["driver"] = json!("Install")
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "PropertyChangeNotAllowed");
+    assert_eq!(r.body["error"]["target"], "gpuProfile.driver");
+}
+
+#[tokio::test]
 async fn aks_user_pools_scale_to_zero() {
     let s = start(0).await;
     let tok = s.azure_token().await;
