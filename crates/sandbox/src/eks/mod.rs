@@ -33,6 +33,9 @@ pub(crate) use routes::Eks;
 pub(crate) const EKS_VERSION: &str = "1.33";
 /// EKS service quota: nodes per managed node group.
 pub(crate) const MAX_NODES: i64 = 450;
+/// EKS service quota "Managed node groups per cluster" (L-6D54EA21): 30 unless raised (Amazon EKS
+/// service quotas in the EKS user guide).
+pub(crate) const MAX_NODEGROUPS: usize = 30;
 pub(crate) const RELEASE_VERSION: &str = "1.33.5-20251120";
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -14,8 +14,8 @@ use super::validate::{
     parse_taints, str_list, str_map,
 };
 use super::{
-    AwsError, EKS_VERSION, EksUpdate, EksWorld, NgSpec, Nodegroup, Pending, RELEASE_VERSION, aws,
-    invalid,
+    AwsError, EKS_VERSION, EksUpdate, EksWorld, MAX_NODEGROUPS, NgSpec, Nodegroup, Pending,
+    RELEASE_VERSION, aws, invalid,
 };
 use crate::api::ApiRequest;
 use crate::nodes::NodeEvent;
@@ -115,6 +115,18 @@ pub(super) fn create(
                 StatusCode::CONFLICT,
                 "ResourceInUseException",
                 format!("NodeGroup already exists with name {name} and cluster name {c}"),
+            )
+            .with("clusterName", c)
+            .with("nodegroupName", &name));
+        }
+        // The "Managed node groups per cluster" service quota (L-6D54EA21, 30 by default). EKS
+        // answers a create past it with ResourceLimitExceededException, HTTP 400 (EKS API model);
+        // the message follows the one EKS gives for its Fargate profile limit.
+        if cl.nodegroups.len() >= MAX_NODEGROUPS {
+            return Err(aws(
+                StatusCode::BAD_REQUEST,
+                "ResourceLimitExceededException",
+                "Nodegroup limit exceeded for cluster.",
             )
             .with("clusterName", c)
             .with("nodegroupName", &name));

@@ -411,3 +411,50 @@ async fn aks_user_pools_scale_to_zero() {
     assert_eq!(changed(&events, "zero")[0].node_count, 0);
     assert_eq!(changed(&events, "auto")[0].node_count, 0);
 }
+
+#[tokio::test]
+async fn aks_refuses_a_pool_past_a_hundred_per_cluster() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let cluster = s
+        .arm(
+            &tok,
+            Method::GET,
+            &format!(
+                "/subscriptions/{SUB}/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks?{API}"
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(cluster.body["properties"]["maxAgentPools"], 100);
+    let body = json!({"properties": {"vmSize": "Standard_NC4as_T4_v3", "count": 0}});
+    for i in 0..100 {
+        let url = format!("{}/p{i}?{API}", aks_pools("sandbox-aks"));
+        let r = s.arm(&tok, Method::PUT, &url, Some(&body)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "p{i}: {}", r.text);
+    }
+    let extra = format!("{}/p100?{API}", aks_pools("sandbox-aks"));
+    let r = s.arm(&tok, Method::PUT, &extra, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "QuotaExceeded");
+    // Updates of the pools there are still fine, and a deleted pool makes room.
+    let p0 = format!("{}/p0?{API}", aks_pools("sandbox-aks"));
+    succeeded(&s, &tok, &p0).await;
+    assert_eq!(
+        put_back(&s, &tok, &p0, |p| p["properties"]["count"] = json!(1))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    succeeded(&s, &tok, &p0).await;
+    assert_eq!(
+        s.arm(&tok, Method::DELETE, &p0, None).await.status,
+        StatusCode::ACCEPTED
+    );
+    eventually(5, || async {
+        (s.arm(&tok, Method::GET, &p0, None).await.status == StatusCode::NOT_FOUND).then_some(())
+    })
+    .await;
+    let r = s.arm(&tok, Method::PUT, &extra, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+}

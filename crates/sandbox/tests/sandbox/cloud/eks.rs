@@ -336,6 +336,70 @@ async fn eks_scales_a_node_group_to_zero_with_a_max_of_at_least_one() {
 }
 
 #[tokio::test]
+async fn eks_refuses_a_node_group_past_the_per_cluster_quota() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    for i in 0..30 {
+        let r = s
+            .eks(
+                Method::POST,
+                base,
+                Some(&gpu_group(&format!("ng{i}"), json!({}))),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "ng{i}: {}", r.text);
+    }
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("ng30", json!({}))))
+        .await;
+    assert_eq!(
+        (r.status, r.header("x-amzn-errortype").as_deref()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("ResourceLimitExceededException")
+        ),
+        "{}",
+        r.text
+    );
+    assert_eq!(r.body["clusterName"], "sandbox-eks");
+    assert_eq!(r.body["nodegroupName"], "ng30");
+    // The limit is per cluster: a retried create of an existing group is still answered, and once a
+    // group is gone there is room again.
+    let retry = gpu_group("ng0", json!({}));
+    assert_eq!(
+        s.eks(Method::POST, base, Some(&retry))
+            .await
+            .header("x-amzn-errortype")
+            .as_deref(),
+        Some("ResourceInUseException")
+    );
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/ng0"), None).await.body["nodegroup"]["status"]
+            == "ACTIVE")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        s.eks(Method::DELETE, &format!("{base}/ng0"), None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/ng0"), None)
+            .await
+            .status
+            == StatusCode::NOT_FOUND)
+            .then_some(())
+    })
+    .await;
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("ng30", json!({}))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[tokio::test]
 async fn eks_bottlerocket_nodes_report_their_image() {
     let s = start(0).await;
     let base = "/clusters/sandbox-eks/node-groups";
