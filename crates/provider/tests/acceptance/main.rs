@@ -18,6 +18,7 @@ mod logging;
 mod module_tftest;
 mod nodepool_aks;
 mod nodepool_bad_input;
+mod nodepool_eks_ami;
 mod nodepool_faults;
 mod nodepool_gke_eks;
 mod nodepool_moto;

@@ -16,7 +16,7 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 use super::schema::{DEFAULT_EKS_AMI, schema};
 
 /// Domain fields whose attribute has another name here.
-const RENAME: &[(Field, &str)] = &[];
+const RENAME: &[(Field, &str)] = &[(Field::EksAmiType, "eks.0.ami_type")];
 
 tfplugin::object! {
     /// The `aks` block.
@@ -287,6 +287,14 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     let sku_error = os_sku
         .as_ref()
         .and_then(|sku| gpu::check_aks_os_sku(&sharing, sku).err());
+    let ami_type = args.eks.as_ref().map(|b| {
+        b.ami_type
+            .clone()
+            .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string())
+    });
+    let ami_error = ami_type
+        .as_ref()
+        .and_then(|ami| gpu::check_eks_ami_type(&sharing, ami).err());
     let machine_type = hardware.machine_type.clone();
     let derived = match gpu::validate(&gpu::PoolSpec {
         cloud,
@@ -298,7 +306,7 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     }) {
         Ok(d) => d,
         Err(errors) => {
-            for e in sku_error.iter().chain(&errors) {
+            for e in sku_error.iter().chain(&ami_error).chain(&errors) {
                 let mut d = domain_diagnostic(e, RENAME);
                 if e.field == Field::OsSku {
                     d.path = Some(os_sku_path.clone());
@@ -310,6 +318,10 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     };
     if let Some(e) = sku_error {
         diags.push(domain_diagnostic(&e, RENAME).at(os_sku_path));
+        return None;
+    }
+    if let Some(e) = ami_error {
+        diags.push(domain_diagnostic(&e, RENAME));
         return None;
     }
     let scaling = args.scaling(diags)?;
@@ -337,10 +349,7 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
         eks: args.eks.as_ref().map(|b| EksPoolFields {
             node_role_arn: b.node_role_arn.clone(),
             subnet_ids: b.subnet_ids.clone(),
-            ami_type: b
-                .ami_type
-                .clone()
-                .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string()),
+            ami_type: ami_type.clone().unwrap_or_default(),
         }),
     };
     Some(Resolved {

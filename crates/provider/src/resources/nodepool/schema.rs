@@ -55,7 +55,7 @@ pub fn schema() -> Schema {
                 .optional()
                 .computed()
                 .requires_replace()
-                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`."))
+                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs)."))
                 .validate(OneOf(EKS_GPU_AMIS))
                 .default_value(Value::string(DEFAULT_EKS_AMI)),
         );
