@@ -437,7 +437,20 @@ pub fn state_from_pool(
         .map(|a| a.machine_type.clone())
         .filter(|m| m.eq_ignore_ascii_case(&spec.machine_type))
         .unwrap_or_else(|| spec.machine_type.clone());
-    let (fixed, autoscaling) = match spec.scaling {
+    // EKS has no autoscaling switch: autoscaling {n, n}, and {0, 1} while at zero, are stored as a
+    // fixed count is. Such a pool keeps the form it was written in.
+    let written = before
+        .as_ref()
+        .and_then(|a| a.autoscaling.as_ref())
+        .map(|a| Scaling::Auto {
+            min: a.min_nodes,
+            max: a.max_nodes,
+        });
+    let scaling = match (&spec.location, written) {
+        (Location::Eks { .. }, Some(w)) if cloud::eks::canonical_scaling(w) == spec.scaling => w,
+        _ => spec.scaling,
+    };
+    let (fixed, autoscaling) = match scaling {
         Scaling::Fixed { nodes } => (Some(nodes), None),
         Scaling::Auto { min, max } => (
             None,

@@ -93,7 +93,7 @@ pub fn schema() -> Schema {
     .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."))
     .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types). Default: the catalog's model for `machine_type`."))
     .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node. Default: the catalog's count for `machine_type`.").validate(IntBetween(1, 16)))
-    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set. Default 1. Changes in place.").validate(IntBetween(0, 1000)))
+    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set; 0 keeps the pool with no nodes (on EKS, whose maxSize cannot be 0, that is minSize 0, maxSize 1, desiredSize 0). Default 1. Changes in place.").validate(IntBetween(0, 1000)))
     .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`.").default_value(Value::Bool(false)))
     .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
     .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Default none. Changes in place."))
