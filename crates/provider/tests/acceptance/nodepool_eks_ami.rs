@@ -1,6 +1,7 @@
-//! EKS AMI types as they really are: Bottlerocket's NVIDIA variants share GPUs only through their
-//! own settings, so a Bottlerocket pool without sharing is fine and its nodes advertise whole GPUs,
-//! and sharing is refused at plan time.
+//! EKS AMI types as they really are: Amazon Linux 2 GPU AMIs end with Kubernetes 1.32 (a plan-time
+//! warning names the replacement; EKS itself refuses them on 1.33 clusters), and Bottlerocket's NVIDIA
+//! variants share GPUs only through their own settings, so a Bottlerocket pool without sharing is
+//! fine and its nodes advertise whole GPUs.
 
 use std::time::Duration;
 
@@ -11,6 +12,55 @@ fn config(url: &str, ami: &str, sharing: &str) -> String {
     format!(
         "{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{url}\"\n}}\n\nresource \"fracgpu_nodepool\" \"p\" {{\n  name         = \"gpus\"\n  machine_type = \"g4dn.xlarge\"\n  eks {{\n    cluster_name  = \"sandbox-eks\"\n    node_role_arn = \"arn:aws:iam::123456789012:role/gpu-nodes\"\n    subnet_ids    = [\"subnet-0a1\"]\n    ami_type      = \"{ami}\"\n  }}\n{sharing}\n}}\n\noutput \"pool\" {{ value = fracgpu_nodepool.p }}\n"
     )
+}
+
+#[test]
+fn eks_al2_gpu_ami_warns_at_plan_and_eks_refuses_it_on_1_33() {
+    let sb = sandbox::start(Duration::ZERO);
+    let ws = Workspace::new(&config(
+        &sb.url,
+        "AL2_x86_64_GPU",
+        "  time_slicing { replicas = 4 }",
+    ));
+    ws.init();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    let text = plan.text();
+    for needle in [
+        "Warning: Amazon Linux 2 GPU AMI",
+        "ami_type      = \"AL2_x86_64_GPU\"",
+        "2025-11-26",
+        "1.33",
+        "AL2023_x86_64_NVIDIA",
+    ] {
+        assert!(
+            flat(&text).contains(&flat(needle)),
+            "missing {needle:?} in:\n{text}"
+        );
+    }
+    // The sandbox's cluster runs Kubernetes 1.33: EKS has no AL2 AMI for it.
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    assert!(
+        flat(&out.text()).contains(
+            "AMI Type AL2_x86_64_GPU is only supported for kubernetes versions 1.32 or earlier"
+        ),
+        "{}",
+        out.text()
+    );
+    assert_eq!(sb.pools(), vec![]);
+    // The default needs no warning.
+    ws.write(
+        "main.tf",
+        &config(
+            &sb.url,
+            "AL2023_x86_64_NVIDIA",
+            "  time_slicing { replicas = 4 }",
+        ),
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(!plan.text().contains("Warning"), "{}", plan.text());
 }
 
 #[test]

@@ -100,6 +100,7 @@ impl Resource for NodePool {
         if let Some(args) = Args::from_value(config) {
             resolve(&args, &validation_settings(), diags);
         }
+        plan::warn_retired_ami(config, diags);
     }
 
     fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {

@@ -8,9 +8,10 @@ use gpu::Cloud;
 use tfplugin::api::PlanRequest;
 use tfplugin::object::{FromValue, merge};
 use tfplugin::plan::Planned;
-use tfplugin::{AttrPath, Diagnostics, Value};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::model::{Args, Derived, NodeLabels, resolve};
+use super::schema::{DEFAULT_EKS_AMI, RETIRED_EKS_AMI};
 
 pub fn modify(
     req: &PlanRequest<'_>,
@@ -117,6 +118,27 @@ fn gpu_replacement(
         .filter(|b| prior.get(b) != planned.get(b))
         .map(AttrPath::attr)
         .collect()
+}
+
+/// A warning on an AMI type EKS no longer publishes for current Kubernetes versions: Amazon Linux 2
+/// reached end of support on 2025-11-26, and EKS has no AL2 AMIs for Kubernetes 1.33 and later
+/// (awslabs/amazon-eks-ami), so a create on such a cluster fails. Older clusters still take it.
+pub fn warn_retired_ami(config: &Value, diags: &mut Diagnostics) {
+    let Some(eks) = config.get("eks").elements().first() else {
+        return;
+    };
+    if eks.get("ami_type").as_str() != Some(RETIRED_EKS_AMI) {
+        return;
+    }
+    diags.push(
+        Diagnostic::warning(
+            "Amazon Linux 2 GPU AMI is retired",
+            format!(
+                "{RETIRED_EKS_AMI} reached end of support on 2025-11-26 and EKS publishes no AL2 AMIs for Kubernetes 1.33 and later: creating this node group on such a cluster fails. Use ami_type = \"{DEFAULT_EKS_AMI}\" (the default), whose AMIs carry the NVIDIA driver; changing the AMI type replaces the node group."
+            ),
+        )
+        .at(AttrPath::attr("eks").with_index(0).with_attr("ami_type")),
+    );
 }
 
 #[cfg(test)]

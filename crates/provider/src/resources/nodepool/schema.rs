@@ -20,10 +20,12 @@ pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
     ("delete", Duration::from_secs(45 * 60)),
 ]);
 pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
+/// Still accepted (clusters of Kubernetes 1.32 and earlier have its AMIs), with a warning.
+pub const RETIRED_EKS_AMI: &str = "AL2_x86_64_GPU";
 const EKS_GPU_AMIS: &[&str] = &[
     "AL2023_x86_64_NVIDIA",
     "AL2023_ARM_64_NVIDIA",
-    "AL2_x86_64_GPU",
+    RETIRED_EKS_AMI,
     "BOTTLEROCKET_x86_64_NVIDIA",
     "BOTTLEROCKET_ARM_64_NVIDIA",
 ];
@@ -55,7 +57,7 @@ pub fn schema() -> Schema {
                 .optional()
                 .computed()
                 .requires_replace()
-                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs)."))
+                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs for Kubernetes 1.33 and later, and a plan warns."))
                 .validate(OneOf(EKS_GPU_AMIS))
                 .default_value(Value::string(DEFAULT_EKS_AMI)),
         );
