@@ -181,6 +181,19 @@ pub(super) fn update_body(doc: &Value, spec: &PoolSpec) -> Value {
         // The size AKS chose is not ours to pin: leave it out, as the create did.
         props.remove("osDiskSizeGB");
     }
+    if let Some(sku) = &spec.os_sku {
+        // An OS migration (a reimage); from now on the SKU is the user's, not AKS's default.
+        props.insert("osSKU".into(), sku.clone().into());
+        let kept: Vec<String> = defaulted_fields(&props)
+            .into_iter()
+            .filter(|f| f != "osSKU")
+            .collect();
+        if let Some(Value::Object(tags)) = props.get_mut("tags")
+            && tags.contains_key(DEFAULTS_TAG)
+        {
+            tags.insert(DEFAULTS_TAG.into(), kept.join(",").into());
+        }
+    }
     let current_count = props.get("count").and_then(Value::as_u64).unwrap_or(0) as u32;
     match spec.scaling {
         Scaling::Fixed { nodes } => {
@@ -361,8 +374,19 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
     })
 }
 
-/// Fields AKS changes with a PUT of the pool; everything else needs a new pool.
-pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints"];
+/// Fields AKS changes with a PUT of the pool; everything else needs a new pool. `os_sku` only
+/// within the families [`os_sku_changes_in_place`] allows.
+pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints", "os_sku"];
+
+/// Whether AKS changes a pool's OS SKU in place. It migrates a pool between the Ubuntu and Azure
+/// Linux families by reimaging its nodes (`az aks nodepool update --os-sku`); any other change needs
+/// a new pool, where terraform-provider-azurerm draws the line too. None is AKS's default, Ubuntu.
+pub fn os_sku_changes_in_place(old: Option<&str>, new: Option<&str>) -> bool {
+    let old = old.unwrap_or(AKS_DEFAULT_OS_SKU);
+    let new = new.unwrap_or(AKS_DEFAULT_OS_SKU);
+    let family = |s: &str| s.starts_with("Ubuntu") || s.starts_with("AzureLinux");
+    old == new || (family(old) && family(new))
+}
 
 /// Names of the fields in which two specs differ.
 pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {

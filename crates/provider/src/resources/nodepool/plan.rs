@@ -2,6 +2,7 @@
 //! provider's configuration (subscription, project, region), the node count only a pool without
 //! autoscaling has, what the domain derives, and the GPU settings a cloud cannot change in place.
 
+use crate::cloud::aks;
 use crate::model::Sharing;
 use crate::provider::Settings;
 use gpu::Cloud;
@@ -44,6 +45,13 @@ pub fn modify(
             req.prior,
             &planned.state,
         ));
+        if new.cloud == Cloud::Aks
+            && !aks::os_sku_changes_in_place(old.spec.os_sku.as_deref(), new.spec.os_sku.as_deref())
+        {
+            planned
+                .requires_replace
+                .push(AttrPath::attr("aks").with_index(0).with_attr("os_sku"));
+        }
         // Nothing the cloud holds changes: keep the prior status rather than "known after apply".
         if old.spec == new.spec
             && let Some(slot) = planned.state.get_mut("status")
