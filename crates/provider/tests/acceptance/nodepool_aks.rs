@@ -300,3 +300,54 @@ fn aks_os_sku_moves_between_ubuntu_and_azure_linux_in_place() {
     assert_eq!(ws.plan_exit_code().0, 0);
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
 }
+
+#[test]
+fn aks_gpu_driver_none_leaves_the_driver_to_the_gpu_operator() {
+    let sb = sandbox::start(Duration::ZERO);
+    let body = r#"  name         = "opdriver"
+  machine_type = "Standard_NC24ads_A100_v4"
+  time_slicing { replicas = 4 }"#;
+    let ws = Workspace::new(&config_with_aks(
+        &sb,
+        "    gpu_driver     = \"None\"\n",
+        body,
+    ));
+    ws.init();
+    ws.apply();
+    assert_eq!(
+        sb.pool("opdriver")["properties"]["gpuProfile"]["driver"],
+        "None"
+    );
+    let p = &ws.output_json()["pool"]["value"];
+    assert_eq!(p["aks"][0]["gpu_driver"], "None");
+    assert_eq!(ws.plan_exit_code().0, 0);
+    // Imported, it plans empty.
+    let fresh = Workspace::new(&std::fs::read_to_string(ws.dir.join("main.tf")).unwrap());
+    fresh.init();
+    let id = p["id"].as_str().unwrap().to_string();
+    fresh.ok(&["import", "-no-color", "fracgpu_nodepool.p", &id]);
+    let (code, plan) = fresh.plan_exit_code();
+    assert_eq!(code, 0, "plan after import is empty:\n{}", plan.text());
+    // AKS sets the driver up when it creates the nodes: a change needs a new pool.
+    ws.write(
+        "main.tf",
+        &config_with_aks(&sb, "    gpu_driver     = \"Install\"\n", body),
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(
+        plan.stdout.contains("# forces replacement"),
+        "{}",
+        plan.stdout
+    );
+    ws.apply();
+    assert_eq!(
+        sb.pool("opdriver")["properties"]["gpuProfile"]["driver"],
+        "Install"
+    );
+    assert_eq!(times_created(&sb, "opdriver"), 2);
+    // Left out, the driver setting the pool has stays.
+    ws.write("main.tf", &config(&sb, body));
+    assert_eq!(ws.plan_exit_code().0, 0);
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+}

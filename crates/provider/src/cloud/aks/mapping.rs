@@ -62,11 +62,21 @@ struct AgentPoolProps {
     #[serde(skip_serializing_if = "Option::is_none")]
     gpu_instance_profile: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_profile: Option<GpuProfile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tags: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing)]
     provisioning_state: Option<String>,
+}
+
+/// `gpuProfile`: whether AKS installs the NVIDIA driver (`Install`, its default) or leaves it to
+/// the GPU operator (`None`).
+#[derive(Serialize, Deserialize, Default, Debug)]
+struct GpuProfile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    driver: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Default, Debug)]
@@ -148,6 +158,9 @@ pub(super) fn create_body(spec: &PoolSpec) -> Value {
         scale_set_eviction_policy: spec.spot.then(|| "Delete".into()),
         spot_max_price: spec.spot.then_some(-1.0),
         gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.clone(),
+        gpu_profile: spec.gpu.aks_gpu_driver.clone().map(|driver| GpuProfile {
+            driver: Some(driver),
+        }),
         mode: Some("User".into()),
         tags: Some(BTreeMap::from([(
             DEFAULTS_TAG.to_string(),
@@ -366,6 +379,7 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
             gpu: PoolGpu {
                 count: gpu_count,
                 aks_gpu_instance_profile: p.gpu_instance_profile,
+                aks_gpu_driver: p.gpu_profile.and_then(|g| g.driver),
                 ..PoolGpu::default()
             },
             os_sku,
@@ -417,6 +431,16 @@ pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
     }
     if a.gpu.aks_gpu_instance_profile != b.gpu.aks_gpu_instance_profile {
         d.push("gpu_instance_profile");
+    }
+    // Not set means AKS's default, Install, which AKS may or may not report back.
+    let driver = |s: &PoolSpec| {
+        s.gpu
+            .aks_gpu_driver
+            .clone()
+            .unwrap_or_else(|| "Install".into())
+    };
+    if driver(a) != driver(b) {
+        d.push("gpu_driver");
     }
     if a.os_sku != b.os_sku {
         d.push("os_sku");

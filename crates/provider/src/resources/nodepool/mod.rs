@@ -299,6 +299,7 @@ mod tests {
             ("resource_group", "rg".into()),
             ("cluster_name", "c".into()),
             ("os_sku", Value::Null),
+            ("gpu_driver", Value::Null),
         ])])
     }
 

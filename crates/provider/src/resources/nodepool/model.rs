@@ -26,6 +26,8 @@ tfplugin::object! {
         pub cluster_name: String,
         /// Computed by AKS when not set, so unknown in a create plan.
         pub os_sku: Known<String>,
+        /// Computed like os_sku.
+        pub gpu_driver: Known<String>,
     }
 }
 
@@ -344,7 +346,10 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
                 effect: t.effect.as_str().to_string(),
             })
             .collect(),
-        gpu: pool_gpu(&derived),
+        gpu: PoolGpu {
+            aks_gpu_driver: args.aks.as_ref().and_then(|b| b.gpu_driver.0.clone()),
+            ..pool_gpu(&derived)
+        },
         os_sku,
         eks: args.eks.as_ref().map(|b| EksPoolFields {
             node_role_arn: b.node_role_arn.clone(),
@@ -377,6 +382,7 @@ fn pool_gpu(derived: &gpu::Derived) -> PoolGpu {
         aks_gpu_instance_profile: derived
             .aks_gpu_instance_profile
             .map(|p| p.as_str().to_string()),
+        aks_gpu_driver: None,
     }
 }
 
@@ -490,6 +496,7 @@ pub fn state_from_pool(
                 resource_group: resource_group.clone(),
                 cluster_name: cluster.clone(),
                 os_sku: Known(spec.os_sku.clone()),
+                gpu_driver: Known(spec.gpu.aks_gpu_driver.clone()),
             }))
         }
         Location::Gke {

@@ -29,6 +29,7 @@ const EKS_GPU_AMIS: &[&str] = &[
     "BOTTLEROCKET_x86_64_NVIDIA",
     "BOTTLEROCKET_ARM_64_NVIDIA",
 ];
+const AKS_GPU_DRIVERS: &[&str] = &["Install", "None"];
 const AKS_OS_SKUS: &[&str] = &[
     "Ubuntu",
     "Ubuntu2204",
@@ -42,7 +43,8 @@ pub fn schema() -> Schema {
         .attr(Attribute::string("subscription_id").optional().computed().requires_replace().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
         .attr(Attribute::string("resource_group").required().requires_replace().describe("Resource group of the cluster."))
         .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the AKS cluster."))
-        .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). A change between the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any other change replaces the pool. MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)));
+        .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). A change between the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any other change replaces the pool. MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)))
+        .attr(Attribute::string("gpu_driver").optional().computed().use_state_for_unknown().requires_replace().describe("Whether AKS installs the NVIDIA driver on the nodes (`gpuProfile.driver`): `Install`, or `None` when the GPU operator installs it (its chart's `driver.enabled=true`, the default); with `Install`, run the operator with `driver.enabled=false`. Default: AKS's (`Install`). AKS sets it up when it creates the nodes, so a change replaces the pool.").validate(OneOf(AKS_GPU_DRIVERS)));
     let gke = Block::new("Google Kubernetes Engine: the cluster the pool joins. Changing any argument replaces the pool.")
         .attr(Attribute::string("project").optional().computed().requires_replace().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
         .attr(Attribute::string("location").required().requires_replace().describe("Region or zone of the cluster, e.g. `us-central1`."))
