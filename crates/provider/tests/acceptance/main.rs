@@ -22,6 +22,7 @@ mod nodepool_eks_ami;
 mod nodepool_faults;
 mod nodepool_gke_eks;
 mod nodepool_moto;
+mod nodepool_quotas;
 mod nodepool_scale_to_zero;
 mod nodepool_twin;
 mod release;
