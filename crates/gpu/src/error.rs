@@ -14,6 +14,8 @@ pub enum Field {
     GpuCount,
     PoolName,
     OsSku,
+    /// The EKS AMI type of a node group.
+    EksAmiType,
     MigProfile,
     MigStrategy,
     MigGkeSharing,
@@ -40,6 +42,7 @@ impl Field {
             Field::GpuCount => "gpu_count",
             Field::PoolName => "name",
             Field::OsSku => "os_sku",
+            Field::EksAmiType => "ami_type",
             Field::MigProfile => "mig.profile",
             Field::MigStrategy => "mig.strategy",
             Field::MigGkeSharing => "mig.gke_sharing.strategy",
@@ -101,6 +104,8 @@ pub(crate) mod summary {
     pub(crate) const INVALID_SHARING: &str = "Invalid GPU sharing";
     pub(crate) const INVALID_REPLICAS: &str = "Invalid replica count";
     pub(crate) const INVALID_OS_SKU: &str = "Unsupported OS SKU";
+    pub(crate) const SHARING_NOT_ON_BOTTLEROCKET: &str =
+        "GPU sharing not available on Bottlerocket";
     pub(crate) const CONFLICTING_LABEL: &str = "Conflicting node label";
     pub(crate) const INVALID_TAINT: &str = "Invalid taint";
     pub(crate) const INVALID_WORKLOAD: &str = "Invalid workload need";

@@ -106,6 +106,10 @@ pub enum ClusterSpec {
     Eks {
         region: String,
         name: String,
+        /// The cluster's "Managed node groups per cluster" quota (L-6D54EA21) when it has been
+        /// raised through Service Quotas; 30, EKS's default, when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nodegroup_quota: Option<usize>,
     },
 }
 
@@ -127,6 +131,7 @@ impl ClusterSpec {
             ClusterSpec::Eks {
                 region: "us-east-1".into(),
                 name: "sandbox-eks".into(),
+                nodegroup_quota: None,
             },
         ]
     }
@@ -192,9 +197,13 @@ impl World {
                         self.gke.add_cluster(project, location, name)
                     }
                 }
-                ClusterSpec::Eks { region, name } => {
+                ClusterSpec::Eks {
+                    region,
+                    name,
+                    nodegroup_quota,
+                } => {
                     if !self.eks.clusters.contains_key(&format!("{region}/{name}")) {
-                        self.eks.add_cluster(region, name)
+                        self.eks.add_cluster(region, name, *nodegroup_quota)
                     }
                 }
             }

@@ -21,7 +21,8 @@ pub struct PoolNodes {
     pub cloud: &'static str,
     pub cluster: String,
     pub pool: String,
-    /// The node count, or the autoscaling minimum; at least 1 so the twin always has a node to inspect.
+    /// The nodes the pool runs: the node count, or the autoscaling minimum. AKS and EKS pools scaled
+    /// to zero have none (GKE's pools still get one, so the twin has a node to inspect).
     pub node_count: u32,
     /// Labels as the cloud sets them on nodes, plus the pool's own labels.
     pub labels: BTreeMap<String, String>,
@@ -36,6 +37,10 @@ pub struct PoolNodes {
     pub mig_instances_per_gpu: u32,
     /// GKE's own GPU sharing: (TIME_SHARING | MPS, max shared clients per GPU).
     pub gke_sharing: Option<(String, u32)>,
+    /// The node's `status.nodeInfo.osImage` when the node image says more than the default
+    /// Ubuntu does, e.g. an EKS node group's AMI family. Bottlerocket's NVIDIA variants run the
+    /// device plugin as a host service (see the twin), so what runs on a node depends on it.
+    pub os_image: Option<String>,
 }
 
 pub trait NodeSink: Send + Sync {

@@ -30,7 +30,7 @@ mod validate;
 
 pub use modes::{GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode};
 pub use plugin_config::{NamedConfig, device_plugin_config, device_plugin_config_yaml};
-pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku};
+pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku, check_eks_ami_type};
 use taints::DEFAULT_GPU_TAINT;
 pub use taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 pub use validate::{Derived, GkeAccelerator, Isolation, PoolSpec, validate};

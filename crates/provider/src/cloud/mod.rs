@@ -91,6 +91,8 @@ pub struct PoolGpu {
     pub gke_sharing: Option<GkeSharing>,
     /// AKS's gpuInstanceProfile, e.g. `MIG1g`.
     pub aks_gpu_instance_profile: Option<String>,
+    /// AKS's gpuProfile.driver: `Install` or `None`; None leaves it to AKS (which installs).
+    pub aks_gpu_driver: Option<String>,
 }
 
 /// EKS fields that have no counterpart on the other clouds.

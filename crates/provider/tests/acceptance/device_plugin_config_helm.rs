@@ -203,6 +203,7 @@ fn labelled_node(st: &RunningStack, config: &str) -> String {
         mig_profile: None,
         mig_instances_per_gpu: 0,
         gke_sharing: None,
+        os_image: None,
     });
     st.stack.kube.pool_node_names("aks", "sandbox-aks", "ts")[0].clone()
 }

@@ -246,3 +246,108 @@ fn aks_pool_vanishing_out_of_band_is_planned_for_creation() {
     ws.apply();
     assert_eq!(sb.pools().len(), 1);
 }
+
+fn config_with_aks(sb: &Running, aks_extra: &str, pool_body: &str) -> String {
+    config(sb, pool_body).replace(
+        &format!("    cluster_name   = \"{CLUSTER}\"\n  }}"),
+        &format!("    cluster_name   = \"{CLUSTER}\"\n{aks_extra}  }}"),
+    )
+}
+
+/// How many creates made the pool, per the sandbox's counters.
+fn times_created(sb: &Running, name: &str) -> u64 {
+    crate::common::pools::creates(&sb.sandbox.inventory())
+        .get(&("aks".to_string(), CLUSTER.to_string(), name.to_string()))
+        .map_or(0, |c| c.made)
+}
+
+fn plan_in_place(ws: &Workspace) {
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(plan.stdout.contains("updated in-place"), "{}", plan.stdout);
+    assert!(
+        !plan.stdout.contains("forces replacement"),
+        "{}",
+        plan.stdout
+    );
+}
+
+#[test]
+fn aks_os_sku_moves_between_ubuntu_and_azure_linux_in_place() {
+    let sb = sandbox::start(Duration::ZERO);
+    let body = r#"  name         = "osmove"
+  machine_type = "Standard_NC24ads_A100_v4"
+  time_slicing { replicas = 4 }"#;
+    // Created with AKS's default image (no os_sku), then moved to Azure Linux, Azure Linux 3 and
+    // Ubuntu 24.04: each a reimage of the same pool.
+    let ws = Workspace::new(&config(&sb, body));
+    ws.init();
+    ws.apply();
+    for sku in ["AzureLinux", "AzureLinux3", "Ubuntu2404"] {
+        ws.write(
+            "main.tf",
+            &config_with_aks(&sb, &format!("    os_sku         = \"{sku}\"\n"), body),
+        );
+        plan_in_place(&ws);
+        ws.apply();
+        assert_eq!(sb.pool("osmove")["properties"]["osSKU"], sku);
+        let (code, plan) = ws.plan_exit_code();
+        assert_eq!(code, 0, "{sku}: the plan is empty:\n{}", plan.text());
+    }
+    assert_eq!(times_created(&sb, "osmove"), 1, "never replaced");
+    // Leaving os_sku out again keeps what the pool runs.
+    ws.write("main.tf", &config(&sb, body));
+    assert_eq!(ws.plan_exit_code().0, 0);
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+}
+
+#[test]
+fn aks_gpu_driver_none_leaves_the_driver_to_the_gpu_operator() {
+    let sb = sandbox::start(Duration::ZERO);
+    let body = r#"  name         = "opdriver"
+  machine_type = "Standard_NC24ads_A100_v4"
+  time_slicing { replicas = 4 }"#;
+    let ws = Workspace::new(&config_with_aks(
+        &sb,
+        "    gpu_driver     = \"None\"\n",
+        body,
+    ));
+    ws.init();
+    ws.apply();
+    assert_eq!(
+        sb.pool("opdriver")["properties"]["gpuProfile"]["driver"],
+        "None"
+    );
+    let p = &ws.output_json()["pool"]["value"];
+    assert_eq!(p["aks"][0]["gpu_driver"], "None");
+    assert_eq!(ws.plan_exit_code().0, 0);
+    // Imported, it plans empty.
+    let fresh = Workspace::new(&std::fs::read_to_string(ws.dir.join("main.tf")).unwrap());
+    fresh.init();
+    let id = p["id"].as_str().unwrap().to_string();
+    fresh.ok(&["import", "-no-color", "fracgpu_nodepool.p", &id]);
+    let (code, plan) = fresh.plan_exit_code();
+    assert_eq!(code, 0, "plan after import is empty:\n{}", plan.text());
+    // AKS sets the driver up when it creates the nodes: a change needs a new pool.
+    ws.write(
+        "main.tf",
+        &config_with_aks(&sb, "    gpu_driver     = \"Install\"\n", body),
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(
+        plan.stdout.contains("# forces replacement"),
+        "{}",
+        plan.stdout
+    );
+    ws.apply();
+    assert_eq!(
+        sb.pool("opdriver")["properties"]["gpuProfile"]["driver"],
+        "Install"
+    );
+    assert_eq!(times_created(&sb, "opdriver"), 2);
+    // Left out, the driver setting the pool has stays.
+    ws.write("main.tf", &config(&sb, body));
+    assert_eq!(ws.plan_exit_code().0, 0);
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+}

@@ -998,6 +998,7 @@ async fn each_region_has_its_own_clusters() {
     clusters.push(::sandbox::ClusterSpec::Eks {
         region: "eu-west-1".into(),
         name: CLUSTER.into(),
+        nodegroup_quota: None,
     });
     let sb = Sandbox::open(Config {
         clusters,

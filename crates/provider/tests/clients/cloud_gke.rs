@@ -176,6 +176,7 @@ fn time_sharing(name: &str) -> PoolSpec {
             gke_partition_size: None,
             gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 10 }),
             aks_gpu_instance_profile: None,
+            aks_gpu_driver: None,
         },
         os_sku: None,
         eks: None,
@@ -314,6 +315,7 @@ async fn partitioned_a100_with_time_sharing_on_top_round_trips() {
         gke_partition_size: Some("1g.5gb".into()),
         gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 3 }),
         aks_gpu_instance_profile: None,
+        aks_gpu_driver: None,
     };
     let pool = env.gke.create(&spec, &long()).await.unwrap();
     assert_eq!(pool.spec, spec);

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ::sandbox::{Config, DEFAULT_SUBSCRIPTION, Sandbox};
+use ::sandbox::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Sandbox};
 use axum::body::Body;
 use axum::http::Request;
 use axum::middleware::Next;
@@ -19,9 +19,23 @@ use fracgpu::cloud::{
 };
 use futures_util::future::join_all;
 
-/// A sandbox over HTTP; `router` may wrap what it answers. Its base URL.
+/// A sandbox over HTTP; `router` may wrap what it answers. Its base URL. Its EKS cluster's node
+/// group quota is raised to 150 (EKS's default of 30 would end the list at one page).
 async fn serve(router: impl FnOnce(axum::Router) -> axum::Router) -> (Sandbox, String) {
-    let sb = Sandbox::open(Config::instant()).expect("sandbox");
+    let mut clusters = ClusterSpec::defaults();
+    for c in &mut clusters {
+        if let ClusterSpec::Eks {
+            nodegroup_quota, ..
+        } = c
+        {
+            *nodegroup_quota = Some(150);
+        }
+    }
+    let sb = Sandbox::open(Config {
+        clusters,
+        ..Config::instant()
+    })
+    .expect("sandbox");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let app = router(sb.router());

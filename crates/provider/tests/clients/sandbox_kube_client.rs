@@ -47,6 +47,7 @@ fn pool() -> PoolNodes {
         mig_profile: None,
         mig_instances_per_gpu: 0,
         gke_sharing: None,
+        os_image: None,
     }
 }
 

@@ -39,6 +39,7 @@ fn world() -> Vec<ClusterSpec> {
         clusters.push(ClusterSpec::Eks {
             region: "us-east-1".into(),
             name: (*name).into(),
+            nodegroup_quota: None,
         });
     }
     clusters

@@ -70,7 +70,8 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         cloud: "aks",
         cluster: cluster.to_string(),
         pool: pool.name.clone(),
-        node_count: count.max(1),
+        // A user pool scaled to zero has no nodes.
+        node_count: count,
         labels,
         taints,
         gpu_product: gpu.map(|(g, _)| g.product.to_string()),
@@ -79,6 +80,18 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         mig_profile: mig.map(|(p, _)| p.to_string()),
         mig_instances_per_gpu: mig.map_or(0, |(_, n)| n),
         gke_sharing: None,
+        os_image: os_image(&p.os_sku),
+    }
+}
+
+/// What a node of an OS SKU reports as its OS image; Ubuntu 22.04, AKS's default, is the node's
+/// default.
+fn os_image(os_sku: &str) -> Option<String> {
+    match os_sku {
+        "Ubuntu2404" => Some("Ubuntu 24.04.3 LTS".into()),
+        "AzureLinux3" => Some("Microsoft Azure Linux 3.0".into()),
+        "AzureLinux" | "CBLMariner" => Some("CBL-Mariner/Linux".into()),
+        _ => None,
     }
 }
 

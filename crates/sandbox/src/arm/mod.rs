@@ -33,6 +33,9 @@ pub(crate) use token::token;
 
 /// The oldest api-version the emulator serves (the one azurerm pins).
 pub(crate) const MIN_API_VERSION: &str = "2025-10-01";
+/// Node pools one cluster may have: "Maximum node pools per cluster: 100" (AKS quotas and limits),
+/// reported by a managed cluster as its read-only `maxAgentPools` (managedClusters.json).
+pub(crate) const MAX_AGENT_POOLS: usize = 100;
 pub(crate) const KUBERNETES_VERSION: &str = "1.33.3";
 
 #[derive(Debug, Default, Serialize, Deserialize)]

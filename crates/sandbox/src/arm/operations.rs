@@ -11,7 +11,8 @@ use super::documents::{pool_json, pool_nodes};
 use super::routes::find_cluster;
 use super::validate::{immutable_changes, parse_props};
 use super::{
-    AgentPool, AksCluster, AksWorld, ArmError, ArmOp, Pending, cluster_key, err, error_body,
+    AgentPool, AksCluster, AksWorld, ArmError, ArmOp, MAX_AGENT_POOLS, Pending, cluster_key, err,
+    error_body,
 };
 use crate::api::ApiRequest;
 use crate::dates::rfc3339_millis;
@@ -168,6 +169,15 @@ pub(super) fn put_pool(
                     format!("Operation is not allowed because there's an in progress {what} agent pool operation on agent pool '{name}'. Please wait for it to finish before starting a new operation."),
                 ));
             }
+        // The documented limit of node pools per cluster. AKS does not publish the error it answers
+        // a create past it with; this is ARM's code for a limit reached (QuotaExceeded), in ARM's shape.
+        if existing.is_none() && c.pools.len() >= MAX_AGENT_POOLS {
+            return Err(err(
+                StatusCode::BAD_REQUEST,
+                "QuotaExceeded",
+                format!("Cannot add agent pool '{name}': managed cluster '{}' already has {} agent pools, the maximum (maxAgentPools) a cluster can have.", c.name, c.pools.len()),
+            ));
+        }
         let props = parse_props(name, &req.body, existing.as_ref().map(|p| &p.props))?;
         if let Some(old) = &existing
             && let Some((field, a, b)) = immutable_changes(&old.props, &props) {

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::documents::pool_json;
 use super::operations::{delete_pool, operation, put_pool};
-use super::{AksCluster, ArmError, KUBERNETES_VERSION, MIN_API_VERSION, cluster_key, err};
+use super::{
+    AksCluster, ArmError, KUBERNETES_VERSION, MAX_AGENT_POOLS, MIN_API_VERSION, cluster_key, err,
+};
 use crate::api::{ApiRequest, CloudApi};
 use crate::util::{json_response, query_get, segments};
 use crate::{Sandbox, World};
@@ -241,6 +243,7 @@ fn get_cluster(sb: &Sandbox, sub: &str, rg: &str, cluster: &str) -> Result<Respo
                 "name": c.name, "type": "Microsoft.ContainerService/ManagedClusters", "location": c.location,
                 "properties": {"provisioningState": "Succeeded", "kubernetesVersion": KUBERNETES_VERSION,
                     "currentKubernetesVersion": KUBERNETES_VERSION, "dnsPrefix": c.name, "agentPoolProfiles": profiles,
+                    "maxAgentPools": MAX_AGENT_POOLS,
                     "powerState": {"code": "Running"}}
             }),
         ))

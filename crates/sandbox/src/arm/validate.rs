@@ -493,12 +493,25 @@ pub(super) fn effective_disk(size_gb: u32) -> u32 {
     if size_gb == 0 { 128 } else { size_gb }
 }
 
+/// Whether AKS changes a pool's OS SKU in place. It migrates between the Ubuntu and Azure Linux
+/// families by reimaging the nodes (`az aks nodepool update --os-sku`); any other change (to or from
+/// CBLMariner or Windows) needs a new pool, which is where terraform-provider-azurerm's node pool
+/// resource draws the line too (ForceNewIfChange on os_sku unless old and new both start with
+/// Ubuntu or AzureLinux).
+pub(super) fn os_sku_migrates(old: &str, new: &str) -> bool {
+    let family = |s: &str| s.starts_with("Ubuntu") || s.starts_with("AzureLinux");
+    old == new || (family(old) && family(new))
+}
+
 /// Fields AKS refuses to change on an existing pool ("PropertyChangeNotAllowed"); azurerm replaces
 /// the pool when one of them changes.
 pub(super) fn immutable_changes(
     old: &PoolProps,
     new: &PoolProps,
 ) -> Option<(&'static str, String, String)> {
+    if !os_sku_migrates(&old.os_sku, &new.os_sku) {
+        return Some(("osSKU", old.os_sku.clone(), new.os_sku.clone()));
+    }
     let checks: [(&'static str, String, String); 10] = [
         (
             "gpuProfile.driver",

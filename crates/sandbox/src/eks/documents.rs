@@ -40,7 +40,8 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         cloud: "eks",
         cluster: cluster.to_string(),
         pool: ng.name.clone(),
-        node_count: s.desired_size.max(1) as u32,
+        // A node group scaled to zero (desiredSize 0) has no nodes.
+        node_count: s.desired_size.max(0) as u32,
         labels,
         taints: s
             .taints
@@ -54,6 +55,26 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         mig_profile: None,
         mig_instances_per_gpu: 0,
         gke_sharing: None,
+        os_image: Some(os_image(&s.ami_type, &s.version)),
+    }
+}
+
+/// What a node of an AMI type reports as its OS image (`kubectl get nodes -o wide`); Bottlerocket
+/// names its variant, e.g. `aws-k8s-1.33-nvidia`.
+fn os_image(ami_type: &str, version: &str) -> String {
+    if ami_type.starts_with("BOTTLEROCKET") {
+        let nvidia = if ami_type.contains("NVIDIA") {
+            "-nvidia"
+        } else {
+            ""
+        };
+        format!("Bottlerocket OS 1.51.0 (aws-k8s-{version}{nvidia})")
+    } else if ami_type.starts_with("WINDOWS") {
+        "Windows Server 2022 Datacenter".to_string()
+    } else if ami_type.starts_with("AL2_") {
+        "Amazon Linux 2".to_string()
+    } else {
+        "Amazon Linux 2023.9.20251117".to_string()
     }
 }
 

@@ -33,6 +33,9 @@ pub(crate) use routes::Eks;
 pub(crate) const EKS_VERSION: &str = "1.33";
 /// EKS service quota: nodes per managed node group.
 pub(crate) const MAX_NODES: i64 = 450;
+/// EKS service quota "Managed node groups per cluster" (L-6D54EA21): 30 unless raised (Amazon EKS
+/// service quotas in the EKS user guide).
+pub(crate) const MAX_NODEGROUPS: usize = 30;
 pub(crate) const RELEASE_VERSION: &str = "1.33.5-20251120";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -51,6 +54,9 @@ pub(crate) struct EksCluster {
     pub(crate) name: String,
     pub(crate) created_at: u64,
     pub(crate) nodegroups: BTreeMap<String, Nodegroup>,
+    /// The node group quota when raised; [`MAX_NODEGROUPS`] otherwise.
+    #[serde(default)]
+    pub(crate) nodegroup_quota: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,12 +120,13 @@ pub(crate) struct EksUpdate {
 }
 
 impl EksWorld {
-    pub(crate) fn add_cluster(&mut self, region: &str, name: &str) {
+    pub(crate) fn add_cluster(&mut self, region: &str, name: &str, nodegroup_quota: Option<usize>) {
         let c = EksCluster {
             region: region.into(),
             name: name.into(),
             created_at: 1_764_460_800_000,
             nodegroups: BTreeMap::new(),
+            nodegroup_quota,
         };
         self.clusters.insert(format!("{region}/{name}"), c);
     }

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use super::documents::{nodegroup_json, pool_nodes, update_json};
 use super::routes::{cluster, in_use, ng_missing};
 use super::validate::{
-    check_labels, check_scaling, opt_int, opt_str, parse_body, parse_create, parse_taints,
-    str_list, str_map,
+    check_ami_version, check_labels, check_scaling, opt_int, opt_str, parse_body, parse_create,
+    parse_taints, str_list, str_map,
 };
 use super::{
-    AwsError, EKS_VERSION, EksUpdate, EksWorld, NgSpec, Nodegroup, Pending, RELEASE_VERSION, aws,
-    invalid,
+    AwsError, EKS_VERSION, EksUpdate, EksWorld, MAX_NODEGROUPS, NgSpec, Nodegroup, Pending,
+    RELEASE_VERSION, aws, invalid,
 };
 use crate::api::ApiRequest;
 use crate::nodes::NodeEvent;
@@ -115,6 +115,18 @@ pub(super) fn create(
                 StatusCode::CONFLICT,
                 "ResourceInUseException",
                 format!("NodeGroup already exists with name {name} and cluster name {c}"),
+            )
+            .with("clusterName", c)
+            .with("nodegroupName", &name));
+        }
+        // The "Managed node groups per cluster" service quota (L-6D54EA21, 30 by default). EKS
+        // answers a create past it with ResourceLimitExceededException, HTTP 400 (EKS API model);
+        // the message follows the one EKS gives for its Fargate profile limit.
+        if cl.nodegroups.len() >= cl.nodegroup_quota.unwrap_or(MAX_NODEGROUPS) {
+            return Err(aws(
+                StatusCode::BAD_REQUEST,
+                "ResourceLimitExceededException",
+                "Nodegroup limit exceeded for cluster.",
             )
             .with("clusterName", c)
             .with("nodegroupName", &name));
@@ -390,6 +402,7 @@ pub(super) fn update_version(
             None if version == EKS_VERSION => RELEASE_VERSION.to_string(),
             None => format!("{version}.10-20251120"),
         };
+        check_ami_version(&spec.ami_type, version)?;
         spec.version = version.to_string();
         spec.release_version = release.clone();
         let params = vec![("Version".to_string(), version.to_string()), ("ReleaseVersion".to_string(), release)];

@@ -144,6 +144,9 @@ pub(super) fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), AwsE
     Ok(())
 }
 
+/// A node group scales to zero with minSize 0 and desiredSize 0, but maxSize stays at least 1: the
+/// EKS API model types minSize and desiredSize as ZeroCapacity (minimum 0) and maxSize as Capacity
+/// (minimum 1), as terraform-provider-aws's `max_size` (IntAtLeast(1)) mirrors.
 pub(super) fn check_scaling(min: i64, max: i64, desired: i64) -> Result<(), AwsError> {
     if min < 0 || desired < 0 || max < 1 {
         return Err(invalid(
@@ -168,6 +171,23 @@ pub(super) fn check_scaling(min: i64, max: i64, desired: i64) -> Result<(), AwsE
     if desired < min {
         return Err(invalid(format!(
             "Desired capacity {desired} can't be less than min size {min}."
+        )));
+    }
+    Ok(())
+}
+
+/// Amazon Linux 2 AMIs end with Kubernetes 1.32: EKS publishes none for 1.33 and later
+/// (awslabs/amazon-eks-ami, "AL2 end of support", 2025-11-26) and refuses the AMI type for a node
+/// group of such a version, with this InvalidParameterException message (as CreateNodegroup answers
+/// it, quoted in public bug reports such as scylladb/scylla-cluster-tests#12524).
+pub(super) fn check_ami_version(ami_type: &str, version: &str) -> Result<(), AwsError> {
+    let minor = version
+        .strip_prefix("1.")
+        .and_then(|m| m.parse::<u32>().ok())
+        .unwrap_or(0);
+    if ami_type.starts_with("AL2_") && minor >= 33 {
+        return Err(invalid(format!(
+            "AMI Type {ami_type} is only supported for kubernetes versions 1.32 or earlier"
         )));
     }
     Ok(())
@@ -288,6 +308,7 @@ pub(super) fn parse_create(
             "Requested Nodegroup version {version} is invalid. Nodegroup version cannot be newer than the cluster version {EKS_VERSION} and at most 2 minor versions older."
         )));
     }
+    check_ami_version(ami_type, version)?;
     let max_unavailable = match req.get("updateConfig") {
         Some(Value::Object(u)) => opt_int(u, "maxUnavailable")?.unwrap_or(1),
         _ => 1,

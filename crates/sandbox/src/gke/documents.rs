@@ -112,6 +112,7 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &NodePool) -> PoolNodes {
         mig_profile: mig.map(|(p, _)| p.to_string()),
         mig_instances_per_gpu: mig.map_or(0, |(_, n)| n),
         gke_sharing: sharing,
+        os_image: None,
     }
 }
 

@@ -5,6 +5,12 @@
 //! last started: that is why every node carries its own [`PluginInputs`] snapshot, refreshed only when the
 //! device plugin daemonset is restarted (or the pod starts on a new node), never when the ConfigMap is edited.
 //!
+//! Bottlerocket's NVIDIA variants are the exception on EKS: their device plugin is a host service the
+//! OS configures from its own settings (`settings.kubelet-device-plugins.nvidia.*`: time-slicing, mps,
+//! mig.profile; bottlerocket.dev, "kubelet-device-plugins"), not the operator's daemonset. Nothing the
+//! operator's ConfigMap, the config label or the MIG manager label says reaches it, so with the OS's
+//! default settings such a node advertises whole GPUs.
+//!
 //! Written from the device plugin's documented config format (api/config/v1), independently of the provider.
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +47,14 @@ pub(crate) struct NodeTwin {
     pub(crate) loaded: PluginInputs,
     /// The node's nvidia.com/mig.config label when the plugin last started (the MIG manager restarts it).
     pub(crate) seen_mig_label: Option<String>,
+    /// The device plugin is the OS's own host service (Bottlerocket), deaf to the GPU operator.
+    #[serde(default)]
+    pub(crate) host_device_plugin: bool,
+}
+
+/// Whether a node of this OS image runs the NVIDIA device plugin as a host service.
+pub(crate) fn host_device_plugin(os_image: Option<&str>) -> bool {
+    os_image.is_some_and(|o| o.starts_with("Bottlerocket"))
 }
 
 /// Extended resources (capacity = allocatable) and node labels.
@@ -328,6 +342,10 @@ pub(crate) fn mig_manager(
     labels: &BTreeMap<String, String>,
     mm: &MigManager,
 ) -> (Option<(String, u32)>, Option<&'static str>) {
+    if t.host_device_plugin {
+        // The operator's MIG manager does not run there; the OS partitions from its own settings.
+        return (None, None);
+    }
     let from_pool = || {
         if t.cloud == "eks" {
             return None;
@@ -435,6 +453,13 @@ pub(crate) fn advertise(
     let (mig, _) = mig_manager(t, labels, mm);
     if t.cloud == "gke" {
         return Ok(gke(t, mig));
+    }
+    if t.host_device_plugin {
+        // Bottlerocket's settings default to no sharing and no MIG: whole GPUs, whatever the
+        // operator's objects and the node's labels say.
+        let mut a = Advert::default();
+        a.resources.insert("nvidia.com/gpu".into(), t.gpus as u64);
+        return Ok(a);
     }
     let inp = &t.loaded;
     let cfg = if inp.config_name.is_empty() {

@@ -95,6 +95,37 @@ fn aks_mig_needs_ubuntu() {
 }
 
 #[test]
+fn bottlerocket_keeps_whole_gpus() {
+    for sharing in [
+        mig("1g.5gb", MigStrategy::Mixed, None),
+        ts(4),
+        SharingMode::Mps { replicas: 2 },
+    ] {
+        let err = check_eks_ami_type(&sharing, "BOTTLEROCKET_x86_64_NVIDIA").unwrap_err();
+        assert_eq!(
+            (err.field, err.summary),
+            (
+                Field::EksAmiType,
+                "GPU sharing not available on Bottlerocket"
+            )
+        );
+        assert!(
+            err.detail.contains("AL2023_x86_64_NVIDIA"),
+            "{}",
+            err.detail
+        );
+        assert!(check_eks_ami_type(&sharing, "AL2023_x86_64_NVIDIA").is_ok());
+    }
+    let arm = check_eks_ami_type(&ts(2), "BOTTLEROCKET_ARM_64_NVIDIA").unwrap_err();
+    assert!(
+        arm.detail.contains("AL2023_ARM_64_NVIDIA"),
+        "{}",
+        arm.detail
+    );
+    assert!(check_eks_ami_type(&SharingMode::None, "BOTTLEROCKET_x86_64_NVIDIA").is_ok());
+}
+
+#[test]
 fn device_plugin_configs_per_mode() {
     let named = device_plugin_config(&SharingMode::Mps { replicas: 4 }).unwrap();
     assert_eq!(named.name, "mps-4");

@@ -62,11 +62,21 @@ struct AgentPoolProps {
     #[serde(skip_serializing_if = "Option::is_none")]
     gpu_instance_profile: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_profile: Option<GpuProfile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tags: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing)]
     provisioning_state: Option<String>,
+}
+
+/// `gpuProfile`: whether AKS installs the NVIDIA driver (`Install`, its default) or leaves it to
+/// the GPU operator (`None`).
+#[derive(Serialize, Deserialize, Default, Debug)]
+struct GpuProfile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    driver: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Default, Debug)]
@@ -148,6 +158,9 @@ pub(super) fn create_body(spec: &PoolSpec) -> Value {
         scale_set_eviction_policy: spec.spot.then(|| "Delete".into()),
         spot_max_price: spec.spot.then_some(-1.0),
         gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.clone(),
+        gpu_profile: spec.gpu.aks_gpu_driver.clone().map(|driver| GpuProfile {
+            driver: Some(driver),
+        }),
         mode: Some("User".into()),
         tags: Some(BTreeMap::from([(
             DEFAULTS_TAG.to_string(),
@@ -180,6 +193,19 @@ pub(super) fn update_body(doc: &Value, spec: &PoolSpec) -> Value {
     if left_to_aks(&props, "osDiskSizeGB") {
         // The size AKS chose is not ours to pin: leave it out, as the create did.
         props.remove("osDiskSizeGB");
+    }
+    if let Some(sku) = &spec.os_sku {
+        // An OS migration (a reimage); from now on the SKU is the user's, not AKS's default.
+        props.insert("osSKU".into(), sku.clone().into());
+        let kept: Vec<String> = defaulted_fields(&props)
+            .into_iter()
+            .filter(|f| f != "osSKU")
+            .collect();
+        if let Some(Value::Object(tags)) = props.get_mut("tags")
+            && tags.contains_key(DEFAULTS_TAG)
+        {
+            tags.insert(DEFAULTS_TAG.into(), kept.join(",").into());
+        }
     }
     let current_count = props.get("count").and_then(Value::as_u64).unwrap_or(0) as u32;
     match spec.scaling {
@@ -353,6 +379,7 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
             gpu: PoolGpu {
                 count: gpu_count,
                 aks_gpu_instance_profile: p.gpu_instance_profile,
+                aks_gpu_driver: p.gpu_profile.and_then(|g| g.driver),
                 ..PoolGpu::default()
             },
             os_sku,
@@ -361,8 +388,19 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
     })
 }
 
-/// Fields AKS changes with a PUT of the pool; everything else needs a new pool.
-pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints"];
+/// Fields AKS changes with a PUT of the pool; everything else needs a new pool. `os_sku` only
+/// within the families [`os_sku_changes_in_place`] allows.
+pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints", "os_sku"];
+
+/// Whether AKS changes a pool's OS SKU in place. It migrates a pool between the Ubuntu and Azure
+/// Linux families by reimaging its nodes (`az aks nodepool update --os-sku`); any other change needs
+/// a new pool, where terraform-provider-azurerm draws the line too. None is AKS's default, Ubuntu.
+pub fn os_sku_changes_in_place(old: Option<&str>, new: Option<&str>) -> bool {
+    let old = old.unwrap_or(AKS_DEFAULT_OS_SKU);
+    let new = new.unwrap_or(AKS_DEFAULT_OS_SKU);
+    let family = |s: &str| s.starts_with("Ubuntu") || s.starts_with("AzureLinux");
+    old == new || (family(old) && family(new))
+}
 
 /// Names of the fields in which two specs differ.
 pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
@@ -393,6 +431,16 @@ pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
     }
     if a.gpu.aks_gpu_instance_profile != b.gpu.aks_gpu_instance_profile {
         d.push("gpu_instance_profile");
+    }
+    // Not set means AKS's default, Install, which AKS may or may not report back.
+    let driver = |s: &PoolSpec| {
+        s.gpu
+            .aks_gpu_driver
+            .clone()
+            .unwrap_or_else(|| "Install".into())
+    };
+    if driver(a) != driver(b) {
+        d.push("gpu_driver");
     }
     if a.os_sku != b.os_sku {
         d.push("os_sku");

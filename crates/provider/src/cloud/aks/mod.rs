@@ -45,6 +45,7 @@ use mapping::{IN_PLACE, cluster_name, create_body, spec_diff, terminal, to_pool,
 use operations::{PutTarget, log_put_retry};
 
 pub use config::{AksConfig, AzureSettings};
+pub use mapping::os_sku_changes_in_place;
 
 /// Delays of one client: a local sandbox answers in milliseconds, Azure in seconds.
 #[derive(Clone, Copy, Debug)]
@@ -222,9 +223,11 @@ impl NodePools for AksClient {
     ) -> Result<Pool, CloudError> {
         let location = &spec.location;
         let name = spec.name.as_str();
+        let os_sku_in_place =
+            os_sku_changes_in_place(current.spec.os_sku.as_deref(), spec.os_sku.as_deref());
         let replace: Vec<&str> = spec_diff(&current.spec, spec)
             .into_iter()
-            .filter(|f| !IN_PLACE.contains(f))
+            .filter(|f| !IN_PLACE.contains(f) || (*f == "os_sku" && !os_sku_in_place))
             .collect();
         if !replace.is_empty() {
             return Err(CloudError::Api {

@@ -75,6 +75,44 @@ fn spot_label_and_taint_added_by_aks_are_not_the_users() {
 }
 
 #[test]
+fn os_sku_moves_in_place_between_ubuntu_and_azure_linux_only() {
+    for (old, new) in [
+        (None, Some("AzureLinux")),
+        (Some("Ubuntu"), Some("AzureLinux3")),
+        (Some("AzureLinux"), Some("Ubuntu2404")),
+        (Some("Ubuntu2204"), Some("Ubuntu2404")),
+        (Some("AzureLinux3"), None),
+    ] {
+        assert!(os_sku_changes_in_place(old, new), "{old:?} -> {new:?}");
+    }
+    for (old, new) in [
+        (Some("CBLMariner"), Some("AzureLinux")),
+        (Some("Ubuntu"), Some("Windows2022")),
+    ] {
+        assert!(!os_sku_changes_in_place(old, new), "{old:?} -> {new:?}");
+    }
+}
+
+#[test]
+fn an_os_sku_update_sends_the_sku_and_stops_calling_it_aks_s_default() {
+    let doc = serde_json::json!({"properties": {"vmSize": "Standard_D2s_v3", "count": 1,
+        "osDiskSizeGB": 128, "osSKU": "Ubuntu", "provisioningState": "Succeeded",
+        "tags": {DEFAULTS_TAG: "osDiskSizeGB,osSKU"}}});
+    let mut spec = to_pool(&loc(), "np", &doc).unwrap().spec;
+    spec.os_sku = Some("AzureLinux".into());
+    let body = update_body(&doc, &spec);
+    assert_eq!(body["properties"]["osSKU"], "AzureLinux");
+    assert_eq!(body["properties"]["tags"][DEFAULTS_TAG], "osDiskSizeGB");
+    // Read back after the update, the SKU is the user's.
+    let mut after = doc.clone();
+    after["properties"] = body["properties"].clone();
+    after["properties"]["osDiskSizeGB"] = 128.into();
+    let p = to_pool(&loc(), "np", &after).unwrap();
+    assert_eq!(p.spec.os_sku.as_deref(), Some("AzureLinux"));
+    assert_eq!(p.spec.disk_size_gb, None);
+}
+
+#[test]
 fn config_debug_hides_secrets() {
     let cfg = AksConfig {
         client_secret: Some("hunter2-secret".into()),

@@ -22,17 +22,44 @@ pub(crate) fn pool_id(cluster: &str, nodegroup: &str) -> String {
     format!("{cluster}:{nodegroup}")
 }
 
+/// The scaling config of a node group of `scaling`: (minSize, maxSize, desiredSize) as a create
+/// sends it. maxSize must be at least 1 (the EKS API's Capacity shape; minSize and desiredSize are
+/// ZeroCapacity), so a fixed zero is min 0, max 1, desired 0.
+pub(super) fn scaling_config(scaling: Scaling) -> (u32, u32, u32) {
+    match scaling {
+        Scaling::Fixed { nodes: 0 } => (0, 1, 0),
+        Scaling::Fixed { nodes } => (nodes, nodes, nodes),
+        Scaling::Auto { min, max } => (min, max, min),
+    }
+}
+
+/// The scaling of a node group's (minSize, maxSize, desiredSize): fixed when min equals max, and
+/// a fixed zero for (0, 1, 0); autoscaling otherwise (desiredSize is then the autoscaler's).
+fn scaling_of(min: u32, max: u32, desired: u32) -> Scaling {
+    if min == max {
+        Scaling::Fixed { nodes: max }
+    } else if (min, max, desired) == (0, 1, 0) {
+        Scaling::Fixed { nodes: 0 }
+    } else {
+        Scaling::Auto { min, max }
+    }
+}
+
+/// How a node group created with `scaling` reads back: EKS has no autoscaling switch, so
+/// `Auto {n, n}` reads as `Fixed {n}` and a fresh `Auto {0, 1}` (min 0, max 1, desired 0) as the
+/// fixed zero it is stored like.
+pub fn canonical_scaling(scaling: Scaling) -> Scaling {
+    let (min, max, desired) = scaling_config(scaling);
+    scaling_of(min, max, desired)
+}
+
 /// The spec as EKS can hold it, i.e. what `EksClient::get` returns for a node group created
 /// from `spec`: taints sorted with Kubernetes effects, subnets sorted, diskSize 20 (EKS's default)
-/// as None, `Auto {n, n}` as `Fixed {n}` (EKS cannot tell them apart), no `eks.amazonaws.com/*`
-/// labels, and no GPU or AKS fields (EKS has none: MIG and time-slicing are node labels).
+/// as None, the scaling as [`canonical_scaling`] reads it, no `eks.amazonaws.com/*` labels, and no
+/// GPU or AKS fields (EKS has none: MIG and time-slicing are node labels).
 pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
     let mut s = spec.clone();
-    if let Scaling::Auto { min, max } = s.scaling
-        && min == max
-    {
-        s.scaling = Scaling::Fixed { nodes: max };
-    }
+    s.scaling = canonical_scaling(s.scaling);
     if s.disk_size_gb == Some(DEFAULT_DISK_SIZE_GB) {
         s.disk_size_gb = None;
     }
@@ -88,14 +115,12 @@ pub(super) fn to_pool(region: &str, cluster: &str, ng: &Nodegroup) -> Pool {
 
 pub(super) fn to_spec(region: &str, cluster: &str, ng: &Nodegroup) -> PoolSpec {
     let sc = ng.scaling_config();
-    let min = sc.and_then(|s| s.min_size()).unwrap_or(0).max(0) as u32;
-    let max = sc.and_then(|s| s.max_size()).unwrap_or(0).max(0) as u32;
-    let scaling = if min == max {
-        Scaling::Fixed { nodes: max }
-    } else {
-        // desiredSize is the autoscaler's business, not the user's: not part of the spec.
-        Scaling::Auto { min, max }
-    };
+    let size = |v: Option<i32>| v.unwrap_or(0).max(0) as u32;
+    let scaling = scaling_of(
+        size(sc.and_then(|s| s.min_size())),
+        size(sc.and_then(|s| s.max_size())),
+        size(sc.and_then(|s| s.desired_size())),
+    );
     let mut labels: BTreeMap<String, String> = ng
         .labels()
         .map(|l| l.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -252,9 +277,9 @@ impl ConfigChange {
             sc.and_then(|s| s.desired_size()).unwrap_or(0),
         );
         let target = match spec.scaling {
-            Scaling::Fixed { nodes } => {
-                let n = to_i32(nodes);
-                (n, n, n)
+            Scaling::Fixed { .. } => {
+                let (min, max, desired) = scaling_config(spec.scaling);
+                (to_i32(min), to_i32(max), to_i32(desired))
             }
             // Keep the autoscaler's desired size unless it falls outside the new bounds.
             Scaling::Auto { min, max } => {

@@ -49,7 +49,7 @@ use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, 
 
 pub use config::EksConfig;
 pub(crate) use mapping::pool_id;
-pub use mapping::{canonical_spec, request_token};
+pub use mapping::{canonical_scaling, canonical_spec, request_token};
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
 pub const MAX_ATTEMPTS: u32 = 6;

@@ -4,9 +4,11 @@
 use aws_sdk_eks::Client;
 use aws_sdk_eks::types::{AmiTypes, CapacityTypes, Nodegroup, NodegroupScalingConfig, Update};
 
-use super::mapping::{issues_suffix, operation_failed, status_of, to_i32, to_pool, to_sdk_taint};
+use super::mapping::{
+    issues_suffix, operation_failed, scaling_config, status_of, to_i32, to_pool, to_sdk_taint,
+};
 use super::{EksClient, has_code};
-use crate::cloud::{CloudError, EksPoolFields, OpCtx, Pool, PoolSpec, Scaling};
+use crate::cloud::{CloudError, EksPoolFields, OpCtx, Pool, PoolSpec};
 use crate::operation::{Backoff, Check, Start, poll_until};
 
 /// Pages of one ListNodegroups at most: 100 groups a page is far beyond EKS's node group quota.
@@ -242,10 +244,7 @@ impl EksClient {
         token: &str,
         ctx: &OpCtx,
     ) -> Result<(), CloudError> {
-        let (min, max, desired) = match spec.scaling {
-            Scaling::Fixed { nodes } => (nodes, nodes, nodes),
-            Scaling::Auto { min, max } => (min, max, min),
-        };
+        let (min, max, desired) = scaling_config(spec.scaling);
         let mut req = client
             .create_nodegroup()
             .cluster_name(cluster)

@@ -61,6 +61,38 @@ fn canonical_folds_what_eks_cannot_hold() {
 }
 
 #[test]
+fn a_fixed_zero_is_min_zero_max_one_and_reads_back_fixed() {
+    assert_eq!(
+        mapping::scaling_config(Scaling::Fixed { nodes: 0 }),
+        (0, 1, 0)
+    );
+    assert_eq!(
+        mapping::scaling_config(Scaling::Fixed { nodes: 3 }),
+        (3, 3, 3)
+    );
+    assert_eq!(
+        mapping::scaling_config(Scaling::Auto { min: 0, max: 4 }),
+        (0, 4, 0)
+    );
+    for s in [
+        Scaling::Fixed { nodes: 0 },
+        Scaling::Fixed { nodes: 2 },
+        Scaling::Auto { min: 0, max: 4 },
+    ] {
+        assert_eq!(canonical_scaling(s), s);
+    }
+    // Stored alike, read alike: autoscaling 0..1 at rest, and n..n.
+    assert_eq!(
+        canonical_scaling(Scaling::Auto { min: 0, max: 1 }),
+        Scaling::Fixed { nodes: 0 }
+    );
+    assert_eq!(
+        canonical_scaling(Scaling::Auto { min: 2, max: 2 }),
+        Scaling::Fixed { nodes: 2 }
+    );
+}
+
+#[test]
 fn request_token_is_stable_and_follows_the_spec() {
     let s = spec();
     assert_eq!(request_token(&s), request_token(&s.clone()));

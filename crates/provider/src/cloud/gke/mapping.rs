@@ -234,6 +234,7 @@ pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
                 }
             }),
             aks_gpu_instance_profile: None,
+            aks_gpu_driver: None,
         })
         .unwrap_or_default();
     PoolSpec {

@@ -39,6 +39,7 @@ fn spec() -> PoolSpec {
             gke_partition_size: None,
             gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 10 }),
             aks_gpu_instance_profile: None,
+            aks_gpu_driver: None,
         },
         os_sku: None,
         eks: None,

@@ -14,8 +14,33 @@ const READ_AFTER_STOP: Duration = Duration::from_secs(1);
 /// How long a failed create may spend looking for what it left behind.
 const SALVAGE_READ: Duration = Duration::from_secs(30);
 
+/// What to do when a cloud refuses a pool for a per-cluster limit: AKS allows 100 node pools per
+/// cluster (a fixed limit, the cluster's `maxAgentPools`), EKS 30 managed node groups per cluster
+/// unless its "Managed node groups per cluster" quota (L-6D54EA21) was raised.
+fn limit_fix(e: &CloudError) -> Option<(&'static str, &'static str)> {
+    let CloudError::Api { code, message, .. } = e else {
+        return None;
+    };
+    match code.as_str() {
+        "ResourceLimitExceededException" => Some((
+            "Node pool limit reached",
+            "EKS allows 30 managed node groups per cluster unless the \"Managed node groups per cluster\" quota (L-6D54EA21) was raised: request a quota increase in Service Quotas, or Delete node groups this cluster no longer needs, then apply again.",
+        )),
+        "QuotaExceeded" if message.to_ascii_lowercase().contains("agent pool") => Some((
+            "Node pool limit reached",
+            "AKS allows at most 100 node pools per cluster, a limit that cannot be raised: Delete node pools this cluster no longer needs, or put this pool in another cluster, then apply again.",
+        )),
+        "QuotaExceeded" => Some((
+            "Cloud quota reached",
+            "Request a quota increase for what the message names (Azure portal: Quotas), or ask for less, then apply again.",
+        )),
+        _ => None,
+    }
+}
+
 pub fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
     let (summary, fix) = match e {
+        _ if let Some(limit) = limit_fix(e) => limit,
         CloudError::Api {
             status: 401 | 403, ..
         }
@@ -110,6 +135,44 @@ pub fn may_have_created(e: &CloudError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_limit_says_what_to_do_on_each_cloud() {
+        let api = |code: &str, message: &str| CloudError::Api {
+            status: 400,
+            code: code.into(),
+            message: message.into(),
+        };
+        let eks = cloud_diagnostic(
+            "create",
+            "p",
+            &api(
+                "ResourceLimitExceededException",
+                "Nodegroup limit exceeded for cluster.",
+            ),
+        );
+        assert_eq!(eks.summary, "Node pool limit reached");
+        assert!(eks.detail.contains("L-6D54EA21") && eks.detail.contains("quota increase"));
+        let aks = cloud_diagnostic(
+            "create",
+            "p",
+            &api(
+                "QuotaExceeded",
+                "Cannot add agent pool 'p': the cluster already has 100 agent pools.",
+            ),
+        );
+        assert_eq!(aks.summary, "Node pool limit reached");
+        assert!(aks.detail.contains("another cluster"), "{}", aks.detail);
+        let cores = cloud_diagnostic(
+            "create",
+            "p",
+            &api(
+                "QuotaExceeded",
+                "Operation results in exceeding approved cores quota.",
+            ),
+        );
+        assert_eq!(cores.summary, "Cloud quota reached");
+    }
 
     #[test]
     fn only_a_refused_create_is_known_to_have_made_nothing() {

@@ -115,6 +115,7 @@ impl Resource for NodePool {
         if let Some(args) = Args::from_value(config) {
             resolve(&args, &validation_settings(), diags);
         }
+        plan::warn_retired_ami(config, diags);
     }
 
     fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {
@@ -341,6 +342,7 @@ mod tests {
             ("resource_group", "rg".into()),
             ("cluster_name", "c".into()),
             ("os_sku", Value::Null),
+            ("gpu_driver", Value::Null),
         ])])
     }
 

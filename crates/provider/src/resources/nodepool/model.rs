@@ -16,7 +16,7 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 use super::schema::{DEFAULT_EKS_AMI, schema};
 
 /// Domain fields whose attribute has another name here.
-const RENAME: &[(Field, &str)] = &[];
+const RENAME: &[(Field, &str)] = &[(Field::EksAmiType, "eks.0.ami_type")];
 
 tfplugin::object! {
     /// The `aks` block.
@@ -26,6 +26,8 @@ tfplugin::object! {
         pub cluster_name: String,
         /// Computed by AKS when not set, so unknown in a create plan.
         pub os_sku: Known<String>,
+        /// Computed like os_sku.
+        pub gpu_driver: Known<String>,
     }
 }
 
@@ -287,6 +289,14 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     let sku_error = os_sku
         .as_ref()
         .and_then(|sku| gpu::check_aks_os_sku(&sharing, sku).err());
+    let ami_type = args.eks.as_ref().map(|b| {
+        b.ami_type
+            .clone()
+            .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string())
+    });
+    let ami_error = ami_type
+        .as_ref()
+        .and_then(|ami| gpu::check_eks_ami_type(&sharing, ami).err());
     let machine_type = hardware.machine_type.clone();
     let derived = match gpu::validate(&gpu::PoolSpec {
         cloud,
@@ -298,7 +308,7 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     }) {
         Ok(d) => d,
         Err(errors) => {
-            for e in sku_error.iter().chain(&errors) {
+            for e in sku_error.iter().chain(&ami_error).chain(&errors) {
                 let mut d = domain_diagnostic(e, RENAME);
                 if e.field == Field::OsSku {
                     d.path = Some(os_sku_path.clone());
@@ -310,6 +320,10 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     };
     if let Some(e) = sku_error {
         diags.push(domain_diagnostic(&e, RENAME).at(os_sku_path));
+        return None;
+    }
+    if let Some(e) = ami_error {
+        diags.push(domain_diagnostic(&e, RENAME));
         return None;
     }
     let scaling = args.scaling(diags)?;
@@ -332,15 +346,15 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
                 effect: t.effect.as_str().to_string(),
             })
             .collect(),
-        gpu: pool_gpu(&derived),
+        gpu: PoolGpu {
+            aks_gpu_driver: args.aks.as_ref().and_then(|b| b.gpu_driver.0.clone()),
+            ..pool_gpu(&derived)
+        },
         os_sku,
         eks: args.eks.as_ref().map(|b| EksPoolFields {
             node_role_arn: b.node_role_arn.clone(),
             subnet_ids: b.subnet_ids.clone(),
-            ami_type: b
-                .ami_type
-                .clone()
-                .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string()),
+            ami_type: ami_type.clone().unwrap_or_default(),
         }),
     };
     Some(Resolved {
@@ -368,6 +382,7 @@ fn pool_gpu(derived: &gpu::Derived) -> PoolGpu {
         aks_gpu_instance_profile: derived
             .aks_gpu_instance_profile
             .map(|p| p.as_str().to_string()),
+        aks_gpu_driver: None,
     }
 }
 
@@ -428,7 +443,20 @@ pub fn state_from_pool(
         .map(|a| a.machine_type.clone())
         .filter(|m| m.eq_ignore_ascii_case(&spec.machine_type))
         .unwrap_or_else(|| spec.machine_type.clone());
-    let (fixed, autoscaling) = match spec.scaling {
+    // EKS has no autoscaling switch: autoscaling {n, n}, and {0, 1} while at zero, are stored as a
+    // fixed count is. Such a pool keeps the form it was written in.
+    let written = before
+        .as_ref()
+        .and_then(|a| a.autoscaling.as_ref())
+        .map(|a| Scaling::Auto {
+            min: a.min_nodes,
+            max: a.max_nodes,
+        });
+    let scaling = match (&spec.location, written) {
+        (Location::Eks { .. }, Some(w)) if cloud::eks::canonical_scaling(w) == spec.scaling => w,
+        _ => spec.scaling,
+    };
+    let (fixed, autoscaling) = match scaling {
         Scaling::Fixed { nodes } => (Some(nodes), None),
         Scaling::Auto { min, max } => (
             None,
@@ -468,6 +496,7 @@ pub fn state_from_pool(
                 resource_group: resource_group.clone(),
                 cluster_name: cluster.clone(),
                 os_sku: Known(spec.os_sku.clone()),
+                gpu_driver: Known(spec.gpu.aks_gpu_driver.clone()),
             }))
         }
         Location::Gke {

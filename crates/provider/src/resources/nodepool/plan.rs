@@ -2,15 +2,17 @@
 //! provider's configuration (subscription, project, region), the node count only a pool without
 //! autoscaling has, what the domain derives, and the GPU settings a cloud cannot change in place.
 
+use crate::cloud::aks;
 use crate::model::Sharing;
 use crate::provider::Settings;
 use gpu::Cloud;
 use tfplugin::api::PlanRequest;
 use tfplugin::object::{FromValue, merge};
 use tfplugin::plan::Planned;
-use tfplugin::{AttrPath, Diagnostics, Value};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::model::{Args, Derived, NodeLabels, resolve};
+use super::schema::{DEFAULT_EKS_AMI, RETIRED_EKS_AMI};
 
 pub fn modify(
     req: &PlanRequest<'_>,
@@ -43,6 +45,13 @@ pub fn modify(
             req.prior,
             &planned.state,
         ));
+        if new.cloud == Cloud::Aks
+            && !aks::os_sku_changes_in_place(old.spec.os_sku.as_deref(), new.spec.os_sku.as_deref())
+        {
+            planned
+                .requires_replace
+                .push(AttrPath::attr("aks").with_index(0).with_attr("os_sku"));
+        }
         // Nothing the cloud holds changes: keep the prior status rather than "known after apply".
         if old.spec == new.spec
             && let Some(slot) = planned.state.get_mut("status")
@@ -117,6 +126,27 @@ fn gpu_replacement(
         .filter(|b| prior.get(b) != planned.get(b))
         .map(AttrPath::attr)
         .collect()
+}
+
+/// A warning on an AMI type EKS no longer publishes for current Kubernetes versions: Amazon Linux 2
+/// reached end of support on 2025-11-26, and EKS has no AL2 AMIs for Kubernetes 1.33 and later
+/// (awslabs/amazon-eks-ami), so a create on such a cluster fails. Older clusters still take it.
+pub fn warn_retired_ami(config: &Value, diags: &mut Diagnostics) {
+    let Some(eks) = config.get("eks").elements().first() else {
+        return;
+    };
+    if eks.get("ami_type").as_str() != Some(RETIRED_EKS_AMI) {
+        return;
+    }
+    diags.push(
+        Diagnostic::warning(
+            "Amazon Linux 2 GPU AMI is retired",
+            format!(
+                "{RETIRED_EKS_AMI} reached end of support on 2025-11-26 and EKS publishes no AL2 AMIs for Kubernetes 1.33 and later: creating this node group on such a cluster fails. Use ami_type = \"{DEFAULT_EKS_AMI}\" (the default), whose AMIs carry the NVIDIA driver; changing the AMI type replaces the node group."
+            ),
+        )
+        .at(AttrPath::attr("eks").with_index(0).with_attr("ami_type")),
+    );
 }
 
 #[cfg(test)]

@@ -20,13 +20,16 @@ pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
     ("delete", Duration::from_secs(45 * 60)),
 ]);
 pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
+/// Still accepted (clusters of Kubernetes 1.32 and earlier have its AMIs), with a warning.
+pub const RETIRED_EKS_AMI: &str = "AL2_x86_64_GPU";
 const EKS_GPU_AMIS: &[&str] = &[
     "AL2023_x86_64_NVIDIA",
     "AL2023_ARM_64_NVIDIA",
-    "AL2_x86_64_GPU",
+    RETIRED_EKS_AMI,
     "BOTTLEROCKET_x86_64_NVIDIA",
     "BOTTLEROCKET_ARM_64_NVIDIA",
 ];
+const AKS_GPU_DRIVERS: &[&str] = &["Install", "None"];
 const AKS_OS_SKUS: &[&str] = &[
     "Ubuntu",
     "Ubuntu2204",
@@ -40,7 +43,8 @@ pub fn schema() -> Schema {
         .attr(Attribute::string("subscription_id").optional().computed().requires_replace().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
         .attr(Attribute::string("resource_group").required().requires_replace().describe("Resource group of the cluster."))
         .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the AKS cluster."))
-        .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().requires_replace().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)));
+        .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). A change between the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any other change replaces the pool. MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)))
+        .attr(Attribute::string("gpu_driver").optional().computed().use_state_for_unknown().requires_replace().describe("Whether AKS installs the NVIDIA driver on the nodes (`gpuProfile.driver`): `Install`, or `None` when the GPU operator installs it (its chart's `driver.enabled=true`, the default); with `Install`, run the operator with `driver.enabled=false`. Default: AKS's (`Install`). AKS sets it up when it creates the nodes, so a change replaces the pool.").validate(OneOf(AKS_GPU_DRIVERS)));
     let gke = Block::new("Google Kubernetes Engine: the cluster the pool joins. Changing any argument replaces the pool.")
         .attr(Attribute::string("project").optional().computed().requires_replace().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
         .attr(Attribute::string("location").required().requires_replace().describe("Region or zone of the cluster, e.g. `us-central1`."))
@@ -55,7 +59,7 @@ pub fn schema() -> Schema {
                 .optional()
                 .computed()
                 .requires_replace()
-                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`."))
+                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs for Kubernetes 1.33 and later, and a plan warns."))
                 .validate(OneOf(EKS_GPU_AMIS))
                 .default_value(Value::string(DEFAULT_EKS_AMI)),
         );
@@ -93,7 +97,7 @@ pub fn schema() -> Schema {
     .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."))
     .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types). Default: the catalog's model for `machine_type`."))
     .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node. Default: the catalog's count for `machine_type`.").validate(IntBetween(1, 16)))
-    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set. Default 1. Changes in place.").validate(IntBetween(0, 1000)))
+    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set; 0 keeps the pool with no nodes (on EKS, whose maxSize cannot be 0, that is minSize 0, maxSize 1, desiredSize 0). Default 1. Changes in place.").validate(IntBetween(0, 1000)))
     .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`.").default_value(Value::Bool(false)))
     .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
     .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Default none. Changes in place."))

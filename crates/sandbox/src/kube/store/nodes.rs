@@ -184,6 +184,7 @@ impl Cluster {
                 pool_labels: p.labels.clone(),
                 loaded: current.clone(),
                 seen_mig_label: None,
+                host_device_plugin: twin::host_device_plugin(p.os_image.as_deref()),
             };
             if let Some(o) = &old_twin {
                 // The plugin pod on an existing node keeps what it loaded.
@@ -219,6 +220,8 @@ impl Cluster {
                 t.seen_mig_label = mig_label;
             }
             node["metadata"]["labels"] = json!(labels);
+            // A new image (an AKS OS SKU migration reimages the nodes) shows in nodeInfo.
+            node["status"]["nodeInfo"]["osImage"] = json!(os_image(p));
             let taints: Vec<Value> = p
                 .taints
                 .iter()
@@ -387,6 +390,11 @@ pub(super) fn standard_labels(p: &PoolNodes, name: &str) -> BTreeMap<String, Str
     l
 }
 
+/// The node's `status.nodeInfo.osImage`.
+fn os_image(p: &PoolNodes) -> &str {
+    p.os_image.as_deref().unwrap_or("Ubuntu 22.04.5 LTS")
+}
+
 pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {
     let h = fnv1a(name);
     let ip = format!("10.{}.{}.{}", h % 200 + 10, (h >> 8) % 250, index % 250 + 4);
@@ -410,7 +418,7 @@ pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {
                 "lastHeartbeatTime": now, "lastTransitionTime": now}],
             "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
             "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.32.4", "kubeProxyVersion": "v1.32.4",
-                "containerRuntimeVersion": "containerd://1.7.27", "osImage": "Ubuntu 22.04.5 LTS", "kernelVersion": "5.15.0-1079",
+                "containerRuntimeVersion": "containerd://1.7.27", "osImage": os_image(p), "kernelVersion": "5.15.0-1079",
                 "machineID": format!("{h:032x}"), "systemUUID": util::uuid4(), "bootID": util::uuid4()},
         },
     })

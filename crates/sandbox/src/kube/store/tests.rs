@@ -276,7 +276,7 @@ proptest::proptest! {
         let pool = crate::kube::PoolNodes {
             cloud: "eks", cluster: "fuzz".into(), pool: "ng".into(), node_count: 1, labels: BTreeMap::new(), taints: vec![],
             gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()), gpus_per_node: 8, gpu_memory_mib: 40960,
-            mig_profile: None, mig_instances_per_gpu: 0, gke_sharing: None,
+            mig_profile: None, mig_instances_per_gpu: 0, gke_sharing: None, os_image: None,
         };
         c.pool_changed(&pool);
         let node = node_names("eks", "fuzz", "ng", 1).remove(0);

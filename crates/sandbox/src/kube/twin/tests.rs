@@ -19,6 +19,7 @@ fn twin(cloud: &str) -> NodeTwin {
             ..Default::default()
         },
         seen_mig_label: None,
+        host_device_plugin: false,
     }
 }
 

@@ -281,3 +281,180 @@ async fn aks_spot_defaults_and_system_pool_rules() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.body["error"]["code"], "OperationNotAllowed");
 }
+
+/// PUTs the pool back with `change` applied, as `az aks nodepool update` does.
+async fn put_back(s: &Srv, tok: &str, url: &str, change: impl FnOnce(&mut Value)) -> Resp {
+    let mut pool = s.arm(tok, Method::GET, url, None).await.body;
+    change(&mut pool);
+    s.arm(tok, Method::PUT, url, Some(&pool)).await
+}
+
+async fn succeeded(s: &Srv, tok: &str, url: &str) -> Value {
+    eventually(5, || async {
+        let p = s.arm(tok, Method::GET, url, None).await.body;
+        (p["properties"]["provisioningState"] == "Succeeded").then_some(p)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn aks_migrates_the_os_sku_in_place_between_ubuntu_and_azure_linux() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let url = format!("{}/ts1?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &url, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "osSKU": "Ubuntu"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    succeeded(&s, &tok, &url).await;
+    s.sink.take();
+    // Ubuntu -> AzureLinux -> AzureLinux3 -> Ubuntu2404: each an update of the same pool.
+    for sku in ["AzureLinux", "AzureLinux3", "Ubuntu2404"] {
+        let r = put_back(&s, &tok, &url, |p| p["properties"]["osSKU"] = json!(sku)).await;
+        assert_eq!(r.status, StatusCode::OK, "{sku}: {}", r.text);
+        assert_eq!(r.body["properties"]["provisioningState"], "Updating");
+        let p = succeeded(&s, &tok, &url).await;
+        assert_eq!(p["properties"]["osSKU"], sku);
+    }
+    // The nodes are reimaged.
+    let n = changed(&s.sink.take(), "ts1");
+    assert_eq!(
+        n.last().and_then(|n| n.os_image.as_deref()),
+        Some("Ubuntu 24.04.3 LTS")
+    );
+    assert_eq!(
+        n.last()
+            .map(|n| n.labels["kubernetes.azure.com/os-sku"].as_str()),
+        Some("Ubuntu2404")
+    );
+    // Outside the two families there is no migration.
+    let r = put_back(&s, &tok, &url, |p| {
+        p["properties"]["osSKU"] = json!("CBLMariner")
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "PropertyChangeNotAllowed");
+    assert_eq!(r.body["error"]["target"], "osSKU");
+    // A MIG pool cannot move to Azure Linux, which has no MIG.
+    let mig = format!("{}/mig1?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &mig, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "gpuInstanceProfile": "MIG1g"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    succeeded(&s, &tok, &mig).await;
+    let r = put_back(&s, &tok, &mig, |p| {
+        p["properties"]["osSKU"] = json!("AzureLinux")
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["target"], "properties.gpuInstanceProfile");
+}
+
+#[tokio::test]
+async fn aks_gpu_driver_is_an_enum_fixed_at_creation() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let url = format!("{}/nodrv?{API}", aks_pools("sandbox-aks"));
+    let body = |driver: &str| json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "gpuProfile": {"driver": driver}}});
+    let r = s.arm(&tok, Method::PUT, &url, Some(&body("Skip"))).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "InvalidParameter");
+    let r = s.arm(&tok, Method::PUT, &url, Some(&body("none"))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let p = succeeded(&s, &tok, &url).await;
+    assert_eq!(
+        p["properties"]["gpuProfile"]["driver"], "None",
+        "enum canonicalised"
+    );
+    // Kept when a PUT leaves it out; a change is refused.
+    let r = put_back(&s, &tok, &url, |p| {
+        p["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("gpuProfile");
+        p["properties"]["count"] = json!(2);
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let p = succeeded(&s, &tok, &url).await;
+    assert_eq!(p["properties"]["gpuProfile"]["driver"], "None");
+    let r = put_back(&s, &tok, &url, |p| {
+        p["properties"]["gpuProfile"]["driver"] = json!("Install")
+    })
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "PropertyChangeNotAllowed");
+    assert_eq!(r.body["error"]["target"], "gpuProfile.driver");
+}
+
+#[tokio::test]
+async fn aks_user_pools_scale_to_zero() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let fixed = format!("{}/zero?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &fixed, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 0, "mode": "User"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let auto = format!("{}/auto?{API}", aks_pools("sandbox-aks"));
+    let r = s
+        .arm(&tok, Method::PUT, &auto, Some(&json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 0, "enableAutoScaling": true, "minCount": 0, "maxCount": 3}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert_eq!(succeeded(&s, &tok, &fixed).await["properties"]["count"], 0);
+    assert_eq!(
+        succeeded(&s, &tok, &auto).await["properties"]["minCount"],
+        0
+    );
+    // A pool of zero nodes has no nodes.
+    let events = s.sink.take();
+    assert_eq!(changed(&events, "zero")[0].node_count, 0);
+    assert_eq!(changed(&events, "auto")[0].node_count, 0);
+}
+
+#[tokio::test]
+async fn aks_refuses_a_pool_past_a_hundred_per_cluster() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let cluster = s
+        .arm(
+            &tok,
+            Method::GET,
+            &format!(
+                "/subscriptions/{SUB}/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks?{API}"
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(cluster.body["properties"]["maxAgentPools"], 100);
+    let body = json!({"properties": {"vmSize": "Standard_NC4as_T4_v3", "count": 0}});
+    for i in 0..100 {
+        let url = format!("{}/p{i}?{API}", aks_pools("sandbox-aks"));
+        let r = s.arm(&tok, Method::PUT, &url, Some(&body)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "p{i}: {}", r.text);
+    }
+    let extra = format!("{}/p100?{API}", aks_pools("sandbox-aks"));
+    let r = s.arm(&tok, Method::PUT, &extra, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "QuotaExceeded");
+    // Updates of the pools there are still fine, and a deleted pool makes room.
+    let p0 = format!("{}/p0?{API}", aks_pools("sandbox-aks"));
+    succeeded(&s, &tok, &p0).await;
+    assert_eq!(
+        put_back(&s, &tok, &p0, |p| p["properties"]["count"] = json!(1))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    succeeded(&s, &tok, &p0).await;
+    assert_eq!(
+        s.arm(&tok, Method::DELETE, &p0, None).await.status,
+        StatusCode::ACCEPTED
+    );
+    eventually(5, || async {
+        (s.arm(&tok, Method::GET, &p0, None).await.status == StatusCode::NOT_FOUND).then_some(())
+    })
+    .await;
+    let r = s.arm(&tok, Method::PUT, &extra, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+}

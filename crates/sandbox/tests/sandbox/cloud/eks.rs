@@ -216,3 +216,222 @@ async fn eks_list_paginates_and_region_selects_cluster() {
         Some("ResourceNotFoundException")
     );
 }
+
+fn gpu_group(name: &str, extra: Value) -> Value {
+    let mut b = json!({"nodegroupName": name, "nodeRole": "arn:aws:iam::123456789012:role/n", "subnets": ["subnet-1"],
+        "instanceTypes": ["g5.xlarge"], "amiType": "AL2023_x86_64_NVIDIA"});
+    for (k, v) in extra.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    b
+}
+
+#[tokio::test]
+async fn eks_refuses_amazon_linux_2_for_kubernetes_1_33() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    // The cluster runs 1.33, so a node group of its version gets no AL2 AMI.
+    for ami in ["AL2_x86_64_GPU", "AL2_x86_64", "AL2_ARM_64"] {
+        let r = s
+            .eks(
+                Method::POST,
+                base,
+                Some(&gpu_group("al2", json!({"amiType": ami}))),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.header("x-amzn-errortype").as_deref()),
+            (StatusCode::BAD_REQUEST, Some("InvalidParameterException")),
+            "{ami}: {}",
+            r.text
+        );
+        assert_eq!(
+            r.body["message"],
+            format!("AMI Type {ami} is only supported for kubernetes versions 1.32 or earlier")
+        );
+    }
+    // A 1.32 node group still gets one, and cannot move to 1.33 on it.
+    let r = s
+        .eks(
+            Method::POST,
+            base,
+            Some(&gpu_group(
+                "al2",
+                json!({"amiType": "AL2_x86_64_GPU", "version": "1.32"}),
+            )),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/al2"), None).await.body["nodegroup"]["status"]
+            == "ACTIVE")
+            .then_some(())
+    })
+    .await;
+    let r = s
+        .eks(
+            Method::POST,
+            &format!("{base}/al2/update-version"),
+            Some(&json!({"version": "1.33"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "AMI Type AL2_x86_64_GPU is only supported for kubernetes versions 1.32 or earlier"
+    );
+}
+
+#[tokio::test]
+async fn eks_scales_a_node_group_to_zero_with_a_max_of_at_least_one() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    let zero =
+        |max: i64| json!({"scalingConfig": {"minSize": 0, "maxSize": max, "desiredSize": 0}});
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("none", zero(0))))
+        .await;
+    assert_eq!(
+        (r.status, r.header("x-amzn-errortype").as_deref()),
+        (StatusCode::BAD_REQUEST, Some("InvalidParameterException")),
+        "{}",
+        r.text
+    );
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("zero", zero(1))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/zero"), None).await.body["nodegroup"]["status"]
+            == "ACTIVE")
+            .then_some(())
+    })
+    .await;
+    // No nodes until it is scaled up.
+    let n = changed(&s.sink.take(), "zero");
+    assert_eq!(n.last().map(|n| n.node_count), Some(0));
+    let r = s
+        .eks(
+            Method::POST,
+            &format!("{base}/zero/update-config"),
+            Some(&json!({"scalingConfig": {"minSize": 0, "maxSize": 0, "desiredSize": 0}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let r = s
+        .eks(
+            Method::POST,
+            &format!("{base}/zero/update-config"),
+            Some(&json!({"scalingConfig": {"desiredSize": 1}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    eventually(5, || async {
+        changed(&s.sink.take(), "zero")
+            .last()
+            .map(|n| n.node_count)
+            .filter(|c| *c == 1)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn eks_refuses_a_node_group_past_the_per_cluster_quota() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    for i in 0..30 {
+        let r = s
+            .eks(
+                Method::POST,
+                base,
+                Some(&gpu_group(&format!("ng{i}"), json!({}))),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "ng{i}: {}", r.text);
+    }
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("ng30", json!({}))))
+        .await;
+    assert_eq!(
+        (r.status, r.header("x-amzn-errortype").as_deref()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("ResourceLimitExceededException")
+        ),
+        "{}",
+        r.text
+    );
+    assert_eq!(r.body["clusterName"], "sandbox-eks");
+    assert_eq!(r.body["nodegroupName"], "ng30");
+    // The limit is per cluster: a retried create of an existing group is still answered, and once a
+    // group is gone there is room again.
+    let retry = gpu_group("ng0", json!({}));
+    assert_eq!(
+        s.eks(Method::POST, base, Some(&retry))
+            .await
+            .header("x-amzn-errortype")
+            .as_deref(),
+        Some("ResourceInUseException")
+    );
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/ng0"), None).await.body["nodegroup"]["status"]
+            == "ACTIVE")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        s.eks(Method::DELETE, &format!("{base}/ng0"), None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    eventually(5, || async {
+        (s.eks(Method::GET, &format!("{base}/ng0"), None)
+            .await
+            .status
+            == StatusCode::NOT_FOUND)
+            .then_some(())
+    })
+    .await;
+    let r = s
+        .eks(Method::POST, base, Some(&gpu_group("ng30", json!({}))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[tokio::test]
+async fn eks_bottlerocket_nodes_report_their_image() {
+    let s = start(0).await;
+    let base = "/clusters/sandbox-eks/node-groups";
+    for (name, ami) in [
+        ("br", "BOTTLEROCKET_x86_64_NVIDIA"),
+        ("al", "AL2023_x86_64_NVIDIA"),
+    ] {
+        let r = s
+            .eks(
+                Method::POST,
+                base,
+                Some(&gpu_group(name, json!({"amiType": ami}))),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let seen = std::sync::Mutex::new(Vec::new());
+    let events = eventually(5, || async {
+        s.sb.settle();
+        let mut e = seen.lock().unwrap();
+        e.extend(s.sink.take());
+        (!changed(&e, "br").is_empty() && !changed(&e, "al").is_empty()).then(|| e.clone())
+    })
+    .await;
+    assert_eq!(
+        changed(&events, "br")[0].os_image.as_deref(),
+        Some("Bottlerocket OS 1.51.0 (aws-k8s-1.33-nvidia)")
+    );
+    assert!(
+        changed(&events, "al")[0]
+            .os_image
+            .as_deref()
+            .is_some_and(|o| o.starts_with("Amazon Linux 2023"))
+    );
+}

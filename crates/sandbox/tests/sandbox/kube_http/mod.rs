@@ -235,6 +235,7 @@ fn aks_a100_pool(config_label: Option<&str>) -> PoolNodes {
         mig_profile: None,
         mig_instances_per_gpu: 0,
         gke_sharing: None,
+        os_image: None,
     }
 }
 
@@ -295,6 +296,7 @@ fn gke_pool(
         mig_profile: partition.map(|(p, _)| p.to_string()),
         mig_instances_per_gpu: partition.map(|(_, n)| n).unwrap_or(0),
         gke_sharing: sharing.map(|(s, n)| (s.to_string(), n)),
+        os_image: None,
     }
 }
 

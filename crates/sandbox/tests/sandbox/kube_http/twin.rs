@@ -99,6 +99,7 @@ fn eks_mig_manager_and_strategies() {
         mig_profile: None,
         mig_instances_per_gpu: 0,
         gke_sharing: None,
+        os_image: None,
     };
     srv.api.pool_changed(&pool);
     let n = &items(&srv.get_in(
@@ -263,4 +264,96 @@ fn pool_lifecycle_keeps_api_labels_and_names() {
         404
     );
     assert!(items(&srv.call("GET", "/api/v1/nodes", None)).is_empty());
+}
+
+/// An EKS p4d node group whose nodes select the `ts10` config, on the given OS image.
+fn eks_p4d_pool(pool: &str, os_image: &str) -> PoolNodes {
+    PoolNodes {
+        cloud: "eks",
+        cluster: "sandbox-eks".into(),
+        pool: pool.into(),
+        node_count: 1,
+        labels: BTreeMap::from([(
+            "nvidia.com/device-plugin.config".to_string(),
+            "ts10".to_string(),
+        )]),
+        taints: vec![],
+        gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()),
+        gpus_per_node: 8,
+        gpu_memory_mib: 40960,
+        mig_profile: None,
+        mig_instances_per_gpu: 0,
+        gke_sharing: None,
+        os_image: Some(os_image.into()),
+    }
+}
+
+#[test]
+fn bottlerocket_nodes_ignore_the_operators_config_and_mig_manager() {
+    let srv = serve();
+    srv.api
+        .pool_changed(&eks_p4d_pool("al2023", "Amazon Linux 2023.9.20251117"));
+    srv.api.pool_changed(&eks_p4d_pool(
+        "bottlerocket",
+        "Bottlerocket OS 1.51.0 (aws-k8s-1.33-nvidia)",
+    ));
+    let node = |pool: &str| {
+        items(&srv.get_in(
+            "eks",
+            "sandbox-eks",
+            &format!("/api/v1/nodes?labelSelector=eks.amazonaws.com%2Fnodegroup%3D{pool}"),
+        ))[0]
+            .clone()
+    };
+    let br = node("bottlerocket");
+    assert_eq!(
+        br["status"]["nodeInfo"]["osImage"],
+        "Bottlerocket OS 1.51.0 (aws-k8s-1.33-nvidia)"
+    );
+    // The operator delivers the time-slicing config both nodes' label names, and restarts its plugin.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dp"}, "data": {"ts10": TS10}});
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "POST",
+        "/api/v1/namespaces/gpu-operator/configmaps",
+        "application/json",
+        &cm.to_string(),
+    );
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "PATCH",
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "application/merge-patch+json",
+        r#"{"spec":{"devicePlugin":{"config":{"name":"dp"}}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    let r = srv.send_in("eks", "sandbox-eks", "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset",
+        "application/strategic-merge-patch+json", r#"{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"t1"}}}}}"#);
+    assert_eq!(r.code, 200, "{}", r.body);
+    // AL2023: the operator's plugin shares each of the 8 GPUs 10 ways.
+    assert_eq!(
+        allocatable(&node("al2023"), "nvidia.com/gpu").as_deref(),
+        Some("80")
+    );
+    // Bottlerocket: the host's own plugin never read that config: 8 whole GPUs.
+    let br = node("bottlerocket");
+    assert_eq!(allocatable(&br, "nvidia.com/gpu").as_deref(), Some("8"));
+    assert_eq!(label(&br, "nvidia.com/gpu.replicas"), None, "{br}");
+    // Nor does the operator's MIG manager partition it.
+    let name = br["metadata"]["name"].as_str().unwrap_or_default();
+    let r = srv.send_in(
+        "eks",
+        "sandbox-eks",
+        "PATCH",
+        &format!("/api/v1/nodes/{name}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"nvidia.com/mig.config":"all-1g.5gb"}}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(label(&r.body, "nvidia.com/mig.config.state"), None);
+    assert_eq!(allocatable(&r.body, "nvidia.com/gpu").as_deref(), Some("8"));
+    assert_eq!(allocatable(&r.body, "nvidia.com/mig-1g.5gb"), None);
 }
