@@ -134,6 +134,18 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
             vec!["Invalid MIG profile", "1g.5gb"],
         ),
         (
+            // NVIDIA's 4g.20gb exists on the 40 GB A100, but GKE's partition table has no 4g size.
+            "GKE partition NVIDIA has and GKE lacks",
+            format!(
+                "name = \"p\"\n  machine_type = \"a2-highgpu-1g\"\n  {GKE}\n  mig {{ profile = \"4g.20gb\" }}"
+            ),
+            vec![
+                "Invalid MIG profile",
+                "4g.20gb",
+                "1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb",
+            ],
+        ),
+        (
             "MPS on GKE partitions",
             format!(
                 "name = \"p\"\n  machine_type = \"a2-highgpu-1g\"\n  {GKE}\n  mig {{\n    profile = \"1g.5gb\"\n    gke_sharing {{\n      strategy = \"mps\"\n      max_clients = 2\n    }}\n  }}"
