@@ -183,9 +183,8 @@ fn each_cloud_accepts_only_the_profiles_it_can_create() {
         mig("1g.10gb", MigStrategy::Mixed, None),
     ));
     assert!(
-        err.detail.contains(
-            "Valid values on GKE for the A100-40GB: 1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb"
-        ),
+        err.detail
+            .contains("Valid values on GKE for the A100-40GB: 1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb"),
         "{}",
         err.detail
     );

@@ -12,6 +12,7 @@ use super::{
 use crate::kube::kinds;
 use crate::kube::twin::{self, NodeTwin, PluginInputs};
 use crate::kube::util;
+use crate::kube::validate::validate_object;
 use crate::nodes::PoolNodes;
 use crate::util::fnv1a;
 
@@ -134,6 +135,7 @@ impl Cluster {
             .collect();
         for n in stale {
             self.twins.remove(&n);
+            self.registration_errors.remove(&n);
             self.unstore("nodes", "", &n);
         }
         let current = self.current_inputs();
@@ -200,8 +202,21 @@ impl Cluster {
             self.twins.insert(n.clone(), t);
             let t = &self.twins[n];
             let rendered = render_node(&node, t);
-            if self.get_ref(kinds::NODES, "", n) != Some(&rendered) {
-                self.put_internal(kinds::NODES, "", n, rendered);
+            let old = self.get_ref(kinds::NODES, "", n).cloned();
+            if old.as_ref() == Some(&rendered) {
+                continue;
+            }
+            // The kubelet registers its node, and the cloud changes it, through the API server,
+            // which validates the object like any other write: a node it refuses (e.g. two taints
+            // with one key and effect) never appears, and a refused change leaves the node as it was.
+            match validate_object(kinds::NODES, &rendered, old.as_ref()) {
+                Ok(()) => {
+                    self.registration_errors.remove(n);
+                    self.put_internal(kinds::NODES, "", n, rendered);
+                }
+                Err(e) => {
+                    self.registration_errors.insert(n.clone(), e.message);
+                }
             }
         }
         self.reconcile(None);
@@ -216,6 +231,7 @@ impl Cluster {
             .collect();
         for n in gone {
             self.twins.remove(&n);
+            self.registration_errors.remove(&n);
             self.unstore("nodes", "", &n);
         }
     }
