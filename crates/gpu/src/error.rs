@@ -103,6 +103,7 @@ pub(crate) mod summary {
     pub(crate) const INVALID_OS_SKU: &str = "Unsupported OS SKU";
     pub(crate) const CONFLICTING_LABEL: &str = "Conflicting node label";
     pub(crate) const INVALID_TAINT: &str = "Invalid taint";
+    pub(crate) const CONFLICTING_TAINT: &str = "Conflicting taint";
     pub(crate) const INVALID_WORKLOAD: &str = "Invalid workload need";
     pub(crate) const INVALID_DEVICE_PLUGIN_CONFIG: &str = "Invalid device plugin config";
 }

@@ -146,6 +146,20 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
             ],
         ),
         (
+            // GKE taints GPU nodes nvidia.com/gpu=present:NoSchedule itself; a second taint of that
+            // key and effect would keep the nodes from registering.
+            "a second GPU taint on GKE",
+            format!(
+                "name = \"p\"\n  machine_type = \"g2-standard-4\"\n  {GKE}\n  taints = [{{ key = \"nvidia.com/gpu\", value = \"Present\", effect = \"NoSchedule\" }}]"
+            ),
+            vec![
+                "Conflicting taint",
+                "taints = [",
+                "nvidia.com/gpu=present:NoSchedule",
+                "unique by key and effect",
+            ],
+        ),
+        (
             "MPS on GKE partitions",
             format!(
                 "name = \"p\"\n  machine_type = \"a2-highgpu-1g\"\n  {GKE}\n  mig {{\n    profile = \"1g.5gb\"\n    gke_sharing {{\n      strategy = \"mps\"\n      max_clients = 2\n    }}\n  }}"

@@ -49,8 +49,42 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
     // GKE: two nodes, each advertising gpus x clients, selected by the pool's node selector.
     let gke = &out["gke"]["value"];
     let nodes = sb.nodes("gke", "sandbox-gke", "l4ts");
-    assert_eq!(nodes.len(), 2);
+    assert_eq!(
+        nodes.len(),
+        2,
+        "the nodes registered: {:?}",
+        sb.stack
+            .kube
+            .node_registration_errors("gke", "sandbox-gke", "l4ts")
+    );
+    // GKE taints GPU nodes `nvidia.com/gpu=present:NoSchedule` itself; the pool's default taint is
+    // that one, not a second taint of the key and effect (the API server would refuse the node).
+    let gpu_taint =
+        serde_json::json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"});
+    assert_eq!(gke["taints"], serde_json::json!([gpu_taint]));
+    let pool = sb.stack.sandbox.inventory()["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "l4ts")
+        .map(|p| p["resource"].clone())
+        .unwrap();
+    assert_eq!(
+        pool["config"]["taints"],
+        serde_json::Value::Null,
+        "GKE's own taint is not asked for"
+    );
+    assert!(
+        gke["tolerations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["key"] == "nvidia.com/gpu" && t["effect"] == "NoSchedule"),
+        "{}",
+        gke["tolerations"]
+    );
     for node in &nodes {
+        assert_eq!(node["spec"]["taints"], serde_json::json!([gpu_taint]));
         let labels = &node["metadata"]["labels"];
         for (k, v) in gke["node_selector"].as_object().unwrap() {
             assert_eq!(&labels[k], v, "node label {k}");
@@ -73,6 +107,9 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
     let toleration = &aks["tolerations"][0];
     assert_eq!(taint["key"], toleration["key"]);
     assert_eq!(taint["effect"], toleration["effect"]);
+
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "no drift after apply: {}", plan.text());
 
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(

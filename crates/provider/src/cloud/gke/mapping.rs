@@ -13,8 +13,6 @@ use crate::cloud::{CloudError, GkeSharing, Location, PoolGpu, PoolSpec, PoolTain
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
 const GKE_DEFAULT_DISK_GB: u32 = 100;
-/// The taint GKE puts on every GPU node by itself.
-const GKE_GPU_TAINT: (&str, &str, &str) = ("nvidia.com/gpu", "present", "NoSchedule");
 /// Label prefixes only GKE may set; they are GKE's, not the user's, when they show up on a read.
 const GKE_LABEL_PREFIXES: &[&str] = &["cloud.google.com/", "node.kubernetes.io/"];
 
@@ -59,8 +57,11 @@ pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
     s
 }
 
+/// The taint GKE puts on every GPU node by itself (gpu::GKE_GPU_TAINT): GKE is never asked for it,
+/// because the nodes could not carry it twice.
 fn is_gke_gpu_taint(key: &str, value: &str, k8s_effect: &str) -> bool {
-    (key, value, k8s_effect) == GKE_GPU_TAINT
+    let g = &gpu::GKE_GPU_TAINT;
+    key == g.key && value == g.value && k8s_effect == g.effect.as_str()
 }
 
 fn is_gke_label(key: &str) -> bool {
@@ -130,7 +131,7 @@ pub(super) fn node_pool_of(spec: &PoolSpec) -> Result<NodePool, CloudError> {
     config.machine_type = spec.machine_type.clone();
     config.disk_size_gb = spec.disk_size_gb.map_or(0, clamp_i32);
     config.labels = gke_labels(&spec.labels);
-    config.taints = gke_taints(&spec.taints)?;
+    config.taints = gke_taints(&canonical_spec(spec).taints)?;
     config.spot = spec.spot;
     if let Some(ty) = &spec.gpu.gke_accelerator_type {
         let mut a = AcceleratorConfig::default();

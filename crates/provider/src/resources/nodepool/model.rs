@@ -447,12 +447,7 @@ pub fn state_from_pool(
         spot: Known(Some(spec.spot)),
         disk_size_gb: Known(spec.disk_size_gb),
         labels: (!user.is_empty() || labels_written).then_some(user),
-        taints: Some(
-            spec.taints
-                .iter()
-                .map(|t| TaintArgs::of(&t.key, &t.value, &t.effect))
-                .collect(),
-        ),
+        taints: Some(reported_taints(cloud, &spec.taints, before.as_ref())),
         autoscaling: SingleBlock(autoscaling),
         sharing: Sharing::of(&mode),
         ..Args::default()
@@ -519,6 +514,30 @@ pub fn state_from_pool(
         merge(&mut v, &d);
     }
     Some(v)
+}
+
+/// The taints to record for a pool. GKE's own GPU taint is on every GKE GPU node but never asked of
+/// GKE, so a read cannot tell whether the pool lists it: it does when the prior value did, or when
+/// there is none (an import, whose configuration most likely leaves `taints` to its default).
+fn reported_taints(cloud: Cloud, read: &[PoolTaint], before: Option<&Args>) -> Vec<TaintArgs> {
+    let mut out: Vec<TaintArgs> = read
+        .iter()
+        .map(|t| TaintArgs::of(&t.key, &t.value, &t.effect))
+        .collect();
+    let gke_taint = || {
+        let g = &gpu::GKE_GPU_TAINT;
+        TaintArgs::of(&g.key, &g.value, g.effect.as_str())
+    };
+    let listed = |a: &Args| {
+        a.taints.as_ref().is_some_and(|t| {
+            t.iter()
+                .any(|t| t.taint().as_ref() == Some(&gpu::GKE_GPU_TAINT))
+        })
+    };
+    if cloud == Cloud::Gke && before.is_none_or(listed) && !out.contains(&gke_taint()) {
+        out.push(gke_taint());
+    }
+    out
 }
 
 /// The state of a pool whose create may have reached the cloud but that could not be read back:

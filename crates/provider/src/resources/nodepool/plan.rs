@@ -2,11 +2,11 @@
 //! provider's configuration (subscription, project, region), the node count only a pool without
 //! autoscaling has, what the domain derives, and the GPU settings a cloud cannot change in place.
 
-use crate::model::Sharing;
+use crate::model::{Sharing, TaintArgs};
 use crate::provider::Settings;
 use gpu::Cloud;
 use tfplugin::api::PlanRequest;
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{FromValue, ToValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::{AttrPath, Diagnostics, Value};
 
@@ -70,6 +70,16 @@ fn fill_provider_defaults(v: &mut Value, config: &Value, settings: &Settings) {
         } else if !keep {
             set(v, "node_count", Value::int(1));
         }
+    }
+    // GKE taints its GPU nodes itself: there the default is GKE's own taint (see gpu::GKE_GPU_TAINT),
+    // not the schema's, which a node could not carry beside GKE's.
+    if config.get("taints").is_null() && !v.get("gke").elements().is_empty() {
+        let g = &gpu::GKE_GPU_TAINT;
+        set(
+            v,
+            "taints",
+            vec![TaintArgs::of(&g.key, &g.value, g.effect.as_str())].to_value(),
+        );
     }
     let cloud = &settings.cloud;
     for (block, k, default) in [

@@ -98,7 +98,7 @@ pub fn schema() -> Schema {
     .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
     .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Default none. Changes in place."))
     .attr(
-        model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule`, so only pods that tolerate it land on GPU nodes; set `[]` for none. Changes in place.")
+        model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule` on AKS and EKS, so only pods that tolerate it land on GPU nodes; on GKE, GKE's own `nvidia.com/gpu=present:NoSchedule`, which GKE puts on every GPU node itself and is therefore never asked for. Kubernetes refuses a node whose taints repeat a key and effect, so any other `nvidia.com/gpu` NoSchedule taint is refused on GKE, and two taints with one key and effect anywhere. Set `[]` for none of yours (GKE's own stays on GKE nodes, and `tolerations` still covers it). Changes in place.")
             .optional()
             .computed()
             .default_value(vec![TaintArgs::of("nvidia.com/gpu", "Present", "NoSchedule")].to_value()),
