@@ -17,7 +17,8 @@ pub(crate) async fn endpoint(State(sb): State<Sandbox>) -> Response {
 /// A stable JSON listing of the world: clusters and pools sorted by cloud, cluster and name; each
 /// pool carries its state and the document a GET on the cloud's API returns for it. `creates`
 /// counts, per cloud, cluster and pool name, the creates that made a pool (`count`) and the create
-/// requests that reached the cluster (`requests`).
+/// requests that reached the cluster (`requests`); `refused` counts, per cloud, cluster and status,
+/// the requests a cluster refused because other operations were in flight.
 pub(crate) fn inventory_of(w: &World) -> Value {
     let mut clusters = Vec::new();
     let mut pools = Vec::new();
@@ -56,5 +57,14 @@ pub(crate) fn inventory_of(w: &World) -> Value {
             Some(json!({"cloud": cloud, "cluster": cluster, "name": name, "count": count, "requests": requests}))
         })
         .collect();
-    json!({"clusters": clusters, "pools": pools, "creates": creates})
+    let refused: Vec<Value> = w
+        .refused
+        .iter()
+        .filter_map(|(k, n)| {
+            let mut parts = k.splitn(3, '/');
+            let (cloud, cluster, status) = (parts.next()?, parts.next()?, parts.next()?);
+            Some(json!({"cloud": cloud, "cluster": cluster, "status": status, "count": n}))
+        })
+        .collect();
+    json!({"clusters": clusters, "pools": pools, "creates": creates, "refused": refused})
 }

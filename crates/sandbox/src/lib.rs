@@ -155,6 +155,11 @@ pub struct World {
     /// how often a client retried.
     #[serde(default)]
     pub(crate) create_requests: std::collections::BTreeMap<String, u64>,
+    /// Requests a cluster refused because of other operations in flight, per
+    /// "cloud/cluster/status" (GKE's RESOURCE_EXHAUSTED quota and FAILED_PRECONDITION "operation in
+    /// progress"), so a test can prove that a client waited its turn instead of being refused.
+    #[serde(default)]
+    pub(crate) refused: std::collections::BTreeMap<String, u64>,
 }
 
 impl World {
@@ -214,6 +219,14 @@ impl World {
         *self
             .create_requests
             .entry(format!("{cloud}/{cluster}/{pool}"))
+            .or_insert(0) += 1;
+    }
+
+    /// Counts a refusal (see [`World::refused`]).
+    pub(crate) fn count_refused(&mut self, cloud: &str, cluster: &str, status: &str) {
+        *self
+            .refused
+            .entry(format!("{cloud}/{cluster}/{status}"))
             .or_insert(0) += 1;
     }
 

@@ -157,6 +157,13 @@ pub(super) fn gerr(code: u16, message: impl Into<String>) -> GError {
     }
 }
 
+impl GError {
+    /// google.rpc's status name of this error, e.g. RESOURCE_EXHAUSTED.
+    pub(crate) fn status(&self) -> &'static str {
+        status_name(self.code, &self.message)
+    }
+}
+
 pub(super) fn invalid(message: impl Into<String>) -> GError {
     gerr(400, message)
 }

@@ -384,4 +384,67 @@ async fn gke_limits_concurrent_operations_per_cluster() {
         s.sb.inventory()["pools"].as_array().map(|a| a.len()),
         Some(5)
     );
+    // A cluster-level operation waits for the others, and is refused while they run.
+    let r = s
+        .gke(
+            Method::PUT,
+            GKE_CLUSTER,
+            Some(&json!({"update": {"desiredMasterVersion": "latest"}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let refused = &s.sb.inventory()["refused"];
+    assert_eq!(
+        refused,
+        &json!([
+            {"cloud": "gke", "cluster": "sandbox-gke", "status": "FAILED_PRECONDITION", "count": 2},
+            {"cloud": "gke", "cluster": "sandbox-gke", "status": "RESOURCE_EXHAUSTED", "count": 1},
+        ])
+    );
+}
+
+/// While an operation on the cluster itself runs, GKE starts no node pool operation on it: 400
+/// FAILED_PRECONDITION "Operation ... is currently updating cluster ...".
+#[tokio::test]
+async fn gke_cluster_operations_run_alone() {
+    let s = start(300).await;
+    let r = s
+        .gke(
+            Method::PUT,
+            GKE_CLUSTER,
+            Some(&json!({"update": {"desiredMasterVersion": "latest"}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let create = json!({"nodePool": {"name": "late", "initialNodeCount": 1}});
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{GKE_CLUSTER}/nodePools"),
+            Some(&create),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["status"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("FAILED_PRECONDITION")),
+        "{}",
+        r.text
+    );
+    let msg = r.body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Operation operation-")
+            && msg.ends_with(
+                "is currently updating cluster sandbox-gke. Please wait and try again once it is done."
+            ),
+        "{msg}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{GKE_CLUSTER}/nodePools"),
+            Some(&create),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
