@@ -745,3 +745,68 @@ async fn an_access_token_is_sent_as_a_bearer_header_and_the_sandbox_gets_none() 
         vec![Some("Bearer ya29.test-token".to_string()), None]
     );
 }
+
+/// Operations of other clients on the cluster make GKE refuse ours: an operation on the cluster
+/// itself (400 FAILED_PRECONDITION) and a full quota (429 RESOURCE_EXHAUSTED). Both are waited out
+/// until the deadline, not given up after the transient retries.
+#[tokio::test]
+async fn other_clients_operations_on_the_cluster_are_waited_out() {
+    let env = start(Duration::from_millis(1500)).await;
+    let cluster = format!(
+        "{}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke",
+        env.base
+    );
+    let r = env
+        .http
+        .put(&cluster)
+        .json(&json!({"update": {"desiredMasterVersion": "latest"}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let t0 = Instant::now();
+    env.gke
+        .create(&time_sharing("patient"), &long())
+        .await
+        .unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        t0.elapsed()
+    );
+
+    // Five pools of someone else's fill the quota.
+    for i in 0..5 {
+        let r = env
+            .http
+            .post(format!("{cluster}/nodePools"))
+            .json(&json!({"nodePool": {"name": format!("theirs{i}"), "initialNodeCount": 3}}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
+    let t0 = Instant::now();
+    env.gke.delete(&loc(), "patient", &long()).await.unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        t0.elapsed()
+    );
+    let inv: Value = env
+        .http
+        .get(format!("{}/_sandbox/inventory", env.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let statuses: Vec<&str> = inv["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["FAILED_PRECONDITION", "RESOURCE_EXHAUSTED"]);
+}

@@ -23,6 +23,7 @@ mod calls;
 mod config;
 mod mapping;
 mod operations;
+mod queue;
 #[cfg(test)]
 mod tests;
 mod transport;
@@ -77,6 +78,8 @@ pub struct GkeClient {
     http: reqwest::Client,
     /// Sandbox base URL: instance group URLs are rewritten to it.
     sandbox: Option<String>,
+    /// Each cluster's turns for operations (see `queue`), shared by the clones of this client.
+    queues: std::sync::Arc<queue::Queues>,
 }
 
 impl GkeClient {
@@ -132,6 +135,7 @@ impl GkeClient {
             creds,
             http,
             sandbox: cfg.sandbox.map(|s| s.trim_end_matches('/').to_string()),
+            queues: Default::default(),
         })
     }
 
@@ -161,6 +165,7 @@ impl NodePools for GkeClient {
         let parent = cluster_path(&spec.location)?;
         let np = node_pool_of(spec)?;
         let what = format!("create node pool {parent}/nodePools/{}", spec.name);
+        let turn = self.queues.turn(&parent, &what, ctx).await?;
         let sent = self
             .call(ctx, &what, true, || {
                 self.cm
@@ -173,6 +178,7 @@ impl NodePools for GkeClient {
         match sent {
             Ok(op) => {
                 self.wait(&spec.location, op, ctx).await?;
+                drop(turn);
                 self.reread(&spec.location, &spec.name, ctx).await
             }
             // A retried create (ours after a lost answer, or terraform's after a crash) finds the
@@ -273,8 +279,13 @@ impl NodePools for GkeClient {
 
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
         let id = pool_id(location, name)?;
+        let what = format!("delete node pool {id}");
+        let _turn = self
+            .queues
+            .turn(&cluster_path(location)?, &what, ctx)
+            .await?;
         let sent = self
-            .call(ctx, &format!("delete node pool {id}"), true, || {
+            .call(ctx, &what, true, || {
                 self.cm.delete_node_pool().set_name(id.clone()).send()
             })
             .await;
