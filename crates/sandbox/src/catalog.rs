@@ -282,6 +282,23 @@ pub(crate) const GKE_ACCELERATORS: &[GkeAccelerator] = &[
     acc("nvidia-tesla-v100", V100, "n1-", &[]),
 ];
 
+/// Zones of the sandbox's regions that do not offer an accelerator (every other zone offers every
+/// accelerator above). GKE refuses a node pool with 400 `Accelerator type "nvidia-tesla-t4" does not
+/// exist in zone us-west4-c.` when one of its zones lacks the GPU: the us-west4 rows are the zones
+/// of that very error report (GoogleCloudPlatform/kubernetes-engine-samples#1738), the europe-west4
+/// row follows Compute Engine's "GPU regions and zones" table, where the A100 40GB is offered in
+/// europe-west4-a and -b only.
+const ZONES_WITHOUT: &[(&str, &str)] = &[
+    ("europe-west4-c", "nvidia-tesla-a100"),
+    ("us-west4-b", "nvidia-l4"),
+    ("us-west4-c", "nvidia-tesla-t4"),
+];
+
+/// Whether GKE offers an accelerator type in a zone.
+pub(crate) fn gke_accelerator_in_zone(accelerator: &str, zone: &str) -> bool {
+    !ZONES_WITHOUT.contains(&(zone, accelerator))
+}
+
 pub(crate) const AWS_INSTANCE_TYPES: &[Machine] = &[
     m("p4d.24xlarge", A100_40_SXM, 8),
     m("p4de.24xlarge", A100_80_SXM, 8),
@@ -417,5 +434,14 @@ mod tests {
             Some("nvidia-a100-80gb")
         );
         assert!(gke_builtin_accelerator("n1-standard-4").is_none());
+        assert!(!gke_accelerator_in_zone(
+            "nvidia-tesla-a100",
+            "europe-west4-c"
+        ));
+        assert!(gke_accelerator_in_zone(
+            "nvidia-tesla-a100",
+            "europe-west4-a"
+        ));
+        assert!(gke_accelerator_in_zone("nvidia-l4", "us-central1-c"));
     }
 }

@@ -88,7 +88,8 @@ impl Config {
 /// In a `--clusters` file: `[{"cloud": "aks", "resource_group": "rg", "name": "c"},
 /// {"cloud": "gke", "project": "p", "location": "europe-west4", "name": "c"},
 /// {"cloud": "eks", "region": "eu-west-1", "name": "c"}]` (AKS subscription and location default to
-/// the sandbox subscription and eastus).
+/// the sandbox subscription and eastus). A GKE location that is a region makes a regional cluster
+/// in three zones (`<region>-a`, `-b`, `-c`), one that is a zone a zonal cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cloud", rename_all = "lowercase")]
 pub enum ClusterSpec {
@@ -251,7 +252,7 @@ impl World {
                     "RUNNING" | "RECONCILING" | "STOPPING" | "RUNNING_WITH_ERROR"
                 )
             }) {
-                out.push(gke::pool_nodes(&c.name, p));
+                out.push(gke::pool_nodes(&c.name, &c.zones(), p));
             }
         }
         for c in self.eks.clusters.values() {

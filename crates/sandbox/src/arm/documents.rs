@@ -71,6 +71,7 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         cluster: cluster.to_string(),
         pool: pool.name.clone(),
         node_count: count.max(1),
+        zones: Vec::new(),
         labels,
         taints,
         gpu_product: gpu.map(|(g, _)| g.product.to_string()),

@@ -41,6 +41,7 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         cluster: cluster.to_string(),
         pool: ng.name.clone(),
         node_count: s.desired_size.max(1) as u32,
+        zones: Vec::new(),
         labels,
         taints: s
             .taints

@@ -41,6 +41,7 @@ impl Operations for GkeWorld {
         else {
             return true;
         };
+        let cluster_zones = cluster.zones();
         let Some(pool) = cluster.pools.get_mut(&pool_name) else {
             return true;
         };
@@ -48,11 +49,17 @@ impl Operations for GkeWorld {
             return true;
         };
         if p.fail {
+            let zone = pool
+                .spec
+                .locations
+                .first()
+                .cloned()
+                .unwrap_or_else(|| cluster_zones[0].clone());
             op.error = Some((
                 8,
                 format!(
-                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for {} in {}-a (sandbox fault injection).",
-                    pool.spec.machine_type, op.location
+                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for {} in {zone} (sandbox fault injection).",
+                    pool.spec.machine_type
                 ),
             ));
             match p.kind {
@@ -76,7 +83,11 @@ impl Operations for GkeWorld {
             });
         } else {
             pool.status = "RUNNING".into();
-            events.push(NodeEvent::Changed(pool_nodes(&cluster.name, pool)));
+            events.push(NodeEvent::Changed(pool_nodes(
+                &cluster.name,
+                &cluster_zones,
+                pool,
+            )));
         }
         true
     }
@@ -196,9 +207,10 @@ pub(super) fn create(
             "Invalid JSON payload received. Required field 'nodePool' is missing.",
         ));
     };
-    let (name, spec) = parse_pool(np)?;
     sb.with_world_opts(fail, |w, ctx| {
         let full = cluster(w, p, l, c)?;
+        // The pool's zones and what they offer are the cluster's business.
+        let (name, spec) = parse_pool(np, full)?;
         let cluster_name = full.name.clone();
         w.count_create_request("gke", &cluster_name, &name);
         let full = cluster(w, p, l, c)?;
@@ -240,6 +252,7 @@ impl GkeCluster {
             location: self.location.clone(),
             name: self.name.clone(),
             pools: BTreeMap::new(),
+            zones: self.zones(),
         }
     }
 }
@@ -285,7 +298,7 @@ pub(super) fn mutate(
         let (op_type, kind) = match m {
             Mutation::Delete => ("DELETE_NODE_POOL", Kind::Delete),
             Mutation::Update => {
-                apply_update(&mut spec, &req)?;
+                apply_update(&mut spec, &req, cl)?;
                 ("UPGRADE_NODES", Kind::Update)
             }
             Mutation::SetSize => {

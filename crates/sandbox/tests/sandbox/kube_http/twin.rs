@@ -88,6 +88,7 @@ fn eks_mig_manager_and_strategies() {
         cluster: "sandbox-eks".into(),
         pool: "p4d".into(),
         node_count: 1,
+        zones: vec![],
         labels: BTreeMap::from([(
             "nvidia.com/mig.config".to_string(),
             "all-1g.5gb".to_string(),
