@@ -195,12 +195,12 @@ fn gke_default_taint_is_gkes_own() {
     };
     let d = validate(&pool(Cloud::Gke, "g2-standard-4", ts(4))).unwrap();
     assert_eq!(d.taints, [GKE_GPU_TAINT]);
-    assert_eq!(d.tolerations, [gpu_toleration.clone()]);
+    assert_eq!(d.tolerations, std::slice::from_ref(&gpu_toleration));
     let mut spec = pool(Cloud::Gke, "g2-standard-4", ts(4));
     spec.taints = Some(vec![]);
     let d = validate(&spec).unwrap();
     assert!(d.taints.is_empty());
-    assert_eq!(d.tolerations, [gpu_toleration.clone()]);
+    assert_eq!(d.tolerations, std::slice::from_ref(&gpu_toleration));
     // Another effect on the key is another taint.
     spec.taints = Some(vec![Taint::parse("nvidia.com/gpu=x:NoExecute").unwrap()]);
     assert_eq!(validate(&spec).unwrap().tolerations.len(), 2);
