@@ -19,7 +19,7 @@ provider "fracgpu" {{
 resource "fracgpu_nodepool" "gke" {{
   name         = "l4ts"
   machine_type = "g2-standard-8"
-  node_count   = 2
+  node_count   = 3
   gke {{
     location = "us-central1"
     cluster  = "sandbox-gke"
@@ -46,12 +46,13 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
     ws.apply();
     let out = ws.output_json();
 
-    // GKE: two nodes, each advertising gpus x clients, selected by the pool's node selector.
+    // GKE: three nodes, one in each zone of the regional cluster, each advertising gpus x clients,
+    // selected by the pool's node selector.
     let gke = &out["gke"]["value"];
     let nodes = sb.nodes("gke", "sandbox-gke", "l4ts");
     assert_eq!(
         nodes.len(),
-        2,
+        3,
         "the nodes registered: {:?}",
         sb.stack
             .kube
@@ -82,6 +83,21 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
             .any(|t| t["key"] == "nvidia.com/gpu" && t["effect"] == "NoSchedule"),
         "{}",
         gke["tolerations"]
+    );
+    let mut zones: Vec<&str> = nodes
+        .iter()
+        .map(|n| {
+            n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+                .as_str()
+                .unwrap_or_default()
+        })
+        .collect();
+    zones.sort();
+    assert_eq!(zones, ["us-central1-a", "us-central1-b", "us-central1-c"]);
+    assert_eq!(
+        gke["gke"][0]["node_locations"],
+        serde_json::json!(zones),
+        "the pool's zones are the cluster's by default"
     );
     for node in &nodes {
         assert_eq!(node["spec"]["taints"], serde_json::json!([gpu_taint]));

@@ -54,11 +54,13 @@ fn fleet() -> Vec<Decl> {
                 _ => ("eks", EKS_CLUSTERS),
             };
             let cluster = clusters[(i / 3) % clusters.len()];
+            // A GKE pool's total splits over the regional clusters' three zones.
+            let per_zone = if cloud == "gke" { 3 } else { 1 };
             Decl::new(
                 cloud,
                 cluster,
                 &format!("conc{cloud}{i}"),
-                1 + (i % 2) as u32,
+                per_zone * (1 + (i % 2) as u32),
             )
         })
         .collect()
@@ -155,7 +157,7 @@ fn a_hundred_pools_at_parallelism_fifty_are_each_created_once() {
 fn ten_pools_on_one_gke_cluster_wait_their_turn_and_none_is_refused() {
     let sb = sandbox::start(Duration::from_millis(500));
     let fleet: Vec<Decl> = (0..10)
-        .map(|i| Decl::new("gke", "sandbox-gke", &format!("queued{i}"), 1))
+        .map(|i| Decl::new("gke", "sandbox-gke", &format!("queued{i}"), 3))
         .collect();
     let ws = Workspace::new(&pools::config(&sb.url, &fleet, ""));
     ws.init();

@@ -84,8 +84,8 @@ impl GkeClient {
         })
     }
 
-    /// The pool's current size per zone from its instance group managers' targetSize, or None
-    /// when any of them cannot be read.
+    /// The pool's current size in all: its instance group managers' targetSize summed over the
+    /// zones, or None when any of them cannot be read.
     async fn current_size(&self, np: &NodePool) -> Option<u32> {
         if np.instance_group_urls.is_empty() {
             return None;
@@ -101,7 +101,7 @@ impl GkeClient {
                 }
             }
         }
-        u32::try_from(total / np.instance_group_urls.len() as u64).ok()
+        u32::try_from(total).ok()
     }
 
     async fn target_size(&self, url: &str) -> Result<u64, String> {

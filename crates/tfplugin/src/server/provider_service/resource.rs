@@ -133,7 +133,8 @@ pub(super) async fn plan(
         },
         &mut planned,
         &mut diags,
-    );
+    )
+    .await;
     let replace = plan::replace_paths(&schema.block, &prior, &planned.state);
     planned.requires_replace.extend(replace);
     let state = try_diag!(
