@@ -99,6 +99,8 @@ pub const MAX_CONCURRENT_OPS: usize = 5;
 /// How GKE names an operation in progress in its refusals ("Operation operation-... is currently
 /// creating a node pool for cluster c1. Please wait and try again once it is done.",
 /// hashicorp/terraform-provider-google#10366; "... is currently upgrading cluster c1. ...", #3650).
+/// The wording for a cluster update and for a node pool update follows that pattern; we have not
+/// seen those two quoted.
 fn in_progress(op: &GkeOp) -> String {
     let what = match op.op_type.as_str() {
         "CREATE_NODE_POOL" => "creating a node pool for cluster",

@@ -162,6 +162,7 @@ fn parse_locations(v: Option<&Value>, cluster: &GkeCluster) -> Result<Vec<String
             && region_of(&z) == region
             && z.ends_with(|c: char| ('a'..='f').contains(&c));
         if !known {
+            // The rule is GKE's; the wording is the sandbox's.
             return Err(invalid(format!(
                 "Location \"{z}\" is not a zone of region {region}: node pool locations must be zones of the cluster's region."
             )));
