@@ -30,6 +30,7 @@ variable "clusters" {
       cluster         = optional(string)
       location        = optional(string)
       project         = optional(string)
+      node_locations  = optional(list(string))
       node_role_arn   = optional(string)
       subnet_ids      = optional(list(string))
       region          = optional(string)
@@ -41,8 +42,14 @@ variable "clusters" {
       cluster = { resource_group = "sandbox-rg", cluster_name = "sandbox-aks" }
     }
     gke = {
-      cloud   = "gke"
-      cluster = { location = "us-central1", cluster = "sandbox-gke" }
+      cloud = "gke"
+      # Two of the regional cluster's three zones: the two nodes go one to each (GKE runs the
+      # same number of nodes in every zone of a pool).
+      cluster = {
+        location       = "us-central1"
+        cluster        = "sandbox-gke"
+        node_locations = ["us-central1-a", "us-central1-b"]
+      }
     }
     eks = {
       cloud = "eks"

@@ -108,6 +108,7 @@ pub(crate) mod summary {
         "GPU sharing not available on Bottlerocket";
     pub(crate) const CONFLICTING_LABEL: &str = "Conflicting node label";
     pub(crate) const INVALID_TAINT: &str = "Invalid taint";
+    pub(crate) const CONFLICTING_TAINT: &str = "Conflicting taint";
     pub(crate) const INVALID_WORKLOAD: &str = "Invalid workload need";
     pub(crate) const INVALID_DEVICE_PLUGIN_CONFIG: &str = "Invalid device plugin config";
 }

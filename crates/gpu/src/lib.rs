@@ -27,8 +27,9 @@ pub use error::{DomainError, Field};
 pub use observed::{Observed, sharing_from_observed};
 pub use placement::{WorkloadFit, WorkloadNeed, slices_for, workload_fit};
 pub use sharing::{
-    DEVICE_PLUGIN_CONFIG_LABEL, Derived, GkeAccelerator, GkeSharing, GkeSharingStrategy, Isolation,
-    MAX_REPLICAS, MIG_CONFIG_LABEL, MIN_REPLICAS, MigStrategy, NamedConfig, PoolSpec, SharingMode,
-    Taint, TaintEffect, Toleration, TolerationOperator, check_aks_os_sku, check_eks_ami_type,
-    device_plugin_config, device_plugin_config_yaml, validate,
+    DEVICE_PLUGIN_CONFIG_LABEL, Derived, GKE_GPU_TAINT, GkeAccelerator, GkeSharing,
+    GkeSharingStrategy, Isolation, MAX_REPLICAS, MIG_CONFIG_LABEL, MIN_REPLICAS, MigStrategy,
+    NamedConfig, PoolSpec, SharingMode, Taint, TaintEffect, Toleration, TolerationOperator,
+    check_aks_os_sku, check_eks_ami_type, device_plugin_config, device_plugin_config_yaml,
+    validate,
 };

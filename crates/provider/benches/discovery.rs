@@ -87,11 +87,16 @@ fn spec(cloud: &str, i: usize) -> PoolSpec {
             true,
         ),
     };
+    // GKE runs as many nodes in each of the regional cluster's three zones, and taints its GPU
+    // nodes itself.
+    let gke = cloud == "gke";
     PoolSpec {
         location: location(cloud),
         name: format!("p{i:03}"),
         machine_type: machine.into(),
-        scaling: Scaling::Fixed { nodes: 1 },
+        scaling: Scaling::Fixed {
+            nodes: if gke { 3 } else { 1 },
+        },
         spot: false,
         disk_size_gb: None,
         labels: if labels {
@@ -102,13 +107,18 @@ fn spec(cloud: &str, i: usize) -> PoolSpec {
         } else {
             BTreeMap::new()
         },
-        taints: vec![PoolTaint {
-            key: "nvidia.com/gpu".into(),
-            value: "Present".into(),
-            effect: "NoSchedule".into(),
-        }],
+        taints: if gke {
+            Vec::new()
+        } else {
+            vec![PoolTaint {
+                key: "nvidia.com/gpu".into(),
+                value: "Present".into(),
+                effect: "NoSchedule".into(),
+            }]
+        },
         gpu,
         os_sku: None,
+        gke: None,
         eks,
     }
 }

@@ -252,7 +252,7 @@ fn aks_create_interrupted_returns_within_two_seconds_and_keeps_the_pool_in_state
 
 #[test]
 fn gke_create_interrupted_returns_within_two_seconds_and_keeps_the_pool_in_state() {
-    interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgke", 2), |_| {});
+    interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgke", 3), |_| {});
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn aks_create_interrupted_while_the_pool_cannot_be_read_still_keeps_it_in_state(
 
 #[test]
 fn gke_create_interrupted_while_the_pool_cannot_be_read_still_keeps_it_in_state() {
-    interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgkedark", 1), |sb| {
+    interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgkedark", 3), |sb| {
         sb.inject(json!({"match": {"method": "GET", "path_contains": "nodePools/intgkedark"}, "count": 50, "kind": "503"}));
     });
 }
@@ -281,7 +281,7 @@ fn gke_create_interrupted_while_the_pool_cannot_be_read_still_keeps_it_in_state(
 /// after 20 s) is abandoned, not waited for.
 #[test]
 fn gke_create_interrupted_during_a_slow_operation_poll_returns_within_two_seconds() {
-    interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgkeslow", 1), |sb| {
+    interrupt_scenario(Decl::new("gke", "sandbox-gke", "intgkeslow", 3), |sb| {
         sb.inject(json!({"match": {"method": "GET", "path_contains": "locations/us-central1/operations/"}, "count": 50, "kind": "slow", "delay_ms": 20000}));
         // Interrupt once a poll is in flight.
         let t = Instant::now();

@@ -309,7 +309,8 @@ fn gke_answers_that_are_malformed_huge_or_slow() {
         name: "gke",
         path_contains: "/nodePools",
         resource: pool(
-            "  gke {\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n  }",
+            // One zone: node_count = 1 splits, and the plan need not read the cluster.
+            "  gke {\n    location       = \"us-central1\"\n    cluster        = \"sandbox-gke\"\n    node_locations = [\"us-central1-a\"]\n  }",
             "hostile",
             "g2-standard-4",
         ),

@@ -206,9 +206,13 @@ pub(crate) const GCP_MACHINE_TYPES: &[Machine] = &[
 ];
 
 /// GKE accelerator types with the machine family they attach to and the `gpuPartitionSize` values
-/// GKE accepts for them (GKE's list is narrower than NVIDIA's: no 1g.10gb on the 40 GB A100, 1g.20gb
-/// only on H100). A machine with built-in GPUs accepts only its own accelerator with its own count;
-/// `n1-` machines take attached T4/V100 GPUs.
+/// GKE accepts for them. GKE's list is narrower than NVIDIA's: the table of partition sizes in GKE's
+/// "Running multi-instance GPUs" guide
+/// (<https://cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi>) has no 4g profile on any
+/// GPU, no 1g.10gb on the 40 GB A100, and the 1g profile with twice the memory (1g.20gb, 1g.35gb) only
+/// on H100 and H200. The B200 row is modelled on the H200's (its 4g profile left out too), an
+/// inference rather than a quote. A machine with built-in GPUs accepts only its own accelerator with
+/// its own count; `n1-` machines take attached T4/V100 GPUs.
 pub(crate) struct GkeAccelerator {
     pub(crate) name: &'static str,
     pub(crate) gpu: Gpu,
@@ -235,56 +239,65 @@ pub(crate) const GKE_ACCELERATORS: &[GkeAccelerator] = &[
         "nvidia-tesla-a100",
         A100_40_SXM,
         "a2-highgpu-",
-        &["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"],
+        &["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"],
     ),
     acc(
         "nvidia-tesla-a100",
         A100_40_SXM,
         "a2-megagpu-",
-        &["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"],
+        &["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"],
     ),
     acc(
         "nvidia-a100-80gb",
         A100_80_SXM,
         "a2-ultragpu-",
-        &["1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"],
+        &["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"],
     ),
     acc(
         "nvidia-h100-80gb",
         H100_80,
         "a3-highgpu-",
-        &[
-            "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb",
-        ],
+        &["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"],
     ),
     acc(
         "nvidia-h100-mega-80gb",
         H100_80,
         "a3-megagpu-",
-        &[
-            "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb",
-        ],
+        &["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"],
     ),
     acc(
         "nvidia-h200-141gb",
         H200,
         "a3-ultragpu-",
-        &[
-            "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb",
-        ],
+        &["1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "7g.141gb"],
     ),
     acc(
         "nvidia-b200",
         B200,
         "a4-highgpu-",
-        &[
-            "1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb",
-        ],
+        &["1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "7g.180gb"],
     ),
     acc("nvidia-l4", L4, "g2-", &[]),
     acc("nvidia-tesla-t4", T4, "n1-", &[]),
     acc("nvidia-tesla-v100", V100, "n1-", &[]),
 ];
+
+/// Zones of the sandbox's regions that do not offer an accelerator (every other zone offers every
+/// accelerator above). GKE refuses a node pool with 400 `Accelerator type "nvidia-tesla-t4" does not
+/// exist in zone us-west4-c.` when one of its zones lacks the GPU: the us-west4 rows are the zones
+/// of that very error report (GoogleCloudPlatform/kubernetes-engine-samples#1738), the europe-west4
+/// row follows Compute Engine's "GPU regions and zones" table, where the A100 40GB is offered in
+/// europe-west4-a and -b only.
+const ZONES_WITHOUT: &[(&str, &str)] = &[
+    ("europe-west4-c", "nvidia-tesla-a100"),
+    ("us-west4-b", "nvidia-l4"),
+    ("us-west4-c", "nvidia-tesla-t4"),
+];
+
+/// Whether GKE offers an accelerator type in a zone.
+pub(crate) fn gke_accelerator_in_zone(accelerator: &str, zone: &str) -> bool {
+    !ZONES_WITHOUT.contains(&(zone, accelerator))
+}
 
 pub(crate) const AWS_INSTANCE_TYPES: &[Machine] = &[
     m("p4d.24xlarge", A100_40_SXM, 8),
@@ -411,13 +424,24 @@ mod tests {
         );
         let h100 = gke_accelerator("nvidia-h100-80gb").unwrap();
         assert_eq!(gke_partition(h100, "1g.20gb"), Some(("1g.20gb", 4)));
+        assert_eq!(gke_partition(h100, "4g.40gb"), None, "no 4g profile on GKE");
         let a100 = gke_accelerator("nvidia-tesla-a100").unwrap();
         assert_eq!(gke_partition(a100, "1g.10gb"), None);
+        assert_eq!(gke_partition(a100, "4g.20gb"), None);
         assert_eq!(gke_partition(a100, "1g.5gb"), Some(("1g.5gb", 7)));
         assert_eq!(
             gke_builtin_accelerator("a2-ultragpu-8g").map(|a| a.name),
             Some("nvidia-a100-80gb")
         );
         assert!(gke_builtin_accelerator("n1-standard-4").is_none());
+        assert!(!gke_accelerator_in_zone(
+            "nvidia-tesla-a100",
+            "europe-west4-c"
+        ));
+        assert!(gke_accelerator_in_zone(
+            "nvidia-tesla-a100",
+            "europe-west4-a"
+        ));
+        assert!(gke_accelerator_in_zone("nvidia-l4", "us-central1-c"));
     }
 }

@@ -15,9 +15,11 @@ pub(crate) async fn endpoint(State(sb): State<Sandbox>) -> Response {
 }
 
 /// A stable JSON listing of the world: clusters and pools sorted by cloud, cluster and name; each
-/// pool carries its state and the document a GET on the cloud's API returns for it. `creates`
+/// pool carries its state and the document a GET on the cloud's API returns for it (GKE pools also
+/// `nodes`, the sum of their instance groups' sizes, which no GKE document holds). `creates`
 /// counts, per cloud, cluster and pool name, the creates that made a pool (`count`) and the create
-/// requests that reached the cluster (`requests`).
+/// requests that reached the cluster (`requests`); `refused` counts, per cloud, cluster and status,
+/// the requests a cluster refused because other operations were in flight.
 pub(crate) fn inventory_of(w: &World) -> Value {
     let mut clusters = Vec::new();
     let mut pools = Vec::new();
@@ -29,10 +31,13 @@ pub(crate) fn inventory_of(w: &World) -> Value {
     }
     for c in w.gke.clusters.values() {
         clusters.push(
-            json!({"cloud": "gke", "name": c.name, "project": c.project, "location": c.location}),
+            json!({"cloud": "gke", "name": c.name, "project": c.project, "location": c.location, "zones": c.zones()}),
         );
+        let zones = c.zones();
         for p in c.pools.values() {
-            pools.push(json!({"cloud": "gke", "cluster": c.name, "name": p.name, "state": p.status, "resource": gke::pool_json(c, p)}));
+            // GKE's resource tells no current size: `nodes` is its instance groups' sizes summed.
+            let nodes: i64 = gke::zone_sizes(&zones, p).iter().map(|(_, n)| n).sum();
+            pools.push(json!({"cloud": "gke", "cluster": c.name, "name": p.name, "state": p.status, "nodes": nodes, "resource": gke::pool_json(c, p)}));
         }
     }
     for c in w.eks.clusters.values() {
@@ -56,5 +61,14 @@ pub(crate) fn inventory_of(w: &World) -> Value {
             Some(json!({"cloud": cloud, "cluster": cluster, "name": name, "count": count, "requests": requests}))
         })
         .collect();
-    json!({"clusters": clusters, "pools": pools, "creates": creates})
+    let refused: Vec<Value> = w
+        .refused
+        .iter()
+        .filter_map(|(k, n)| {
+            let mut parts = k.splitn(3, '/');
+            let (cloud, cluster, status) = (parts.next()?, parts.next()?, parts.next()?);
+            Some(json!({"cloud": cloud, "cluster": cluster, "status": status, "count": n}))
+        })
+        .collect();
+    json!({"clusters": clusters, "pools": pools, "creates": creates, "refused": refused})
 }

@@ -88,7 +88,8 @@ impl Config {
 /// In a `--clusters` file: `[{"cloud": "aks", "resource_group": "rg", "name": "c"},
 /// {"cloud": "gke", "project": "p", "location": "europe-west4", "name": "c"},
 /// {"cloud": "eks", "region": "eu-west-1", "name": "c"}]` (AKS subscription and location default to
-/// the sandbox subscription and eastus).
+/// the sandbox subscription and eastus). A GKE location that is a region makes a regional cluster
+/// in three zones (`<region>-a`, `-b`, `-c`), one that is a zone a zonal cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cloud", rename_all = "lowercase")]
 pub enum ClusterSpec {
@@ -160,6 +161,11 @@ pub struct World {
     /// how often a client retried.
     #[serde(default)]
     pub(crate) create_requests: std::collections::BTreeMap<String, u64>,
+    /// Requests a cluster refused because of other operations in flight, per
+    /// "cloud/cluster/status" (GKE's RESOURCE_EXHAUSTED quota and FAILED_PRECONDITION "operation in
+    /// progress"), so a test can prove that a client waited its turn instead of being refused.
+    #[serde(default)]
+    pub(crate) refused: std::collections::BTreeMap<String, u64>,
 }
 
 impl World {
@@ -226,6 +232,14 @@ impl World {
             .or_insert(0) += 1;
     }
 
+    /// Counts a refusal (see [`World::refused`]).
+    pub(crate) fn count_refused(&mut self, cloud: &str, cluster: &str, status: &str) {
+        *self
+            .refused
+            .entry(format!("{cloud}/{cluster}/{status}"))
+            .or_insert(0) += 1;
+    }
+
     /// The nodes of every pool that has nodes now: created and not failed at creation (pools being
     /// updated or deleted still have their nodes).
     pub(crate) fn current_nodes(&self) -> Vec<PoolNodes> {
@@ -247,7 +261,7 @@ impl World {
                     "RUNNING" | "RECONCILING" | "STOPPING" | "RUNNING_WITH_ERROR"
                 )
             }) {
-                out.push(gke::pool_nodes(&c.name, p));
+                out.push(gke::pool_nodes(&c.name, &c.zones(), p));
             }
         }
         for c in self.eks.clusters.values() {

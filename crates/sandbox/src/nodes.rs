@@ -24,6 +24,9 @@ pub struct PoolNodes {
     /// The nodes the pool runs: the node count, or the autoscaling minimum. AKS and EKS pools scaled
     /// to zero have none (GKE's pools still get one, so the twin has a node to inspect).
     pub node_count: u32,
+    /// The zone of each node, in order (GKE, whose pools span zones); empty where zones are not
+    /// modelled.
+    pub zones: Vec<String>,
     /// Labels as the cloud sets them on nodes, plus the pool's own labels.
     pub labels: BTreeMap<String, String>,
     /// (key, value, Kubernetes effect NoSchedule | PreferNoSchedule | NoExecute)
@@ -94,6 +97,16 @@ impl NodeSink for RecordingSink {
                 pool: pool.to_string(),
             });
     }
+}
+
+/// The id GKE puts in the names of a pool's instance group in a zone and of the nodes it makes
+/// (`gke-<cluster>-<pool>-<id>-grp`, `gke-<cluster>-<pool>-<id>-<suffix>`), shared by the GKE
+/// emulator and the Kubernetes twin so that the names agree.
+pub(crate) fn gke_group_id(cluster: &str, pool: &str, zone: &str) -> String {
+    format!(
+        "{:08x}",
+        crate::util::fnv1a(&format!("{cluster}/{pool}/{zone}")) as u32
+    )
 }
 
 /// Kubernetes taint effect from the GKE/EKS enum spelling.

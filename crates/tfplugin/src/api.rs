@@ -51,8 +51,9 @@ pub trait Resource: Send + Sync {
     fn type_name(&self) -> &'static str;
     fn schema(&self) -> Schema;
     fn validate(&self, _config: &Value, _diags: &mut Diagnostics) {}
-    /// Adjusts the framework's plan: fill values derivable at plan time, add replace paths.
-    fn modify_plan(
+    /// Adjusts the framework's plan: fill values derivable at plan time, add replace paths. Async,
+    /// because a default may come from the remote API (read once, at plan time).
+    async fn modify_plan(
         &self,
         _req: &PlanRequest<'_>,
         _planned: &mut Planned,

@@ -63,7 +63,7 @@ resource "fracgpu_nodepool" "this" {
   machine_type = local.machine_type
   gpu_model    = local.gpu_model_override
   gpu_count    = local.gpu_count_override
-  node_count   = var.autoscaling == null ? coalesce(var.node_count, 1) : null
+  node_count   = var.autoscaling == null ? var.node_count : null
   spot         = var.spot
   labels       = length(var.labels) > 0 ? var.labels : null
   taints       = var.taints
@@ -80,9 +80,10 @@ resource "fracgpu_nodepool" "this" {
   dynamic "gke" {
     for_each = var.cloud == "gke" ? [var.cluster] : []
     content {
-      project  = gke.value.project
-      location = gke.value.location
-      cluster  = gke.value.cluster
+      project        = gke.value.project
+      location       = gke.value.location
+      cluster        = gke.value.cluster
+      node_locations = gke.value.node_locations
     }
   }
 

@@ -26,7 +26,8 @@ variable "cluster" {
   description = <<-EOT
     The cluster the pool joins. Set the fields of your cloud:
     aks: resource_group, cluster_name (subscription_id optional);
-    gke: location, cluster (project optional);
+    gke: location, cluster (project and node_locations optional: the pool's zones, by default
+    the cluster's);
     eks: cluster_name, node_role_arn, subnet_ids (region optional).
     Optional fields default to the provider's settings.
   EOT
@@ -37,6 +38,7 @@ variable "cluster" {
     cluster         = optional(string)
     location        = optional(string)
     project         = optional(string)
+    node_locations  = optional(list(string))
     node_role_arn   = optional(string)
     subnet_ids      = optional(list(string))
     region          = optional(string)
@@ -112,7 +114,7 @@ variable "sharing" {
 }
 
 variable "node_count" {
-  description = "Fixed number of nodes (default 1). Leave null when autoscaling is set."
+  description = "Fixed number of nodes in all (default 1; on GKE one per zone of the pool, and a total must be a multiple of the zones). Leave null when autoscaling is set."
   type        = number
   default     = null
 
@@ -154,7 +156,7 @@ variable "labels" {
 }
 
 variable "taints" {
-  description = "Node taints as { key, value, effect }. Null keeps the provider's default nvidia.com/gpu=Present:NoSchedule; [] means none."
+  description = "Node taints as { key, value, effect }. Null keeps the provider's default nvidia.com/gpu=Present:NoSchedule (on GKE, GKE's own nvidia.com/gpu=present:NoSchedule); [] means none of yours."
   type = list(object({
     key    = string
     value  = optional(string)

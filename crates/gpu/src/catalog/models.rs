@@ -2,8 +2,10 @@
 //! profiles each part can be partitioned into and which of them AKS and GKE can ask for. Profile names,
 //! instance counts and compute shares follow NVIDIA's table of supported MIG profiles
 //! (<https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html>); which of them
-//! GKE takes as `gpuPartitionSize` follows GKE's multi-instance GPU guide
-//! (<https://cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi>).
+//! GKE takes as `gpuPartitionSize` follows the table of partition sizes in GKE's "Running
+//! multi-instance GPUs" guide (<https://cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi>),
+//! which lists no 4g size on any GPU: NVIDIA's 4g profiles are AKS's (MIG4g) and the MIG manager's
+//! only. B200 and GB200 are treated the same way (no 4g) until GKE's table says otherwise.
 //!
 //! Memory is in MiB. Where we know what `nvidia-smi` reports for a part we store that (a T4 shows 15360 MiB,
 //! not 16384), because a workload that plans against the marketing figure runs out of memory;
@@ -202,7 +204,7 @@ pub(super) static A100_40GB: GpuModel = GpuModel {
         p("1g.10gb", 4, 10, 1, None, false),
         p("2g.10gb", 3, 10, 2, Some(Mig2g), true),
         p("3g.20gb", 2, 20, 3, Some(Mig3g), true),
-        p("4g.20gb", 1, 20, 4, Some(Mig4g), true),
+        p("4g.20gb", 1, 20, 4, Some(Mig4g), false),
         p("7g.40gb", 1, 40, 7, Some(Mig7g), true),
     ],
 };
@@ -222,7 +224,7 @@ pub(super) static A100_80GB: GpuModel = GpuModel {
         p("1g.20gb", 4, 20, 1, None, false),
         p("2g.20gb", 3, 20, 2, Some(Mig2g), true),
         p("3g.40gb", 2, 40, 3, Some(Mig3g), true),
-        p("4g.40gb", 1, 40, 4, Some(Mig4g), true),
+        p("4g.40gb", 1, 40, 4, Some(Mig4g), false),
         p("7g.80gb", 1, 80, 7, Some(Mig7g), true),
     ],
 };
@@ -242,7 +244,7 @@ pub(super) static H100_80GB: GpuModel = GpuModel {
         p("1g.20gb", 4, 20, 1, None, true),
         p("2g.20gb", 3, 20, 2, Some(Mig2g), true),
         p("3g.40gb", 2, 40, 3, Some(Mig3g), true),
-        p("4g.40gb", 1, 40, 4, Some(Mig4g), true),
+        p("4g.40gb", 1, 40, 4, Some(Mig4g), false),
         p("7g.80gb", 1, 80, 7, Some(Mig7g), true),
     ],
 };
@@ -282,7 +284,7 @@ pub(super) static H200: GpuModel = GpuModel {
         p("1g.35gb", 4, 35, 1, None, true),
         p("2g.35gb", 3, 35, 2, Some(Mig2g), true),
         p("3g.71gb", 2, 71, 3, Some(Mig3g), true),
-        p("4g.71gb", 1, 71, 4, Some(Mig4g), true),
+        p("4g.71gb", 1, 71, 4, Some(Mig4g), false),
         p("7g.141gb", 1, 141, 7, Some(Mig7g), true),
     ],
 };
@@ -302,7 +304,7 @@ pub(super) static B200: GpuModel = GpuModel {
         p("1g.45gb", 4, 45, 1, None, true),
         p("2g.45gb", 3, 45, 2, None, true),
         p("3g.90gb", 2, 90, 3, None, true),
-        p("4g.90gb", 1, 90, 4, None, true),
+        p("4g.90gb", 1, 90, 4, None, false),
         p("7g.180gb", 1, 180, 7, None, true),
     ],
 };
@@ -321,7 +323,7 @@ pub(super) static GB200: GpuModel = GpuModel {
         p("1g.47gb", 4, 47, 1, None, true),
         p("2g.47gb", 3, 47, 2, None, true),
         p("3g.93gb", 2, 93, 3, None, true),
-        p("4g.93gb", 1, 93, 4, None, true),
+        p("4g.93gb", 1, 93, 4, None, false),
         p("7g.186gb", 1, 186, 7, None, true),
     ],
 };

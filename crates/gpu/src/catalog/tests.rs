@@ -151,29 +151,25 @@ fn aks_mapping_goes_both_ways_per_gpu() {
     assert_eq!(AksGpuInstanceProfile::parse("MIG5g"), None);
 }
 
-// GKE's multi-instance GPU guide lists these partition sizes per accelerator
-// (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi).
+// The table of partition sizes in GKE's multi-instance GPU guide
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi): no 4g size anywhere.
 #[test]
 fn gke_partition_sizes_match_gkes_list() {
     assert_eq!(
         A100_40GB.gke_partition_sizes(),
-        ["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"]
+        ["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"]
     );
     assert_eq!(
         A100_80GB.gke_partition_sizes(),
-        ["1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]
+        ["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]
     );
     assert_eq!(
         H100_80GB.gke_partition_sizes(),
-        [
-            "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"
-        ]
+        ["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"]
     );
     assert_eq!(
         H200.gke_partition_sizes(),
-        [
-            "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"
-        ]
+        ["1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "7g.141gb"]
     );
     assert!(H100_NVL.gke_partition_sizes().is_empty());
     assert!(T4.gke_partition_sizes().is_empty());

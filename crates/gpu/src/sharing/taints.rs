@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::catalog::Cloud;
 use crate::error::{DomainError, Field, summary};
 
 /// The taint a GPU pool gets when the user names none: it keeps pods that do not ask for a GPU off the
@@ -14,6 +15,74 @@ pub(super) const DEFAULT_GPU_TAINT: Taint = Taint {
     value: Cow::Borrowed("Present"),
     effect: TaintEffect::NoSchedule,
 };
+
+/// The taint GKE puts on every GPU node by itself ("Run GPUs in GKE Standard node pools": GKE taints
+/// GPU nodes with the key `nvidia.com/gpu` and the effect NoSchedule; the value it writes is
+/// `present`). On GKE it is the default, and GKE is never asked for it: the Kubernetes API server
+/// refuses a node whose taints repeat a key and effect, so a second one would keep the nodes out.
+pub const GKE_GPU_TAINT: Taint = Taint {
+    key: Cow::Borrowed("nvidia.com/gpu"),
+    value: Cow::Borrowed("present"),
+    effect: TaintEffect::NoSchedule,
+};
+
+/// The taints a pool gets when the user names none: GKE's own GPU taint on GKE, ours elsewhere.
+pub(super) fn default_taints(cloud: Cloud) -> Vec<Taint> {
+    match cloud {
+        Cloud::Gke => vec![GKE_GPU_TAINT],
+        Cloud::Aks | Cloud::Eks => vec![DEFAULT_GPU_TAINT],
+    }
+}
+
+/// The taints the pool's nodes end up with: the pool's, and on GKE also GKE's own GPU taint.
+pub(super) fn node_taints(cloud: Cloud, taints: &[Taint]) -> Vec<Taint> {
+    let mut out = taints.to_vec();
+    if cloud == Cloud::Gke && !out.contains(&GKE_GPU_TAINT) {
+        out.push(GKE_GPU_TAINT);
+    }
+    out
+}
+
+/// The Kubernetes API server refuses a node whose taints repeat a key and effect (validateNodeTaints
+/// in kubernetes/pkg/apis/core/validation: "taints must be unique by key and effect pair"), so its
+/// kubelet cannot register it. One error per clash, on the pool's taints.
+pub(super) fn check_unique(cloud: Cloud, taints: &[Taint]) -> Vec<DomainError> {
+    let mut errors = Vec::new();
+    let nodes = node_taints(cloud, taints);
+    for (i, t) in taints.iter().enumerate() {
+        let clash = nodes
+            .iter()
+            .enumerate()
+            .find(|(j, o)| *j != i && o.key == t.key && o.effect == t.effect);
+        let Some((j, other)) = clash else {
+            continue;
+        };
+        if *other == GKE_GPU_TAINT && j >= taints.len() {
+            errors.push(DomainError::new(
+                Field::Taints,
+                summary::CONFLICTING_TAINT,
+                format!(
+                    "GKE puts {GKE_GPU_TAINT} on every GPU node itself, and the Kubernetes API server \
+                     refuses a node whose taints repeat a key and effect (taints must be unique by key \
+                     and effect pair): with \"{t}\" beside it the nodes would never register. Leave \
+                     taints unset (on GKE the default is GKE's own {GKE_GPU_TAINT}), list that taint \
+                     exactly, or give yours another key or effect."
+                ),
+            ));
+        } else if j > i {
+            errors.push(DomainError::new(
+                Field::Taints,
+                summary::CONFLICTING_TAINT,
+                format!(
+                    "\"{t}\" and \"{other}\" have the same key and effect, and the Kubernetes API \
+                     server refuses a node whose taints repeat a key and effect (taints must be unique \
+                     by key and effect pair). Keep one of them."
+                ),
+            ));
+        }
+    }
+    errors
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaintEffect {

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use super::mode_facts::{check_mode, mig_config_name};
 use super::rules::check_pool_name;
+use super::taints::{check_unique, default_taints, node_taints};
 use super::{
-    DEFAULT_GPU_TAINT, DEVICE_PLUGIN_CONFIG_LABEL, GkeSharing, MIG_CONFIG_LABEL, NamedConfig,
-    SharingMode, Taint, Toleration,
+    DEVICE_PLUGIN_CONFIG_LABEL, GkeSharing, MIG_CONFIG_LABEL, NamedConfig, SharingMode, Taint,
+    Toleration,
 };
 use crate::catalog::{
     AksGpuInstanceProfile, Cloud, GpuModel, Hardware, MigProfile, all_gpu_models,
@@ -23,8 +24,9 @@ pub struct PoolSpec {
     pub pool_name: String,
     pub hardware: Hardware,
     pub sharing: SharingMode,
-    /// `None` gives the pool the default GPU taint, `nvidia.com/gpu=Present:NoSchedule`; `Some(vec![])` means
-    /// no taint at all.
+    /// `None` gives the pool the default GPU taint: `nvidia.com/gpu=Present:NoSchedule` on AKS and EKS,
+    /// GKE's own `nvidia.com/gpu=present:NoSchedule` on GKE; `Some(vec![])` means no taint of the pool's
+    /// (GKE's own GPU taint stays on GKE nodes whatever the pool says).
     pub taints: Option<Vec<Taint>>,
     /// The user's own node labels.
     pub labels: BTreeMap<String, String>,
@@ -72,7 +74,8 @@ pub struct Derived {
     pub isolation: Isolation,
     /// Selects the pool's nodes.
     pub node_selector: BTreeMap<String, String>,
-    /// The pool's taints (the default when the user named none).
+    /// The pool's taints (the default when the user named none). On GKE this may include GKE's own GPU
+    /// taint, which the cloud layer never sends: GKE puts it on the nodes itself.
     pub taints: Vec<Taint>,
     /// What a pod needs to tolerate those taints.
     pub tolerations: Vec<Toleration>,
@@ -109,7 +112,8 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
     let taints = spec
         .taints
         .clone()
-        .unwrap_or_else(|| vec![DEFAULT_GPU_TAINT]);
+        .unwrap_or_else(|| default_taints(spec.cloud));
+    errors.extend(check_unique(spec.cloud, &taints));
     for t in &taints {
         if t.key.trim().is_empty() || t.key.contains(char::is_whitespace) {
             errors.push(DomainError::new(
@@ -209,7 +213,11 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
         memory_per_slice_mib: mode.memory_per_slice_mib,
         isolation: mode.isolation,
         node_selector,
-        tolerations: taints.iter().map(Taint::toleration).collect(),
+        // GKE's own GPU taint is on GKE nodes whatever the pool lists: pods must tolerate it too.
+        tolerations: node_taints(spec.cloud, &taints)
+            .iter()
+            .map(Taint::toleration)
+            .collect(),
         taints,
         node_labels,
         device_plugin_config: mode.device_plugin_config,

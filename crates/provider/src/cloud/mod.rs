@@ -57,6 +57,8 @@ impl Location {
     }
 }
 
+/// How many nodes a pool has, in all: on every cloud these are the pool's totals. (GKE counts per
+/// zone; its client splits a total over the pool's zones and sums them back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scaling {
     Fixed { nodes: u32 },
@@ -103,6 +105,14 @@ pub struct EksPoolFields {
     pub ami_type: String,
 }
 
+/// GKE fields that have no counterpart on the other clouds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GkePoolFields {
+    /// The zones the pool's nodes run in (GKE's `locations`). Empty: the cluster's zones, which
+    /// the client reads.
+    pub node_locations: Vec<String>,
+}
+
 /// A node pool as the user declared it, resolved for the cloud API.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolSpec {
@@ -121,6 +131,7 @@ pub struct PoolSpec {
     /// AKS osSKU (e.g. `Ubuntu`, `AzureLinux`); None leaves the cloud's default.
     pub os_sku: Option<String>,
     pub eks: Option<EksPoolFields>,
+    pub gke: Option<GkePoolFields>,
 }
 
 /// A node pool as the cloud reports it.
@@ -166,6 +177,16 @@ pub trait NodePools: Send + Sync {
     /// being deleted left out, ordered by name. Pages are followed to the end; a cluster that
     /// does not exist is an error.
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
+
+    /// The zones a new pool at `location` runs in when it names none (GKE: the cluster's), for
+    /// the plan; None where pools have no such setting.
+    async fn default_zones(
+        &self,
+        _location: &Location,
+        _ctx: &OpCtx,
+    ) -> Result<Option<Vec<String>>, CloudError> {
+        Ok(None)
+    }
 }
 
 /// Reads of single pools a list keeps in flight at once (EKS describes each node group; GKE reads

@@ -147,10 +147,9 @@ fn pools_made_outside_terraform(outside: &Outside) {
         "shared",
         "--machine-type",
         "g2-standard-8",
+        // Per zone: 6 nodes over the regional cluster's three zones.
         "--num-nodes",
         "2",
-        "--node-taints",
-        "nvidia.com/gpu=present:NoSchedule",
         "--accelerator",
         "type=nvidia-l4,count=1,gpu-sharing-strategy=time-sharing,max-shared-clients-per-gpu=10,gpu-driver-version=latest",
     ]);
@@ -229,8 +228,8 @@ fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_impo
     for shown in [
         "a100mig (Standard_NC24ads_A100_v4, MIG 1g.10gb, 1 node)",
         "a100raw (Standard_NC24ads_A100_v4, MIG 1g.10gb, 1 node)",
-        "mig (a2-highgpu-1g, MIG 1g.5gb, 1 node)",
-        "shared (g2-standard-8, time-slicing x10, 2 nodes)",
+        "mig (a2-highgpu-1g, MIG 1g.5gb, 3 nodes)",
+        "shared (g2-standard-8, time-slicing x10, 6 nodes)",
         "t4ts (g4dn.xlarge, time-slicing x4, 1-4 nodes)",
     ] {
         assert!(
@@ -258,7 +257,7 @@ fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_impo
     let mig = docs.ok(&["query", "-no-color"]);
     assert!(
         mig.stdout
-            .contains("mig (a2-highgpu-1g, MIG 1g.5gb, 1 node)"),
+            .contains("mig (a2-highgpu-1g, MIG 1g.5gb, 3 nodes)"),
         "{}",
         mig.text()
     );
@@ -383,7 +382,8 @@ output "eks" {{ value = data.fracgpu_nodepools.eks.pools }}
     assert_eq!(shared["sharing"], "time_slicing");
     assert_eq!(shared["replicas"], 10);
     assert_eq!(shared["gpu_model"], "L4");
-    assert_eq!(shared["node_count"], 2);
+    // gcloud's --num-nodes 2 is per zone; node_count is the pool's total.
+    assert_eq!(shared["node_count"], 6);
     assert_eq!(shared["resource_name"], "nvidia.com/gpu");
     assert_eq!(shared["slices_per_node"], 10);
     assert_eq!(

@@ -191,6 +191,7 @@ fn labelled_node(st: &RunningStack, config: &str) -> String {
         cluster: "sandbox-aks".into(),
         pool: "ts".into(),
         node_count: 1,
+        zones: vec![],
         labels: [(
             "nvidia.com/device-plugin.config".to_string(),
             config.to_string(),

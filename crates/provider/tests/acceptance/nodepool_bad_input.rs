@@ -134,6 +134,32 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
             vec!["Invalid MIG profile", "1g.5gb"],
         ),
         (
+            // NVIDIA's 4g.20gb exists on the 40 GB A100, but GKE's partition table has no 4g size.
+            "GKE partition NVIDIA has and GKE lacks",
+            format!(
+                "name = \"p\"\n  machine_type = \"a2-highgpu-1g\"\n  {GKE}\n  mig {{ profile = \"4g.20gb\" }}"
+            ),
+            vec![
+                "Invalid MIG profile",
+                "4g.20gb",
+                "1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb",
+            ],
+        ),
+        (
+            // GKE taints GPU nodes nvidia.com/gpu=present:NoSchedule itself; a second taint of that
+            // key and effect would keep the nodes from registering.
+            "a second GPU taint on GKE",
+            format!(
+                "name = \"p\"\n  machine_type = \"g2-standard-4\"\n  {GKE}\n  taints = [{{ key = \"nvidia.com/gpu\", value = \"Present\", effect = \"NoSchedule\" }}]"
+            ),
+            vec![
+                "Conflicting taint",
+                "taints = [",
+                "nvidia.com/gpu=present:NoSchedule",
+                "unique by key and effect",
+            ],
+        ),
+        (
             "MPS on GKE partitions",
             format!(
                 "name = \"p\"\n  machine_type = \"a2-highgpu-1g\"\n  {GKE}\n  mig {{\n    profile = \"1g.5gb\"\n    gke_sharing {{\n      strategy = \"mps\"\n      max_clients = 2\n    }}\n  }}"

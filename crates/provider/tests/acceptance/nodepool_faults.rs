@@ -27,7 +27,7 @@ fn aks(name: &str, extra: &str) -> String {
 
 fn gke(name: &str, extra: &str) -> String {
     format!(
-        "resource \"fracgpu_nodepool\" \"{name}\" {{\n  name         = \"{name}\"\n  machine_type = \"g2-standard-4\"\n  node_count   = 1\n  gke {{\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n  }}\n  time_slicing {{ replicas = 4 }}\n{extra}}}\n"
+        "resource \"fracgpu_nodepool\" \"{name}\" {{\n  name         = \"{name}\"\n  machine_type = \"g2-standard-4\"\n  node_count   = 3\n  gke {{\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n  }}\n  time_slicing {{ replicas = 4 }}\n{extra}}}\n"
     )
 }
 

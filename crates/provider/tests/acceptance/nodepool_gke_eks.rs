@@ -80,7 +80,8 @@ fn gke_time_sharing_pool_lifecycle() {
             "  name         = \"l4shared\"\n  machine_type = \"g2-standard-4\"\n  node_count   = {count}\n  labels       = {{ team = \"{team}\" }}\n  time_slicing {{ replicas = {clients} }}"
         )
     };
-    let ws = Workspace::new(&config(&sb, GKE, &body(1, 10, "ml")));
+    // Three nodes in all: one in each of the regional cluster's zones.
+    let ws = Workspace::new(&config(&sb, GKE, &body(3, 10, "ml")));
     ws.init();
     ws.apply();
     let p = &ws.output_json()["pool"]["value"];
@@ -119,14 +120,14 @@ fn gke_time_sharing_pool_lifecycle() {
     plan_has(&ws, 0, &[], &[]);
 
     // Labels and size change in place on GKE.
-    ws.write("main.tf", &config(&sb, GKE, &body(2, 10, "search")));
+    ws.write("main.tf", &config(&sb, GKE, &body(6, 10, "search")));
     plan_has(&ws, 2, &["updated in-place"], &["forces replacement"]);
     ws.apply();
     assert_eq!(sb.pool("l4shared")["config"]["labels"]["team"], "search");
     plan_has(&ws, 0, &[], &[]);
 
     // GKE cannot change the sharing config of a pool: replacement.
-    ws.write("main.tf", &config(&sb, GKE, &body(2, 5, "search")));
+    ws.write("main.tf", &config(&sb, GKE, &body(6, 5, "search")));
     plan_has(&ws, 2, &["must be replaced", "# forces replacement"], &[]);
     ws.apply();
     let acc = &sb.pool("l4shared")["config"]["accelerators"][0];
@@ -294,4 +295,211 @@ fn eks_mig_through_the_mig_manager_label() {
     plan_has(&ws, 0, &[], &[]);
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert_eq!(sb.pools(), vec![]);
+}
+
+/// The pool's GKE nodes in all, from the sandbox's instance groups.
+fn gke_nodes(sb: &Running, pool: &str) -> serde_json::Value {
+    sb.sandbox.inventory()["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == pool)
+        .map(|p| p["nodes"].clone())
+        .unwrap_or_default()
+}
+
+/// GKE counts nodes per zone; `node_count` and the autoscaling bounds are the pool's total. On the
+/// regional sandbox cluster (three zones) a total is split evenly over the zones, read back as the
+/// sum of the zones' instance groups, and a total the zones cannot split is refused at plan time.
+#[test]
+fn gke_node_count_is_the_pools_total_across_its_zones() {
+    let sb = sandbox::start(Duration::ZERO);
+    let body = |scale: &str, locations: &str| {
+        format!(
+            "  name         = \"l4zones\"\n  machine_type = \"g2-standard-4\"\n{scale}\n  time_slicing {{ replicas = 4 }}\n  gke {{\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n{locations}  }}"
+        )
+    };
+    let cfg = |scale: &str, locations: &str| {
+        format!(
+            "{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{}\"\n}}\n\nresource \"fracgpu_nodepool\" \"p\" {{\n{}\n}}\n\noutput \"pool\" {{ value = fracgpu_nodepool.p }}\n",
+            sb.url,
+            body(scale, locations)
+        )
+    };
+    let ws = Workspace::new(&cfg("  node_count   = 3", ""));
+    ws.init();
+    ws.apply();
+    assert_eq!(gke_nodes(&sb, "l4zones"), 3, "three nodes in all, not nine");
+    let np = sb.pool("l4zones");
+    assert_eq!(np["initialNodeCount"], 1, "one node per zone");
+    let p = &ws.output_json()["pool"]["value"];
+    assert_eq!(p["node_count"], 3);
+    assert_eq!(
+        p["gke"][0]["node_locations"],
+        serde_json::json!(["us-central1-a", "us-central1-b", "us-central1-c"])
+    );
+    plan_has(&ws, 0, &[], &[]);
+
+    // A bigger total, in place: setSize is per zone.
+    ws.write("main.tf", &cfg("  node_count   = 6", ""));
+    plan_has(&ws, 2, &["updated in-place"], &["forces replacement"]);
+    ws.apply();
+    assert_eq!(gke_nodes(&sb, "l4zones"), 6);
+    plan_has(&ws, 0, &[], &[]);
+
+    // Four nodes do not split over three zones: refused at plan time, saying what would.
+    ws.write("main.tf", &cfg("  node_count   = 4", ""));
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 1, "{}", plan.text());
+    // Terraform wraps a diagnostic's lines.
+    let text = plan.text().split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "node_count = 4",
+        "us-central1-a, us-central1-b, us-central1-c",
+        "multiple of 3",
+        "node_locations",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in:\n{text}");
+    }
+
+    // Fewer zones for the pool: four nodes in two zones, two in each.
+    let two = "    node_locations = [\"us-central1-a\", \"us-central1-b\"]\n";
+    ws.write("main.tf", &cfg("  node_count   = 4", two));
+    plan_has(&ws, 2, &["updated in-place"], &["forces replacement"]);
+    ws.apply();
+    let np = sb.pool("l4zones");
+    assert_eq!(
+        np["locations"],
+        serde_json::json!(["us-central1-a", "us-central1-b"])
+    );
+    assert_eq!(gke_nodes(&sb, "l4zones"), 4);
+    plan_has(&ws, 0, &[], &[]);
+
+    // Autoscaling bounds are the pool's total too: GKE's total limits.
+    ws.write(
+        "main.tf",
+        &cfg(
+            "  autoscaling {\n    min_nodes = 1\n    max_nodes = 5\n  }",
+            two,
+        ),
+    );
+    ws.apply();
+    let a = &sb.pool("l4zones")["autoscaling"];
+    assert_eq!(
+        (
+            &a["totalMinNodeCount"],
+            &a["totalMaxNodeCount"],
+            &a["minNodeCount"]
+        ),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!(5),
+            &serde_json::Value::Null
+        )
+    );
+    plan_has(&ws, 0, &[], &[]);
+
+    // Import reads the total and the zones back.
+    let fresh = Workspace::new(&std::fs::read_to_string(ws.dir.join("main.tf")).unwrap());
+    fresh.init();
+    fresh.ok(&[
+        "import",
+        "-no-color",
+        "fracgpu_nodepool.p",
+        "projects/sandbox-project/locations/us-central1/clusters/sandbox-gke/nodePools/l4zones",
+    ]);
+    plan_has(&fresh, 0, &[], &[]);
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert_eq!(sb.pools(), vec![]);
+}
+
+/// GKE refuses a pool whose accelerator one of its zones lacks, and the provider quotes it; with
+/// zones that have it, the pool is made. (europe-west4-c has no A100s.)
+#[test]
+fn gke_accelerator_missing_in_a_zone_is_gkes_error_and_node_locations_avoid_it() {
+    let sb = sandbox::start_with(::sandbox::Config {
+        op_time: Duration::ZERO,
+        clusters: vec![::sandbox::ClusterSpec::Gke {
+            project: "sandbox-project".into(),
+            location: "europe-west4".into(),
+            name: "eu".into(),
+        }],
+        ..::sandbox::Config::default()
+    });
+    let cfg = |locations: &str| {
+        config(
+            &sb,
+            &format!(
+                "  gke {{\n    location = \"europe-west4\"\n    cluster  = \"eu\"\n{locations}  }}"
+            ),
+            "  name         = \"a100\"\n  machine_type = \"a2-highgpu-1g\"\n  node_count   = 2\n  mig { profile = \"1g.5gb\" }",
+        )
+    };
+    let ws = Workspace::new(&cfg(
+        "    node_locations = [\"europe-west4-a\", \"europe-west4-b\", \"europe-west4-c\"]\n",
+    ));
+    ws.init();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 1, "{}", plan.text());
+    assert!(plan.text().contains("node_count"), "{}", plan.text());
+    let ws = Workspace::new(&cfg(
+        "    node_locations = [\"europe-west4-a\", \"europe-west4-c\"]\n",
+    ));
+    ws.init();
+    let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    assert!(
+        out.text().contains(
+            "Accelerator type \"nvidia-tesla-a100\" does not exist in zone europe-west4-c."
+        ),
+        "{}",
+        out.text()
+    );
+    assert_eq!(sb.pools(), vec![]);
+    ws.write(
+        "main.tf",
+        &cfg("    node_locations = [\"europe-west4-a\", \"europe-west4-b\"]\n"),
+    );
+    ws.apply();
+    assert_eq!(gke_nodes(&sb, "a100"), 2);
+    plan_has(&ws, 0, &[], &[]);
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+}
+
+/// When the cluster cannot be read at plan time, the plan says so and leaves the zones (and a
+/// defaulted node count) to the apply, which reads them again.
+#[test]
+fn gke_zones_unreadable_at_plan_time_are_read_at_apply() {
+    let sb = sandbox::start(Duration::ZERO);
+    let ws = Workspace::new(&config(
+        &sb,
+        GKE,
+        "  name         = \"late\"\n  machine_type = \"g2-standard-4\"\n  time_slicing { replicas = 2 }",
+    ));
+    ws.init();
+    // Answers that are no cluster, not worth retrying: one for this plan, one for the apply's.
+    sb.inject(serde_json::json!({"match": {"method": "GET", "path_contains": "/clusters/sandbox-gke"}, "count": 2, "kind": "malformed"}));
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    let text = plan.text().split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "Warning: GKE cluster zones unknown at plan time",
+        "projects/sandbox-project/locations/us-central1/clusters/sandbox-gke",
+        "node_locations = (known after apply)",
+        "node_count = (known after apply)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in:\n{text}");
+    }
+    assert_eq!(sb.armed().len(), 1, "the plan read the cluster once");
+    // The apply's own plan cannot read it either; the create reads it.
+    ws.apply();
+    assert!(sb.armed().is_empty());
+    let p = &ws.output_json()["pool"]["value"];
+    assert_eq!(
+        p["node_count"], 3,
+        "one node in each of the cluster's zones"
+    );
+    assert_eq!(gke_nodes(&sb, "late"), 3);
+    plan_has(&ws, 0, &[], &[]);
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
 }

@@ -91,13 +91,17 @@ fn pools_scale_to_zero_on_every_cloud() {
         ),
         (Some(0), Some(0), Some(2))
     );
+    // The pool's bounds are totals over its zones; proto3 JSON may leave a zero out.
     let gke = pool(&sb, "autogke");
     assert_eq!(
         (
             gke["autoscaling"]["enabled"].as_bool(),
-            gke["autoscaling"]["minNodeCount"].as_u64()
+            gke["autoscaling"]["totalMinNodeCount"]
+                .as_u64()
+                .unwrap_or(0),
+            gke["autoscaling"]["totalMaxNodeCount"].as_u64()
         ),
-        (Some(true), Some(0))
+        (Some(true), 0, Some(2))
     );
     // EKS wants maxSize >= 1: a fixed zero is min 0, max 1, desired 0.
     assert_eq!(
@@ -109,7 +113,11 @@ fn pools_scale_to_zero_on_every_cloud() {
         serde_json::json!({"minSize": 0, "maxSize": 2, "desiredSize": 0})
     );
     // No nodes while at zero.
-    for (cloud, cluster) in [("aks", "sandbox-aks"), ("eks", "sandbox-eks")] {
+    for (cloud, cluster) in [
+        ("aks", "sandbox-aks"),
+        ("gke", "sandbox-gke"),
+        ("eks", "sandbox-eks"),
+    ] {
         for kind in ["fixed", "auto"] {
             let name = format!("{kind}{cloud}");
             assert!(
@@ -193,16 +201,15 @@ fn pools_scale_to_zero_on_every_cloud() {
 }
 
 /// GKE's node pool API accepts a pool of zero nodes without autoscaling (terraform-provider-google
-/// #757 removed its own check after trying it), but the GKE emulator still refuses
-/// initialNodeCount 0 without autoscaling.
+/// #752 allowed it after trying it), and the pool then has no nodes.
 #[test]
-#[ignore = "the GKE emulator refuses a node pool of initialNodeCount 0 without autoscaling, which GKE accepts"]
 fn gke_pool_of_zero_nodes() {
     let sb = sandbox::start_stack(Duration::ZERO);
     let ws = Workspace::new(&config(&sb.url, 0, &["gke"], false));
     ws.init();
     ws.apply();
     assert_eq!(state_of(&ws, "fixedgke")["node_count"], 0);
+    assert!(sb.nodes("gke", "sandbox-gke", "fixedgke").is_empty());
     plan_is_empty(&ws);
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
 }

@@ -19,7 +19,7 @@ provider "fracgpu" {{
 resource "fracgpu_nodepool" "gke" {{
   name         = "l4ts"
   machine_type = "g2-standard-8"
-  node_count   = 2
+  node_count   = 3
   gke {{
     location = "us-central1"
     cluster  = "sandbox-gke"
@@ -46,11 +46,61 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
     ws.apply();
     let out = ws.output_json();
 
-    // GKE: two nodes, each advertising gpus x clients, selected by the pool's node selector.
+    // GKE: three nodes, one in each zone of the regional cluster, each advertising gpus x clients,
+    // selected by the pool's node selector.
     let gke = &out["gke"]["value"];
     let nodes = sb.nodes("gke", "sandbox-gke", "l4ts");
-    assert_eq!(nodes.len(), 2);
+    assert_eq!(
+        nodes.len(),
+        3,
+        "the nodes registered: {:?}",
+        sb.stack
+            .kube
+            .node_registration_errors("gke", "sandbox-gke", "l4ts")
+    );
+    // GKE taints GPU nodes `nvidia.com/gpu=present:NoSchedule` itself; the pool's default taint is
+    // that one, not a second taint of the key and effect (the API server would refuse the node).
+    let gpu_taint =
+        serde_json::json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"});
+    assert_eq!(gke["taints"], serde_json::json!([gpu_taint]));
+    let pool = sb.stack.sandbox.inventory()["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "l4ts")
+        .map(|p| p["resource"].clone())
+        .unwrap();
+    assert_eq!(
+        pool["config"]["taints"],
+        serde_json::Value::Null,
+        "GKE's own taint is not asked for"
+    );
+    assert!(
+        gke["tolerations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["key"] == "nvidia.com/gpu" && t["effect"] == "NoSchedule"),
+        "{}",
+        gke["tolerations"]
+    );
+    let mut zones: Vec<&str> = nodes
+        .iter()
+        .map(|n| {
+            n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+                .as_str()
+                .unwrap_or_default()
+        })
+        .collect();
+    zones.sort();
+    assert_eq!(zones, ["us-central1-a", "us-central1-b", "us-central1-c"]);
+    assert_eq!(
+        gke["gke"][0]["node_locations"],
+        serde_json::json!(zones),
+        "the pool's zones are the cluster's by default"
+    );
     for node in &nodes {
+        assert_eq!(node["spec"]["taints"], serde_json::json!([gpu_taint]));
         let labels = &node["metadata"]["labels"];
         for (k, v) in gke["node_selector"].as_object().unwrap() {
             assert_eq!(&labels[k], v, "node label {k}");
@@ -73,6 +123,9 @@ output "aks" {{ value = fracgpu_nodepool.aks }}
     let toleration = &aks["tolerations"][0];
     assert_eq!(taint["key"], toleration["key"]);
     assert_eq!(taint["effect"], toleration["effect"]);
+
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "no drift after apply: {}", plan.text());
 
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(

@@ -68,7 +68,7 @@ resource "fracgpu_nodepool" "gke" {{
 {GKE}
   name         = "a100mig"
   machine_type = "a2-highgpu-1g"
-  node_count   = 1
+  node_count   = 3
   labels       = {{ team = "{team}" }}
   mig {{ profile = "1g.5gb" }}
 }}

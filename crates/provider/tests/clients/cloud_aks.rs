@@ -86,6 +86,7 @@ fn ts_spec(name: &str) -> PoolSpec {
         },
         os_sku: None,
         eks: None,
+        gke: None,
     }
 }
 

@@ -170,6 +170,7 @@ fn time_sliced(name: &str) -> PoolSpec {
         taints: vec![gpu_taint()],
         gpu: PoolGpu::default(),
         os_sku: None,
+        gke: None,
         eks: Some(EksPoolFields {
             node_role_arn: ROLE.into(),
             subnet_ids: vec!["subnet-0aaa".into(), "subnet-0bbb".into()],

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use ::sandbox::{Config, NodeEvent, PoolNodes, RecordingSink, Sandbox};
 use fracgpu::cloud::gke::{GkeClient, GkeConfig, GkeTiming, canonical_spec};
 use fracgpu::cloud::{
-    CloudError, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
-    Scaling, StopSignal,
+    CloudError, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
+    PoolTaint, Scaling, StopSignal,
 };
 use serde_json::{Value, json};
 
@@ -180,6 +180,10 @@ fn time_sharing(name: &str) -> PoolSpec {
         },
         os_sku: None,
         eks: None,
+        // Two of the regional cluster's three zones: one node in each.
+        gke: Some(GkePoolFields {
+            node_locations: vec!["us-central1-a".into(), "us-central1-b".into()],
+        }),
     }
 }
 
@@ -228,17 +232,43 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     );
     assert_eq!(r["config"]["diskSizeGb"], 100, "GKE's default disk");
     assert_eq!(r["config"]["taints"][0]["effect"], "NO_SCHEDULE");
-    assert_eq!(r["initialNodeCount"], 2);
+    // Two nodes in all: one in each of the pool's two zones.
+    assert_eq!(r["initialNodeCount"], 1);
+    assert_eq!(r["locations"], json!(["us-central1-a", "us-central1-b"]));
     let nodes = env.last_nodes("ts").unwrap();
     assert_eq!(nodes.node_count, 2);
+    assert_eq!(nodes.zones, ["us-central1-a", "us-central1-b"]);
     assert_eq!(nodes.gke_sharing, Some(("TIME_SHARING".into(), 10)));
 
-    // setSize
+    // setSize: a total of four is two per zone.
     let mut want = spec.clone();
-    want.scaling = Scaling::Fixed { nodes: 3 };
+    want.scaling = Scaling::Fixed { nodes: 4 };
     let p = env.gke.update(&pool, &want, &long()).await.unwrap();
     assert_eq!(p.spec, want);
-    assert_eq!(env.last_nodes("ts").unwrap().node_count, 3);
+    assert_eq!(env.last_nodes("ts").unwrap().node_count, 4);
+
+    // A third zone and a total of six: the pool's locations change, then setSize makes it two
+    // per zone.
+    let before = p;
+    want.gke = Some(GkePoolFields {
+        node_locations: vec![
+            "us-central1-a".into(),
+            "us-central1-b".into(),
+            "us-central1-c".into(),
+        ],
+    });
+    want.scaling = Scaling::Fixed { nodes: 6 };
+    let p = env.gke.update(&before, &want, &long()).await.unwrap();
+    assert_eq!(p.spec, want);
+    assert_eq!(env.last_nodes("ts").unwrap().node_count, 6);
+    // A total the zones cannot split is refused before anything changes.
+    let mut uneven = want.clone();
+    uneven.scaling = Scaling::Fixed { nodes: 4 };
+    expect_api(
+        env.gke.update(&p, &uneven, &long()).await,
+        400,
+        "INVALID_ARGUMENT",
+    );
 
     // setAutoscaling
     let before = p;
@@ -271,11 +301,11 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
 
     // autoscaling off again, back to a fixed size: two operations
     let before = p;
-    want.scaling = Scaling::Fixed { nodes: 1 };
+    want.scaling = Scaling::Fixed { nodes: 3 };
     let p = env.gke.update(&before, &want, &long()).await.unwrap();
     assert_eq!(p.spec, want);
     assert!(!r_autoscaling(&env.resource("ts").await).0);
-    assert_eq!(env.last_nodes("ts").unwrap().node_count, 1);
+    assert_eq!(env.last_nodes("ts").unwrap().node_count, 3);
 
     // fields that need a new pool are refused, not silently ignored
     let mut replace = want.clone();
@@ -294,12 +324,14 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     env.gke.delete(&loc(), "ts", &long()).await.unwrap();
 }
 
+/// GKE's autoscaling of a pool: (enabled, total minimum, total maximum); the client sends totals.
 fn r_autoscaling(r: &Value) -> (bool, i64, i64) {
     let a = &r["autoscaling"];
+    assert!(a.get("minNodeCount").is_none(), "no per-zone limits: {a}");
     (
         a["enabled"].as_bool().unwrap_or(false),
-        a["minNodeCount"].as_i64().unwrap_or(0),
-        a["maxNodeCount"].as_i64().unwrap_or(0),
+        a["totalMinNodeCount"].as_i64().unwrap_or(0),
+        a["totalMaxNodeCount"].as_i64().unwrap_or(0),
     )
 }
 
@@ -421,7 +453,7 @@ async fn emulator_validation_errors_surface_with_the_google_rpc_status() {
         status: "RUNNING".into(),
     };
     let mut want = ghost.spec.clone();
-    want.scaling = Scaling::Fixed { nodes: 5 };
+    want.scaling = Scaling::Fixed { nodes: 6 };
     expect_api(
         env.gke.update(&ghost, &want, &long()).await,
         404,
@@ -693,7 +725,34 @@ async fn a_fixed_size_is_read_from_the_instance_group_managers() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert_eq!(p.spec.scaling, Scaling::Fixed { nodes: 5 });
+    // setSize's nodeCount is per zone: five in each of the pool's two zones.
+    assert_eq!(p.spec.scaling, Scaling::Fixed { nodes: 10 });
+}
+
+/// A pool that names no zones runs in the cluster's, which the client reads once and keeps.
+#[tokio::test]
+async fn a_pool_without_zones_gets_the_clusters_read_once() {
+    let env = start(Duration::ZERO).await;
+    let mut spec = time_sharing("default");
+    spec.gke = None;
+    spec.scaling = Scaling::Fixed { nodes: 3 };
+    let zones = env.gke.cluster_zones(&loc(), &long()).await.unwrap();
+    assert_eq!(zones, ["us-central1-a", "us-central1-b", "us-central1-c"]);
+    let pool = env.gke.create(&spec, &long()).await.unwrap();
+    assert_eq!(
+        pool.spec.gke.as_ref().unwrap().node_locations,
+        zones,
+        "the cluster's zones"
+    );
+    assert_eq!(env.resource("default").await["initialNodeCount"], 1);
+    // The cluster was read once: a fault armed on GKE reads now is never met.
+    env.fault(json!({"match": {"method": "GET", "path_contains": "/clusters/sandbox-gke"}, "count": 1, "kind": "500"}))
+        .await;
+    assert_eq!(
+        env.gke.default_zones(&loc(), &long()).await.unwrap(),
+        Some(zones)
+    );
+    assert_eq!(env.armed_faults().await, 1, "no read of the cluster");
 }
 
 #[tokio::test]
@@ -746,4 +805,69 @@ async fn an_access_token_is_sent_as_a_bearer_header_and_the_sandbox_gets_none() 
         *seen.lock().unwrap(),
         vec![Some("Bearer ya29.test-token".to_string()), None]
     );
+}
+
+/// Operations of other clients on the cluster make GKE refuse ours: an operation on the cluster
+/// itself (400 FAILED_PRECONDITION) and a full quota (429 RESOURCE_EXHAUSTED). Both are waited out
+/// until the deadline, not given up after the transient retries.
+#[tokio::test]
+async fn other_clients_operations_on_the_cluster_are_waited_out() {
+    let env = start(Duration::from_millis(1500)).await;
+    let cluster = format!(
+        "{}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke",
+        env.base
+    );
+    let r = env
+        .http
+        .put(&cluster)
+        .json(&json!({"update": {"desiredMasterVersion": "latest"}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let t0 = Instant::now();
+    env.gke
+        .create(&time_sharing("patient"), &long())
+        .await
+        .unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        t0.elapsed()
+    );
+
+    // Five pools of someone else's fill the quota.
+    for i in 0..5 {
+        let r = env
+            .http
+            .post(format!("{cluster}/nodePools"))
+            .json(&json!({"nodePool": {"name": format!("theirs{i}"), "initialNodeCount": 3}}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
+    let t0 = Instant::now();
+    env.gke.delete(&loc(), "patient", &long()).await.unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        t0.elapsed()
+    );
+    let inv: Value = env
+        .http
+        .get(format!("{}/_sandbox/inventory", env.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let statuses: Vec<&str> = inv["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["FAILED_PRECONDITION", "RESOURCE_EXHAUSTED"]);
 }

@@ -70,6 +70,7 @@ fn spec(location: Location, name: &str, machine_type: &str, gpu: PoolGpu) -> Poo
         taints: vec![taint()],
         gpu,
         os_sku: None,
+        gke: None,
         eks: None,
     }
 }
@@ -245,6 +246,10 @@ async fn gke_lists_each_pool_as_get_reads_it() {
             },
         );
         s.labels.clear();
+        // GKE taints its GPU nodes itself, and runs as many nodes in each of the regional
+        // cluster's three zones: one each.
+        s.taints.clear();
+        s.scaling = Scaling::Fixed { nodes: 3 };
         s
     };
     create_all(&client, &[l4("b-shared", 4), l4("a-shared", 10)]).await;

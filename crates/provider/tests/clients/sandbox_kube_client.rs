@@ -36,6 +36,7 @@ fn pool() -> PoolNodes {
         cluster: "sandbox-aks".into(),
         pool: "gpua100".into(),
         node_count: 1,
+        zones: vec![],
         labels: BTreeMap::from([(
             "nvidia.com/device-plugin.config".to_string(),
             "time-sliced-10".to_string(),

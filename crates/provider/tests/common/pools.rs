@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::terraform::{REQUIRED_PROVIDERS, Workspace};
 
-/// One pool of a configuration: its cloud ("aks", "gke", "eks"), cluster, name, size and labels.
+/// One pool of a configuration: its cloud ("aks", "gke", "eks"), cluster, name, size (in all; a
+/// GKE pool on the regional sandbox cluster needs a multiple of its three zones) and labels.
 #[derive(Clone, Debug)]
 pub struct Decl {
     pub cloud: &'static str,
@@ -184,7 +185,8 @@ pub fn inventory_pools(inv: &Value) -> Vec<Record> {
                         .split_once("/v1/")
                         .map(|(_, path)| path.to_string())
                         .unwrap_or_default(),
-                    r["initialNodeCount"].as_u64(),
+                    // GKE counts per zone; the inventory sums the pool's instance groups.
+                    p["nodes"].as_u64(),
                     string_map(&r["config"]["labels"]),
                 ),
                 _ => (

@@ -32,7 +32,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// 7 AKS, 7 GKE and 6 EKS pools of one to three nodes, each with a label of its own.
+/// 7 AKS, 7 GKE and 6 EKS pools of one to three nodes (GKE's three, one in each zone of the
+/// regional cluster), each with a label of its own.
 fn fleet() -> Vec<Decl> {
     (0..20)
         .map(|i| {
@@ -41,7 +42,8 @@ fn fleet() -> Vec<Decl> {
                 1 => ("gke", "sandbox-gke"),
                 _ => ("eks", "sandbox-eks"),
             };
-            Decl::new(cloud, cluster, &format!("chaos{cloud}{i}"), 1 + i % 3)
+            let nodes = if cloud == "gke" { 3 } else { 1 + i % 3 };
+            Decl::new(cloud, cluster, &format!("chaos{cloud}{i}"), nodes)
         })
         .collect()
 }

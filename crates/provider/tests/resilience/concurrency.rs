@@ -3,8 +3,8 @@
 //! and cloud agree pool by pool, and the destroy leaves nothing.
 //!
 //! GKE runs at most 5 operations per cluster and answers a sixth with 429; the 33 GKE pools share
-//! 3 clusters, so some of their creates are refused and retried by the provider, which must
-//! neither give up nor make a pool twice.
+//! 3 clusters, so the provider queues their operations per cluster: none is refused, none gives up,
+//! none is made twice.
 
 use std::time::{Duration, Instant};
 
@@ -55,11 +55,13 @@ fn fleet() -> Vec<Decl> {
                 _ => ("eks", EKS_CLUSTERS),
             };
             let cluster = clusters[(i / 3) % clusters.len()];
+            // A GKE pool's total splits over the regional clusters' three zones.
+            let per_zone = if cloud == "gke" { 3 } else { 1 };
             Decl::new(
                 cloud,
                 cluster,
                 &format!("conc{cloud}{i}"),
-                1 + (i % 2) as u32,
+                per_zone * (1 + (i % 2) as u32),
             )
         })
         .collect()
@@ -105,8 +107,13 @@ fn a_hundred_pools_at_parallelism_fifty_are_each_created_once() {
     let twice: Vec<_> = creates.iter().filter(|(_, n)| n.made != 1).collect();
     assert_eq!(creates.len(), POOLS, "a create per pool: {creates:?}");
     assert!(twice.is_empty(), "pools made more than once: {twice:?}");
+    assert_eq!(
+        inv["refused"],
+        serde_json::json!([]),
+        "GKE refused no operation: each waited for its turn"
+    );
     let per_cloud = |c: &str| creates.keys().filter(|(cloud, _, _)| cloud == c).count();
-    // Create requests beyond one per pool: the provider's retries (of GKE's quota refusals).
+    // Create requests beyond one per pool: the provider's retries.
     let retried = |c: &str| {
         let (pools, requests) = creates
             .iter()
@@ -141,4 +148,52 @@ fn a_hundred_pools_at_parallelism_fifty_are_each_created_once() {
         EKS_CLUSTERS.len(),
         creates.len()
     );
+}
+
+/// GKE refuses a sixth concurrent operation on a cluster (429 RESOURCE_EXHAUSTED) and a node pool
+/// operation while an operation on the cluster runs (400 FAILED_PRECONDITION). Ten pools on one
+/// cluster, applied and destroyed at parallelism 10: the provider queues its operations per cluster,
+/// so every one waits its turn and the cluster refuses none of them.
+#[test]
+fn ten_pools_on_one_gke_cluster_wait_their_turn_and_none_is_refused() {
+    let sb = sandbox::start(Duration::from_millis(500));
+    let fleet: Vec<Decl> = (0..10)
+        .map(|i| Decl::new("gke", "sandbox-gke", &format!("queued{i}"), 3))
+        .collect();
+    let ws = Workspace::new(&pools::config(&sb.url, &fleet, ""));
+    ws.init();
+    let run = |cmd: &str| {
+        let out = ws.run(&[
+            cmd,
+            "-no-color",
+            "-auto-approve",
+            "-input=false",
+            "-parallelism=10",
+        ]);
+        assert_eq!(out.code, 0, "{cmd}:\n{}", out.text());
+    };
+    run("apply");
+    let inv = sb.sandbox.inventory();
+    assert_eq!(
+        inv["refused"],
+        serde_json::json!([]),
+        "no request refused on apply"
+    );
+    let creates = pools::creates(&inv);
+    assert_eq!(creates.len(), 10);
+    for (pool, n) in &creates {
+        assert_eq!(
+            (n.made, n.requests),
+            (1, 1),
+            "{pool:?}: one create request, accepted"
+        );
+    }
+    run("destroy");
+    let inv = sb.sandbox.inventory();
+    assert_eq!(
+        inv["refused"],
+        serde_json::json!([]),
+        "no request refused on destroy"
+    );
+    assert!(pools::inventory_pools(&inv).is_empty());
 }

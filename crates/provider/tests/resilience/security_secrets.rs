@@ -176,7 +176,7 @@ resource "fracgpu_nodepool" "gke" {{
   }}
   name         = "canarygke"
   machine_type = "g2-standard-4"
-  node_count   = 1
+  node_count   = 3
   time_slicing {{ replicas = 2 }}
 }}
 

@@ -72,6 +72,7 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         pool: pool.name.clone(),
         // A user pool scaled to zero has no nodes.
         node_count: count,
+        zones: Vec::new(),
         labels,
         taints,
         gpu_product: gpu.map(|(g, _)| g.product.to_string()),

@@ -42,6 +42,7 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         pool: ng.name.clone(),
         // A node group scaled to zero (desiredSize 0) has no nodes.
         node_count: s.desired_size.max(0) as u32,
+        zones: Vec::new(),
         labels,
         taints: s
             .taints

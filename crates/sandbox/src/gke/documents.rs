@@ -9,10 +9,44 @@ use serde_json::{Value, json};
 use super::{GKE_VERSION, GkeCluster, GkeOp, NodePool, PoolSpec};
 use crate::catalog;
 use crate::dates::rfc3339_millis;
-use crate::nodes::{PoolNodes, k8s_effect};
+use crate::nodes::{PoolNodes, gke_group_id, k8s_effect};
 
-/// The nodes GKE creates for a pool, with GKE's node labels.
-pub(crate) fn pool_nodes(cluster: &str, pool: &NodePool) -> PoolNodes {
+/// The zones a pool runs in: its `locations`, or the cluster's (a pool saved before pools had zones).
+pub(crate) fn pool_zones(cluster_zones: &[String], pool: &NodePool) -> Vec<String> {
+    if pool.spec.locations.is_empty() {
+        cluster_zones.to_vec()
+    } else {
+        pool.spec.locations.clone()
+    }
+}
+
+/// Each zone's instance group size now. A fixed pool has its per-zone count in every zone; the
+/// autoscaler keeps each zone within the per-zone bounds, or the whole pool within the total bounds,
+/// spread evenly over the zones (BALANCED, GKE's default location policy). The sandbox runs no
+/// workloads, so the autoscaler never goes beyond what the bounds force.
+pub(crate) fn zone_sizes(cluster_zones: &[String], pool: &NodePool) -> Vec<(String, i64)> {
+    let zones = pool_zones(cluster_zones, pool);
+    let s = &pool.spec;
+    match &s.autoscaling {
+        Some(a) if a.enabled && a.total_max_node_count > 0 => {
+            let n = zones.len().max(1) as i64;
+            let total = (s.node_count * n).clamp(a.total_min_node_count, a.total_max_node_count);
+            zones
+                .into_iter()
+                .enumerate()
+                .map(|(i, z)| (z, total / n + i64::from((i as i64) < total % n)))
+                .collect()
+        }
+        Some(a) if a.enabled => zones
+            .into_iter()
+            .map(|z| (z, s.node_count.clamp(a.min_node_count, a.max_node_count)))
+            .collect(),
+        _ => zones.into_iter().map(|z| (z, s.node_count)).collect(),
+    }
+}
+
+/// The nodes GKE creates for a pool, zone by zone, with GKE's node labels.
+pub(crate) fn pool_nodes(cluster: &str, cluster_zones: &[String], pool: &NodePool) -> PoolNodes {
     let s = &pool.spec;
     let mut labels = BTreeMap::new();
     labels.insert(
@@ -88,22 +122,26 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &NodePool) -> PoolNodes {
         .map(|(k, v, e)| (k.clone(), v.clone(), k8s_effect(e).to_string()))
         .collect();
     if gpus > 0 {
-        // GKE taints every GPU node so that only pods asking for GPUs land there.
+        // GKE taints every GPU node so that only pods asking for GPUs land there ("Run GPUs in GKE
+        // Standard node pools": key nvidia.com/gpu, effect NoSchedule; the value it writes is
+        // `present`), beside the pool's own taints.
         taints.push((
             "nvidia.com/gpu".into(),
             "present".into(),
             "NoSchedule".into(),
         ));
     }
-    let count = match &s.autoscaling {
-        Some(a) if a.enabled => a.min_node_count.max(a.total_min_node_count),
-        _ => s.node_count,
-    };
+    // A pool scaled to zero has no nodes.
+    let zones: Vec<String> = zone_sizes(cluster_zones, pool)
+        .into_iter()
+        .flat_map(|(z, n)| std::iter::repeat_n(z, n.max(0) as usize))
+        .collect();
     PoolNodes {
         cloud: "gke",
         cluster: cluster.to_string(),
         pool: pool.name.clone(),
-        node_count: (count.max(1)) as u32,
+        node_count: zones.len() as u32,
+        zones,
         labels,
         taints,
         gpu_product: gpu.map(|g| g.product.to_string()),
@@ -174,14 +212,26 @@ pub(crate) fn pool_json(c: &GkeCluster, p: &NodePool) -> Value {
         config["accelerators"] = json!(accelerators);
     }
     let path = format!("{}/nodePools/{}", cluster_path(c), p.name);
+    let zones = pool_zones(&c.zones(), p);
+    // One managed instance group per zone.
+    let groups: Vec<String> = zones
+        .iter()
+        .map(|z| {
+            format!(
+                "https://www.googleapis.com/compute/v1/projects/{}/zones/{z}/instanceGroupManagers/{}",
+                c.project,
+                instance_group_name(&c.name, &p.name, z)
+            )
+        })
+        .collect();
     let mut v = json!({
         "name": p.name,
         "config": config,
         "initialNodeCount": s.initial_node_count,
-        "locations": [format!("{}-a", c.location)],
+        "locations": zones,
         "selfLink": format!("https://container.googleapis.com/v1/{path}"),
         "version": s.version,
-        "instanceGroupUrls": [format!("https://www.googleapis.com/compute/v1/projects/{}/zones/{}-a/instanceGroupManagers/gke-{}-{}-grp", c.project, c.location, c.name, p.name)],
+        "instanceGroupUrls": groups,
         "status": p.status,
         "management": {"autoUpgrade": s.auto_upgrade, "autoRepair": s.auto_repair},
         "podIpv4CidrSize": 24,
@@ -205,6 +255,14 @@ pub(crate) fn pool_json(c: &GkeCluster, p: &NodePool) -> Value {
     v
 }
 
+/// The name of a pool's instance group manager in a zone, as GKE names them.
+pub(crate) fn instance_group_name(cluster: &str, pool: &str, zone: &str) -> String {
+    format!(
+        "gke-{cluster}-{pool}-{}-grp",
+        gke_group_id(cluster, pool, zone)
+    )
+}
+
 fn fxhash(path: &str, s: &PoolSpec) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -215,12 +273,18 @@ fn fxhash(path: &str, s: &PoolSpec) -> u64 {
 
 pub(super) fn cluster_json(c: &GkeCluster) -> Value {
     let pools: Vec<Value> = c.pools.values().map(|p| pool_json(c, p)).collect();
-    let nodes: i64 = c.pools.values().map(|p| p.spec.node_count).sum();
+    let zones = c.zones();
+    let nodes: i64 = c
+        .pools
+        .values()
+        .flat_map(|p| zone_sizes(&zones, p))
+        .map(|(_, n)| n)
+        .sum();
     json!({
         "name": c.name,
         "location": c.location,
         "zone": c.location,
-        "locations": [format!("{}-a", c.location)],
+        "locations": zones,
         "status": "RUNNING",
         "currentMasterVersion": GKE_VERSION,
         "currentNodeVersion": GKE_VERSION,

@@ -6,8 +6,14 @@
 //! forms and every integer accepts a number or a decimal string. Responses always use string enums.
 //! Errors are google.rpc statuses: `{"error": {"code", "message", "status"}}`.
 //!
-//! The sandbox cluster has one node location (`{location}-a`), so a pool's node count is its count,
-//! not count times three zones as in a default regional cluster.
+//! Clusters live in zones, as on GKE. A regional cluster (its location a region, `us-central1`) has
+//! three, `<region>-a`, `-b` and `-c`; a zonal one (location `us-central1-a`) has its own zone. A pool
+//! runs in its `locations` (default: the cluster's) with one Compute Engine instance group per zone,
+//! and every count of the v1 API is per zone: `initialNodeCount`, setSize's `nodeCount`, autoscaling's
+//! `minNodeCount`/`maxNodeCount` ("per zone", the google provider's schema of
+//! resource_container_node_pool.go; gcloud's `--num-nodes`), while `totalMinNodeCount` and
+//! `totalMaxNodeCount` bound the whole pool. So `initialNodeCount: 1` on a regional cluster makes
+//! three nodes. A pool is refused when its accelerator is not offered in one of its zones.
 //!
 //! The files: `routes.rs` matches GKE's paths and custom methods (and Compute Engine's instance
 //! group managers), `validate.rs` reads request bodies as GKE does, `operations.rs` starts the
@@ -29,7 +35,7 @@ use serde_json::json;
 use super::operations::{Kind, Queue};
 use super::util::json_response;
 
-pub(crate) use documents::{pool_json, pool_nodes};
+pub(crate) use documents::{pool_json, pool_nodes, zone_sizes};
 pub(crate) use routes::{Gke, instance_group_manager};
 
 pub(crate) const GKE_VERSION: &str = "1.33.5-gke.1080000";
@@ -50,6 +56,54 @@ pub(crate) struct GkeCluster {
     pub(crate) location: String,
     pub(crate) name: String,
     pub(crate) pools: BTreeMap<String, NodePool>,
+    /// The cluster's `locations`: the zones its node pools run in unless they name their own.
+    #[serde(default)]
+    pub(crate) zones: Vec<String>,
+}
+
+impl GkeCluster {
+    /// The cluster's zones (a world saved before zones existed derives them from the location).
+    pub(crate) fn zones(&self) -> Vec<String> {
+        if self.zones.is_empty() {
+            default_zones(&self.location)
+        } else {
+            self.zones.clone()
+        }
+    }
+
+    /// The region the cluster is in.
+    pub(crate) fn region(&self) -> &str {
+        region_of(&self.location)
+    }
+}
+
+/// Whether a location is a zone (`us-central1-a`) rather than a region (`us-central1`): Compute
+/// Engine zone names are the region's name and a one-letter suffix.
+pub(crate) fn is_zone(location: &str) -> bool {
+    location.rsplit_once('-').is_some_and(|(region, z)| {
+        region.contains('-') && z.len() == 1 && z.bytes().all(|b| b.is_ascii_lowercase())
+    })
+}
+
+/// The region of a zone or region.
+pub(crate) fn region_of(location: &str) -> &str {
+    if is_zone(location) {
+        location.rsplit_once('-').map_or(location, |(r, _)| r)
+    } else {
+        location
+    }
+}
+
+/// The zones of a new cluster: its own zone, or three zones of its region.
+pub(crate) fn default_zones(location: &str) -> Vec<String> {
+    if is_zone(location) {
+        vec![location.to_string()]
+    } else {
+        ["a", "b", "c"]
+            .iter()
+            .map(|z| format!("{location}-{z}"))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,9 +136,14 @@ pub(crate) struct PoolSpec {
     pub(crate) taints: Vec<(String, String, String)>,
     pub(crate) spot: bool,
     pub(crate) accelerators: Vec<Accelerator>,
+    /// Per zone, as sent.
     pub(crate) initial_node_count: i64,
-    /// The pool's current size (changed by setSize); not a field of the v1 NodePool resource.
+    /// The pool's current size per zone (changed by setSize): each zone's instance group's
+    /// targetSize; not a field of the v1 NodePool resource.
     pub(crate) node_count: i64,
+    /// The zones the pool runs in, sorted.
+    #[serde(default)]
+    pub(crate) locations: Vec<String>,
     pub(crate) autoscaling: Option<Autoscaling>,
     pub(crate) auto_repair: bool,
     pub(crate) auto_upgrade: bool,
@@ -139,6 +198,7 @@ impl GkeWorld {
             location: location.into(),
             name: name.into(),
             pools: BTreeMap::new(),
+            zones: default_zones(location),
         };
         self.clusters
             .insert(format!("{project}/{location}/{name}"), c);
@@ -154,6 +214,13 @@ pub(super) fn gerr(code: u16, message: impl Into<String>) -> GError {
     GError {
         code,
         message: message.into(),
+    }
+}
+
+impl GError {
+    /// google.rpc's status name of this error, e.g. RESOURCE_EXHAUSTED.
+    pub(crate) fn status(&self) -> &'static str {
+        status_name(self.code, &self.message)
     }
 }
 
@@ -184,5 +251,23 @@ impl IntoResponse for GError {
             status,
             &json!({"error": {"code": self.code, "message": self.message, "status": s}}),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_and_regions() {
+        assert!(is_zone("us-central1-a") && is_zone("europe-west4-c"));
+        assert!(!is_zone("us-central1") && !is_zone("a-b"));
+        assert_eq!(region_of("europe-west4-b"), "europe-west4");
+        assert_eq!(region_of("us-central1"), "us-central1");
+        assert_eq!(
+            default_zones("us-central1"),
+            ["us-central1-a", "us-central1-b", "us-central1-c"]
+        );
+        assert_eq!(default_zones("us-west4-b"), ["us-west4-b"]);
     }
 }

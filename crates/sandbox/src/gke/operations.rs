@@ -41,6 +41,7 @@ impl Operations for GkeWorld {
         else {
             return true;
         };
+        let cluster_zones = cluster.zones();
         let Some(pool) = cluster.pools.get_mut(&pool_name) else {
             return true;
         };
@@ -48,11 +49,17 @@ impl Operations for GkeWorld {
             return true;
         };
         if p.fail {
+            let zone = pool
+                .spec
+                .locations
+                .first()
+                .cloned()
+                .unwrap_or_else(|| cluster_zones[0].clone());
             op.error = Some((
                 8,
                 format!(
-                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for {} in {}-a (sandbox fault injection).",
-                    pool.spec.machine_type, op.location
+                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for {} in {zone} (sandbox fault injection).",
+                    pool.spec.machine_type
                 ),
             ));
             match p.kind {
@@ -76,7 +83,11 @@ impl Operations for GkeWorld {
             });
         } else {
             pool.status = "RUNNING".into();
-            events.push(NodeEvent::Changed(pool_nodes(&cluster.name, pool)));
+            events.push(NodeEvent::Changed(pool_nodes(
+                &cluster.name,
+                &cluster_zones,
+                pool,
+            )));
         }
         true
     }
@@ -85,9 +96,34 @@ impl Operations for GkeWorld {
 /// GKE runs at most this many operations on one cluster at a time.
 pub const MAX_CONCURRENT_OPS: usize = 5;
 
-/// The cluster's concurrent-operations quota: a sixth running operation is refused with 429.
-fn check_concurrent_ops(w: &World, c: &GkeCluster) -> Result<(), GError> {
-    let running = w
+/// How GKE names an operation in progress in its refusals ("Operation operation-... is currently
+/// creating a node pool for cluster c1. Please wait and try again once it is done.",
+/// hashicorp/terraform-provider-google#10366; "... is currently upgrading cluster c1. ...", #3650).
+/// The wording for a cluster update and for a node pool update follows that pattern; we have not
+/// seen those two quoted.
+fn in_progress(op: &GkeOp) -> String {
+    let what = match op.op_type.as_str() {
+        "CREATE_NODE_POOL" => "creating a node pool for cluster",
+        "DELETE_NODE_POOL" => "deleting a node pool for cluster",
+        "UPGRADE_MASTER" => "upgrading cluster",
+        "UPDATE_CLUSTER" if op.pool.is_none() => "updating cluster",
+        _ => "updating a node pool for cluster",
+    };
+    format!(
+        "Operation {} is currently {what} {}. Please wait and try again once it is done.",
+        op.name, op.cluster
+    )
+}
+
+/// Whether GKE lets one more operation start on the cluster now. An operation on the cluster itself
+/// (a master upgrade, a cluster update) runs alone: while one runs every node pool operation is
+/// refused, and it is refused while any other runs (400 FAILED_PRECONDITION, as above). Operations on
+/// different pools run side by side, at most [`MAX_CONCURRENT_OPS`] at once; one more is refused with
+/// 429 RESOURCE_EXHAUSTED "Too many operations: cluster \"c1\" hits the concurrent operations quota
+/// 5, please try again later." (hashicorp/terraform-provider-google#15205, #15579). A pool's own
+/// operation in flight is checked by `mutate`. Every refusal is counted for the inventory.
+fn check_cluster_ops(w: &mut World, c: &GkeCluster, on_cluster: bool) -> Result<(), GError> {
+    let running: Vec<&GkeOp> = w
         .gke
         .pending
         .iter()
@@ -98,17 +134,32 @@ fn check_concurrent_ops(w: &World, c: &GkeCluster) -> Result<(), GError> {
                 && o.location == c.location
                 && o.cluster == c.name
         })
-        .count();
-    if running >= MAX_CONCURRENT_OPS {
-        return Err(gerr(
+        .collect();
+    let refusal = if let Some(op) = running.iter().find(|o| o.pool.is_none()) {
+        Some(gerr(400, in_progress(op)))
+    } else if let (true, Some(op)) = (on_cluster, running.first()) {
+        Some(gerr(400, in_progress(op)))
+    } else if running.len() >= MAX_CONCURRENT_OPS {
+        Some(gerr(
             429,
             format!(
                 "Too many operations: cluster \"{}\" hits the concurrent operations quota {MAX_CONCURRENT_OPS}, please try again later.",
                 c.name
             ),
-        ));
+        ))
+    } else {
+        None
+    };
+    match refusal {
+        Some(e) => Err(refused(w, c, e)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Counts a refusal of an operation on the cluster (see `World::refused`).
+fn refused(w: &mut World, c: &GkeCluster, e: GError) -> GError {
+    w.count_refused("gke", &c.name, e.status());
+    e
 }
 
 fn new_op(
@@ -158,9 +209,10 @@ pub(super) fn create(
             "Invalid JSON payload received. Required field 'nodePool' is missing.",
         ));
     };
-    let (name, spec) = parse_pool(np)?;
     sb.with_world_opts(fail, |w, ctx| {
         let full = cluster(w, p, l, c)?;
+        // The pool's zones and what they offer are the cluster's business.
+        let (name, spec) = parse_pool(np, full)?;
         let cluster_name = full.name.clone();
         w.count_create_request("gke", &cluster_name, &name);
         let full = cluster(w, p, l, c)?;
@@ -171,7 +223,7 @@ pub(super) fn create(
             ));
         }
         let cl = full.clone_shallow();
-        check_concurrent_ops(w, &cl)?;
+        check_cluster_ops(w, &cl, false)?;
         let op = new_op(w, ctx, &cl, Some(&name), "CREATE_NODE_POOL");
         let key = format!("{p}/{l}/{c}");
         let pool = NodePool {
@@ -202,6 +254,7 @@ impl GkeCluster {
             location: self.location.clone(),
             name: self.name.clone(),
             pools: BTreeMap::new(),
+            zones: self.zones(),
         }
     }
 }
@@ -237,53 +290,73 @@ pub(super) fn mutate(
     sb.with_world_opts(fail, |w, ctx| {
         let cl = cluster(w, p, l, c)?;
         let pool = cl.pools.get(name).ok_or_else(|| pool_missing(cl, name))?;
-        if let Some(pending) = &pool.pending {
-            return Err(gerr(
-                400,
-                format!(
-                    "Operation {} is currently {} a node pool for cluster {c}. Please wait and try again once it is done.",
-                    pending.op,
-                    pending.kind.in_progress()
-                ),
-            ));
+        // One operation at a time on a pool.
+        if let Some(op) = pool.pending.as_ref().and_then(|p| w.gke.ops.get(&p.op)) {
+            let e = gerr(400, in_progress(op));
+            let shallow = cl.clone_shallow();
+            return Err(refused(w, &shallow, e));
         }
         let mut spec = pool.spec.clone();
         let (op_type, kind) = match m {
             Mutation::Delete => ("DELETE_NODE_POOL", Kind::Delete),
             Mutation::Update => {
-                apply_update(&mut spec, &req)?;
+                apply_update(&mut spec, &req, cl)?;
                 ("UPGRADE_NODES", Kind::Update)
             }
             Mutation::SetSize => {
-                let n = int(&req, "nodeCount")?.ok_or_else(|| invalid("Required field 'nodeCount' is missing."))?;
+                let n = int(&req, "nodeCount")?
+                    .ok_or_else(|| invalid("Required field 'nodeCount' is missing."))?;
                 if !(0..=1000).contains(&n) {
-                    return Err(invalid(format!("nodeCount must be between 0 and 1000 (got {n}).")));
+                    return Err(invalid(format!(
+                        "nodeCount must be between 0 and 1000 (got {n})."
+                    )));
                 }
                 spec.node_count = n;
                 ("SET_NODE_POOL_SIZE", Kind::Update)
             }
             Mutation::SetAutoscaling | Mutation::ClusterAutoscaling => {
-                let a = object(&req, "autoscaling")?.ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
+                let a = object(&req, "autoscaling")?
+                    .ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
                 spec.autoscaling = parse_autoscaling(a)?;
-                let t = if m == Mutation::ClusterAutoscaling { "UPDATE_CLUSTER" } else { "SET_NODE_POOL_AUTOSCALING" };
+                let t = if m == Mutation::ClusterAutoscaling {
+                    "UPDATE_CLUSTER"
+                } else {
+                    "SET_NODE_POOL_AUTOSCALING"
+                };
                 (t, Kind::Update)
             }
             Mutation::SetManagement => {
-                let mg = object(&req, "management")?.ok_or_else(|| invalid("Required field 'management' is missing."))?;
+                let mg = object(&req, "management")?
+                    .ok_or_else(|| invalid("Required field 'management' is missing."))?;
                 spec.auto_repair = boolean(mg, "autoRepair")?.unwrap_or(false);
                 spec.auto_upgrade = boolean(mg, "autoUpgrade")?.unwrap_or(false);
                 ("SET_NODE_POOL_MANAGEMENT", Kind::Update)
             }
         };
         let shallow = cl.clone_shallow();
-        check_concurrent_ops(w, &shallow)?;
+        check_cluster_ops(w, &shallow, false)?;
         let op = new_op(w, ctx, &shallow, Some(name), op_type);
-        let cm = w.gke.clusters.get_mut(&format!("{p}/{l}/{c}")).expect("found above");
+        let cm = w
+            .gke
+            .clusters
+            .get_mut(&format!("{p}/{l}/{c}"))
+            .expect("found above");
         let pool = cm.pools.get_mut(name).expect("found above");
         let previous = (kind == Kind::Update).then(|| Box::new(pool.spec.clone()));
         pool.spec = spec;
-        pool.status = if kind == Kind::Delete { "STOPPING" } else { "RECONCILING" }.into();
-        pool.pending = Some(Pending { op: op.name.clone(), kind, deadline: op.deadline, fail: ctx.fail_operation, previous });
+        pool.status = if kind == Kind::Delete {
+            "STOPPING"
+        } else {
+            "RECONCILING"
+        }
+        .into();
+        pool.pending = Some(Pending {
+            op: op.name.clone(),
+            kind,
+            deadline: op.deadline,
+            fail: ctx.fail_operation,
+            previous,
+        });
         Ok(json_response(StatusCode::OK, &op_json(base, &op)))
     })
 }
@@ -321,7 +394,7 @@ pub(super) fn update_cluster(
     }
     sb.with_world_opts(fail, |w, ctx| {
         let cl = cluster(w, p, l, c)?.clone_shallow();
-        check_concurrent_ops(w, &cl)?;
+        check_cluster_ops(w, &cl, true)?;
         let op = new_op(w, ctx, &cl, None, "UPDATE_CLUSTER");
         Ok(json_response(StatusCode::OK, &op_json(base, &op)))
     })

@@ -7,7 +7,9 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::documents::{cluster_json, cluster_path, op_json, pool_json};
+use super::documents::{
+    cluster_json, cluster_path, instance_group_name, op_json, pool_json, zone_sizes,
+};
 use super::operations::{Mutation, create, mutate, update_cluster};
 use super::{GError, GkeCluster, gerr};
 use crate::api::{ApiRequest, CloudApi};
@@ -173,10 +175,10 @@ pub(super) fn pool_missing(c: &GkeCluster, name: &str) -> GError {
     )
 }
 
-/// Compute Engine's instance group managers of the pools (`GET /compute/v1/projects/{p}/zones/
-/// {z}/instanceGroupManagers/{name}`), reduced to what tells a pool's current size: GKE's node pool
-/// resource keeps only `initialNodeCount`, so clients read `targetSize` here, as the google
-/// provider does.
+/// Compute Engine's instance group managers of the pools, one per zone of a pool (`GET
+/// /compute/v1/projects/{p}/zones/{z}/instanceGroupManagers/{name}`), reduced to what tells a pool's
+/// current size: GKE's node pool resource keeps only `initialNodeCount`, so clients read each
+/// zone's `targetSize` here, as the google provider does.
 pub(crate) async fn instance_group_manager(State(sb): State<Sandbox>, uri: Uri) -> Response {
     let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     let found = match parts.as_slice() {
@@ -191,18 +193,15 @@ pub(crate) async fn instance_group_manager(State(sb): State<Sandbox>, uri: Uri) 
             name,
         ] => sb.with_world(|w, _| {
             w.gke.clusters.values().find_map(|c| {
-                let in_zone =
-                    c.project == *project && zone.strip_suffix("-a") == Some(c.location.as_str());
-                let pool = c
-                    .pools
-                    .values()
-                    .find(|p| format!("gke-{}-{}-grp", c.name, p.name) == *name)?;
-                in_zone.then(|| {
-                    (
-                        pool.spec.node_count,
-                        (*name).to_string(),
-                        (*zone).to_string(),
-                    )
+                if c.project != *project {
+                    return None;
+                }
+                let zones = c.zones();
+                c.pools.values().find_map(|p| {
+                    zone_sizes(&zones, p).into_iter().find_map(|(z, size)| {
+                        (z == *zone && instance_group_name(&c.name, &p.name, &z) == *name)
+                            .then(|| (size, (*name).to_string(), z))
+                    })
                 })
             })
         }),

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Accelerator, Autoscaling, GError, GKE_VERSION, PoolSpec, invalid};
+use super::{
+    Accelerator, Autoscaling, GError, GKE_VERSION, GkeCluster, PoolSpec, invalid, is_zone,
+    region_of,
+};
 use crate::catalog;
 use crate::nodes::{valid_label_key, valid_label_value};
 
@@ -132,6 +135,62 @@ fn valid_pool_name(n: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
+/// A pool's `locations`: zones of the cluster's region (GKE: "Nodes must be in the region of their
+/// regional cluster or in the same region as their cluster's zone for zonal clusters", the google
+/// provider's node_locations). Absent or empty: the cluster's own zones. Sorted, as GKE returns them.
+fn parse_locations(v: Option<&Value>, cluster: &GkeCluster) -> Result<Vec<String>, GError> {
+    let list = match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|z| {
+                z.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| invalid("Invalid value at 'locations': expected strings."))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(invalid("Invalid value at 'locations': expected a list.")),
+    };
+    if list.is_empty() {
+        return Ok(cluster.zones());
+    }
+    let region = cluster.region();
+    let mut zones = Vec::new();
+    for z in list {
+        // The sandbox's regions have zones -a to -f.
+        let known = is_zone(&z)
+            && region_of(&z) == region
+            && z.ends_with(|c: char| ('a'..='f').contains(&c));
+        if !known {
+            // The rule is GKE's; the wording is the sandbox's.
+            return Err(invalid(format!(
+                "Location \"{z}\" is not a zone of region {region}: node pool locations must be zones of the cluster's region."
+            )));
+        }
+        if !zones.contains(&z) {
+            zones.push(z);
+        }
+    }
+    zones.sort();
+    Ok(zones)
+}
+
+/// GKE refuses a pool whose accelerator is not offered in one of its zones, naming the first.
+fn check_zones_offer(accelerators: &[Accelerator], zones: &[String]) -> Result<(), GError> {
+    for a in accelerators {
+        if let Some(z) = zones
+            .iter()
+            .find(|z| !catalog::gke_accelerator_in_zone(&a.accelerator_type, z))
+        {
+            return Err(invalid(format!(
+                "Accelerator type \"{}\" does not exist in zone {z}.",
+                a.accelerator_type
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn parse_labels(o: &Map<String, Value>, field: &str) -> Result<BTreeMap<String, String>, GError> {
     let Some(m) = object(o, field)? else {
         return Ok(BTreeMap::new());
@@ -224,7 +283,11 @@ pub(super) fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autosca
     }))
 }
 
-fn parse_accelerators(v: Option<&Value>, machine_type: &str) -> Result<Vec<Accelerator>, GError> {
+fn parse_accelerators(
+    v: Option<&Value>,
+    machine_type: &str,
+    zone: &str,
+) -> Result<Vec<Accelerator>, GError> {
     let list = match v {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.clone(),
@@ -249,7 +312,7 @@ fn parse_accelerators(v: Option<&Value>, machine_type: &str) -> Result<Vec<Accel
         let ty = string(a, "acceleratorType")?.unwrap_or("");
         let Some(info) = catalog::gke_accelerator(ty) else {
             return Err(invalid(format!(
-                "Accelerator type \"{ty}\" does not exist in zone us-central1-a."
+                "Accelerator type \"{ty}\" does not exist in zone {zone}."
             )));
         };
         let count = int(a, "acceleratorCount")?.unwrap_or(0);
@@ -338,7 +401,10 @@ fn parse_accelerators(v: Option<&Value>, machine_type: &str) -> Result<Vec<Accel
     Ok(out)
 }
 
-pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), GError> {
+pub(super) fn parse_pool(
+    np: &Map<String, Value>,
+    cluster: &GkeCluster,
+) -> Result<(String, PoolSpec), GError> {
     let name = string(np, "name")?.unwrap_or("");
     if !valid_pool_name(name) {
         return Err(invalid(format!(
@@ -347,13 +413,15 @@ pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), 
     }
     let empty = Map::new();
     let config = object(np, "config")?.unwrap_or(&empty);
+    let locations = parse_locations(np.get("locations"), cluster)?;
+    let zone = &locations[0];
     let machine_type = string(config, "machineType")?
         .filter(|m| !m.is_empty())
         .unwrap_or("e2-medium")
         .to_string();
     if catalog::gcp_machine_type(&machine_type).is_none() {
         return Err(invalid(format!(
-            "Machine type \"{machine_type}\" does not exist in zone us-central1-a."
+            "Machine type \"{machine_type}\" does not exist in zone {zone}."
         )));
     }
     let disk_size_gb = int(config, "diskSizeGb")?.unwrap_or(0);
@@ -362,7 +430,7 @@ pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), 
             "Disk size {disk_size_gb} GB is invalid: it must be between 10 and 65536 GB."
         )));
     }
-    let mut accelerators = parse_accelerators(config.get("accelerators"), &machine_type)?;
+    let mut accelerators = parse_accelerators(config.get("accelerators"), &machine_type, zone)?;
     if accelerators.is_empty() {
         // GKE fills in the GPUs that come with a2/a3/a4/g2 machine types.
         if let (Some(b), Some(m)) = (
@@ -378,6 +446,7 @@ pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), 
             });
         }
     }
+    check_zones_offer(&accelerators, &locations)?;
     let initial = int(np, "initialNodeCount")?.unwrap_or(0);
     if !(0..=1000).contains(&initial) {
         return Err(invalid(format!(
@@ -388,11 +457,9 @@ pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), 
         Some(a) => parse_autoscaling(a)?,
         None => None,
     };
-    if initial == 0 && autoscaling.is_none() {
-        return Err(invalid(
-            "Node pool must have initialNodeCount greater than 0, or autoscaling enabled.",
-        ));
-    }
+    // A pool of zero nodes without autoscaling is accepted: GKE lets a node pool (not a whole
+    // cluster) have no nodes (terraform-provider-google #752 and #2729, where fixed pools are
+    // scaled to 0 for blue/green changes), and the seed creates pools with `--num-nodes 0`.
     let mgmt = object(np, "management")?;
     let auto_repair = mgmt
         .map(|m| boolean(m, "autoRepair"))
@@ -427,6 +494,7 @@ pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), 
             accelerators,
             initial_node_count: initial,
             node_count: initial,
+            locations,
             autoscaling,
             auto_repair,
             auto_upgrade,
@@ -450,11 +518,27 @@ pub(super) fn parse_pool(np: &Map<String, Value>) -> Result<(String, PoolSpec), 
 
 /// Apply an update request body to a spec, as nodePools.update does: each group present replaces
 /// the current value; accelerator type, count and partition size cannot change in place.
-pub(super) fn apply_update(spec: &mut PoolSpec, req: &Map<String, Value>) -> Result<(), GError> {
+pub(super) fn apply_update(
+    spec: &mut PoolSpec,
+    req: &Map<String, Value>,
+    cluster: &GkeCluster,
+) -> Result<(), GError> {
+    // nodePools.update `locations`: the zones change, each keeping the pool's per-zone size.
+    if req
+        .get("locations")
+        .is_some_and(|l| l.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        spec.locations = parse_locations(req.get("locations"), cluster)?;
+    }
+    let zone = spec
+        .locations
+        .first()
+        .cloned()
+        .unwrap_or_else(|| cluster.zones()[0].clone());
     if let Some(mt) = string(req, "machineType")?.filter(|m| !m.is_empty()) {
         if catalog::gcp_machine_type(mt).is_none() {
             return Err(invalid(format!(
-                "Machine type \"{mt}\" does not exist in zone us-central1-a."
+                "Machine type \"{mt}\" does not exist in zone {zone}."
             )));
         }
         spec.machine_type = mt.to_string();
@@ -477,7 +561,7 @@ pub(super) fn apply_update(spec: &mut PoolSpec, req: &Map<String, Value>) -> Res
         spec.version = v.to_string();
     }
     if let Some(accs) = req.get("accelerators").filter(|v| !v.is_null()) {
-        let new = parse_accelerators(Some(accs), &spec.machine_type)?;
+        let new = parse_accelerators(Some(accs), &spec.machine_type, &zone)?;
         let fixed = |a: &Accelerator| {
             (
                 a.accelerator_type.clone(),
@@ -523,5 +607,5 @@ pub(super) fn apply_update(spec: &mut PoolSpec, req: &Map<String, Value>) -> Res
             a.accelerator_type, spec.machine_type
         )));
     }
-    Ok(())
+    check_zones_offer(&spec.accelerators, &spec.locations)
 }

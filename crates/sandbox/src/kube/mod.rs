@@ -311,6 +311,26 @@ impl KubeApi {
             .cloned()
     }
 
+    /// Why the API server refused each node of a pool that could not register (or be changed),
+    /// by node name; empty when every node is as its cloud made it.
+    pub fn node_registration_errors(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        pool: &str,
+    ) -> BTreeMap<String, String> {
+        self.lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| {
+                c.registration_errors
+                    .iter()
+                    .filter(|(n, _)| c.twins.get(*n).is_some_and(|t| t.pool == pool))
+                    .map(|(n, e)| (n.clone(), e.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The Node objects of one pool, by name.
     pub fn pool_node_names(&self, cloud: &str, cluster: &str, pool: &str) -> Vec<String> {
         self.lock()

@@ -203,9 +203,37 @@ impl FieldError {
         }
     }
 
+    /// `value` is already printed as the API server prints it (Go's `%#v` for a struct).
+    pub(crate) fn duplicate(
+        field: impl Into<String>,
+        value: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueDuplicate",
+            value: Some(value.into()),
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        FieldError {
+            field: field.into(),
+            reason: "FieldValueNotSupported",
+            value: None,
+            detail: format!(
+                "Unsupported value: {value:?}: supported values: {}",
+                list.join(", ")
+            ),
+        }
+    }
+
     fn message_part(&self) -> String {
         match (self.reason, &self.value) {
             ("FieldValueInvalid", Some(v)) => format!("Invalid value: {v:?}: {}", self.detail),
+            ("FieldValueDuplicate", Some(v)) => format!("Duplicate value: {v}: {}", self.detail),
             ("FieldValueRequired", _) => format!("Required value: {}", self.detail),
             ("FieldValueTooLong", _) => format!("Too long: {}", self.detail),
             ("FieldValueForbidden", _) => format!("Forbidden: {}", self.detail),

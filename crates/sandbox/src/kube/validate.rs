@@ -313,6 +313,9 @@ pub(super) fn validate_object(
             }
         }
     }
+    if kind == kinds::NODES {
+        errs.extend(node_taints(obj.pointer("/spec/taints")));
+    }
     if kind == kinds::CLUSTERPOLICIES {
         if let Some(s) = obj.pointer("/spec/mig/strategy") {
             let v = s.as_str().unwrap_or_default();
@@ -352,6 +355,48 @@ pub(super) fn validate_object(
     }
 }
 
+/// A Node's `spec.taints` as the API server validates them (validateNodeTaints in
+/// kubernetes/pkg/apis/core/validation/validation.go): each key a qualified name, each value a label
+/// value, an effect of the three, and no two taints with the same key and effect, whatever their
+/// values. A kubelet whose node repeats one cannot register it.
+fn node_taints(taints: Option<&Value>) -> Vec<FieldError> {
+    const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+    let mut errs = Vec::new();
+    let Some(list) = taints.and_then(Value::as_array) else {
+        return errs;
+    };
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        let field = format!("spec.taints[{i}]");
+        let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (key, value, effect) = (s("key"), s("value"), s("effect"));
+        errs.extend(qualified_key(&format!("{field}.key"), key));
+        errs.extend(label_value(&format!("{field}.value"), value));
+        if effect.is_empty() {
+            errs.push(FieldError::required(format!("{field}.effect"), ""));
+        } else if !EFFECTS.contains(&effect) {
+            errs.push(FieldError::not_supported(
+                format!("{field}.effect"),
+                effect,
+                &EFFECTS,
+            ));
+        }
+        if seen.contains(&(key, effect)) {
+            // The API server prints the duplicate with Go's %#v of its internal core.Taint.
+            errs.push(FieldError::duplicate(
+                field,
+                format!(
+                    "core.Taint{{Key:{key:?}, Value:{value:?}, Effect:{effect:?}, TimeAdded:<nil>}}"
+                ),
+                "taints must be unique by key and effect pair",
+            ));
+            continue;
+        }
+        seen.push((key, effect));
+    }
+    errs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,6 +419,29 @@ mod tests {
         assert!(!qualified_key("l", "Nvidia.com/x").is_empty());
         assert!(!qualified_key("l", "a/b/c").is_empty());
         assert!(label_value("v", "").is_empty());
+        let taint = |k: &str, v: &str, e: &str| json!({"key": k, "value": v, "effect": e});
+        let gpu = |v: &str, e: &str| taint("nvidia.com/gpu", v, e);
+        // The same key with another effect is a different taint.
+        assert!(
+            node_taints(Some(&json!([
+                gpu("present", "NoSchedule"),
+                gpu("present", "NoExecute")
+            ])))
+            .is_empty()
+        );
+        let dup = node_taints(Some(&json!([
+            gpu("Present", "NoSchedule"),
+            gpu("present", "NoSchedule")
+        ])));
+        assert_eq!(dup.len(), 1);
+        assert_eq!(
+            dup[0].to_string(),
+            "spec.taints[1]: Duplicate value: core.Taint{Key:\"nvidia.com/gpu\", Value:\"present\", Effect:\"NoSchedule\", TimeAdded:<nil>}: taints must be unique by key and effect pair"
+        );
+        assert_eq!(
+            node_taints(Some(&json!([taint("k", "v", "Sometimes")])))[0].field,
+            "spec.taints[0].effect"
+        );
         assert!(!label_value("v", "-x").is_empty());
     }
 }

@@ -185,3 +185,26 @@ fn taints_default_and_tolerations() {
     );
     assert_eq!(Taint::parse("a=b").unwrap_err().summary, "Invalid taint");
 }
+
+/// GKE taints its GPU nodes nvidia.com/gpu=present:NoSchedule itself: that is the default there, and
+/// pods tolerate it even when the pool lists no taint.
+#[test]
+fn gke_default_taint_is_gkes_own() {
+    let gpu_toleration = Toleration {
+        key: "nvidia.com/gpu".into(),
+        operator: TolerationOperator::Exists,
+        value: String::new(),
+        effect: TaintEffect::NoSchedule,
+    };
+    let d = validate(&pool(Cloud::Gke, "g2-standard-4", ts(4))).unwrap();
+    assert_eq!(d.taints, [GKE_GPU_TAINT]);
+    assert_eq!(d.tolerations, std::slice::from_ref(&gpu_toleration));
+    let mut spec = pool(Cloud::Gke, "g2-standard-4", ts(4));
+    spec.taints = Some(vec![]);
+    let d = validate(&spec).unwrap();
+    assert!(d.taints.is_empty());
+    assert_eq!(d.tolerations, std::slice::from_ref(&gpu_toleration));
+    // Another effect on the key is another taint.
+    spec.taints = Some(vec![Taint::parse("nvidia.com/gpu=x:NoExecute").unwrap()]);
+    assert_eq!(validate(&spec).unwrap().tolerations.len(), 2);
+}

@@ -183,9 +183,8 @@ fn each_cloud_accepts_only_the_profiles_it_can_create() {
         mig("1g.10gb", MigStrategy::Mixed, None),
     ));
     assert!(
-        err.detail.contains(
-            "Valid values on GKE for the A100-40GB: 1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb"
-        ),
+        err.detail
+            .contains("Valid values on GKE for the A100-40GB: 1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb"),
         "{}",
         err.detail
     );
@@ -293,4 +292,40 @@ fn time_sharing_on_partitions_is_gke_only() {
         mig("1g.5gb", MigStrategy::Mixed, sharing),
     ));
     assert!(err.detail.contains("GKE's feature"), "{}", err.detail);
+}
+
+/// The Kubernetes API server refuses a node whose taints repeat a key and effect; on GKE, GKE's own
+/// GPU taint is one of the node's taints whatever the pool says.
+#[test]
+fn taints_that_repeat_a_key_and_effect() {
+    let mut spec = pool(Cloud::Gke, "g2-standard-4", ts(4));
+    spec.taints = Some(vec![DEFAULT_GPU_TAINT]);
+    let e = one_error(&spec);
+    assert_eq!((e.field, e.summary), (Field::Taints, "Conflicting taint"));
+    assert!(
+        e.detail
+            .contains("GKE puts nvidia.com/gpu=present:NoSchedule on every GPU node itself")
+            && e.detail.contains("unique by key and effect"),
+        "{}",
+        e.detail
+    );
+    // GKE's own taint, listed exactly, is fine.
+    spec.taints = Some(vec![GKE_GPU_TAINT]);
+    assert!(validate(&spec).is_ok());
+    // On every cloud: two of the pool's own taints with one key and effect.
+    let mut spec = pool(Cloud::Eks, "g5.xlarge", ts(4));
+    spec.taints = Some(vec![
+        Taint::parse("team=a:NoSchedule").unwrap(),
+        Taint::parse("team=b:NoSchedule").unwrap(),
+    ]);
+    let e = one_error(&spec);
+    assert!(
+        e.detail
+            .contains("\"team=a:NoSchedule\" and \"team=b:NoSchedule\""),
+        "{}",
+        e.detail
+    );
+    // Our default beside GKE's spelling repeats the key and effect, on any cloud.
+    spec.taints = Some(vec![DEFAULT_GPU_TAINT, GKE_GPU_TAINT]);
+    assert_eq!(one_error(&spec).summary, "Conflicting taint");
 }

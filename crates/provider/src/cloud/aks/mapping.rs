@@ -384,6 +384,7 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
             },
             os_sku,
             eks: None,
+            gke: None,
         },
     })
 }

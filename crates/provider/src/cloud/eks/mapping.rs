@@ -156,6 +156,7 @@ pub(super) fn to_spec(region: &str, cluster: &str, ng: &Nodegroup) -> PoolSpec {
         taints,
         gpu: PoolGpu::default(),
         os_sku: None,
+        gke: None,
         eks: Some(EksPoolFields {
             node_role_arn: ng.node_role().unwrap_or("").to_string(),
             subnet_ids,

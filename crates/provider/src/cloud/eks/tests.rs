@@ -38,6 +38,7 @@ fn spec() -> PoolSpec {
             ..PoolGpu::default()
         },
         os_sku: Some("Ubuntu".into()),
+        gke: None,
         eks: Some(EksPoolFields {
             node_role_arn: "arn:aws:iam::1:role/r".into(),
             subnet_ids: vec!["subnet-b".into(), "subnet-a".into()],

@@ -29,7 +29,9 @@ fn verdict(e: &gcc::Error) -> Verdict {
         use google_cloud_gax::error::rpc::Code;
         match s.code {
             Code::Unavailable => return Verdict::Transient,
-            Code::FailedPrecondition if is_busy_message(&s.message) => return Verdict::Busy,
+            Code::FailedPrecondition | Code::ResourceExhausted if is_busy_message(&s.message) => {
+                return Verdict::Busy;
+            }
             _ => {}
         }
     }
@@ -46,12 +48,19 @@ fn verdict(e: &gcc::Error) -> Verdict {
     Verdict::Final
 }
 
-/// GKE refuses a second operation on a cluster while one runs: "Cluster is running incompatible
-/// operation operation-...", "Operation operation-... is currently creating node pool ... Please
-/// wait and try again once it is done." Other FAILED_PRECONDITIONs are final.
+/// GKE refuses an operation while an incompatible one runs, with 400 FAILED_PRECONDITION:
+/// "Operation operation-... is currently creating a node pool for cluster c1. Please wait and try
+/// again once it is done." (another on the pool, or one on the cluster: "... is currently upgrading
+/// cluster c1. ..."), or "Cluster is running incompatible operation operation-...". And it refuses a
+/// sixth concurrent operation on a cluster with 429 RESOURCE_EXHAUSTED: "Too many operations:
+/// cluster \"c1\" hits the concurrent operations quota 5, please try again later." This client
+/// queues its own operations (see `queue`), so these come from other clients' operations; like the
+/// google provider (resource_container_node_pool.go, retryWhileIncompatibleOperation), it waits them
+/// out until the deadline. Other FAILED_PRECONDITIONs and RESOURCE_EXHAUSTEDs are not this.
 pub(super) fn is_busy_message(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
-    m.contains("incompatible operation")
+    m.contains("concurrent operations quota")
+        || m.contains("incompatible operation")
         || m.contains("operation in progress")
         || m.contains("wait and try again")
         || (m.contains("operation") && m.contains("is currently"))

@@ -1,6 +1,13 @@
 //! NodePools in the provider's neutral terms and back. What GKE fills in on its own (driver
 //! installation config, the default disk size, management defaults, its own labels and GPU taint)
 //! is dropped on read, and [`canonical_spec`] folds a user's spec the same way before comparing.
+//!
+//! Counts: GKE's `initialNodeCount`, setSize's `nodeCount` and autoscaling's
+//! `minNodeCount`/`maxNodeCount` are per zone of the pool ("In regional or multi-zonal clusters,
+//! this is the number of nodes per zone", the google provider's initial_node_count), while the
+//! provider's counts are the pool's totals, as gcloud's `--total-min-nodes`/`--total-max-nodes`.
+//! So a fixed total is split evenly over the pool's zones ([`per_zone`]), autoscaling is sent as
+//! GKE's total limits, and a read multiplies per-zone figures back by the zones.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,12 +16,12 @@ use google_cloud_container_v1::model::{
     NodeManagement, NodePool, NodePoolAutoscaling, NodeTaint,
 };
 
-use crate::cloud::{CloudError, GkeSharing, Location, PoolGpu, PoolSpec, PoolTaint, Scaling};
+use crate::cloud::{
+    CloudError, GkePoolFields, GkeSharing, Location, PoolGpu, PoolSpec, PoolTaint, Scaling,
+};
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
 const GKE_DEFAULT_DISK_GB: u32 = 100;
-/// The taint GKE puts on every GPU node by itself.
-const GKE_GPU_TAINT: (&str, &str, &str) = ("nvidia.com/gpu", "present", "NoSchedule");
 /// Label prefixes only GKE may set; they are GKE's, not the user's, when they show up on a read.
 const GKE_LABEL_PREFIXES: &[&str] = &["cloud.google.com/", "node.kubernetes.io/"];
 
@@ -47,9 +54,13 @@ pub(crate) fn pool_id(loc: &Location, name: &str) -> Result<String, CloudError> 
 }
 
 /// A spec as a read of the pool would report it: GKE's default disk size is None, GKE's own GPU
-/// taint and labels are not the user's. Compare `canonical_spec(desired)` with `get`'s spec.
+/// taint and labels are not the user's, the zones are sorted. Compare `canonical_spec(desired)`
+/// (with its zones known) with `get`'s spec.
 pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
     let mut s = spec.clone();
+    s.gke = Some(GkePoolFields {
+        node_locations: zones_of(spec),
+    });
     if s.disk_size_gb == Some(GKE_DEFAULT_DISK_GB) {
         s.disk_size_gb = None;
     }
@@ -59,8 +70,11 @@ pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
     s
 }
 
+/// The taint GKE puts on every GPU node by itself (gpu::GKE_GPU_TAINT): GKE is never asked for it,
+/// because the nodes could not carry it twice.
 fn is_gke_gpu_taint(key: &str, value: &str, k8s_effect: &str) -> bool {
-    (key, value, k8s_effect) == GKE_GPU_TAINT
+    let g = &gpu::GKE_GPU_TAINT;
+    key == g.key && value == g.value && k8s_effect == g.effect.as_str()
 }
 
 fn is_gke_label(key: &str) -> bool {
@@ -110,27 +124,70 @@ pub(super) fn gke_labels(labels: &BTreeMap<String, String>) -> HashMap<String, S
     labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+/// Autoscaling bounds are the pool's totals: GKE's total limits (mutually exclusive with the
+/// per-zone ones), with GKE's default location policy.
 pub(super) fn gke_autoscaling(scaling: Scaling) -> NodePoolAutoscaling {
     let mut a = NodePoolAutoscaling::default();
     if let Scaling::Auto { min, max } = scaling {
         a.enabled = true;
-        a.min_node_count = clamp_i32(min);
-        a.max_node_count = clamp_i32(max);
+        a.total_min_node_count = clamp_i32(min);
+        a.total_max_node_count = clamp_i32(max);
     }
     a
+}
+
+/// The pool's zones, sorted (GKE returns `locations` sorted; gcloud sends them so).
+pub(super) fn zones_of(spec: &PoolSpec) -> Vec<String> {
+    let mut z = spec
+        .gke
+        .as_ref()
+        .map(|g| g.node_locations.clone())
+        .unwrap_or_default();
+    z.sort();
+    z.dedup();
+    z
+}
+
+/// The nodes per zone of a fixed total: GKE runs the same number in every zone of a pool, so a
+/// total the zones cannot split is refused (the plan refuses it first; this guards the client).
+pub(super) fn per_zone(total: u32, zones: &[String], pool: &str) -> Result<u32, CloudError> {
+    let n = u32::try_from(zones.len()).unwrap_or(u32::MAX).max(1);
+    if !total.is_multiple_of(n) {
+        return Err(CloudError::Api {
+            status: 400,
+            code: "INVALID_ARGUMENT".into(),
+            message: format!(
+                "node pool {pool}: {total} nodes cannot be split evenly over its {n} zones ({}); GKE runs the same number of nodes in every zone of a pool",
+                zones.join(", ")
+            ),
+        });
+    }
+    Ok(total / n)
+}
+
+/// The per-zone `initialNodeCount` of an autoscaled pool: enough for the total minimum when the
+/// total maximum allows it (GKE requires the initial size within the limits), else what fits.
+fn initial_per_zone(min: u32, max: u32, zones: u32) -> u32 {
+    let up = min.div_ceil(zones);
+    if up.saturating_mul(zones) <= max {
+        up
+    } else {
+        min / zones
+    }
 }
 
 pub(super) fn clamp_i32(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// The NodePool a create sends.
+/// The NodePool a create sends; `spec`'s zones must be known (the client fills in the cluster's).
 pub(super) fn node_pool_of(spec: &PoolSpec) -> Result<NodePool, CloudError> {
+    let zones = zones_of(spec);
     let mut config = NodeConfig::default();
     config.machine_type = spec.machine_type.clone();
     config.disk_size_gb = spec.disk_size_gb.map_or(0, clamp_i32);
     config.labels = gke_labels(&spec.labels);
-    config.taints = gke_taints(&spec.taints)?;
+    config.taints = gke_taints(&canonical_spec(spec).taints)?;
     config.spot = spec.spot;
     if let Some(ty) = &spec.gpu.gke_accelerator_type {
         let mut a = AcceleratorConfig::default();
@@ -162,11 +219,15 @@ pub(super) fn node_pool_of(spec: &PoolSpec) -> Result<NodePool, CloudError> {
     let mut np = NodePool::default();
     np.name = spec.name.clone();
     np.config = Some(config);
+    np.locations = zones.clone();
     match spec.scaling {
-        Scaling::Fixed { nodes } => np.initial_node_count = clamp_i32(nodes),
-        Scaling::Auto { min, .. } => {
-            // GKE accepts 0 with autoscaling (scale from zero); it must lie within [min, max].
-            np.initial_node_count = clamp_i32(min);
+        Scaling::Fixed { nodes } => {
+            np.initial_node_count = clamp_i32(per_zone(nodes, &zones, &spec.name)?)
+        }
+        Scaling::Auto { min, max } => {
+            // GKE accepts 0 with autoscaling (scale from zero).
+            let n = u32::try_from(zones.len()).unwrap_or(1).max(1);
+            np.initial_node_count = clamp_i32(initial_per_zone(min, max, n));
             np.autoscaling = Some(gke_autoscaling(spec.scaling));
         }
     }
@@ -178,24 +239,32 @@ pub(super) fn node_pool_of(spec: &PoolSpec) -> Result<NodePool, CloudError> {
     Ok(np)
 }
 
-/// A NodePool read back in neutral terms; see the module docs on what is dropped.
+/// A NodePool read back in neutral terms; see the module docs on what is dropped. Counts are
+/// totals: per-zone figures times the pool's zones. A fixed pool's size here is what create set
+/// (`initialNodeCount` in every zone); its instance groups tell the current one (`pool_of`).
 pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
     let empty = NodeConfig::default();
     let config = np.config.as_ref().unwrap_or(&empty);
+    let mut zones = np.locations.clone();
+    zones.sort();
+    let n = zones.len().max(1) as u32;
+    let count = |c: i32| (c.max(0) as u32).saturating_mul(n);
     let scaling = match &np.autoscaling {
         Some(a) if a.enabled => {
-            let (min, max) = if a.min_node_count == 0 && a.max_node_count == 0 {
-                (a.total_min_node_count, a.total_max_node_count)
+            if a.min_node_count == 0 && a.max_node_count == 0 {
+                Scaling::Auto {
+                    min: a.total_min_node_count.max(0) as u32,
+                    max: a.total_max_node_count.max(0) as u32,
+                }
             } else {
-                (a.min_node_count, a.max_node_count)
-            };
-            Scaling::Auto {
-                min: min.max(0) as u32,
-                max: max.max(0) as u32,
+                Scaling::Auto {
+                    min: count(a.min_node_count),
+                    max: count(a.max_node_count),
+                }
             }
         }
         _ => Scaling::Fixed {
-            nodes: np.initial_node_count.max(0) as u32,
+            nodes: count(np.initial_node_count),
         },
     };
     let disk = u32::try_from(config.disk_size_gb)
@@ -249,6 +318,9 @@ pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
         gpu,
         os_sku: None,
         eks: None,
+        gke: Some(GkePoolFields {
+            node_locations: zones,
+        }),
     }
 }
 

@@ -10,10 +10,18 @@
 //! size, management defaults, its own `cloud.google.com/` labels and GPU taint) are dropped on read,
 //! and [`canonical_spec`] applies the same normalisation to a user's spec before comparing.
 //!
+//! Counts are per zone on GKE and totals here (see `mapping`): a pool's zones are its
+//! `node_locations`, or the cluster's `locations`, which the client reads once per cluster and
+//! keeps for the life of the provider process ([`GkeClient::cluster_zones`]): the plan needs them
+//! to tell whether a total splits over the zones, and a plan of many pools on one cluster should
+//! cost one read of it, not one per pool.
+//!
 //! The v1 `NodePool` resource has no current-size field: `initialNodeCount` stays what create set.
 //! Like the google provider, a fixed-size pool's size is read from its Compute instance group
-//! managers (`instanceGroupUrls`, `targetSize`, per zone). That read is best effort: when it fails
-//! (or the sandbox serves no Compute API) the size falls back to `initialNodeCount`.
+//! managers (`instanceGroupUrls`, one per zone, `targetSize`), summed over the zones (the google
+//! provider averages them, because its `node_count` is per zone). That read is best effort: when it
+//! fails (or the sandbox serves no Compute API) the size falls back to `initialNodeCount` times the
+//! zones.
 //!
 //! Here, the client and its `NodePools` methods; `config` holds the settings and credentials,
 //! `transport` the bounded HTTP transport under the official client, `calls` the retried call and
@@ -23,21 +31,25 @@ mod calls;
 mod config;
 mod mapping;
 mod operations;
+mod queue;
 #[cfg(test)]
 mod tests;
 mod transport;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_container_v1::model::{self as m, NodeLabels, NodeTaints};
 
-use super::{CloudError, Detail, Location, NodePools, OpCtx, Pool, PoolSpec, Scaling};
+use super::{
+    CloudError, Detail, GkePoolFields, Location, NodePools, OpCtx, Pool, PoolSpec, Scaling,
+};
 use config::{StaticToken, credentials_from};
 use mapping::{
-    clamp_i32, cluster_path, gke_autoscaling, gke_labels, gke_taints, node_pool_of,
-    replacement_fields,
+    clamp_i32, cluster_path, gke_autoscaling, gke_labels, gke_taints, node_pool_of, per_zone,
+    replacement_fields, zones_of,
 };
 
 pub use config::GkeConfig;
@@ -77,7 +89,15 @@ pub struct GkeClient {
     http: reqwest::Client,
     /// Sandbox base URL: instance group URLs are rewritten to it.
     sandbox: Option<String>,
+    /// Each cluster's turns for operations (see `queue`), shared by the clones of this client.
+    queues: std::sync::Arc<queue::Queues>,
+    /// Each cluster's zones, read once (see the module docs), by cluster path.
+    cluster_zones: ZoneCache,
 }
+
+type ZoneCache = std::sync::Arc<
+    std::sync::Mutex<HashMap<String, std::sync::Arc<tokio::sync::OnceCell<Vec<String>>>>>,
+>;
 
 impl GkeClient {
     pub async fn new(cfg: GkeConfig) -> Result<GkeClient, CloudError> {
@@ -132,12 +152,57 @@ impl GkeClient {
             creds,
             http,
             sandbox: cfg.sandbox.map(|s| s.trim_end_matches('/').to_string()),
+            queues: Default::default(),
+            cluster_zones: Default::default(),
         })
     }
 
     pub fn with_timing(mut self, timing: GkeTiming) -> GkeClient {
         self.timing = timing;
         self
+    }
+
+    /// The cluster's zones (its `locations`), read once per cluster for the life of the client.
+    pub async fn cluster_zones(
+        &self,
+        loc: &Location,
+        ctx: &OpCtx,
+    ) -> Result<Vec<String>, CloudError> {
+        let path = cluster_path(loc)?;
+        let cell = {
+            let mut cache = self.cluster_zones.lock().unwrap_or_else(|e| e.into_inner());
+            cache.entry(path.clone()).or_default().clone()
+        };
+        cell.get_or_try_init(|| async {
+            let cluster = self
+                .call(ctx, &format!("GET {path}"), false, || {
+                    self.cm.get_cluster().set_name(path.clone()).send()
+                })
+                .await?;
+            let mut zones = cluster.locations;
+            zones.sort();
+            if zones.is_empty() {
+                return Err(CloudError::BadResponse(
+                    format!("cluster {path} lists no locations (zones)").into(),
+                ));
+            }
+            Ok(zones)
+        })
+        .await
+        .cloned()
+    }
+
+    /// `spec` with its zones known: its own, or the cluster's.
+    async fn with_zones(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<PoolSpec, CloudError> {
+        let mut s = spec.clone();
+        let mut zones = zones_of(spec);
+        if zones.is_empty() {
+            zones = self.cluster_zones(&spec.location, ctx).await?;
+        }
+        s.gke = Some(GkePoolFields {
+            node_locations: zones,
+        });
+        Ok(s)
     }
 }
 
@@ -158,9 +223,11 @@ impl NodePools for GkeClient {
     }
 
     async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
+        let spec = &self.with_zones(spec, ctx).await?;
         let parent = cluster_path(&spec.location)?;
         let np = node_pool_of(spec)?;
         let what = format!("create node pool {parent}/nodePools/{}", spec.name);
+        let turn = self.queues.turn(&parent, &what, ctx).await?;
         let sent = self
             .call(ctx, &what, true, || {
                 self.cm
@@ -173,6 +240,7 @@ impl NodePools for GkeClient {
         match sent {
             Ok(op) => {
                 self.wait(&spec.location, op, ctx).await?;
+                drop(turn);
                 self.reread(&spec.location, &spec.name, ctx).await
             }
             // A retried create (ours after a lost answer, or terraform's after a crash) finds the
@@ -190,10 +258,13 @@ impl NodePools for GkeClient {
         spec: &PoolSpec,
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
+        let spec = &self.with_zones(spec, ctx).await?;
         let loc = &spec.location;
         let id = pool_id(loc, &spec.name)?;
         let want = canonical_spec(spec);
         let have = canonical_spec(&current.spec);
+        let zones = zones_of(&want);
+        let moved = zones_of(&have) != zones;
         let fixed = replacement_fields(&have, &want);
         if !fixed.is_empty() {
             return Err(CloudError::Api {
@@ -205,7 +276,23 @@ impl NodePools for GkeClient {
                 ),
             });
         }
-        if have.scaling != want.scaling {
+        // A fixed total must split over the zones before anything changes.
+        let size = match want.scaling {
+            Scaling::Fixed { nodes } => Some(per_zone(nodes, &zones, &id)?),
+            Scaling::Auto { .. } => None,
+        };
+        if moved {
+            // Every zone keeps the per-zone size: the setSize below brings the total back.
+            self.mutate(loc, &format!("update locations of {id}"), ctx, || {
+                self.cm
+                    .update_node_pool()
+                    .set_name(id.clone())
+                    .set_locations(zones.clone())
+                    .send()
+            })
+            .await?;
+        }
+        if have.scaling != want.scaling || (moved && size.is_some()) {
             if let Scaling::Auto { .. } = want.scaling {
                 let a = gke_autoscaling(want.scaling);
                 self.mutate(loc, &format!("setAutoscaling {id}"), ctx, || {
@@ -216,7 +303,7 @@ impl NodePools for GkeClient {
                         .send()
                 })
                 .await?;
-            } else if let Scaling::Fixed { nodes } = want.scaling {
+            } else if let Some(per_zone) = size {
                 if let Scaling::Auto { .. } = have.scaling {
                     let off = gke_autoscaling(want.scaling);
                     self.mutate(loc, &format!("setAutoscaling {id}"), ctx, || {
@@ -232,7 +319,7 @@ impl NodePools for GkeClient {
                     self.cm
                         .set_node_pool_size()
                         .set_name(id.clone())
-                        .set_node_count(clamp_i32(nodes))
+                        .set_node_count(clamp_i32(per_zone))
                         .send()
                 })
                 .await?;
@@ -294,10 +381,23 @@ impl NodePools for GkeClient {
         Ok(pools)
     }
 
+    async fn default_zones(
+        &self,
+        location: &Location,
+        ctx: &OpCtx,
+    ) -> Result<Option<Vec<String>>, CloudError> {
+        self.cluster_zones(location, ctx).await.map(Some)
+    }
+
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
         let id = pool_id(location, name)?;
+        let what = format!("delete node pool {id}");
+        let _turn = self
+            .queues
+            .turn(&cluster_path(location)?, &what, ctx)
+            .await?;
         let sent = self
-            .call(ctx, &format!("delete node pool {id}"), true, || {
+            .call(ctx, &what, true, || {
                 self.cm.delete_node_pool().set_name(id.clone()).send()
             })
             .await;

@@ -9,7 +9,8 @@ use google_cloud_container_v1::model::{self as m, NodePool, Operation};
 
 use super::calls::operation_state;
 use super::mapping::{
-    canonical_spec, compute_url, gke_location, pool_id, pool_message, spec_of, status_name,
+    canonical_spec, cluster_path, compute_url, gke_location, pool_id, pool_message, spec_of,
+    status_name,
 };
 use super::{GkeClient, POLL_CAP};
 use crate::cloud::{CloudError, Location, OpCtx, Pool, PoolSpec, Scaling};
@@ -83,8 +84,8 @@ impl GkeClient {
         })
     }
 
-    /// The pool's current size per zone from its instance group managers' targetSize, or None
-    /// when any of them cannot be read.
+    /// The pool's current size in all: its instance group managers' targetSize summed over the
+    /// zones, or None when any of them cannot be read.
     async fn current_size(&self, np: &NodePool) -> Option<u32> {
         if np.instance_group_urls.is_empty() {
             return None;
@@ -100,7 +101,7 @@ impl GkeClient {
                 }
             }
         }
-        u32::try_from(total / np.instance_group_urls.len() as u64).ok()
+        u32::try_from(total).ok()
     }
 
     async fn target_size(&self, url: &str) -> Result<u64, String> {
@@ -213,6 +214,7 @@ impl GkeClient {
     where
         Fut: Future<Output = gcc::Result<Operation>>,
     {
+        let _turn = self.queues.turn(&cluster_path(loc)?, what, ctx).await?;
         let op = self.call(ctx, what, true, f).await?;
         tracing::debug!(call = what, operation = %op.name, "GKE operation started");
         self.wait(loc, op, ctx).await

@@ -9,7 +9,7 @@ use super::calls::is_busy_message;
 use super::config::StaticToken;
 use super::mapping::{compute_url, node_pool_of, spec_of};
 use super::*;
-use crate::cloud::{GkeSharing, PoolGpu, PoolTaint};
+use crate::cloud::{GkePoolFields, GkeSharing, PoolGpu, PoolTaint};
 
 fn loc() -> Location {
     Location::Gke {
@@ -43,6 +43,9 @@ fn spec() -> PoolSpec {
         },
         os_sku: None,
         eks: None,
+        gke: Some(GkePoolFields {
+            node_locations: vec!["us-central1-b".into(), "us-central1-a".into()],
+        }),
     }
 }
 
@@ -62,7 +65,52 @@ fn a_node_pool_maps_back_to_its_spec_with_gke_defaults_filled_in() {
     c.taints.push(t);
     c.accelerators[0].gpu_driver_installation_config = None;
     assert_eq!(spec_of(&loc(), &np), canonical_spec(&s));
-    assert_eq!(canonical_spec(&s), s);
+    assert_eq!(
+        canonical_spec(&s).gke.unwrap().node_locations,
+        ["us-central1-a", "us-central1-b"]
+    );
+}
+
+/// GKE counts per zone; the spec's counts are totals.
+#[test]
+fn totals_split_over_the_zones_and_come_back() {
+    let mut s = spec();
+    let np = node_pool_of(&s).unwrap();
+    let a = np.autoscaling.as_ref().unwrap();
+    assert_eq!(
+        (
+            a.total_min_node_count,
+            a.total_max_node_count,
+            a.min_node_count,
+            a.max_node_count
+        ),
+        (0, 3, 0, 0)
+    );
+    assert_eq!(np.locations, ["us-central1-a", "us-central1-b"]);
+    s.scaling = Scaling::Fixed { nodes: 4 };
+    let np = node_pool_of(&s).unwrap();
+    assert_eq!(np.initial_node_count, 2, "per zone");
+    assert_eq!(spec_of(&loc(), &np).scaling, Scaling::Fixed { nodes: 4 });
+    s.scaling = Scaling::Fixed { nodes: 3 };
+    let e = node_pool_of(&s).unwrap_err().to_string();
+    assert!(
+        e.contains("3 nodes cannot be split evenly over its 2 zones"),
+        "{e}"
+    );
+    // A pool with per-zone autoscaling limits (made by gcloud --min-nodes, say) reads as totals.
+    let mut np = node_pool_of(&spec()).unwrap();
+    let a = np.autoscaling.as_mut().unwrap();
+    (a.total_min_node_count, a.total_max_node_count) = (0, 0);
+    (a.min_node_count, a.max_node_count) = (1, 4);
+    assert_eq!(
+        spec_of(&loc(), &np).scaling,
+        Scaling::Auto { min: 2, max: 8 }
+    );
+    // The initial size of an autoscaled pool stays within the total limits.
+    s.scaling = Scaling::Auto { min: 3, max: 3 };
+    assert_eq!(node_pool_of(&s).unwrap().initial_node_count, 1);
+    s.scaling = Scaling::Auto { min: 1, max: 5 };
+    assert_eq!(node_pool_of(&s).unwrap().initial_node_count, 1);
 }
 
 #[test]

@@ -145,6 +145,14 @@ fn json<T: serde::Serialize>(v: &T) -> gcc::Result<serde_json::Value> {
 }
 
 impl gcc::stub::ClusterManager for BoundedTransport {
+    async fn get_cluster(
+        &self,
+        req: m::GetClusterRequest,
+        _options: google_cloud_gax::options::RequestOptions,
+    ) -> gcc::Result<Response<m::Cluster>> {
+        self.send(Method::GET, &req.name, None).await
+    }
+
     async fn get_node_pool(
         &self,
         req: m::GetNodePoolRequest,

@@ -139,7 +139,12 @@ impl Resource for DevicePluginConfigResource {
         }
     }
 
-    fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, _diags: &mut Diagnostics) {
+    async fn modify_plan(
+        &self,
+        req: &PlanRequest<'_>,
+        planned: &mut Planned,
+        _diags: &mut Diagnostics,
+    ) {
         modify_plan(req, planned);
     }
 

@@ -18,7 +18,7 @@ use crate::cloud::{self, Location};
 use crate::operation::OpCtx;
 use crate::provider::{ProviderState, Settings};
 use tfplugin::api::{IdentitySchema, PlanRequest, Private, Resource};
-use tfplugin::object::FromValue;
+use tfplugin::object::{FromValue, Known};
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Value};
@@ -77,6 +77,42 @@ impl NodePool {
         }
     }
 
+    /// A GKE pool whose plan could not read its cluster's zones gets them now, so that a node
+    /// count left to its default is one per zone and a total is checked against them. False when
+    /// they cannot be read (with the diagnostic).
+    async fn gke_zones_now(
+        &self,
+        args: &mut Args,
+        planned: &Value,
+        settings: &Settings,
+        diags: &mut Diagnostics,
+    ) -> bool {
+        if args.gke.as_ref().is_none_or(|g| g.node_locations.is_some()) {
+            return true;
+        }
+        let Some(loc) = args.location(settings, diags) else {
+            return false;
+        };
+        let Some(client) = self.client(&loc, diags).await else {
+            return false;
+        };
+        match client
+            .default_zones(&loc, &self.ctx(planned, "create"))
+            .await
+        {
+            Ok(zones) => {
+                if let Some(g) = args.gke.0.as_mut() {
+                    g.node_locations = Known(zones);
+                }
+                true
+            }
+            Err(e) => {
+                diags.push(cloud_diagnostic("create", &args.name, &e));
+                false
+            }
+        }
+    }
+
     /// The arguments of a state: it is known, so only a state this provider cannot read fails,
     /// and that is an error (a read that returned nothing would make terraform forget the pool).
     fn args_of_state(state: &Value, diags: &mut Diagnostics) -> Option<Args> {
@@ -118,13 +154,27 @@ impl Resource for NodePool {
         plan::warn_retired_ami(config, diags);
     }
 
-    fn modify_plan(&self, req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {
-        plan::modify(req, planned, &self.state.settings(), diags);
+    async fn modify_plan(
+        &self,
+        req: &PlanRequest<'_>,
+        planned: &mut Planned,
+        diags: &mut Diagnostics,
+    ) {
+        plan::modify(req, planned, &self.state, diags).await;
     }
 
     async fn create(&self, planned: &Value, _: &mut Private, diags: &mut Diagnostics) -> Value {
         let settings = self.state.settings();
-        let Some(r) = Args::from_value(planned).and_then(|a| resolve(&a, &settings, diags)) else {
+        let Some(mut args) = Args::from_value(planned) else {
+            return Value::Null;
+        };
+        if !self
+            .gke_zones_now(&mut args, planned, &settings, diags)
+            .await
+        {
+            return Value::Null;
+        }
+        let Some(r) = resolve(&args, &settings, diags) else {
             return Value::Null;
         };
         let Some(client) = self.client(&r.spec.location, diags).await else {

@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::cloud::{self, EksPoolFields, Location, Pool, PoolGpu, PoolTaint, Scaling};
+use crate::cloud::{
+    self, EksPoolFields, GkePoolFields, Location, Pool, PoolGpu, PoolTaint, Scaling,
+};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use crate::provider::Settings;
 use gpu::{self, Cloud, DEVICE_PLUGIN_CONFIG_LABEL, Field, MIG_CONFIG_LABEL};
@@ -37,6 +39,8 @@ tfplugin::object! {
         pub project: Option<String>,
         pub location: String,
         pub cluster: String,
+        /// The cluster's zones by default, known once the plan has read them.
+        pub node_locations: Known<Vec<String>>,
     }
 }
 
@@ -240,11 +244,27 @@ impl Args {
         None
     }
 
+    /// The GKE pool's zones, when known.
+    pub fn gke_zones(&self) -> Option<&[String]> {
+        self.gke.as_ref()?.node_locations.as_deref()
+    }
+
+    /// The pool's size, a total on every cloud. Without `node_count`, one node, or on GKE one in
+    /// each of the pool's zones. A fixed GKE total must split evenly over the zones.
     fn scaling(&self, diags: &mut Diagnostics) -> Option<Scaling> {
         let Some(a) = &*self.autoscaling else {
-            return Some(Scaling::Fixed {
-                nodes: self.node_count.unwrap_or(1),
-            });
+            let zones = self.gke_zones().filter(|z| !z.is_empty());
+            let nodes = self
+                .node_count
+                .or(zones.map(|z| z.len() as u32))
+                .unwrap_or(1);
+            if let Some(zones) = zones
+                && !nodes.is_multiple_of(zones.len() as u32)
+            {
+                diags.push(uneven_split(nodes, zones));
+                return None;
+            }
+            return Some(Scaling::Fixed { nodes });
         };
         if a.min_nodes > a.max_nodes {
             diags.push(
@@ -260,6 +280,97 @@ impl Args {
             min: a.min_nodes,
             max: a.max_nodes,
         })
+    }
+}
+
+/// GKE runs the same number of nodes in every zone of a pool (its counts are per zone), so a fixed
+/// total the pool's zones cannot split is refused, with the counts and zone lists that would do.
+fn uneven_split(nodes: u32, zones: &[String]) -> Diagnostic {
+    let z = zones.len() as u32;
+    let below = nodes / z * z;
+    let counts = if below == 0 {
+        format!("{}", z)
+    } else {
+        format!("{below} or {}", below + z)
+    };
+    let fits: Vec<u32> = (1..z).filter(|d| nodes.is_multiple_of(*d)).collect();
+    let lists = if fits.is_empty() {
+        String::new()
+    } else {
+        let example = zones[..fits[fits.len() - 1] as usize]
+            .iter()
+            .map(|z| format!("{z:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sizes = fits
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ");
+        format!(", or set gke.node_locations to {sizes} of them (e.g. [{example}])")
+    };
+    Diagnostic::error(
+        "Node count does not split over the zones",
+        format!(
+            "node_count = {nodes} is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split {nodes} over the pool's {z} zones ({}). Use a multiple of {z} ({counts}){lists}.",
+            zones.join(", ")
+        ),
+    )
+    .at(AttrPath::attr("node_count"))
+}
+
+/// A pool's `node_locations` must be zones of the cluster's region (GKE: "Nodes must be in the
+/// region of their regional cluster or in the same region as their cluster's zone for zonal
+/// clusters", the google provider's node_locations), and at least one.
+fn check_node_locations(location: &str, zones: &[String], diags: &mut Diagnostics) -> bool {
+    let path = AttrPath::attr("gke")
+        .with_index(0)
+        .with_attr("node_locations");
+    let region = region_of(location);
+    let bad: Vec<&String> = zones
+        .iter()
+        .filter(|z| !is_zone(z) || region_of(z) != region)
+        .collect();
+    if zones.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "Invalid node locations",
+                "gke.node_locations is empty; name at least one zone, or leave it unset for the cluster's zones.",
+            )
+            .at(path),
+        );
+        return false;
+    }
+    if !bad.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "Invalid node locations",
+                format!(
+                    "{} {} not a zone of the cluster's region {region}. A pool's nodes must be in zones of its cluster's region, e.g. \"{region}-a\".",
+                    bad.iter().map(|z| format!("{z:?}")).collect::<Vec<_>>().join(", "),
+                    if bad.len() == 1 { "is" } else { "are" }
+                ),
+            )
+            .at(path),
+        );
+        return false;
+    }
+    true
+}
+
+/// Whether a GCP location is a zone (`us-central1-a`): its region's name and a one-letter suffix.
+fn is_zone(location: &str) -> bool {
+    location.rsplit_once('-').is_some_and(|(region, z)| {
+        region.contains('-') && z.len() == 1 && z.bytes().all(|b| b.is_ascii_lowercase())
+    })
+}
+
+/// The region of a GCP zone or region.
+fn region_of(location: &str) -> &str {
+    if is_zone(location) {
+        location.rsplit_once('-').map_or(location, |(r, _)| r)
+    } else {
+        location
     }
 }
 
@@ -326,6 +437,11 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
         diags.push(domain_diagnostic(&e, RENAME));
         return None;
     }
+    if let (Some(b), Some(zones)) = (&*args.gke, args.gke_zones())
+        && !check_node_locations(&b.location, zones, diags)
+    {
+        return None;
+    }
     let scaling = args.scaling(diags)?;
     let mut node_labels = labels;
     node_labels.extend(derived.node_labels.clone());
@@ -351,6 +467,9 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
             ..pool_gpu(&derived)
         },
         os_sku,
+        gke: args.gke.as_ref().map(|b| GkePoolFields {
+            node_locations: b.node_locations.0.clone().unwrap_or_default(),
+        }),
         eks: args.eks.as_ref().map(|b| EksPoolFields {
             node_role_arn: b.node_role_arn.clone(),
             subnet_ids: b.subnet_ids.clone(),
@@ -475,12 +594,7 @@ pub fn state_from_pool(
         spot: Known(Some(spec.spot)),
         disk_size_gb: Known(spec.disk_size_gb),
         labels: (!user.is_empty() || labels_written).then_some(user),
-        taints: Some(
-            spec.taints
-                .iter()
-                .map(|t| TaintArgs::of(&t.key, &t.value, &t.effect))
-                .collect(),
-        ),
+        taints: Some(reported_taints(cloud, &spec.taints, before.as_ref())),
         autoscaling: SingleBlock(autoscaling),
         sharing: Sharing::of(&mode),
         ..Args::default()
@@ -508,6 +622,7 @@ pub fn state_from_pool(
                 project: Some(project.clone()),
                 location: location.clone(),
                 cluster: cluster.clone(),
+                node_locations: Known(spec.gke.as_ref().map(|g| g.node_locations.clone())),
             }))
         }
         Location::Eks { region, cluster } => {
@@ -550,6 +665,30 @@ pub fn state_from_pool(
     Some(v)
 }
 
+/// The taints to record for a pool. GKE's own GPU taint is on every GKE GPU node but never asked of
+/// GKE, so a read cannot tell whether the pool lists it: it does when the prior value did, or when
+/// there is none (an import, whose configuration most likely leaves `taints` to its default).
+fn reported_taints(cloud: Cloud, read: &[PoolTaint], before: Option<&Args>) -> Vec<TaintArgs> {
+    let mut out: Vec<TaintArgs> = read
+        .iter()
+        .map(|t| TaintArgs::of(&t.key, &t.value, &t.effect))
+        .collect();
+    let gke_taint = || {
+        let g = &gpu::GKE_GPU_TAINT;
+        TaintArgs::of(&g.key, &g.value, g.effect.as_str())
+    };
+    let listed = |a: &Args| {
+        a.taints.as_ref().is_some_and(|t| {
+            t.iter()
+                .any(|t| t.taint().as_ref() == Some(&gpu::GKE_GPU_TAINT))
+        })
+    };
+    if cloud == Cloud::Gke && before.is_none_or(listed) && !out.contains(&gke_taint()) {
+        out.push(gke_taint());
+    }
+    out
+}
+
 /// The state of a pool whose create may have reached the cloud but that could not be read back:
 /// the plan with its ID, and nothing unknown (terraform keeps unknowns out of state).
 pub fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
@@ -567,6 +706,45 @@ pub fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_uneven_total_says_which_counts_and_zones_would_do() {
+        let zones = ["us-central1-a", "us-central1-b", "us-central1-c"].map(String::from);
+        let d = uneven_split(4, &zones);
+        assert_eq!(d.path, Some(AttrPath::attr("node_count")));
+        assert_eq!(
+            d.detail,
+            "node_count = 4 is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split 4 over the pool's 3 zones (us-central1-a, us-central1-b, us-central1-c). Use a multiple of 3 (3 or 6), or set gke.node_locations to 1 or 2 of them (e.g. [\"us-central1-a\", \"us-central1-b\"])."
+        );
+        let d = uneven_split(1, &zones);
+        assert!(
+            d.detail.contains("Use a multiple of 3 (3), or set gke.node_locations to 1 of them (e.g. [\"us-central1-a\"])."),
+            "{}",
+            d.detail
+        );
+        assert!(
+            is_zone("europe-west4-c") && !is_zone("europe-west4") && !is_zone("us-central1-ab")
+        );
+        assert_eq!(region_of("europe-west4-c"), "europe-west4");
+        let mut diags = Diagnostics::new();
+        assert!(!check_node_locations(
+            "us-central1",
+            &["us-central1-a".into(), "europe-west4-b".into()],
+            &mut diags
+        ));
+        assert!(
+            diags.0[0]
+                .detail
+                .contains("\"europe-west4-b\" is not a zone of the cluster's region us-central1"),
+            "{:?}",
+            diags.0
+        );
+        assert!(check_node_locations(
+            "us-central1-a",
+            &["us-central1-a".into(), "us-central1-f".into()],
+            &mut Diagnostics::new()
+        ));
+    }
 
     #[test]
     fn the_models_name_what_the_schema_declares() {

@@ -45,10 +45,11 @@ pub fn schema() -> Schema {
         .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the AKS cluster."))
         .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). A change between the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any other change replaces the pool. MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)))
         .attr(Attribute::string("gpu_driver").optional().computed().use_state_for_unknown().requires_replace().describe("Whether AKS installs the NVIDIA driver on the nodes (`gpuProfile.driver`): `Install`, or `None` when the GPU operator installs it (its chart's `driver.enabled=true`, the default); with `Install`, run the operator with `driver.enabled=false`. Default: AKS's (`Install`). AKS sets it up when it creates the nodes, so a change replaces the pool.").validate(OneOf(AKS_GPU_DRIVERS)));
-    let gke = Block::new("Google Kubernetes Engine: the cluster the pool joins. Changing any argument replaces the pool.")
+    let gke = Block::new("Google Kubernetes Engine: the cluster the pool joins, and the pool's zones. Changing the project, location or cluster replaces the pool.")
         .attr(Attribute::string("project").optional().computed().requires_replace().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
         .attr(Attribute::string("location").required().requires_replace().describe("Region or zone of the cluster, e.g. `us-central1`."))
-        .attr(Attribute::string("cluster").required().requires_replace().describe("Name of the GKE cluster."));
+        .attr(Attribute::string("cluster").required().requires_replace().describe("Name of the GKE cluster."))
+        .attr(Attribute::new("node_locations", Type::list(Type::String)).optional().computed().describe("Zones of the pool's nodes (GKE's `locations`, gcloud's `--node-locations`), e.g. `[\"us-central1-a\", \"us-central1-b\"]`: zones of the cluster's region. Default: the cluster's zones (three for a regional cluster), which the plan reads from GKE once per cluster. GKE runs the same number of nodes in each zone, so `node_count` must be a multiple of their number; every zone must offer the pool's GPU. Changes in place (nodes are added and removed)."));
     let eks = Block::new("Amazon EKS: the cluster the managed node group joins. Changing any argument replaces the node group.")
         .attr(Attribute::string("region").optional().computed().requires_replace().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
         .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the EKS cluster."))
@@ -64,18 +65,18 @@ pub fn schema() -> Schema {
                 .default_value(Value::string(DEFAULT_EKS_AMI)),
         );
     let autoscaling = Block::new(
-        "Let the cloud's autoscaler size the pool between two bounds (instead of `node_count`).",
+        "Let the cloud's autoscaler size the pool between two bounds (instead of `node_count`). The bounds are the pool's totals on every cloud: on GKE, whose autoscaler counts per zone, they are its total limits across the pool's zones (gcloud's `--total-min-nodes` and `--total-max-nodes`).",
     )
     .attr(
         Attribute::number("min_nodes")
             .required()
-            .describe("Fewest nodes; 0 lets an idle pool scale to zero.")
+            .describe("Fewest nodes in all; 0 lets an idle pool scale to zero.")
             .validate(IntBetween(0, 1000)),
     )
     .attr(
         Attribute::number("max_nodes")
             .required()
-            .describe("Most nodes.")
+            .describe("Most nodes in all.")
             .validate(IntBetween(1, 1000)),
     );
     let gpu = vec![
@@ -97,12 +98,12 @@ pub fn schema() -> Schema {
     .attr(Attribute::string("machine_type").required().requires_replace().describe("VM size, machine type or instance type with GPUs, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."))
     .attr(Attribute::string("gpu_model").optional().requires_replace().describe("Overrides the catalog's GPU model (e.g. `nvidia-tesla-t4` for GKE n1 machine types). Default: the catalog's model for `machine_type`."))
     .attr(Attribute::number("gpu_count").optional().requires_replace().describe("Overrides the catalog's GPUs per node. Default: the catalog's count for `machine_type`.").validate(IntBetween(1, 16)))
-    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes when `autoscaling` is not set; 0 keeps the pool with no nodes (on EKS, whose maxSize cannot be 0, that is minSize 0, maxSize 1, desiredSize 0). Default 1. Changes in place.").validate(IntBetween(0, 1000)))
+    .attr(Attribute::number("node_count").optional().computed().use_state_for_unknown().describe("Fixed number of nodes in all when `autoscaling` is not set; 0 keeps the pool with no nodes (on EKS, whose maxSize cannot be 0, that is minSize 0, maxSize 1, desiredSize 0). GKE counts nodes per zone (gcloud's `--num-nodes` is per zone); here the total is split evenly over the pool's zones (`gke.node_locations`), so on GKE it must be a multiple of their number. Default 1; on GKE, one node in each of the pool's zones. Changes in place.").validate(IntBetween(0, 1000)))
     .attr(Attribute::bool("spot").optional().computed().requires_replace().describe("Spot / preemptible capacity. Default `false`.").default_value(Value::Bool(false)))
     .attr(Attribute::number("disk_size_gb").optional().computed().use_state_for_unknown().requires_replace().describe("OS disk size in GB. Default: the cloud's (read back after create).").validate(IntBetween(10, 65536)))
     .attr(Attribute::new("labels", Type::map(Type::String)).optional().describe("Node labels of your own. Default none. Changes in place."))
     .attr(
-        model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule`, so only pods that tolerate it land on GPU nodes; set `[]` for none. Changes in place.")
+        model::taints_attribute("Node taints. Default: `nvidia.com/gpu=Present:NoSchedule` on AKS and EKS, so only pods that tolerate it land on GPU nodes; on GKE, GKE's own `nvidia.com/gpu=present:NoSchedule`, which GKE puts on every GPU node itself and is therefore never asked for. Kubernetes refuses a node whose taints repeat a key and effect, so any other `nvidia.com/gpu` NoSchedule taint is refused on GKE, and two taints with one key and effect anywhere. Set `[]` for none of yours (GKE's own stays on GKE nodes, and `tolerations` still covers it). Changes in place.")
             .optional()
             .computed()
             .default_value(vec![TaintArgs::of("nvidia.com/gpu", "Present", "NoSchedule")].to_value()),

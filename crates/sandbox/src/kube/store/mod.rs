@@ -38,6 +38,10 @@ pub(crate) struct Cluster {
     pub(crate) twins: BTreeMap<String, NodeTwin>,
     /// The device plugin daemonset's pod template as last seen; a change is a restart.
     pub(crate) restart_marker: Option<String>,
+    /// node name -> why the API server refused the node its machine tried to register (or the
+    /// change its cloud tried to make to it), while that lasts.
+    #[serde(default)]
+    pub(crate) registration_errors: BTreeMap<String, String>,
     /// Recent changes for watches (not persisted: a restored cluster starts a new history).
     #[serde(skip)]
     pub(crate) events: VecDeque<WatchEvent>,
@@ -103,6 +107,7 @@ impl Cluster {
             objects: BTreeMap::new(),
             twins: BTreeMap::new(),
             restart_marker: None,
+            registration_errors: BTreeMap::new(),
             events: VecDeque::new(),
             events_base: 0,
         };

@@ -12,7 +12,8 @@ use super::{
 use crate::kube::kinds;
 use crate::kube::twin::{self, NodeTwin, PluginInputs};
 use crate::kube::util;
-use crate::nodes::PoolNodes;
+use crate::kube::validate::validate_object;
+use crate::nodes::{PoolNodes, gke_group_id};
 use crate::util::fnv1a;
 
 impl Cluster {
@@ -153,7 +154,7 @@ impl Cluster {
 
     /// Creates, updates or removes the Node objects of one pool.
     pub(crate) fn pool_changed(&mut self, p: &PoolNodes) {
-        let names = node_names(p.cloud, &p.cluster, &p.pool, p.node_count);
+        let names = node_names(p.cloud, &p.cluster, &p.pool, p.node_count, &p.zones);
         let stale: Vec<String> = self
             .twins
             .iter()
@@ -162,6 +163,7 @@ impl Cluster {
             .collect();
         for n in stale {
             self.twins.remove(&n);
+            self.registration_errors.remove(&n);
             self.unstore("nodes", "", &n);
         }
         let current = self.current_inputs();
@@ -201,7 +203,7 @@ impl Cluster {
                     labels.remove(k);
                 }
             }
-            for (k, v) in standard_labels(p, n) {
+            for (k, v) in standard_labels(p, n, p.zones.get(i).map(String::as_str)) {
                 labels.entry(k).or_insert(v);
             }
             if p.cloud == "gke" {
@@ -235,8 +237,21 @@ impl Cluster {
             self.twins.insert(n.clone(), t);
             let t = &self.twins[n];
             let rendered = render_node(&node, t, &mm);
-            if self.get_ref(kinds::NODES, "", n) != Some(&rendered) {
-                self.put_internal(kinds::NODES, "", n, rendered);
+            let old = self.get_ref(kinds::NODES, "", n).cloned();
+            if old.as_ref() == Some(&rendered) {
+                continue;
+            }
+            // The kubelet registers its node, and the cloud changes it, through the API server,
+            // which validates the object like any other write: a node it refuses (e.g. two taints
+            // with one key and effect) never appears, and a refused change leaves the node as it was.
+            match validate_object(kinds::NODES, &rendered, old.as_ref()) {
+                Ok(()) => {
+                    self.registration_errors.remove(n);
+                    self.put_internal(kinds::NODES, "", n, rendered);
+                }
+                Err(e) => {
+                    self.registration_errors.insert(n.clone(), e.message);
+                }
             }
         }
         self.reconcile(None);
@@ -251,6 +266,7 @@ impl Cluster {
             .collect();
         for n in gone {
             self.twins.remove(&n);
+            self.registration_errors.remove(&n);
             self.unstore("nodes", "", &n);
         }
     }
@@ -309,8 +325,15 @@ pub(super) fn render_node(node: &Value, t: &NodeTwin, mm: &twin::MigManager) -> 
     node
 }
 
-/// Node names as each cloud makes them, stable for a given cluster, pool and index.
-pub(super) fn node_names(cloud: &str, cluster: &str, pool: &str, count: u32) -> Vec<String> {
+/// Node names as each cloud makes them, stable for a given cluster, pool and index. A GKE node's
+/// name carries the id of its zone's instance group (`zones`: the zone of each node, when known).
+pub(super) fn node_names(
+    cloud: &str,
+    cluster: &str,
+    pool: &str,
+    count: u32,
+    zones: &[String],
+) -> Vec<String> {
     let h = fnv1a(&format!("{cloud}/{cluster}/{pool}"));
     (0..count)
         .map(|i| match cloud {
@@ -333,7 +356,11 @@ pub(super) fn node_names(cloud: &str, cluster: &str, pool: &str, count: u32) -> 
                     .trim_end_matches('-')
                     .to_string();
                 let suffix = base36(fnv1a(&format!("{h}/{i}")) % 36u64.pow(4), 4);
-                format!("gke-{c}-{p}-{:08x}-{suffix}", h as u32)
+                let group = match zones.get(i as usize) {
+                    Some(z) => gke_group_id(cluster, pool, z),
+                    None => format!("{:08x}", h as u32),
+                };
+                format!("gke-{c}-{p}-{group}-{suffix}")
             }
             _ => {
                 let n = i as u64 + 10;
@@ -362,7 +389,13 @@ pub(super) fn base36(mut n: u64, width: usize) -> String {
     String::from_utf8(s).unwrap_or_default()
 }
 
-pub(super) fn standard_labels(p: &PoolNodes, name: &str) -> BTreeMap<String, String> {
+/// The labels every node gets from its kubelet and cloud, with its zone's topology labels (the
+/// well-known `topology.kubernetes.io/zone` and `/region`) when the zone is known.
+pub(super) fn standard_labels(
+    p: &PoolNodes,
+    name: &str,
+    zone: Option<&str>,
+) -> BTreeMap<String, String> {
     let mut l = BTreeMap::from([
         ("kubernetes.io/hostname".to_string(), name.to_string()),
         ("kubernetes.io/os".into(), "linux".into()),
@@ -384,6 +417,11 @@ pub(super) fn standard_labels(p: &PoolNodes, name: &str) -> BTreeMap<String, Str
             l.insert("eks.amazonaws.com/capacityType".into(), "ON_DEMAND".into());
         }
     }
+    if let Some(z) = zone {
+        l.insert("topology.kubernetes.io/zone".into(), z.to_string());
+        let region = z.rsplit_once('-').map_or(z, |(r, _)| r);
+        l.insert("topology.kubernetes.io/region".into(), region.to_string());
+    }
     if p.gpu_product.is_some() && p.cloud != "gke" {
         l.insert("nvidia.com/gpu.deploy.device-plugin".into(), "true".into());
     }
@@ -403,7 +441,10 @@ pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {
             "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_sandbox/providers/Microsoft.Compute/virtualMachineScaleSets/aks-{}-vmss/virtualMachines/{index}",
             p.pool
         ),
-        "gke" => format!("gce://sandbox-project/us-central1-a/{name}"),
+        "gke" => format!(
+            "gce://sandbox-project/{}/{name}",
+            p.zones.get(index).map_or("us-central1-a", String::as_str)
+        ),
         _ => format!("aws:///us-east-1a/i-{:017x}", h & 0x0fff_ffff_ffff_ffff),
     };
     let now = crate::dates::now_rfc3339_secs();

@@ -5,6 +5,7 @@ use super::managed::managed_entries;
 use super::nodes::node_names;
 use super::*;
 use crate::kube::patch::PatchType;
+use crate::nodes::gke_group_id;
 
 fn ctx(m: &str) -> WriteCtx<'_> {
     WriteCtx {
@@ -274,12 +275,12 @@ proptest::proptest! {
     fn arbitrary_bodies_never_panic(body in arb_json(), patch in arb_json()) {
         let mut c = Cluster::new("eks", "fuzz");
         let pool = crate::kube::PoolNodes {
-            cloud: "eks", cluster: "fuzz".into(), pool: "ng".into(), node_count: 1, labels: BTreeMap::new(), taints: vec![],
+            cloud: "eks", cluster: "fuzz".into(), pool: "ng".into(), node_count: 1, zones: vec![], labels: BTreeMap::new(), taints: vec![],
             gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()), gpus_per_node: 8, gpu_memory_mib: 40960,
             mig_profile: None, mig_instances_per_gpu: 0, gke_sharing: None, os_image: None,
         };
         c.pool_changed(&pool);
-        let node = node_names("eks", "fuzz", "ng", 1).remove(0);
+        let node = node_names("eks", "fuzz", "ng", 1, &[]).remove(0);
         for kind in kinds::ALL {
             let ns = if kind.namespaced { OPERATOR_NS } else { "" };
             let name = match kind {
@@ -303,22 +304,30 @@ proptest::proptest! {
 
 #[test]
 fn node_names_look_like_the_clouds() {
-    let aks = node_names("aks", "c", "gpu", 2);
+    let aks = node_names("aks", "c", "gpu", 2, &[]);
     assert!(
         aks[0].starts_with("aks-gpu-")
             && aks[0].ends_with("-vmss000000")
             && aks[1].ends_with("-vmss000001"),
         "{aks:?}"
     );
-    let gke = node_names("gke", "sandbox-gke", "pool", 1);
+    let zones = ["us-central1-a", "us-central1-b"].map(String::from);
+    let gke = node_names("gke", "sandbox-gke", "pool", 2, &zones);
     assert!(
         gke[0].starts_with("gke-sandbox-gke-pool-")
             && gke[0].len() == "gke-sandbox-gke-pool-".len() + 13,
         "{gke:?}"
     );
-    let eks = node_names("eks", "c", "ng", 300);
+    // Each zone's nodes carry the id of that zone's instance group.
+    let group = |n: &str| n["gke-sandbox-gke-pool-".len()..][..8].to_string();
+    assert_eq!(
+        group(&gke[0]),
+        gke_group_id("sandbox-gke", "pool", "us-central1-a")
+    );
+    assert_ne!(group(&gke[0]), group(&gke[1]));
+    let eks = node_names("eks", "c", "ng", 300, &[]);
     assert!(eks[0].starts_with("ip-10-") && eks[0].ends_with(".ec2.internal"));
     let unique: BTreeSet<&String> = eks.iter().collect();
     assert_eq!(unique.len(), 300);
-    assert_eq!(node_names("aks", "c", "gpu", 2), aks, "stable");
+    assert_eq!(node_names("aks", "c", "gpu", 2, &[]), aks, "stable");
 }

@@ -64,10 +64,27 @@ async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools()
         "a2-highgpu-1g",
         "--num-nodes",
         "1",
+        "--node-locations",
+        "us-central1-b",
         "--node-taints",
         "dedicated=gpu:NoSchedule",
         "--accelerator",
         "type=nvidia-tesla-a100,count=1,gpu-partition-size=1g.5gb,gpu-driver-version=latest",
+    ]))
+    .await;
+    // Autoscaling bounds for the whole pool rather than per zone.
+    g(np(&[
+        "create",
+        "total",
+        "--machine-type",
+        "g2-standard-4",
+        "--num-nodes",
+        "0",
+        "--enable-autoscaling",
+        "--total-min-nodes",
+        "2",
+        "--total-max-nodes",
+        "6",
     ]))
     .await;
     let list = g(np(&["list", "--format", "json"])).await.json();
@@ -77,7 +94,26 @@ async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools()
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, vec!["mig", "shared"]);
+    assert_eq!(names, vec!["mig", "shared", "total"]);
+    // --num-nodes is per zone: the pools span the regional cluster's three zones unless told.
+    assert_eq!(list[1]["initialNodeCount"], 2);
+    assert_eq!(
+        list[1]["locations"],
+        json!(["us-central1-a", "us-central1-b", "us-central1-c"])
+    );
+    assert_eq!(
+        list[1]["instanceGroupUrls"].as_array().map(Vec::len),
+        Some(3)
+    );
+    assert_eq!(list[0]["locations"], json!(["us-central1-b"]));
+    assert_eq!(
+        (
+            &list[2]["autoscaling"]["totalMinNodeCount"],
+            &list[2]["autoscaling"]["totalMaxNodeCount"],
+            &list[2]["autoscaling"]["minNodeCount"]
+        ),
+        (&json!(2), &json!(6), &Value::Null)
+    );
     let shared = &list[1]["config"]["accelerators"][0];
     assert_eq!(
         shared["gpuSharingConfig"],
@@ -143,7 +179,10 @@ async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools()
     ])
     .await
     .json();
-    assert_eq!(cluster["currentNodeCount"], 4, "3 shared + 1 mig");
+    assert_eq!(
+        cluster["currentNodeCount"], 12,
+        "shared: 3 per zone in 3 zones; mig: 1 in its zone; total: its minimum of 2"
+    );
 
     // The node hand-off saw GKE's sharing and partition labels.
     let events = s.sink.take();
@@ -156,7 +195,7 @@ async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools()
     let sh = last("shared").expect("shared nodes");
     assert_eq!(
         (sh.node_count, sh.gke_sharing.clone()),
-        (3, Some(("TIME_SHARING".to_string(), 10)))
+        (9, Some(("TIME_SHARING".to_string(), 10)))
     );
     assert_eq!(sh.labels["team"], "infra");
     let mg = last("mig").expect("mig nodes");
@@ -167,6 +206,33 @@ async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools()
             mg.node_count
         ),
         (Some("1g.5gb"), 7, 1)
+    );
+    assert_eq!(mg.zones, ["us-central1-b"]);
+    assert_eq!(last("total").expect("total nodes").node_count, 2);
+
+    // nodePools.update moves a pool to fewer zones; each keeps its per-zone size.
+    g(np(&[
+        "update",
+        "shared",
+        "--node-locations",
+        "us-central1-a,us-central1-c",
+    ]))
+    .await;
+    let shared = g(np(&["describe", "shared", "--format", "json"]))
+        .await
+        .json();
+    assert_eq!(
+        shared["locations"],
+        json!(["us-central1-a", "us-central1-c"])
+    );
+    assert_eq!(
+        s.sb.inventory()["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "shared")
+            .map(|p| p["nodes"].clone()),
+        Some(json!(6))
     );
 
     // A bad request surfaces GKE's message through gcloud.
@@ -184,6 +250,7 @@ async fn gcloud_creates_lists_updates_and_deletes_shared_and_partitioned_pools()
 
     g(np(&["delete", "shared"])).await;
     g(np(&["delete", "mig"])).await;
+    g(np(&["delete", "total"])).await;
     let list = g(np(&["list", "--format", "json"])).await.json();
     assert_eq!(list, json!([]));
     assert_eq!(s.sb.inventory()["pools"], json!([]));

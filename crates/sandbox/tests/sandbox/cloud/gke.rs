@@ -2,6 +2,7 @@
 //! accelerators, autoscaling through clusters.update, and the concurrent-operations quota.
 
 use super::*;
+use sandbox::ClusterSpec;
 
 #[tokio::test]
 async fn gke_node_pool_lifecycle_accepts_int_enums_and_string_int64() {
@@ -95,13 +96,18 @@ async fn gke_node_pool_lifecycle_accepts_int_enums_and_string_int64() {
         "10"
     );
     assert_eq!(n[0].gke_sharing, Some(("TIME_SHARING".to_string(), 10)));
+    // initialNodeCount is per zone: two nodes in each of the regional cluster's three zones.
     assert_eq!(
         (
             n[0].gpu_product.as_deref(),
             n[0].gpus_per_node,
             n[0].node_count
         ),
-        (Some("NVIDIA-L4"), 1, 2)
+        (Some("NVIDIA-L4"), 1, 6)
+    );
+    assert_eq!(
+        n[0].zones,
+        ["a", "a", "b", "b", "c", "c"].map(|z| format!("us-central1-{z}"))
     );
     assert!(
         n[0].taints
@@ -188,7 +194,8 @@ async fn gke_node_pool_lifecycle_accepts_int_enums_and_string_int64() {
     .await;
     assert_eq!(
         s.gke(Method::GET, GKE_CLUSTER, None).await.body["currentNodeCount"],
-        3
+        9,
+        "setSize's nodeCount is per zone too"
     );
     let r = s.gke(Method::POST, &format!("{GKE_CLUSTER}/nodePools/shared:setAutoscaling"), Some(&json!({"autoscaling": {"enabled": true, "minNodeCount": 1, "maxNodeCount": "5", "locationPolicy": 2}}))).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -332,8 +339,225 @@ async fn gke_cluster_update_sets_pool_autoscaling() {
     assert_eq!(p["autoscaling"]["minNodeCount"], 2);
     assert_eq!(
         changed(&s.sink.take(), "cpu").last().map(|n| n.node_count),
-        Some(2)
+        Some(6),
+        "the per-zone minimum in each of three zones"
     );
+}
+
+/// A regional cluster has three zones and a pool one instance group in each, every count per zone;
+/// a pool can name fewer zones, and totals bound the whole pool.
+#[tokio::test]
+async fn gke_pools_span_the_clusters_zones_and_count_per_zone() {
+    let s = start(0).await;
+    let c = s.gke(Method::GET, GKE_CLUSTER, None).await.body;
+    assert_eq!(
+        c["locations"],
+        json!(["us-central1-a", "us-central1-b", "us-central1-c"])
+    );
+    let create = |name: &str, extra: Value| {
+        let mut np = json!({"name": name, "initialNodeCount": 1, "config": {"machineType": "g2-standard-4"}});
+        for (k, v) in extra.as_object().unwrap() {
+            np[k] = v.clone();
+        }
+        json!({ "nodePool": np })
+    };
+    let nps = format!("{GKE_CLUSTER}/nodePools");
+    let r = s
+        .gke(Method::POST, &nps, Some(&create("all", json!({}))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let r = s
+        .gke(
+            Method::POST,
+            &nps,
+            Some(&create(
+                "two",
+                json!({"locations": ["us-central1-c", "us-central1-a"]}),
+            )),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let r = s
+        .gke(
+            Method::POST,
+            &nps,
+            Some(&create(
+                "total",
+                json!({"initialNodeCount": 0, "autoscaling": {"enabled": true, "totalMinNodeCount": 4, "totalMaxNodeCount": 8}}),
+            )),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    s.sb.settle();
+    let all = s.gke(Method::GET, &format!("{nps}/all"), None).await.body;
+    assert_eq!(
+        all["locations"],
+        json!(["us-central1-a", "us-central1-b", "us-central1-c"])
+    );
+    let groups: Vec<String> = all["instanceGroupUrls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(groups.len(), 3);
+    for (url, zone) in groups.iter().zip(["a", "b", "c"]) {
+        assert!(
+            url.starts_with(&format!(
+                "https://www.googleapis.com/compute/v1/projects/sandbox-project/zones/us-central1-{zone}/instanceGroupManagers/gke-sandbox-gke-all-"
+            )),
+            "{url}"
+        );
+        let igm = s
+            .call(
+                Method::GET,
+                url.strip_prefix("https://www.googleapis.com").unwrap(),
+                &[],
+                b"",
+            )
+            .await;
+        assert_eq!(igm.body["targetSize"], 1, "{}", igm.text);
+    }
+    let two = s.gke(Method::GET, &format!("{nps}/two"), None).await.body;
+    assert_eq!(two["locations"], json!(["us-central1-a", "us-central1-c"]));
+    let inv = s.sb.inventory();
+    let nodes = |name: &str| {
+        inv["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .map(|p| p["nodes"].clone())
+    };
+    assert_eq!(
+        (nodes("all"), nodes("two"), nodes("total")),
+        (Some(json!(3)), Some(json!(2)), Some(json!(4)))
+    );
+    // The autoscaler spreads a total minimum over the zones.
+    let total = changed(&s.sink.take(), "total");
+    assert_eq!(
+        total.last().unwrap().zones,
+        ["a", "a", "b", "c"].map(|z| format!("us-central1-{z}"))
+    );
+
+    // setSize is per zone.
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{nps}/two:setSize"),
+            Some(&json!({"nodeCount": 2})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    s.sb.settle();
+    assert_eq!(nodes_of(&s, "two"), 4);
+    // nodePools.update moves a pool to other zones, keeping its per-zone size.
+    let r = s
+        .gke(
+            Method::PUT,
+            &format!("{nps}/two"),
+            Some(&json!({"locations": ["us-central1-b"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    s.sb.settle();
+    assert_eq!(nodes_of(&s, "two"), 2);
+
+    // Zones outside the cluster's region are refused.
+    let r = s
+        .gke(
+            Method::POST,
+            &nps,
+            Some(&create("far", json!({"locations": ["europe-west4-a"]}))),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["status"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("INVALID_ARGUMENT")),
+        "{}",
+        r.text
+    );
+}
+
+fn nodes_of(s: &Srv, pool: &str) -> i64 {
+    s.sb.inventory()["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == pool)
+        .and_then(|p| p["nodes"].as_i64())
+        .unwrap_or(-1)
+}
+
+/// GKE refuses a pool whose accelerator one of its zones does not offer, naming the zone; a zonal
+/// cluster has its one zone.
+#[tokio::test]
+async fn gke_refuses_an_accelerator_one_zone_lacks() {
+    let s = start_with(Config {
+        op_time: Duration::ZERO,
+        clusters: vec![
+            ClusterSpec::Gke {
+                project: "sandbox-project".into(),
+                location: "europe-west4".into(),
+                name: "eu".into(),
+            },
+            ClusterSpec::Gke {
+                project: "sandbox-project".into(),
+                location: "europe-west4-a".into(),
+                name: "eu-zonal".into(),
+            },
+        ],
+        ..Config::default()
+    })
+    .await;
+    let regional = "/v1/projects/sandbox-project/locations/europe-west4/clusters/eu";
+    let zonal = "/v1/projects/sandbox-project/locations/europe-west4-a/clusters/eu-zonal";
+    let a100 = |name: &str, locations: Value| {
+        json!({"nodePool": {"name": name, "initialNodeCount": 1, "locations": locations,
+            "config": {"machineType": "a2-highgpu-1g", "accelerators": [{"acceleratorCount": "1", "acceleratorType": "nvidia-tesla-a100"}]}}})
+    };
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{regional}/nodePools"),
+            Some(&a100("a100", json!([]))),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["message"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("Accelerator type \"nvidia-tesla-a100\" does not exist in zone europe-west4-c.")
+        ),
+        "{}",
+        r.text
+    );
+    // Without the zone that lacks it, the pool is made.
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{regional}/nodePools"),
+            Some(&a100("a100", json!(["europe-west4-a", "europe-west4-b"]))),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let c = s.gke(Method::GET, zonal, None).await.body;
+    assert_eq!(c["locations"], json!(["europe-west4-a"]));
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{zonal}/nodePools"),
+            Some(&a100("a100z", json!(null))),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    s.sb.settle();
+    assert_eq!(
+        nodes_of(&s, "a100"),
+        2,
+        "the regional pool: one node in each of two zones"
+    );
+    assert_eq!(nodes_of(&s, "a100z"), 1, "the zonal pool: one node");
 }
 
 #[tokio::test]
@@ -384,4 +608,67 @@ async fn gke_limits_concurrent_operations_per_cluster() {
         s.sb.inventory()["pools"].as_array().map(|a| a.len()),
         Some(5)
     );
+    // A cluster-level operation waits for the others, and is refused while they run.
+    let r = s
+        .gke(
+            Method::PUT,
+            GKE_CLUSTER,
+            Some(&json!({"update": {"desiredMasterVersion": "latest"}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let refused = &s.sb.inventory()["refused"];
+    assert_eq!(
+        refused,
+        &json!([
+            {"cloud": "gke", "cluster": "sandbox-gke", "status": "FAILED_PRECONDITION", "count": 2},
+            {"cloud": "gke", "cluster": "sandbox-gke", "status": "RESOURCE_EXHAUSTED", "count": 1},
+        ])
+    );
+}
+
+/// While an operation on the cluster itself runs, GKE starts no node pool operation on it: 400
+/// FAILED_PRECONDITION "Operation ... is currently updating cluster ...".
+#[tokio::test]
+async fn gke_cluster_operations_run_alone() {
+    let s = start(300).await;
+    let r = s
+        .gke(
+            Method::PUT,
+            GKE_CLUSTER,
+            Some(&json!({"update": {"desiredMasterVersion": "latest"}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let create = json!({"nodePool": {"name": "late", "initialNodeCount": 1}});
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{GKE_CLUSTER}/nodePools"),
+            Some(&create),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"]["status"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("FAILED_PRECONDITION")),
+        "{}",
+        r.text
+    );
+    let msg = r.body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Operation operation-")
+            && msg.ends_with(
+                "is currently updating cluster sandbox-gke. Please wait and try again once it is done."
+            ),
+        "{msg}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let r = s
+        .gke(
+            Method::POST,
+            &format!("{GKE_CLUSTER}/nodePools"),
+            Some(&create),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }

@@ -227,6 +227,7 @@ fn aks_a100_pool(config_label: Option<&str>) -> PoolNodes {
         cluster: "sandbox-aks".into(),
         pool: "gpua100".into(),
         node_count: 2,
+        zones: vec![],
         labels,
         taints: vec![("sku".into(), "gpu".into(), "NoSchedule".into())],
         gpu_product: Some("NVIDIA-A100-80GB-PCIe".into()),
@@ -284,6 +285,7 @@ fn gke_pool(
         cluster: "sandbox-gke".into(),
         pool: pool.into(),
         node_count: 1,
+        zones: vec!["us-central1-a".into()],
         labels,
         taints: vec![(
             "nvidia.com/gpu".into(),

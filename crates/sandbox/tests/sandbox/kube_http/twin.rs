@@ -88,6 +88,7 @@ fn eks_mig_manager_and_strategies() {
         cluster: "sandbox-eks".into(),
         pool: "p4d".into(),
         node_count: 1,
+        zones: vec![],
         labels: BTreeMap::from([(
             "nvidia.com/mig.config".to_string(),
             "all-1g.5gb".to_string(),
@@ -273,6 +274,7 @@ fn eks_p4d_pool(pool: &str, os_image: &str) -> PoolNodes {
         cluster: "sandbox-eks".into(),
         pool: pool.into(),
         node_count: 1,
+        zones: Vec::new(),
         labels: BTreeMap::from([(
             "nvidia.com/device-plugin.config".to_string(),
             "ts10".to_string(),
@@ -356,4 +358,94 @@ fn bottlerocket_nodes_ignore_the_operators_config_and_mig_manager() {
     assert_eq!(label(&r.body, "nvidia.com/mig.config.state"), None);
     assert_eq!(allocatable(&r.body, "nvidia.com/gpu").as_deref(), Some("8"));
     assert_eq!(allocatable(&r.body, "nvidia.com/mig-1g.5gb"), None);
+}
+
+/// The API server refuses a Node whose taints repeat a key and effect (validateNodeTaints), through
+/// the API and when a pool's machines register: GKE's own `nvidia.com/gpu=present:NoSchedule` next
+/// to a pool taint `nvidia.com/gpu=Present:NoSchedule` keeps the nodes from ever appearing.
+#[test]
+fn nodes_whose_taints_repeat_a_key_and_effect_are_refused() {
+    let srv = serve();
+    let mut doubled = gke_pool("doubled", 1, None, None);
+    doubled.taints.insert(
+        0,
+        (
+            "nvidia.com/gpu".into(),
+            "Present".into(),
+            "NoSchedule".into(),
+        ),
+    );
+    doubled.node_count = 2;
+    srv.api.pool_changed(&doubled);
+    assert!(
+        srv.api
+            .pool_node_names("gke", "sandbox-gke", "doubled")
+            .len()
+            == 2,
+        "the machines exist"
+    );
+    let listed = items(&srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Ddoubled",
+    ));
+    assert!(listed.is_empty(), "no node registered: {listed:?}");
+    let errors = srv
+        .api
+        .node_registration_errors("gke", "sandbox-gke", "doubled");
+    assert_eq!(errors.len(), 2);
+    for e in errors.values() {
+        assert!(
+            e.contains("is invalid: spec.taints[1]: Duplicate value: core.Taint{Key:\"nvidia.com/gpu\", Value:\"present\", Effect:\"NoSchedule\", TimeAdded:<nil>}: taints must be unique by key and effect pair"),
+            "{e}"
+        );
+    }
+
+    // The same key with GKE's taint alone registers; the pool's nodes then appear.
+    srv.api.pool_changed(&gke_pool("doubled", 1, None, None));
+    assert!(
+        srv.api
+            .node_registration_errors("gke", "sandbox-gke", "doubled")
+            .is_empty()
+    );
+    let single = items(&srv.get_in(
+        "gke",
+        "sandbox-gke",
+        "/api/v1/nodes?labelSelector=cloud.google.com%2Fgke-nodepool%3Ddoubled",
+    ));
+    assert_eq!(single.len(), 1);
+
+    // Through the API: a second NoSchedule taint on the key is refused with 422; another effect is not.
+    let name = single[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/nodes/{name}");
+    let r = srv.send_in(
+        "gke",
+        "sandbox-gke",
+        "PATCH",
+        &path,
+        "application/merge-patch+json",
+        r#"{"spec":{"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"},{"key":"nvidia.com/gpu","value":"other","effect":"NoSchedule"}]}}"#,
+    );
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("taints must be unique by key and effect pair"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        r.body["details"]["causes"][0]["reason"],
+        "FieldValueDuplicate"
+    );
+    let r = srv.send_in(
+        "gke",
+        "sandbox-gke",
+        "PATCH",
+        &path,
+        "application/merge-patch+json",
+        r#"{"spec":{"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"},{"key":"nvidia.com/gpu","value":"present","effect":"NoExecute"}]}}"#,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
 }

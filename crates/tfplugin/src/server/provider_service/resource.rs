@@ -140,7 +140,8 @@ pub(super) async fn plan(
         },
         &mut planned,
         &mut diags,
-    );
+    )
+    .await;
     let replace = plan::replace_paths(&schema.block, &prior, &planned.state);
     planned.requires_replace.extend(replace);
     // Known once everything that names the object is: always in an in-place update (those

@@ -68,6 +68,15 @@ pub(super) fn cases() -> Vec<Case> {
             400,
             "INVALID_ARGUMENT",
         ),
+        // NVIDIA's 4g.20gb exists on the A100, but GKE's partition table has no 4g size.
+        case(
+            "gke",
+            M::POST,
+            &nps,
+            a100(json!({"gpuPartitionSize": "4g.20gb"})),
+            400,
+            "INVALID_ARGUMENT",
+        ),
         case(
             "gke",
             M::POST,
@@ -160,7 +169,7 @@ pub(super) fn cases() -> Vec<Case> {
             "gke",
             M::POST,
             &nps,
-            np(json!({"name": "p", "initialNodeCount": 0})),
+            np(json!({"name": "p", "initialNodeCount": -1})),
             400,
             "INVALID_ARGUMENT",
         ),
