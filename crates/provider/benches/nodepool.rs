@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ::sandbox::{Config, Sandbox};
+use ::sandbox::{ClusterSpec, Config, Sandbox};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -152,8 +152,19 @@ struct Running {
 }
 
 fn start_sandbox(op_time: Duration) -> Running {
+    // EKS's node group quota (30 by default, adjustable) raised to fit the 200-pool plan's 66.
+    let mut clusters = ClusterSpec::defaults();
+    for c in &mut clusters {
+        if let ClusterSpec::Eks {
+            nodegroup_quota, ..
+        } = c
+        {
+            *nodegroup_quota = Some(100);
+        }
+    }
     let sandbox = Sandbox::open(Config {
         op_time,
+        clusters,
         ..Config::default()
     })
     .expect("sandbox opens");
@@ -283,7 +294,7 @@ resource "fracgpu_nodepool" "gke" {{
   count        = {gke}
   name         = "gke${{count.index}}"
   machine_type = "g2-standard-4"
-  node_count   = 1
+  node_count   = 3 # one in each zone of the regional cluster
   gke {{
     location = "us-central1"
     cluster  = "sandbox-gke"
