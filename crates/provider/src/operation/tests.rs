@@ -259,3 +259,95 @@ async fn retry_counts_failures_but_not_busy_refusals_and_returns_the_last_answer
     .await;
     assert!(matches!(r, Err(CloudError::Transport(_))), "{r:?}");
 }
+
+/// One wait with `pace` for an operation of `kind` that ends `lasts` after the wait starts:
+/// the looks it took, and when the first came.
+async fn paced_wait(pace: &Pace, kind: &str, lasts: Duration) -> (usize, Duration) {
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let began = Instant::now();
+    let looks = Mutex::new(Vec::new());
+    let looks_ref = &looks;
+    let backoff = Backoff::polling(Duration::from_millis(10), Duration::from_millis(40));
+    pace.time(kind, Start::Sleep(None), backoff, |start, backoff| {
+        poll_until(&ctx, backoff, kind.to_string(), start, move |_| {
+            looks_ref.lock().unwrap().push(began.elapsed());
+            async move {
+                Ok(if began.elapsed() >= lasts {
+                    Check::Done(())
+                } else {
+                    Check::Pending {
+                        retry_after: None,
+                        waiting_for: None,
+                    }
+                })
+            }
+        })
+    })
+    .await
+    .unwrap();
+    let looks = looks.into_inner().unwrap();
+    (looks.len(), looks[0])
+}
+
+#[tokio::test]
+async fn a_paced_wait_first_looks_shortly_before_its_kind_was_last_seen_done() {
+    let pace = Pace::default();
+    let lasts = Duration::from_millis(300);
+    // Nothing seen yet: the backoff's short first delays (10 ms, then growing by half).
+    let (first_looks, _) = paced_wait(&pace, "create", lasts).await;
+    assert!(first_looks >= 3, "{first_looks} looks");
+    // The next create's first look comes at 95% of that wait, and looks 5% of it apart (growing
+    // by half) reach the end of the operation from there: two looks or three.
+    let (looks, first) = paced_wait(&pace, "create", lasts).await;
+    assert!(first >= lasts.mul_f64(0.95), "first look at {first:?}");
+    assert!(looks <= 3, "{looks} looks");
+    // Another kind of operation has learnt nothing.
+    let (_, first) = paced_wait(&pace, "delete", Duration::from_millis(30)).await;
+    assert!(first < Duration::from_millis(30), "first look at {first:?}");
+}
+
+#[test]
+fn the_pace_keeps_the_quickest_wait_of_each_kind() {
+    let pace = Pace::default();
+    let backoff = || Backoff::polling(Duration::from_secs(10), Duration::from_secs(30));
+    assert!(matches!(
+        pace.start("create", Start::Now, backoff()).0,
+        Start::Now
+    ));
+    pace.record("create", Duration::from_secs(200));
+    pace.record("create", Duration::from_secs(100));
+    pace.record("create", Duration::from_secs(300));
+    match pace.start("create", Start::Now, backoff()) {
+        (Start::After(d), mut then) => {
+            assert_eq!(d, Duration::from_secs(95));
+            // 5 s, not the backoff's 10 s, up to 20% jitter.
+            let next = then.next_delay(None);
+            assert!(next >= Duration::from_secs(5) && next <= Duration::from_secs(6));
+        }
+        _ => panic!("a paced start"),
+    }
+    assert!(matches!(
+        pace.start("delete", Start::Now, backoff()).0,
+        Start::Now
+    ));
+}
+
+#[tokio::test]
+async fn a_failed_wait_teaches_the_pace_nothing() {
+    let pace = Pace::default();
+    let backoff = Backoff::polling(Duration::from_millis(10), Duration::from_millis(40));
+    let r: Result<(), _> = pace
+        .time("create", Start::Now, backoff, |_, _| async {
+            Err(CloudError::OperationFailed {
+                code: "CREATE_FAILED".into(),
+                message: "no capacity".into(),
+            })
+        })
+        .await;
+    assert!(r.is_err());
+    let backoff = Backoff::polling(Duration::from_millis(10), Duration::from_millis(40));
+    assert!(matches!(
+        pace.start("create", Start::Now, backoff).0,
+        Start::Now
+    ));
+}

@@ -5,4 +5,5 @@ mod cloud_aks;
 mod cloud_eks;
 mod cloud_gke;
 mod cloud_lists;
+mod request_costs;
 mod sandbox_kube_client;

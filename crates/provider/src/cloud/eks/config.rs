@@ -128,6 +128,7 @@ impl EksClient {
             retry_first: Duration::from_millis(if fast { 100 } else { 1000 }),
             retry_cap: Duration::from_secs(20),
             attempt_timeout: Duration::from_secs(60),
+            pace: Default::default(),
         })
     }
 

@@ -44,7 +44,7 @@ use async_trait::async_trait;
 use aws_sdk_eks::Client;
 
 use super::{CloudError, Location, NodePools, OpCtx, Pool, PoolSpec};
-use crate::operation::Backoff;
+use crate::operation::{Backoff, Start};
 use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, to_spec};
 
 pub use config::EksConfig;
@@ -64,6 +64,8 @@ pub struct EksClient {
     retry_first: Duration,
     retry_cap: Duration,
     attempt_timeout: Duration,
+    /// How long creates and deletes took, for the first look at the next (see `watch`).
+    pace: crate::operation::Pace,
 }
 
 #[async_trait]
@@ -103,8 +105,22 @@ impl NodePools for EksClient {
                 .send_create(&client, cluster, spec, eks, &token, ctx)
                 .await
             {
-                Ok(()) => match self
-                    .wait_active(&client, region, cluster, &spec.name, ctx)
+                // Created at once (moto does so): nothing to wait for.
+                Ok(Some(ng)) if status_of(&ng) == "ACTIVE" => {
+                    return Ok(to_pool(region, cluster, &ng));
+                }
+                // A group just created is CREATING: no look before the first delay. Only a wait
+                // right after our own CreateNodegroup is timed: a group an earlier attempt made
+                // (adopted below) has been creating for an unknown time.
+                Ok(_) => match self
+                    .wait_active(
+                        &client,
+                        region,
+                        cluster,
+                        &spec.name,
+                        ctx,
+                        Some(("CreateNodegroup", Start::Sleep(None))),
+                    )
                     .await
                 {
                     // Accepted, yet gone at once: EKS replayed an earlier create with this token
@@ -126,13 +142,14 @@ impl NodePools for EksClient {
             let existing = self.describe(&client, cluster, &spec.name, ctx).await?;
             let Some(ng) = existing else { continue };
             if status_of(&ng) == "DELETING" {
-                self.wait_gone(&client, cluster, &spec.name, ctx).await?;
+                self.wait_gone(&client, cluster, &spec.name, ctx, None)
+                    .await?;
                 continue;
             }
             if to_spec(region, cluster, &ng) == canonical_spec(spec) {
                 tracing::debug!(cluster, nodegroup = %spec.name, "eks: adopting the node group an earlier attempt created");
                 return self
-                    .wait_active(&client, region, cluster, &spec.name, ctx)
+                    .wait_active(&client, region, cluster, &spec.name, ctx, None)
                     .await;
             }
             let CloudError::Api {
@@ -292,7 +309,17 @@ impl NodePools for EksClient {
                 })
                 .await
             {
-                Ok(_) => return self.wait_gone(&client, cluster, name, ctx).await,
+                Ok(_) => {
+                    return self
+                        .wait_gone(
+                            &client,
+                            cluster,
+                            name,
+                            ctx,
+                            Some(("DeleteNodegroup", Start::Now)),
+                        )
+                        .await;
+                }
                 Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
                 // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
                 Err(e) if has_code(&e, "ResourceInUseException") => {

@@ -82,6 +82,12 @@ impl EksClient {
     /// Describes the node group until `decide` is done with what it sees (None: the group is
     /// gone), every look named by the one before it. A timeout inside a Describe names the wait,
     /// not the call.
+    ///
+    /// `paced` names the request whose effect is awaited (CreateNodegroup, DeleteNodegroup) when
+    /// the wait starts right after it, and how to start until one has been seen: the first look
+    /// then comes shortly before the quickest one seen (see [`Pace`](crate::operation::Pace)).
+    /// Otherwise the first look is at once.
+    #[allow(clippy::too_many_arguments)]
     async fn watch<T>(
         &self,
         client: &Client,
@@ -89,18 +95,24 @@ impl EksClient {
         name: &str,
         ctx: &OpCtx,
         waiting_for: String,
+        paced: Option<(&str, Start)>,
         decide: impl Fn(Option<Nodegroup>) -> Result<Check<T>, CloudError> + Sync,
     ) -> Result<T, CloudError> {
         let decide = &decide;
         let backoff = Backoff::polling(self.poll_first, self.poll_cap);
-        poll_until(ctx, backoff, waiting_for, Start::Now, move |waiting| {
-            let waiting = waiting.to_string();
-            async move {
-                let found = self.describe(client, cluster, name, ctx).await;
-                decide(found.map_err(|e| retag(e, &waiting))?)
-            }
-        })
-        .await
+        let wait = |start, backoff| {
+            poll_until(ctx, backoff, waiting_for, start, move |waiting| {
+                let waiting = waiting.to_string();
+                async move {
+                    let found = self.describe(client, cluster, name, ctx).await;
+                    decide(found.map_err(|e| retag(e, &waiting))?)
+                }
+            })
+        };
+        match paced {
+            Some((kind, otherwise)) => self.pace.time(kind, otherwise, backoff, wait).await,
+            None => wait(Start::Now, backoff).await,
+        }
     }
 
     /// Polls until the node group is ACTIVE (DEGRADED and UPDATING keep waiting: they can recover;
@@ -112,9 +124,10 @@ impl EksClient {
         cluster: &str,
         name: &str,
         ctx: &OpCtx,
+        paced: Option<(&str, Start)>,
     ) -> Result<Pool, CloudError> {
         let waiting = format!("node group {cluster}:{name} to become ACTIVE");
-        self.watch(client, cluster, name, ctx, waiting, |found| {
+        self.watch(client, cluster, name, ctx, waiting, paced, |found| {
             let Some(ng) = found else {
                 return Err(CloudError::OperationFailed {
                     code: "ResourceNotFoundException".into(),
@@ -145,9 +158,10 @@ impl EksClient {
         cluster: &str,
         name: &str,
         ctx: &OpCtx,
+        paced: Option<(&str, Start)>,
     ) -> Result<(), CloudError> {
         let waiting = format!("node group {cluster}:{name} to be deleted");
-        self.watch(client, cluster, name, ctx, waiting, |found| {
+        self.watch(client, cluster, name, ctx, waiting, paced, |found| {
             let Some(ng) = found else {
                 return Ok(Check::Done(()));
             };
@@ -171,7 +185,7 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
         let waiting = format!("node group {cluster}:{name} to be ready for changes");
-        self.watch(client, cluster, name, ctx, waiting, |found| {
+        self.watch(client, cluster, name, ctx, waiting, None, |found| {
             let Some(ng) = found else {
                 return Ok(Check::Done(None));
             };
@@ -235,6 +249,7 @@ impl EksClient {
         .await
     }
 
+    /// Sends CreateNodegroup; the group as EKS answered it (CREATING; ACTIVE on moto).
     pub(super) async fn send_create(
         &self,
         client: &Client,
@@ -243,7 +258,7 @@ impl EksClient {
         eks: &EksPoolFields,
         token: &str,
         ctx: &OpCtx,
-    ) -> Result<(), CloudError> {
+    ) -> Result<Option<Nodegroup>, CloudError> {
         let (min, max, desired) = scaling_config(spec.scaling);
         let mut req = client
             .create_nodegroup()
@@ -284,7 +299,7 @@ impl EksClient {
             || req.clone().send(),
         )
         .await
-        .map(|_| ())
+        .map(|out| out.nodegroup)
     }
 }
 

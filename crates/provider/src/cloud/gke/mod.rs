@@ -21,7 +21,12 @@
 //! managers (`instanceGroupUrls`, one per zone, `targetSize`), summed over the zones (the google
 //! provider averages them, because its `node_count` is per zone). That read is best effort: when it
 //! fails (or the sandbox serves no Compute API) the size falls back to `initialNodeCount` times the
-//! zones.
+//! zones. A pool read back right after our own create or resize has just been given its size, so
+//! that read is left out there (a read per zone saved on every apply).
+//!
+//! Waits for operations are paced ([`Pace`](crate::operation::Pace)): the first look at an
+//! operation comes shortly before the quickest one of its type (CREATE_NODE_POOL, ...) was seen
+//! done in this process.
 //!
 //! Here, the client and its `NodePools` methods; `config` holds the settings and credentials,
 //! `transport` the bounded HTTP transport under the official client, `calls` the retried call and
@@ -93,6 +98,8 @@ pub struct GkeClient {
     queues: std::sync::Arc<queue::Queues>,
     /// Each cluster's zones, read once (see the module docs), by cluster path.
     cluster_zones: ZoneCache,
+    /// How long each type of operation took, for the first look at the next (shared by clones).
+    pace: std::sync::Arc<crate::operation::Pace>,
 }
 
 type ZoneCache = std::sync::Arc<
@@ -154,6 +161,7 @@ impl GkeClient {
             sandbox: cfg.sandbox.map(|s| s.trim_end_matches('/').to_string()),
             queues: Default::default(),
             cluster_zones: Default::default(),
+            pace: Default::default(),
         })
     }
 
@@ -351,8 +359,8 @@ impl NodePools for GkeClient {
         }
         let mut pool = self.reread(loc, &spec.name, ctx).await?;
         if let Scaling::Fixed { .. } = want.scaling {
-            // If the instance groups could not be read, the read fell back to initialNodeCount
-            // (see the module docs); the setSize operation above finished, so the size is ours.
+            // The read back gives initialNodeCount (see `reread`); the setSize operation above
+            // finished, or the size already was what the plan wants, so the size is ours.
             pool.spec.scaling = want.scaling;
         }
         Ok(pool)

@@ -39,16 +39,20 @@ impl GkeClient {
             op.operation_type.name().unwrap_or("?")
         );
         let backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
-        let start = Start::Sleep(None);
-        poll_until(ctx, backoff, what.clone(), start, move |_| async move {
-            let op = self
-                .call(ctx, what, false, || {
-                    self.cm.get_operation().set_name(name.clone()).send()
+        let kind = op.operation_type.name().unwrap_or("?");
+        // An operation that just started is not done yet: sleep before the first look.
+        self.pace
+            .time(kind, Start::Sleep(None), backoff, |start, backoff| {
+                poll_until(ctx, backoff, what.clone(), start, move |_| async move {
+                    let op = self
+                        .call(ctx, what, false, || {
+                            self.cm.get_operation().set_name(name.clone()).send()
+                        })
+                        .await?;
+                    operation_state(&op)
                 })
-                .await?;
-            operation_state(&op)
-        })
-        .await
+            })
+            .await
     }
 
     pub(super) async fn get_raw(
@@ -138,7 +142,9 @@ impl GkeClient {
         .ok_or_else(|| "no targetSize in the instance group manager".to_string())
     }
 
-    /// A pool that was just created or changed, read back.
+    /// A pool that was just created or changed, read back, its instance groups not read: a create
+    /// that just ended has `initialNodeCount` nodes in each zone, which is what the pool reads as,
+    /// and after a resize the caller knows the size it set.
     pub(super) async fn reread(
         &self,
         loc: &Location,
@@ -146,7 +152,11 @@ impl GkeClient {
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
         match self.get_raw(loc, name, ctx).await? {
-            Some(np) => self.pool_of(loc, &np).await,
+            Some(np) => Ok(Pool {
+                id: pool_id(loc, &np.name)?,
+                spec: spec_of(loc, &np),
+                status: status_name(&np),
+            }),
             None => Err(CloudError::BadResponse(
                 format!(
                     "node pool {} vanished right after its operation finished",
