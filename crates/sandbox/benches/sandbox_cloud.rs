@@ -1,5 +1,6 @@
-//! Throughput and memory of the sandbox: requests per second for GET and create on each cloud API at
-//! 1 and 16 concurrent clients, over real HTTP on loopback, and the process RSS with 1,000 pools.
+//! Throughput and memory of the sandbox: requests per second for GET and create (on AKS, PUT) on
+//! each cloud API at 1 and 16 concurrent clients, over real HTTP on loopback, and the process RSS
+//! with 1,000 pools.
 //! Prints figures only (`cargo bench --bench sandbox_cloud`); nothing here is a pass/fail check.
 //!
 //! Figures from a shared 2-core machine (2026-11-30), server and clients in this one process,
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::{Method, Request};
-use sandbox::{Config, Sandbox};
+use sandbox::{ClusterSpec, Config, Sandbox};
 
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -25,6 +26,13 @@ use testkit::figures;
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 const RUN: Duration = Duration::from_millis(1500);
+
+/// AKS allows 100 pools per cluster, and that limit cannot be raised: the thousand pools' AKS
+/// third is spread over four clusters (pool `p{n}` goes to cluster `n % 4`).
+const AKS_CLUSTERS: [&str; 4] = ["sandbox-aks", "bench-aks-1", "bench-aks-2", "bench-aks-3"];
+/// Names the AKS create measurement cycles through: the first PUT of a name creates the pool, the
+/// next ones update it (ARM's PUT is create-or-update), so the clusters stay under their limit.
+const AKS_PUT_NAMES: u64 = 40;
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -47,7 +55,7 @@ impl Target {
     fn request(&self, cloud: &str, create: bool, n: u64) -> Request<Full<Bytes>> {
         let (method, url, body, auth) = match (cloud, create) {
             ("aks", false) => (Method::GET, format!("{}/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools/fixed?api-version=2025-10-01", self.base), String::new(), format!("Bearer {}", self.token)),
-            ("aks", true) => (Method::PUT, format!("{}/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools/p{n}?api-version=2025-10-01", self.base), r#"{"properties":{"vmSize":"Standard_NC24ads_A100_v4","count":1,"gpuInstanceProfile":"MIG1g"}}"#.to_string(), format!("Bearer {}", self.token)),
+            ("aks", true) => (Method::PUT, format!("{}/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/{}/agentPools/p{n}?api-version=2025-10-01", self.base, AKS_CLUSTERS[(n % AKS_CLUSTERS.len() as u64) as usize]), r#"{"properties":{"vmSize":"Standard_NC24ads_A100_v4","count":1,"gpuInstanceProfile":"MIG1g"}}"#.to_string(), format!("Bearer {}", self.token)),
             ("gke", false) => (Method::GET, format!("{}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke/nodePools/fixed", self.base), String::new(), String::new()),
             ("gke", true) => (Method::POST, format!("{}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke/nodePools", self.base), format!(r#"{{"nodePool":{{"name":"p{n}","initialNodeCount":"1","config":{{"machineType":"g2-standard-8","accelerators":[{{"acceleratorCount":"1","acceleratorType":"nvidia-l4","gpuSharingConfig":{{"gpuSharingStrategy":1,"maxSharedClientsPerGpu":"10"}}}}]}}}}}}"#), String::new()),
             ("eks", false) => (Method::GET, format!("{}/clusters/sandbox-eks/node-groups/fixed", self.base), String::new(), sig()),
@@ -105,7 +113,10 @@ async fn measure(
         );
         tasks.push(tokio::spawn(async move {
             while start.elapsed() < RUN {
-                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let mut n = counter.fetch_add(1, Ordering::Relaxed);
+                if cloud == "aks" && create {
+                    n %= AKS_PUT_NAMES;
+                }
                 let status = send(&client, t.request(cloud, create, n)).await;
                 if !(200..300).contains(&status) {
                     errors.fetch_add(1, Ordering::Relaxed);
@@ -140,7 +151,30 @@ async fn token(client: &HttpClient, base: &str) -> String {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let rss_start = rss_kib();
-    let sb = Sandbox::open(Config::instant()).expect("sandbox");
+    // The AKS clusters above, and EKS's node group quota (30 by default) raised, as Service Quotas
+    // allows, for the thousand pools and the create measurement.
+    let mut clusters = ClusterSpec::defaults();
+    for c in &mut clusters {
+        if let ClusterSpec::Eks {
+            nodegroup_quota, ..
+        } = c
+        {
+            *nodegroup_quota = Some(1_000_000);
+        }
+    }
+    for name in &AKS_CLUSTERS[1..] {
+        clusters.push(ClusterSpec::Aks {
+            subscription: sandbox::DEFAULT_SUBSCRIPTION.into(),
+            resource_group: "sandbox-rg".into(),
+            name: (*name).into(),
+            location: "eastus".into(),
+        });
+    }
+    let sb = Sandbox::open(Config {
+        clusters,
+        ..Config::instant()
+    })
+    .expect("sandbox");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -204,7 +238,12 @@ async fn main() {
             for clients in [1, 16] {
                 let (rps, errors) =
                     measure(&t, &client, cloud, create, clients, counter.clone()).await;
-                let op = if create { "create" } else { "get" };
+                let op = match (create, cloud) {
+                    (false, _) => "get",
+                    // Creates of 40 names, then updates of them (see AKS_PUT_NAMES).
+                    (true, "aks") => "put",
+                    (true, _) => "create",
+                };
                 println!("{cloud:<5} {op:<7} {clients:>9} {rps:>12.0} {errors:>7}");
                 if clients == 16 {
                     figures::record(
