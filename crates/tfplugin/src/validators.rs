@@ -67,25 +67,43 @@ impl Validator for IntBetween {
 
 /// A string matching a regular expression (anchored by the caller's pattern).
 pub struct Matches {
-    re: regex_lite::Regex,
+    pattern: String,
+    /// Compiled on first use: a provider process builds every schema before it serves, and most
+    /// processes never validate the attribute (compiling all patterns up front was a tenth of the
+    /// time to the handshake).
+    re: std::sync::OnceLock<regex_lite::Regex>,
     /// What a valid value looks like, in words, for the diagnostic.
     pub what: &'static str,
 }
 
 impl Matches {
-    /// `pattern` is a constant of the program; an invalid one is a bug caught by the unit tests
-    /// of each schema, so it degrades to a pattern that matches nothing rather than panicking.
+    /// `pattern` is a constant of the program; an invalid one is a bug, caught when debug builds
+    /// (the tests) construct the schema, so a release build degrades it to a pattern that matches
+    /// nothing rather than panicking.
     pub fn new(pattern: &str, what: &'static str) -> Matches {
-        let re = regex_lite::Regex::new(pattern)
-            .unwrap_or_else(|_| regex_lite::Regex::new("[^\\s\\S]").expect("literal"));
-        Matches { re, what }
+        debug_assert!(
+            regex_lite::Regex::new(pattern).is_ok(),
+            "invalid pattern {pattern:?}"
+        );
+        Matches {
+            pattern: pattern.to_string(),
+            re: std::sync::OnceLock::new(),
+            what,
+        }
+    }
+
+    fn re(&self) -> &regex_lite::Regex {
+        self.re.get_or_init(|| {
+            regex_lite::Regex::new(&self.pattern)
+                .unwrap_or_else(|_| regex_lite::Regex::new("[^\\s\\S]").expect("literal"))
+        })
     }
 }
 
 impl Validator for Matches {
     fn validate(&self, value: &Value, path: &AttrPath, diags: &mut Diagnostics) {
         let Some(s) = value.as_str() else { return };
-        if !self.re.is_match(s) {
+        if !self.re().is_match(s) {
             diags.push(
                 Diagnostic::error(
                     "Invalid attribute value",

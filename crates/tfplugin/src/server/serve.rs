@@ -266,24 +266,9 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
         ),
     };
 
-    let registry = Arc::new(Registry::new(provider));
     let shutdown = Arc::new(Notify::new());
     let (tx, rx) = mpsc::channel(64);
     accept_loop(listener, tls_config, tx);
-
-    let provider_svc = ProviderServer::new(ProviderService::new(registry))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let server = tonic::transport::Server::builder()
-        .add_service(provider_svc)
-        .add_service(HealthServer::new(Health))
-        .add_service(ppb::grpc_controller_server::GrpcControllerServer::new(
-            Controller {
-                shutdown: shutdown.clone(),
-            },
-        ))
-        .add_service(ppb::grpc_stdio_server::GrpcStdioServer::new(Stdio))
-        .add_service(ppb::grpc_broker_server::GrpcBrokerServer::new(Broker));
 
     if opts.debug {
         let reattach = serde_json::json!({
@@ -302,6 +287,24 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
         println!("1|{PROTOCOL_VERSION}|{network}|{address}|grpc|{cert_field}");
     }
     let _ = std::io::stdout().flush();
+
+    // The types and their schemas are built after the handshake line, while terraform connects
+    // and completes its TLS handshake (the accept loop above runs it on another worker): the
+    // connection waits in the channel until the server below takes it.
+    let registry = Arc::new(Registry::new(provider));
+    let provider_svc = ProviderServer::new(ProviderService::new(registry))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let server = tonic::transport::Server::builder()
+        .add_service(provider_svc)
+        .add_service(HealthServer::new(Health))
+        .add_service(ppb::grpc_controller_server::GrpcControllerServer::new(
+            Controller {
+                shutdown: shutdown.clone(),
+            },
+        ))
+        .add_service(ppb::grpc_stdio_server::GrpcStdioServer::new(Stdio))
+        .add_service(ppb::grpc_broker_server::GrpcBrokerServer::new(Broker));
 
     // Shutdown must start both the graceful stop and the fallback timer below. One waiter turns
     // the Notify (whose notify_one wakes a single waiter, or stores a permit if none waits yet) into

@@ -12,7 +12,7 @@ use crate::server::proto::tfplugin6 as pb;
 
 pub(super) fn definitions(reg: &Registry) -> pb::get_functions::Response {
     pb::get_functions::Response {
-        functions: reg.schema_response.functions.clone(),
+        functions: reg.schema_response().functions.clone(),
         diagnostics: Vec::new(),
     }
 }

@@ -17,7 +17,7 @@ pub(super) fn metadata(reg: &Registry) -> pb::get_metadata::Response {
         v
     };
     pb::get_metadata::Response {
-        server_capabilities: reg.schema_response.server_capabilities,
+        server_capabilities: Some(super::registry::SERVER_CAPABILITIES),
         data_sources: sorted(reg.data_sources.keys().collect())
             .into_iter()
             .map(|type_name| pb::get_metadata::DataSourceMetadata { type_name })
@@ -39,7 +39,7 @@ pub(super) fn metadata(reg: &Registry) -> pb::get_metadata::Response {
 }
 
 pub(super) fn schema(reg: &Registry) -> pb::get_provider_schema::Response {
-    reg.schema_response.clone()
+    reg.schema_response().clone()
 }
 
 pub(super) async fn validate(

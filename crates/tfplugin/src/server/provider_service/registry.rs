@@ -1,6 +1,7 @@
-//! The provider's types by name, with their schemas, built once at start. Terraform asks for the
-//! schemas on every run and names a type in every request, so both answers are computed here
-//! once rather than on each call.
+//! The provider's types by name, with their schemas, built once at start. Terraform names a type
+//! in every request, so the schemas are built here once rather than on each call. The full
+//! GetProviderSchema answer is built on the first request for it: the provider declares that
+//! answer optional, so terraform, which caches schemas, asks only some processes for it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,8 +28,16 @@ pub(crate) struct Registry {
     /// The identity schema of each resource that has one.
     pub(super) identities: HashMap<String, IdentitySchema>,
     pub(super) list_resources: HashMap<String, (Arc<dyn ListResource>, Schema)>,
-    pub(super) schema_response: pb::get_provider_schema::Response,
+    /// The GetProviderSchema answer, built when first asked for.
+    schema_response: std::sync::OnceLock<pb::get_provider_schema::Response>,
 }
+
+/// What the provider tells terraform it can do.
+pub(super) const SERVER_CAPABILITIES: pb::ServerCapabilities = pb::ServerCapabilities {
+    plan_destroy: false,
+    get_provider_schema_optional: true,
+    move_resource_state: false,
+};
 
 impl Registry {
     pub(crate) fn new(provider: Arc<dyn Provider>) -> Registry {
@@ -57,32 +66,6 @@ impl Registry {
             .into_iter()
             .map(|f| (f.name().to_string(), f))
             .collect();
-        let fn_defs: HashMap<String, pb::Function> = functions
-            .iter()
-            .map(|(n, f)| (n.clone(), convert::function(&f.signature())))
-            .collect();
-        let schema_response = pb::get_provider_schema::Response {
-            provider: Some(convert::schema(&provider_schema)),
-            resource_schemas: resources
-                .iter()
-                .map(|(n, (_, s))| (n.clone(), convert::schema(s)))
-                .collect(),
-            data_source_schemas: data_sources
-                .iter()
-                .map(|(n, (_, s))| (n.clone(), convert::schema(s)))
-                .collect(),
-            functions: fn_defs,
-            list_resource_schemas: list_resources
-                .iter()
-                .map(|(n, (_, s))| (n.clone(), convert::schema(s)))
-                .collect(),
-            server_capabilities: Some(pb::ServerCapabilities {
-                plan_destroy: false,
-                get_provider_schema_optional: true,
-                move_resource_state: false,
-            }),
-            ..Default::default()
-        };
         Registry {
             provider,
             provider_schema,
@@ -91,8 +74,32 @@ impl Registry {
             functions,
             identities,
             list_resources,
-            schema_response,
+            schema_response: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The GetProviderSchema answer: every schema and function signature, converted once.
+    pub(super) fn schema_response(&self) -> &pb::get_provider_schema::Response {
+        self.schema_response.get_or_init(|| {
+            fn schemas_of<T>(m: &HashMap<String, (T, Schema)>) -> HashMap<String, pb::Schema> {
+                m.iter()
+                    .map(|(n, (_, s))| (n.clone(), convert::schema(s)))
+                    .collect()
+            }
+            pb::get_provider_schema::Response {
+                provider: Some(convert::schema(&self.provider_schema)),
+                resource_schemas: schemas_of(&self.resources),
+                data_source_schemas: schemas_of(&self.data_sources),
+                functions: self
+                    .functions
+                    .iter()
+                    .map(|(n, f)| (n.clone(), convert::function(&f.signature())))
+                    .collect(),
+                list_resource_schemas: schemas_of(&self.list_resources),
+                server_capabilities: Some(SERVER_CAPABILITIES),
+                ..Default::default()
+            }
+        })
     }
 
     /// The name users know the provider by in messages: terraform runs a provider's plugin only
