@@ -9,6 +9,7 @@ mod import;
 mod model;
 mod plan;
 mod schema;
+mod state;
 
 use std::sync::Arc;
 
@@ -24,8 +25,9 @@ use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
 use failure::{cloud_diagnostic, may_have_created, read_after_failure};
-use model::{Args, resolve, state_from_pool, unread_pool};
+use model::{Args, resolve};
 use schema::TIMEOUTS;
+use state::{state_from_pool, unread_pool};
 
 pub use import::{identity, identity_schema, parse_identity, parse_import_id};
 pub use schema::schema;
