@@ -558,3 +558,72 @@ resource "fracgpu_device_plugin_config" "aks" {
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}\n--- generated.tf:\n{generated}", plan.text());
 }
+
+/// A GKE pool whose GPUs are attached to an N1 machine (`--accelerator type=nvidia-tesla-t4`): the
+/// machine type alone names no GPU, so the pool is read through the accelerator GKE reports. The
+/// data source lists it with its sharing, and it imports by ID with the `gpu_model` and
+/// `gpu_count` a user writes for such a machine (terraform 1.11).
+#[test]
+fn an_n1_pool_with_attached_t4s_is_listed_and_imports_cleanly() {
+    let Some(tf) = tools::require(Tool::Terraform) else {
+        return;
+    };
+    let sb = sandbox::start(Duration::ZERO);
+    let Some(outside) = Outside::new(&sb.url) else {
+        return;
+    };
+    outside.gcloud_node_pools(&[
+        "create",
+        "t4",
+        "--machine-type",
+        "n1-standard-8",
+        "--num-nodes",
+        "1",
+        "--accelerator",
+        "type=nvidia-tesla-t4,count=1,gpu-sharing-strategy=time-sharing,max-shared-clients-per-gpu=4,gpu-driver-version=latest",
+    ]);
+    let config = format!(
+        r#"{provider}
+data "fracgpu_nodepools" "gke" {{
+  gke {{
+    location = "us-central1"
+    cluster  = "sandbox-gke"
+  }}
+}}
+
+output "gke" {{ value = data.fracgpu_nodepools.gke.pools }}
+
+resource "fracgpu_nodepool" "t4" {{
+  name         = "t4"
+  machine_type = "n1-standard-8"
+  gpu_model    = "nvidia-tesla-t4"
+  gpu_count    = 1
+  node_count   = 3
+  gke {{
+    location = "us-central1"
+    cluster  = "sandbox-gke"
+  }}
+  time_slicing {{ replicas = 4 }}
+}}
+"#,
+        provider = provider(&sb.url)
+    );
+    let ws = Workspace::new(&config).with_terraform(&tf);
+    ws.init();
+    ws.ok(&[
+        "import",
+        "-no-color",
+        "fracgpu_nodepool.t4",
+        "projects/sandbox-project/locations/us-central1/clusters/sandbox-gke/nodePools/t4",
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "plan after import is empty:\n{}", plan.text());
+    ws.apply();
+    let out = ws.output_json();
+    let t4 = &out["gke"]["value"][0];
+    assert_eq!(t4["name"], "t4", "{t4}");
+    assert_eq!(t4["gpu_model"], "T4", "{t4}");
+    assert_eq!(t4["sharing"], "time_slicing", "{t4}");
+    assert_eq!(t4["replicas"], 4, "{t4}");
+    assert_eq!(t4["node_count"], 3, "{t4}");
+}

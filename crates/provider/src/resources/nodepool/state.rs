@@ -29,8 +29,19 @@ pub fn state_from_pool(
     let before = Args::from_value(prior);
     let spec = &pool.spec;
     let cloud = cloud_of(&spec.location);
-    let gpu_model = before.as_ref().and_then(|a| a.gpu_model.clone());
-    let gpu_count = before.as_ref().and_then(|a| a.gpu_count);
+    let mut gpu_model = before.as_ref().and_then(|a| a.gpu_model.clone());
+    let mut gpu_count = before.as_ref().and_then(|a| a.gpu_count);
+    // GKE machine types whose GPUs are attached separately (N1 with T4s, V100s, P4s) name no GPU
+    // of their own: with no override written (an import, a list), the pool is read through the
+    // accelerator GKE reports, and the state names it as the user writes it for such a machine.
+    if gpu_model.is_none()
+        && cloud == Cloud::Gke
+        && let Some(accelerator) = &spec.gpu.gke_accelerator_type
+        && gpu::resolve_hardware(cloud, &spec.machine_type, None, gpu_count).is_err()
+    {
+        gpu_model = Some(accelerator.clone());
+        gpu_count = gpu_count.or(Some(spec.gpu.count));
+    }
     // Sharing is read back from what the cloud holds, so a changed label shows as drift.
     let hardware =
         match gpu::resolve_hardware(cloud, &spec.machine_type, gpu_model.as_deref(), gpu_count) {
