@@ -239,14 +239,21 @@ impl Pace {
 
     /// How a wait for a new operation of `kind` starts, and the backoff it then follows:
     /// `otherwise` and `backoff` until one has been seen done.
+    ///
+    /// Operations that ended before the backoff's first delay (an emulator's instant ones, a
+    /// delete of what was already gone) teach nothing: pacing by them would only shrink the
+    /// delays. Nor do the steps go below a fifth of the backoff's first delay.
     pub(crate) fn start(&self, kind: &str, otherwise: Start, backoff: Backoff) -> (Start, Backoff) {
         let quickest = self.lock().get(kind).copied();
         match quickest {
-            Some(d) => (
-                Start::After(d.mul_f64(Self::FIRST_LOOK)),
-                backoff.first_at_most(d.mul_f64(Self::STEP)),
-            ),
-            None => (otherwise, backoff),
+            Some(d) if d.mul_f64(Self::FIRST_LOOK) >= backoff.next => {
+                let step = d.mul_f64(Self::STEP).max(backoff.next / 5);
+                (
+                    Start::After(d.mul_f64(Self::FIRST_LOOK)),
+                    backoff.first_at_most(step),
+                )
+            }
+            _ => (otherwise, backoff),
         }
     }
 

@@ -330,6 +330,23 @@ fn the_pace_keeps_the_quickest_wait_of_each_kind() {
         pace.start("delete", Start::Now, backoff()).0,
         Start::Now
     ));
+
+    // An operation done before the backoff's first delay (10 s here) teaches nothing: the wait
+    // starts as it would have, and its delays do not shrink.
+    pace.record("delete", Duration::from_millis(3));
+    let (start, mut then) = pace.start("delete", Start::Now, backoff());
+    assert!(matches!(start, Start::Now));
+    assert!(then.next_delay(None) >= Duration::from_secs(10));
+    // The steps after the first look stay at a fifth of the backoff's first delay or more.
+    pace.record("resize", Duration::from_secs(20));
+    match pace.start("resize", Start::Now, backoff()) {
+        (Start::After(d), mut then) => {
+            assert_eq!(d, Duration::from_secs(19));
+            let next = then.next_delay(None);
+            assert!(next >= Duration::from_secs(2), "{next:?}");
+        }
+        _ => panic!("a paced start"),
+    }
 }
 
 #[tokio::test]
