@@ -206,15 +206,7 @@ fn main() {
         return;
     }
     // EKS's node group quota raised to fit them (30 by default, adjustable).
-    let mut clusters = ClusterSpec::defaults();
-    for c in &mut clusters {
-        if let ClusterSpec::Eks {
-            nodegroup_quota, ..
-        } = c
-        {
-            *nodegroup_quota = Some(POOLS);
-        }
-    }
+    let clusters = ClusterSpec::defaults_with_nodegroup_quota(POOLS);
     let sandbox = Sandbox::open(Config {
         op_time: Duration::ZERO,
         clusters,

@@ -3,7 +3,6 @@
 //! `terraform plan` of the machine-type example, and msgpack codec throughput. Run with
 //! `cargo bench --bench foundation`.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,45 +17,20 @@ use testkit::figures;
 #[path = "../tests/common/plugin.rs"]
 mod plugin;
 
-const COOKIE: &str = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
 const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn client_cert_pem() -> String {
-    use base64::Engine;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap();
-    let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let der = params.self_signed(&key).unwrap().der().to_vec();
-    format!(
-        "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
-        base64::engine::general_purpose::STANDARD.encode(der)
-    )
-}
-
 fn handshake_latency() {
-    let pem = client_cert_pem();
+    let cert = plugin::client_cert();
     let mut times = Vec::new();
     for _ in 0..50 {
         let start = Instant::now();
-        let mut child = Command::new(PROVIDER)
-            .env("TF_PLUGIN_MAGIC_COOKIE", COOKIE)
-            .env("PLUGIN_PROTOCOL_VERSIONS", "5,6")
-            .env("PLUGIN_CLIENT_CERT", &pem)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let p = plugin::start(&cert, &[]);
         times.push(start.elapsed());
-        let _ = child.kill();
-        let _ = child.wait();
+        drop(p);
     }
     times.sort();
     let (median, p95) = (percentile(&times, 0.5), percentile(&times, 0.95));

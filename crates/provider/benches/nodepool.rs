@@ -154,15 +154,7 @@ struct Running {
 
 fn start_sandbox(op_time: Duration) -> Running {
     // EKS's node group quota (30 by default, adjustable) raised to fit the 200-pool plan's 66.
-    let mut clusters = ClusterSpec::defaults();
-    for c in &mut clusters {
-        if let ClusterSpec::Eks {
-            nodegroup_quota, ..
-        } = c
-        {
-            *nodegroup_quota = Some(100);
-        }
-    }
+    let clusters = ClusterSpec::defaults_with_nodegroup_quota(100);
     let sandbox = Sandbox::open(Config {
         op_time,
         clusters,

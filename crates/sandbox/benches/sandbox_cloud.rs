@@ -153,15 +153,7 @@ async fn main() {
     let rss_start = rss_kib();
     // The AKS clusters above, and EKS's node group quota (30 by default) raised, as Service Quotas
     // allows, for the thousand pools and the create measurement.
-    let mut clusters = ClusterSpec::defaults();
-    for c in &mut clusters {
-        if let ClusterSpec::Eks {
-            nodegroup_quota, ..
-        } = c
-        {
-            *nodegroup_quota = Some(1_000_000);
-        }
-    }
+    let mut clusters = ClusterSpec::defaults_with_nodegroup_quota(1_000_000);
     for name in &AKS_CLUSTERS[1..] {
         clusters.push(ClusterSpec::Aks {
             subscription: sandbox::DEFAULT_SUBSCRIPTION.into(),

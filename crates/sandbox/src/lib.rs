@@ -136,6 +136,21 @@ impl ClusterSpec {
             },
         ]
     }
+
+    /// The default world with the EKS cluster's node group quota raised to `quota`, as Service
+    /// Quotas allows, for worlds of more node groups than EKS's default of 30.
+    pub fn defaults_with_nodegroup_quota(quota: usize) -> Vec<ClusterSpec> {
+        let mut clusters = ClusterSpec::defaults();
+        for c in &mut clusters {
+            if let ClusterSpec::Eks {
+                nodegroup_quota, ..
+            } = c
+            {
+                *nodegroup_quota = Some(quota);
+            }
+        }
+        clusters
+    }
 }
 
 pub const DEFAULT_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";

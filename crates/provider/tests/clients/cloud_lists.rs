@@ -22,25 +22,11 @@ use futures_util::future::join_all;
 /// A sandbox over HTTP; `router` may wrap what it answers. Its base URL. Its EKS cluster's node
 /// group quota is raised to 150 (EKS's default of 30 would end the list at one page).
 async fn serve(router: impl FnOnce(axum::Router) -> axum::Router) -> (Sandbox, String) {
-    let mut clusters = ClusterSpec::defaults();
-    for c in &mut clusters {
-        if let ClusterSpec::Eks {
-            nodegroup_quota, ..
-        } = c
-        {
-            *nodegroup_quota = Some(150);
-        }
-    }
-    let sb = Sandbox::open(Config {
-        clusters,
+    let config = Config {
+        clusters: ClusterSpec::defaults_with_nodegroup_quota(150),
         ..Config::instant()
-    })
-    .expect("sandbox");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = router(sb.router());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (sb, base)
+    };
+    crate::serve_sandbox(config, router).await
 }
 
 fn ctx() -> OpCtx {

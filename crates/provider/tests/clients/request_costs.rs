@@ -32,18 +32,16 @@ async fn count(State(seen): State<Seen>, req: Request<Body>, next: Next) -> Resp
 
 /// A sandbox whose operations take `op_time`, behind a counting layer; its base URL.
 async fn serve(op_time: Duration) -> (Sandbox, String, Seen) {
-    let sb = Sandbox::open(Config {
+    let seen = Seen::default();
+    let counting = seen.clone();
+    let config = Config {
         op_time,
         ..Config::default()
+    };
+    let (sb, base) = crate::serve_sandbox(config, |r| {
+        r.layer(axum::middleware::from_fn_with_state(counting, count))
     })
-    .expect("sandbox");
-    let seen = Seen::default();
-    let app = sb
-        .router()
-        .layer(axum::middleware::from_fn_with_state(seen.clone(), count));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    .await;
     (sb, base, seen)
 }
 
