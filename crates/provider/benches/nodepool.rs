@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,8 +21,11 @@ use axum::response::Response;
 
 use testkit::figures;
 
+#[path = "support/workspace.rs"]
+mod workspace;
+use workspace::{PLAN_ROUNDS, Workspace, data_tf, pools_tf, secs};
+
 const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
-const PLAN_ROUNDS: usize = 3;
 
 /// One request: arrival, cloud, method, path, status.
 type Logged = (Instant, &'static str, String, String, u16);
@@ -194,129 +197,6 @@ fn start_sandbox(op_time: Duration) -> Running {
     }
 }
 
-/// A workspace whose provider comes from an offline mirror of `provider` (the real binary, or a
-/// wrapper around it).
-struct Workspace {
-    _root: tempfile::TempDir,
-    dir: PathBuf,
-    cli: PathBuf,
-}
-
-impl Workspace {
-    fn new(provider: &Path, main_tf: &str) -> Workspace {
-        let root = tempfile::tempdir().unwrap();
-        let cli = ::sandbox::demo::local_mirror(root.path(), provider)
-            .map_err(|e| e.0)
-            .unwrap();
-        let dir = root.path().join("work");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("main.tf"), main_tf).unwrap();
-        Workspace {
-            _root: root,
-            dir,
-            cli,
-        }
-    }
-
-    fn tf(&self, args: &[&str]) -> Duration {
-        let t = Instant::now();
-        let out = Command::new("terraform")
-            .args(args)
-            .arg("-no-color")
-            .current_dir(&self.dir)
-            .env("TF_CLI_CONFIG_FILE", &self.cli)
-            .env("CHECKPOINT_DISABLE", "1")
-            .env("TF_IN_AUTOMATION", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let took = t.elapsed();
-        assert!(
-            out.status.success(),
-            "terraform {args:?} failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        took
-    }
-
-    fn init(&self) {
-        self.tf(&["init", "-input=false"]);
-    }
-
-    fn apply(&self) -> Duration {
-        self.tf(&["apply", "-auto-approve", "-input=false"])
-    }
-
-    fn plan(&self) -> Duration {
-        self.tf(&["plan", "-input=false", "-refresh=true"])
-    }
-
-    /// Median of `PLAN_ROUNDS` plans (with refresh).
-    fn plan_median(&self) -> Duration {
-        let mut times: Vec<Duration> = (0..PLAN_ROUNDS).map(|_| self.plan()).collect();
-        times.sort();
-        times[times.len() / 2]
-    }
-}
-
-const REQUIRED: &str =
-    "terraform {\n  required_providers {\n    fracgpu = { source = \"fracgpu/fracgpu\" }\n  }\n}\n";
-
-/// `aks`, `gke` and `eks` pools in the sandbox's default clusters, time-sliced, one node each.
-fn pools_tf(url: &str, aks: usize, gke: usize, eks: usize) -> String {
-    format!(
-        r#"{REQUIRED}
-provider "fracgpu" {{
-  sandbox = "{url}"
-}}
-
-resource "fracgpu_nodepool" "aks" {{
-  count        = {aks}
-  name         = "aks${{count.index}}"
-  machine_type = "Standard_NC24ads_A100_v4"
-  node_count   = 1
-  aks {{
-    resource_group = "sandbox-rg"
-    cluster_name   = "sandbox-aks"
-  }}
-  time_slicing {{ replicas = 10 }}
-}}
-
-resource "fracgpu_nodepool" "gke" {{
-  count        = {gke}
-  name         = "gke${{count.index}}"
-  machine_type = "g2-standard-4"
-  node_count   = 3 # one in each zone of the regional cluster
-  gke {{
-    location = "us-central1"
-    cluster  = "sandbox-gke"
-  }}
-  time_slicing {{ replicas = 10 }}
-}}
-
-resource "fracgpu_nodepool" "eks" {{
-  count        = {eks}
-  name         = "eks${{count.index}}"
-  machine_type = "g4dn.xlarge"
-  node_count   = 1
-  eks {{
-    cluster_name  = "sandbox-eks"
-    node_role_arn = "arn:aws:iam::123456789012:role/gpu-nodes"
-    subnet_ids    = ["subnet-0a1", "subnet-0b2"]
-  }}
-  time_slicing {{ replicas = 4 }}
-}}
-"#
-    )
-}
-
-fn data_tf(n: usize) -> String {
-    format!(
-        "resource \"terraform_data\" \"d\" {{\n  count = {n}\n  input = \"pool${{count.index}}\"\n}}\n"
-    )
-}
-
 /// A python wrapper that runs the provider and appends the peak RSS (KiB) of its child to `log`.
 fn rss_wrapper(dir: &Path, log: &Path) -> PathBuf {
     let wrapper = dir.join("wrapper.py");
@@ -331,10 +211,6 @@ fn rss_wrapper(dir: &Path, log: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     wrapper
-}
-
-fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
 }
 
 fn breakdown(title: &str, c: &Counter) {
