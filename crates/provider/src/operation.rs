@@ -48,12 +48,14 @@ impl StopSignal {
     }
 }
 
-/// The limits of one operation: its deadline and the stop signal.
+/// The limits of one operation: its deadline and the stop signal; for a paced wait, also what
+/// other waits of its kind see (see [`Pace::watching`]).
 #[derive(Clone)]
 pub struct OpCtx {
     pub(crate) started: Instant,
     pub(crate) deadline: Instant,
     pub(crate) stop: StopSignal,
+    nudge: Option<Nudge>,
 }
 
 impl OpCtx {
@@ -63,6 +65,7 @@ impl OpCtx {
             started,
             deadline: started + timeout,
             stop,
+            nudge: None,
         }
     }
 
@@ -77,6 +80,12 @@ impl OpCtx {
         }
         let wake = (now + delay).min(self.deadline);
         self.log_wait(waiting_for, wake - now);
+        let nudged = async {
+            match &self.nudge {
+                Some(n) => n.peer_done(n.began.elapsed()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = tokio::time::sleep_until(wake.into()) => {
                 if wake >= self.deadline && Instant::now() >= self.deadline {
@@ -86,6 +95,8 @@ impl OpCtx {
                 }
             }
             () = self.stop.stopped() => Err(CloudError::Stopped),
+            // Another operation of this kind was just seen done: look again now.
+            () = nudged => Ok(()),
         }
     }
 
@@ -226,9 +237,58 @@ pub(crate) enum Start {
 /// (growing as the backoff does), so an operation as quick as the quickest is seen within a
 /// twentieth of its time, a slower one after a few more looks, and one quicker than all before
 /// it no later than that first look.
-#[derive(Debug, Default)]
+///
+/// Operations started together usually end together, and a cloud says nothing when one ends: a
+/// wait that sees its operation done tells the other waits of the same kind (see
+/// [`Pace::watching`]), and those that have waited about as long look at once, instead of each
+/// at its own next delay.
+#[derive(Debug)]
 pub(crate) struct Pace {
     quickest: std::sync::Mutex<std::collections::HashMap<String, Duration>>,
+    /// The kind and wait of the last operation seen done.
+    done: watch::Sender<Option<(String, Duration)>>,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace {
+            quickest: Default::default(),
+            done: watch::Sender::new(None),
+        }
+    }
+}
+
+/// A paced wait's ear for the other waits of its kind (see [`Pace::watching`]).
+#[derive(Clone)]
+struct Nudge {
+    done: watch::Receiver<Option<(String, Duration)>>,
+    kind: String,
+    began: Instant,
+}
+
+impl Nudge {
+    /// Resolves once another wait of this kind has seen its operation done after waiting longer
+    /// than this one had when it went to sleep (`slept_at`; a shorter one says nothing new: this
+    /// operation was still running then) and this one has waited 95% of that.
+    async fn peer_done(&self, slept_at: Duration) {
+        let mut done = self.done.clone();
+        done.mark_unchanged();
+        loop {
+            if done.changed().await.is_err() {
+                // The pace is gone: nothing will nudge this wait.
+                return std::future::pending().await;
+            }
+            let seen = done.borrow_and_update().clone();
+            if let Some((kind, took)) = seen
+                && kind == self.kind
+                && took > slept_at
+            {
+                let at = self.began + took.mul_f64(Pace::FIRST_LOOK);
+                tokio::time::sleep_until(at.into()).await;
+                return;
+            }
+        }
+    }
 }
 
 impl Pace {
@@ -257,11 +317,28 @@ impl Pace {
         }
     }
 
-    /// Notes that a wait for an operation of `kind` saw it done after `took`.
+    /// Notes that a wait for an operation of `kind` saw it done after `took`, and tells the
+    /// other waits of that kind.
     pub(crate) fn record(&self, kind: &str, took: Duration) {
-        let mut quickest = self.lock();
-        let entry = quickest.entry(kind.to_string()).or_insert(took);
-        *entry = (*entry).min(took);
+        {
+            let mut quickest = self.lock();
+            let entry = quickest.entry(kind.to_string()).or_insert(took);
+            *entry = (*entry).min(took);
+        }
+        self.done.send_replace(Some((kind.to_string(), took)));
+    }
+
+    /// `ctx` for a wait for an operation of `kind` that starts now: its sleeps also end when
+    /// another wait of this kind sees its operation done after about as long a wait.
+    pub(crate) fn watching(&self, kind: &str, ctx: &OpCtx) -> OpCtx {
+        OpCtx {
+            nudge: Some(Nudge {
+                done: self.done.subscribe(),
+                kind: kind.to_string(),
+                began: Instant::now(),
+            }),
+            ..ctx.clone()
+        }
     }
 
     /// Runs `wait` (a [`poll_until`] handed its start and backoff), timing it when it ends well.

@@ -368,3 +368,96 @@ async fn a_failed_wait_teaches_the_pace_nothing() {
         Start::Now
     ));
 }
+
+/// A wait under `ctx` that looks after `delays` (the first delay and the cap of a backoff that
+/// grows by half) at an operation that ends `lasts` after the wait starts: when it saw it done,
+/// and how many looks that took.
+async fn watched_wait(
+    pace: &Pace,
+    ctx: &OpCtx,
+    kind: &str,
+    delays: (u64, u64),
+    lasts: Duration,
+) -> (Duration, usize) {
+    let began = Instant::now();
+    let looks = Mutex::new(0);
+    let looks_ref = &looks;
+    let backoff = Backoff::polling(
+        Duration::from_millis(delays.0),
+        Duration::from_millis(delays.1),
+    );
+    pace.time(kind, Start::Sleep(None), backoff, |start, backoff| {
+        poll_until(ctx, backoff, kind.to_string(), start, move |_| {
+            *looks_ref.lock().unwrap() += 1;
+            async move {
+                Ok(if began.elapsed() >= lasts {
+                    Check::Done(())
+                } else {
+                    Check::Pending {
+                        retry_after: None,
+                        waiting_for: None,
+                    }
+                })
+            }
+        })
+    })
+    .await
+    .unwrap();
+    (began.elapsed(), looks.into_inner().unwrap())
+}
+
+#[tokio::test]
+async fn a_wait_looks_at_once_when_another_of_its_kind_is_seen_done() {
+    let pace = Pace::default();
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    let lasts = Duration::from_millis(320);
+    // Two creates start together and end together. One looks every 10 to 20 ms and sees its
+    // operation done at about 330 ms; the other's delays start at 250 ms, so on its own it
+    // would look at 250 to 300 ms and then not before 625 ms.
+    let quick = pace.watching("create", &ctx);
+    let slow = pace.watching("create", &ctx);
+    // A delete that started with them has waited as long, but it is of another kind.
+    let other = pace.watching("delete", &ctx);
+    let ((quick_done, _), (slow_done, slow_looks), (other_done, _)) = tokio::join!(
+        watched_wait(&pace, &quick, "create", (10, 20), lasts),
+        watched_wait(&pace, &slow, "create", (250, 2000), lasts),
+        watched_wait(&pace, &other, "delete", (250, 2000), lasts),
+    );
+    assert!(quick_done < Duration::from_millis(450), "{quick_done:?}");
+    assert!(
+        slow_done < Duration::from_millis(500),
+        "the slow wait saw its operation done at {slow_done:?}, not when the quick one did"
+    );
+    assert_eq!(
+        slow_looks, 2,
+        "its look at 250 ms and the one it was nudged to"
+    );
+    assert!(
+        other_done >= Duration::from_millis(600),
+        "a delete was nudged by a create: done at {other_done:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_wait_is_not_nudged_by_an_operation_that_was_quicker_than_its_own_last_look() {
+    let pace = Pace::default();
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    // This create runs 600 ms and looks at 250 ms (still running), then sleeps until about
+    // 625 ms. A create that started with it and was seen done at 150 ms says nothing about it
+    // (it had already waited longer than that): no extra look.
+    let long = pace.watching("create", &ctx);
+    let ((_, long_looks), ()) = tokio::join!(
+        watched_wait(
+            &pace,
+            &long,
+            "create",
+            (250, 2000),
+            Duration::from_millis(600)
+        ),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            pace.record("create", Duration::from_millis(150));
+        },
+    );
+    assert_eq!(long_looks, 2, "looks at about 250 and 625 ms only");
+}

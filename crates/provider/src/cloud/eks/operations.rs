@@ -99,6 +99,14 @@ impl EksClient {
         decide: impl Fn(Option<Nodegroup>) -> Result<Check<T>, CloudError> + Sync,
     ) -> Result<T, CloudError> {
         let decide = &decide;
+        let watching;
+        let ctx = match paced {
+            Some((kind, _)) => {
+                watching = self.pace.watching(kind, ctx);
+                &watching
+            }
+            None => ctx,
+        };
         let backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let wait = |start, backoff| {
             poll_until(ctx, backoff, waiting_for, start, move |waiting| {

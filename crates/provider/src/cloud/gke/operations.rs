@@ -40,6 +40,7 @@ impl GkeClient {
         );
         let backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
         let kind = op.operation_type.name().unwrap_or("?");
+        let ctx = &self.pace.watching(kind, ctx);
         // An operation that just started is not done yet: sleep before the first look.
         self.pace
             .time(kind, Start::Sleep(None), backoff, |start, backoff| {
