@@ -93,6 +93,12 @@ pub const REQUIRED: &str =
 
 /// `aks`, `gke` and `eks` pools in the sandbox's default clusters, time-sliced, one node each.
 pub fn pools_tf(url: &str, aks: usize, gke: usize, eks: usize) -> String {
+    pools_tf_on(url, aks, gke, eks, "\"sandbox-aks\"")
+}
+
+/// [`pools_tf`] with the AKS pools' `cluster_name` given as an expression (AKS holds at most 100
+/// pools per cluster: larger worlds spread them with `count.index`).
+pub fn pools_tf_on(url: &str, aks: usize, gke: usize, eks: usize, aks_cluster: &str) -> String {
     format!(
         r#"{REQUIRED}
 provider "fracgpu" {{
@@ -106,7 +112,7 @@ resource "fracgpu_nodepool" "aks" {{
   node_count   = 1
   aks {{
     resource_group = "sandbox-rg"
-    cluster_name   = "sandbox-aks"
+    cluster_name   = {aks_cluster}
   }}
   time_slicing {{ replicas = 10 }}
 }}
