@@ -1,6 +1,7 @@
 //! Whether the cost per pool stays flat as a configuration grows (no assertions; prints a table):
 //! `terraform apply` and `terraform plan` (refresh included) of 20 and 200 pools, spread evenly
-//! over AKS, GKE and EKS, with operations that end at once, against as many `terraform_data`.
+//! over AKS, GKE and EKS (100 AKS and 20 GKE pools per cluster), with operations that end at
+//! once, against as many `terraform_data`.
 //! `FRACGPU_BENCH_SCALE=2000` adds 2000 pools (about ten minutes in a release build).
 //! Run with `cargo bench --bench scale`.
 
@@ -19,16 +20,22 @@ use workspace::{Workspace, data_tf, pools_tf_on, secs};
 mod serve;
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
-/// AKS's agent pools per cluster.
+/// AKS's agent pools per cluster (its limit), and GKE pools per cluster: GKE runs 5 operations
+/// per cluster at a time, so that 667 pools in one cluster would measure that queue, not the
+/// cost per pool.
 const AKS_POOLS_PER_CLUSTER: usize = 100;
+const GKE_POOLS_PER_CLUSTER: usize = 20;
 
-/// Wall times of one size: apply and the median plan, for the pools and for terraform_data.
+/// Wall times of one size: apply and the median plan, for the pools and for terraform_data,
+/// and the CPU time of the applies (terraform and its providers).
 struct Tier {
     n: usize,
     apply: Duration,
     plan: Duration,
     data_apply: Duration,
     data_plan: Duration,
+    apply_cpu: Duration,
+    data_apply_cpu: Duration,
 }
 
 fn measure(n: usize, rounds: usize) -> Tier {
@@ -44,21 +51,30 @@ fn measure(n: usize, rounds: usize) -> Tier {
             location: "eastus".into(),
         });
     }
+    for k in 0..g.div_ceil(GKE_POOLS_PER_CLUSTER) {
+        clusters.push(ClusterSpec::Gke {
+            project: "sandbox-project".into(),
+            location: "us-central1".into(),
+            name: format!("scale-gke-{k}"),
+        });
+    }
     let sb = serve::start_with(Config {
         op_time: Duration::ZERO,
         clusters,
         ..Config::default()
     });
-    let cluster = format!("\"scale-aks-${{floor(count.index / {AKS_POOLS_PER_CLUSTER})}}\"");
+    let aks = format!("\"scale-aks-${{floor(count.index / {AKS_POOLS_PER_CLUSTER})}}\"");
+    let gke = format!("\"scale-gke-${{floor(count.index / {GKE_POOLS_PER_CLUSTER})}}\"");
     let pools = Workspace::new(
         Path::new(PROVIDER),
-        &pools_tf_on(&sb.url, a, g, e, &cluster),
+        &pools_tf_on(&sb.url, a, g, e, (&aks, &gke)),
     );
     pools.init();
-    let apply = pools.apply();
+    let apply_args = ["apply", "-auto-approve", "-input=false"];
+    let (apply, apply_cpu) = pools.tf_cpu(&apply_args, &[]);
     let data = Workspace::new(Path::new(PROVIDER), &data_tf(n));
     data.init();
-    let data_apply = data.apply();
+    let (data_apply, data_apply_cpu) = data.tf_cpu(&apply_args, &[]);
     // Plans interleaved, medians.
     let plan = |ws: &Workspace| ws.tf(&["plan", "-input=false", "-refresh=true"]);
     let (mut p, mut d): (Vec<Duration>, Vec<Duration>) =
@@ -71,6 +87,8 @@ fn measure(n: usize, rounds: usize) -> Tier {
         plan: p[p.len() / 2],
         data_apply,
         data_plan: d[d.len() / 2],
+        apply_cpu,
+        data_apply_cpu,
     }
 }
 
@@ -100,26 +118,28 @@ fn main() {
     let ms = |d: Duration, n: usize| secs(d) * 1000.0 / n as f64;
     println!();
     println!(
-        "{:>6} {:>10} {:>10} {:>7}   {:>10} {:>10} {:>7}",
-        "pools", "apply", "ms/pool", "x data", "plan", "ms/pool", "x data"
+        "{:>6} {:>10} {:>10} {:>7} {:>10}   {:>10} {:>10} {:>7}",
+        "pools", "apply", "ms/pool", "x data", "CPU ms/pool", "plan", "ms/pool", "x data"
     );
     for t in &tiers {
         println!(
-            "{:>6} {:>8.2} s {:>10.2} {:>6.2}x   {:>8.2} s {:>10.2} {:>6.2}x",
+            "{:>6} {:>8.2} s {:>10.2} {:>6.2}x {:>11.2}   {:>8.2} s {:>10.2} {:>6.2}x",
             t.n,
             secs(t.apply),
             ms(t.apply, t.n),
             secs(t.apply) / secs(t.data_apply),
+            ms(t.apply_cpu, t.n),
             secs(t.plan),
             ms(t.plan, t.n),
             secs(t.plan) / secs(t.data_plan),
         );
         println!(
-            "{:>6} {:>8.2} s {:>10.2} {:>7}   {:>8.2} s {:>10.2}   terraform_data",
+            "{:>6} {:>8.2} s {:>10.2} {:>7} {:>11.2}   {:>8.2} s {:>10.2}   terraform_data",
             "",
             secs(t.data_apply),
             ms(t.data_apply, t.n),
             "",
+            ms(t.data_apply_cpu, t.n),
             secs(t.data_plan),
             ms(t.data_plan, t.n),
         );
@@ -129,9 +149,11 @@ fn main() {
             ms(t.apply, t.n),
             "ms",
             &format!(
-                "{:.2}x terraform_data ({:.2} ms per resource)",
+                "{:.2}x terraform_data ({:.2} ms per resource); CPU {:.2} ms per pool, {:.2} per resource",
                 secs(t.apply) / secs(t.data_apply),
-                ms(t.data_apply, t.n)
+                ms(t.data_apply, t.n),
+                ms(t.apply_cpu, t.n),
+                ms(t.data_apply_cpu, t.n)
             ),
         );
         figures::record(

@@ -93,12 +93,19 @@ pub const REQUIRED: &str =
 
 /// `aks`, `gke` and `eks` pools in the sandbox's default clusters, time-sliced, one node each.
 pub fn pools_tf(url: &str, aks: usize, gke: usize, eks: usize) -> String {
-    pools_tf_on(url, aks, gke, eks, "\"sandbox-aks\"")
+    pools_tf_on(url, aks, gke, eks, ("\"sandbox-aks\"", "\"sandbox-gke\""))
 }
 
-/// [`pools_tf`] with the AKS pools' `cluster_name` given as an expression (AKS holds at most 100
-/// pools per cluster: larger worlds spread them with `count.index`).
-pub fn pools_tf_on(url: &str, aks: usize, gke: usize, eks: usize, aks_cluster: &str) -> String {
+/// [`pools_tf`] with the AKS and GKE pools' clusters given as expressions, so that larger worlds
+/// can spread them over clusters with `count.index` (AKS holds at most 100 pools per cluster,
+/// and GKE runs 5 operations per cluster at a time).
+pub fn pools_tf_on(
+    url: &str,
+    aks: usize,
+    gke: usize,
+    eks: usize,
+    (aks_cluster, gke_cluster): (&str, &str),
+) -> String {
     format!(
         r#"{REQUIRED}
 provider "fracgpu" {{
@@ -124,7 +131,7 @@ resource "fracgpu_nodepool" "gke" {{
   node_count   = 3 # one in each zone of the regional cluster
   gke {{
     location = "us-central1"
-    cluster  = "sandbox-gke"
+    cluster  = {gke_cluster}
   }}
   time_slicing {{ replicas = 10 }}
 }}
