@@ -189,3 +189,71 @@ async fn an_eks_create_is_not_described_at_once_and_the_second_is_described_once
         ])
     );
 }
+
+/// Instance group reads in flight at once, at most, behind [`hold_instance_groups`].
+#[derive(Default)]
+struct Overlap {
+    arrived: std::sync::atomic::AtomicUsize,
+    inside: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+/// Holds each instance group read until three have arrived (one pool's zones) or a second has
+/// passed, so that reads sent together overlap here and reads sent one after another never do.
+async fn hold_instance_groups(
+    State(o): State<Arc<Overlap>>,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    use std::sync::atomic::Ordering::SeqCst;
+    if !req.uri().path().contains("/instanceGroupManagers/") {
+        return next.run(req).await;
+    }
+    let inside = o.inside.fetch_add(1, SeqCst) + 1;
+    o.most.fetch_max(inside, SeqCst);
+    let target = (o.arrived.fetch_add(1, SeqCst) / 3 + 1) * 3;
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while o.arrived.load(SeqCst) < target {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let resp = next.run(req).await;
+    o.inside.fetch_sub(1, SeqCst);
+    resp
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gke_refresh_reads_the_instance_groups_of_its_zones_together() {
+    // A refresh reads the pool and then its instance group in each zone (its current size):
+    // against a real API every read is a round trip, so the zones' reads go out together and
+    // a refresh costs two round trips, not four.
+    let overlap = Arc::new(Overlap::default());
+    let held = overlap.clone();
+    let (_sb, base) = crate::serve_sandbox(Config::instant(), |r| {
+        r.layer(axum::middleware::from_fn_with_state(held, hold_instance_groups))
+    })
+    .await;
+    let client = GkeClient::new(GkeConfig {
+        sandbox: Some(base),
+        ..GkeConfig::default()
+    })
+    .await
+    .expect("client");
+    let loc = Location::Gke {
+        project: "sandbox-project".into(),
+        location: "us-central1".into(),
+        cluster: "sandbox-gke".into(),
+    };
+    let ctx = OpCtx::new(Duration::from_secs(60), StopSignal::default());
+    client.create(&l4_pool(&loc, "zones"), &ctx).await.unwrap();
+    let pool = client.get(&loc, "zones", &ctx).await.unwrap().unwrap();
+    assert_eq!(pool.spec.scaling, Scaling::Fixed { nodes: 3 });
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(overlap.arrived.load(SeqCst), 3, "one read per zone");
+    assert_eq!(
+        overlap.most.load(SeqCst),
+        3,
+        "the three zones' instance groups were read one after another"
+    );
+}

@@ -90,22 +90,24 @@ impl GkeClient {
     }
 
     /// The pool's current size in all: its instance group managers' targetSize summed over the
-    /// zones, or None when any of them cannot be read.
+    /// zones, or None when any of them cannot be read. The zones are read together (a refresh
+    /// then costs two round trips, the pool and its groups, whatever the number of zones).
     async fn current_size(&self, np: &NodePool) -> Option<u32> {
         if np.instance_group_urls.is_empty() {
             return None;
         }
-        let mut total: u64 = 0;
-        for url in &np.instance_group_urls {
-            let url = compute_url(self.sandbox.as_deref(), url)?;
-            match self.target_size(&url).await {
-                Ok(n) => total += n,
-                Err(e) => {
-                    tracing::debug!(url = %url, error = %e, "cannot read the instance group size; using initialNodeCount");
-                    return None;
-                }
-            }
-        }
+        let urls = np
+            .instance_group_urls
+            .iter()
+            .map(|url| compute_url(self.sandbox.as_deref(), url))
+            .collect::<Option<Vec<String>>>()?;
+        let sizes = futures_util::future::join_all(urls.iter().map(|url| async move {
+            self.target_size(url).await.map_err(|e| {
+                tracing::debug!(url = %url, error = %e, "cannot read the instance group size; using initialNodeCount");
+            })
+        }))
+        .await;
+        let total = sizes.into_iter().sum::<Result<u64, ()>>().ok()?;
         u32::try_from(total).ok()
     }
 
