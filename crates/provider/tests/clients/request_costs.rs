@@ -231,7 +231,10 @@ async fn a_gke_refresh_reads_the_instance_groups_of_its_zones_together() {
     let overlap = Arc::new(Overlap::default());
     let held = overlap.clone();
     let (_sb, base) = crate::serve_sandbox(Config::instant(), |r| {
-        r.layer(axum::middleware::from_fn_with_state(held, hold_instance_groups))
+        r.layer(axum::middleware::from_fn_with_state(
+            held,
+            hold_instance_groups,
+        ))
     })
     .await;
     let client = GkeClient::new(GkeConfig {
