@@ -55,7 +55,7 @@ pub struct OpCtx {
     pub(crate) started: Instant,
     pub(crate) deadline: Instant,
     pub(crate) stop: StopSignal,
-    nudge: Option<Nudge>,
+    nudge: Option<std::sync::Arc<Nudge>>,
 }
 
 impl OpCtx {
@@ -82,8 +82,11 @@ impl OpCtx {
         self.log_wait(waiting_for, wake - now);
         let nudged = async {
             match &self.nudge {
-                Some(n) => n.peer_done(n.began.elapsed()).await,
-                None => std::future::pending().await,
+                Some(n) if !n.spent.load(std::sync::atomic::Ordering::Relaxed) => {
+                    n.peer_done(n.began.elapsed()).await;
+                    n.spent.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                _ => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -258,12 +261,15 @@ impl Default for Pace {
     }
 }
 
-/// A paced wait's ear for the other waits of its kind (see [`Pace::watching`]).
-#[derive(Clone)]
+/// A paced wait's ear for the other waits of its kind (see [`Pace::watching`]). It nudges a wait
+/// once: the first peer seen done says that operations of this kind are ending now; after that
+/// look the wait keeps to its own delays, so that peers ending one after another over a minute
+/// do not each bring every waiting operation's next look forward (a look per peer and wait).
 struct Nudge {
     done: watch::Receiver<Option<(String, Duration)>>,
     kind: String,
     began: Instant,
+    spent: std::sync::atomic::AtomicBool,
 }
 
 impl Nudge {
@@ -332,11 +338,12 @@ impl Pace {
     /// another wait of this kind sees its operation done after about as long a wait.
     pub(crate) fn watching(&self, kind: &str, ctx: &OpCtx) -> OpCtx {
         OpCtx {
-            nudge: Some(Nudge {
+            nudge: Some(std::sync::Arc::new(Nudge {
                 done: self.done.subscribe(),
                 kind: kind.to_string(),
                 began: Instant::now(),
-            }),
+                spent: Default::default(),
+            })),
             ..ctx.clone()
         }
     }

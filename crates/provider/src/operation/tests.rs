@@ -410,9 +410,9 @@ async fn watched_wait(
 async fn a_wait_looks_at_once_when_another_of_its_kind_is_seen_done() {
     let pace = Pace::default();
     let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
-    let lasts = Duration::from_millis(320);
+    let lasts = Duration::from_millis(400);
     // Two creates start together and end together. One looks every 10 to 20 ms and sees its
-    // operation done at about 330 ms; the other's delays start at 250 ms, so on its own it
+    // operation done at about 410 ms; the other's delays start at 250 ms, so on its own it
     // would look at 250 to 300 ms and then not before 625 ms.
     let quick = pace.watching("create", &ctx);
     let slow = pace.watching("create", &ctx);
@@ -423,9 +423,9 @@ async fn a_wait_looks_at_once_when_another_of_its_kind_is_seen_done() {
         watched_wait(&pace, &slow, "create", (250, 2000), lasts),
         watched_wait(&pace, &other, "delete", (250, 2000), lasts),
     );
-    assert!(quick_done < Duration::from_millis(450), "{quick_done:?}");
+    assert!(quick_done < Duration::from_millis(550), "{quick_done:?}");
     assert!(
-        slow_done < Duration::from_millis(500),
+        slow_done < Duration::from_millis(600),
         "the slow wait saw its operation done at {slow_done:?}, not when the quick one did"
     );
     assert_eq!(
@@ -460,4 +460,34 @@ async fn a_wait_is_not_nudged_by_an_operation_that_was_quicker_than_its_own_last
         },
     );
     assert_eq!(long_looks, 2, "looks at about 250 and 625 ms only");
+}
+
+#[tokio::test]
+async fn a_wait_is_nudged_once_however_many_of_its_kind_end_while_it_runs() {
+    let pace = Pace::default();
+    let ctx = OpCtx::new(Duration::from_secs(5), StopSignal::default());
+    // A create of 1.3 s, whose delays start at 250 ms. Peers that started with it end at 400,
+    // 450 and 500 ms: the first brings a look forward (still running), the others do not, and
+    // the wait goes on at its own delays.
+    let long = pace.watching("create", &ctx);
+    let ((_, looks), ()) = tokio::join!(
+        watched_wait(
+            &pace,
+            &long,
+            "create",
+            (250, 2000),
+            Duration::from_millis(1300)
+        ),
+        async {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            pace.record("create", Duration::from_millis(400));
+            for at in [450, 500] {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                pace.record("create", Duration::from_millis(at));
+            }
+        },
+    );
+    // Looks at 250-300 ms, the nudged one at about 400 ms, then after 562-675 ms (still
+    // running) and after 843-1012 ms more (done): four. A look per peer made five or six.
+    assert_eq!(looks, 4);
 }
