@@ -99,17 +99,19 @@ impl EksClient {
         decide: impl Fn(Option<Nodegroup>) -> Result<Check<T>, CloudError> + Sync,
     ) -> Result<T, CloudError> {
         let decide = &decide;
-        let watching;
-        let ctx = match paced {
+        // The waits between looks end early when another node group of this kind is seen
+        // done; a describe's own retries (throttling, server errors) keep their backoff.
+        let paced_ctx;
+        let between_looks = match paced {
             Some((kind, _)) => {
-                watching = self.pace.watching(kind, ctx);
-                &watching
+                paced_ctx = self.pace.watching(kind, ctx);
+                &paced_ctx
             }
             None => ctx,
         };
         let backoff = Backoff::polling(self.poll_first, self.poll_cap);
         let wait = |start, backoff| {
-            poll_until(ctx, backoff, waiting_for, start, move |waiting| {
+            poll_until(between_looks, backoff, waiting_for, start, move |waiting| {
                 let waiting = waiting.to_string();
                 async move {
                     let found = self.describe(client, cluster, name, ctx).await;

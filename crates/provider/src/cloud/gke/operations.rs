@@ -40,18 +40,26 @@ impl GkeClient {
         );
         let backoff = Backoff::polling(self.timing.poll_first, POLL_CAP);
         let kind = op.operation_type.name().unwrap_or("?");
-        let ctx = &self.pace.watching(kind, ctx);
+        // The waits between looks end early when another operation of this kind is seen done;
+        // a look's own retries (throttling, server errors) keep their backoff.
+        let watching = &self.pace.watching(kind, ctx);
         // An operation that just started is not done yet: sleep before the first look.
         self.pace
             .time(kind, Start::Sleep(None), backoff, |start, backoff| {
-                poll_until(ctx, backoff, what.clone(), start, move |_| async move {
-                    let op = self
-                        .call(ctx, what, false, || {
-                            self.cm.get_operation().set_name(name.clone()).send()
-                        })
-                        .await?;
-                    operation_state(&op)
-                })
+                poll_until(
+                    watching,
+                    backoff,
+                    what.clone(),
+                    start,
+                    move |_| async move {
+                        let op = self
+                            .call(ctx, what, false, || {
+                                self.cm.get_operation().set_name(name.clone()).send()
+                            })
+                            .await?;
+                        operation_state(&op)
+                    },
+                )
             })
             .await
     }
