@@ -2,7 +2,7 @@
 //! `terraform apply` and `terraform plan` (refresh included) of 20 and 200 pools, spread evenly
 //! over AKS, GKE and EKS (100 AKS and 20 GKE pools per cluster), with operations that end at
 //! once, against as many `terraform_data`.
-//! `FRACGPU_BENCH_SCALE=2000` adds 2000 pools (about ten minutes in a release build).
+//! `FRACGPU_BENCH_SCALE=2000` adds 2000 pools (about five minutes in a release build).
 //! Run with `cargo bench --bench scale`.
 
 use std::path::Path;
@@ -20,9 +20,8 @@ use workspace::{Workspace, data_tf, pools_tf_on, secs};
 mod serve;
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
-/// AKS's agent pools per cluster (its limit), and GKE pools per cluster: GKE runs 5 operations
-/// per cluster at a time, so that 667 pools in one cluster would measure that queue, not the
-/// cost per pool.
+/// AKS's agent pools per cluster (its limit), and GKE pools per cluster, spread over clusters as
+/// a large configuration would be (GKE runs 5 operations per cluster at a time).
 const AKS_POOLS_PER_CLUSTER: usize = 100;
 const GKE_POOLS_PER_CLUSTER: usize = 20;
 
