@@ -1,6 +1,7 @@
 //! The real tools the tests drive, and what a test does when one is missing.
 //!
-//! `scripts/test-tools` installs the pinned ones (helm 3 and 4, kubectl, terraform 1.15) into a
+//! `scripts/test-tools` installs the pinned ones (helm 3 and 4, kubectl, terraform 1.15,
+//! kube-apiserver and kube-controller-manager; etcd through apt-get) into a
 //! cache outside the repository and lists them in `<cache>/env`; a test that needs one of them
 //! runs the script itself when the cache lacks it, so `cargo test` on a fresh machine fetches
 //! them. The others (terraform, python3 with moto, the aws CLI, gcloud, gpg) come from the
@@ -29,6 +30,12 @@ pub enum Tool {
     Gpg,
     /// curl, an HTTP client of its own for the APIs that have no CLI here (ARM).
     Curl,
+    /// kube-apiserver v1.34.9, unpacked from shared/tools/kubernetes.
+    KubeApiserver,
+    /// kube-controller-manager v1.34.9, from the same folder.
+    KubeControllerManager,
+    /// etcd for kube-apiserver (Debian's etcd-server).
+    Etcd,
 }
 
 impl Tool {
@@ -45,6 +52,9 @@ impl Tool {
             Tool::Python3 => "python3",
             Tool::Gpg => "gpg",
             Tool::Curl => "curl",
+            Tool::KubeApiserver => "kube-apiserver",
+            Tool::KubeControllerManager => "kube-controller-manager",
+            Tool::Etcd => "etcd",
         }
     }
 
@@ -62,6 +72,12 @@ impl Tool {
             Tool::Moto | Tool::Python3 => "install python3 with `pip install 'moto[server]' boto3`",
             Tool::Gpg => "install gpg (Debian package gnupg)",
             Tool::Curl => "install curl (Debian package curl)",
+            Tool::KubeApiserver | Tool::KubeControllerManager => {
+                "run `scripts/test-tools` (it unpacks the binaries from shared/tools/kubernetes beside the checkout, or FRACGPU_KUBERNETES_DIR)"
+            }
+            Tool::Etcd => {
+                "run `scripts/test-tools` as root (it installs Debian's etcd-server), or put etcd 3.4+ on the PATH"
+            }
         }
     }
 
@@ -72,6 +88,9 @@ impl Tool {
             Tool::Helm4 => Some("FRACGPU_HELM4"),
             Tool::Kubectl => Some("FRACGPU_KUBECTL"),
             Tool::Terraform115 => Some("FRACGPU_TERRAFORM_1_15"),
+            Tool::KubeApiserver => Some("FRACGPU_KUBE_APISERVER"),
+            Tool::KubeControllerManager => Some("FRACGPU_KUBE_CONTROLLER_MANAGER"),
+            Tool::Etcd => Some("FRACGPU_ETCD"),
             _ => None,
         }
     }
@@ -86,7 +105,12 @@ impl Tool {
             Tool::Moto | Tool::Python3 => Some("python3"),
             Tool::Gpg => Some("gpg"),
             Tool::Curl => Some("curl"),
-            Tool::Helm3 | Tool::Helm4 | Tool::Terraform115 => None,
+            Tool::Etcd => Some("etcd"),
+            Tool::Helm3
+            | Tool::Helm4
+            | Tool::Terraform115
+            | Tool::KubeApiserver
+            | Tool::KubeControllerManager => None,
         }
     }
 }
@@ -151,6 +175,7 @@ fn probe(tool: Tool, path: &Path) -> Result<(), String> {
         Tool::Kubectl => &["version", "--client"],
         Tool::Gcloud | Tool::Aws | Tool::Gpg | Tool::Curl => &["--version"],
         Tool::Terraform | Tool::Terraform115 => &["version"],
+        Tool::KubeApiserver | Tool::KubeControllerManager | Tool::Etcd => &["--version"],
     };
     match Command::new(path).args(args).output() {
         Ok(o) if o.status.success() => Ok(()),

@@ -1,142 +1,20 @@
 //! `fracgpu_device_plugin_config` with delivery "helm", and "cluster_policy" on a ClusterPolicy
 //! that a Helm release owns, driven through the real terraform with real helm 3 and helm 4
-//! (installed by `scripts/test-tools`) against the sandbox's Kubernetes API.
-//!
-//! The release is a wrapping chart shaped like tfy-gpu-operator (tests/fixtures/charts): the GPU
-//! operator chart under an alias, with defaults of its own under `data`. `KUBECONFIG` names a
-//! file that does not exist, or another cluster running the same release, for every terraform
+//! against a real kube-apiserver, on which NVIDIA's gpu-operator chart v25.10.1 is installed
+//! (on its own, and inside the wrapping chart of `tests/fixtures/charts`). `KUBECONFIG` names a
+//! file that does not exist, or another server running the same release, for every terraform
 //! run: helm must reach the cluster the resource names and nothing else.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use crate::common::sandbox::{RunningStack, start_stack};
+use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
-use crate::common::tools::{self, Tool};
-use ::sandbox::kube::PoolNodes;
+use crate::common::tools::Tool;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-const NS: &str = "gpu-operator";
-const RELEASE: &str = "tfy-gpu-operator";
-const ALIAS: &str = "azure-aks-gpu-operator";
-const MISSING_KUBECONFIG: &str = "/nonexistent/kubeconfig";
-
-fn chart() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/charts/tfy-gpu-operator")
-        .display()
-        .to_string()
-}
-
-/// One cluster of the sandbox as helm and kubectl see it.
-struct HelmCluster {
-    helm: PathBuf,
-    kubectl: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-fn run(program: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(program)
-        .args(args)
-        .env("KUBECONFIG", MISSING_KUBECONFIG)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-impl HelmCluster {
-    fn new(st: &RunningStack, helm: &Path, kubectl: &Path, cloud: &str) -> HelmCluster {
-        HelmCluster {
-            helm: helm.to_path_buf(),
-            kubectl: kubectl.to_path_buf(),
-            kubeconfig: st.kubeconfig(cloud, &format!("sandbox-{cloud}")),
-        }
-    }
-
-    fn kc(&self) -> String {
-        self.kubeconfig.display().to_string()
-    }
-
-    /// helm with this cluster's kubeconfig and the release's namespace; must succeed.
-    fn helm(&self, args: &[&str]) -> String {
-        let kc = self.kc();
-        let mut all = args.to_vec();
-        all.extend(["--namespace", NS, "--kubeconfig", &kc]);
-        let (ok, out, err) = run(&self.helm, &all);
-        assert!(ok, "helm {}: {err}", args.join(" "));
-        out
-    }
-
-    fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
-        let kc = self.kc();
-        let mut all = vec!["--kubeconfig", &kc];
-        all.extend(args);
-        run(&self.kubectl, &all)
-    }
-
-    /// Installs the operator chart as its own release, the way a platform team does: the
-    /// ClusterPolicy the sandbox seeds (as the operator chart would have made it) goes first,
-    /// so that the release owns the one it renders.
-    fn install(&self, set: &[&str]) {
-        let (ok, _, err) =
-            self.kubectl(&["delete", "clusterpolicies.nvidia.com", "cluster-policy"]);
-        assert!(ok, "{err}");
-        let chart = chart();
-        let mut args = vec!["install", RELEASE, &chart];
-        for s in set {
-            args.extend(["--set-json", s]);
-        }
-        self.helm(&args);
-    }
-
-    /// `helm get values -o json`: the release's user values (helm prints null for none).
-    fn values(&self) -> Value {
-        let out = self.helm(&["get", "values", RELEASE, "-o", "json"]);
-        match serde_json::from_str(&out).expect("helm prints JSON values") {
-            Value::Null => json!({}),
-            v => v,
-        }
-    }
-
-    /// The deployed revision, from `helm status`.
-    fn revision(&self) -> u64 {
-        let out = self.helm(&["status", RELEASE, "-o", "json"]);
-        let v: Value = serde_json::from_str(&out).expect("helm prints JSON status");
-        v["version"].as_u64().expect("version")
-    }
-
-    /// The data of a ConfigMap in the operator's namespace, None when there is none.
-    fn configmap(&self, name: &str) -> Option<serde_json::Map<String, Value>> {
-        let (ok, out, _) = self.kubectl(&["get", "configmap", "-n", NS, name, "-o", "json"]);
-        ok.then(|| {
-            let v: Value = serde_json::from_str(&out).unwrap();
-            v["data"].as_object().cloned().unwrap_or_default()
-        })
-    }
-
-    fn cluster_policy(&self) -> Value {
-        let (ok, out, err) = self.kubectl(&[
-            "get",
-            "clusterpolicies.nvidia.com",
-            "cluster-policy",
-            "-o",
-            "json",
-            "--show-managed-fields",
-        ]);
-        assert!(ok, "{err}");
-        serde_json::from_str(&out).unwrap()
-    }
-}
-
-fn keys(m: &serde_json::Map<String, Value>) -> Vec<&str> {
-    m.keys().map(String::as_str).collect()
-}
+const CM: &str = "time-slicing-config";
 
 /// The managers that hold a ClusterPolicy field, as (manager, operation).
 fn owners(policy: &Value, fields_v1: &str) -> Vec<(String, String)> {
@@ -154,7 +32,15 @@ fn owners(policy: &Value, fields_v1: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn helm_config(kubernetes: &str, helm: &Path, configs: &str, default: &str) -> String {
+fn helm_config(
+    kubernetes: &str,
+    helm: &Path,
+    chart: &str,
+    release: (&str, &str, &str),
+    configs: &str,
+    default: &str,
+) -> String {
+    let (release, ns, values_path) = release;
     format!(
         r#"{REQUIRED_PROVIDERS}
 resource "fracgpu_device_plugin_config" "this" {{
@@ -165,15 +51,14 @@ resource "fracgpu_device_plugin_config" "this" {{
   }}
 {configs}
   helm {{
-    release     = "{RELEASE}"
-    namespace   = "{NS}"
+    release     = "{release}"
+    namespace   = "{ns}"
     chart       = "{chart}"
-    values_path = "{ALIAS}.devicePlugin"
+    values_path = "{values_path}"
     helm_path   = "{helm}"
   }}
 }}
 "#,
-        chart = chart(),
         helm = helm.display(),
     )
 }
@@ -184,68 +69,58 @@ fn time_sliced(name: &str, replicas: u32) -> String {
     )
 }
 
-/// A time-sliced pool's node on AKS, labelled for a config.
-fn labelled_node(st: &RunningStack, config: &str) -> String {
-    st.stack.kube.pool_changed(&PoolNodes {
-        cloud: "aks",
-        cluster: "sandbox-aks".into(),
-        pool: "ts".into(),
-        node_count: 1,
-        zones: vec![],
-        labels: [(
-            "nvidia.com/device-plugin.config".to_string(),
-            config.to_string(),
-        )]
-        .into(),
-        taints: vec![],
-        gpu_product: Some("NVIDIA-A100-80GB-PCIe".into()),
-        gpus_per_node: 1,
-        gpu_memory_mib: 81920,
-        mig_profile: None,
-        mig_instances_per_gpu: 0,
-        gke_sharing: None,
-        os_image: None,
-    });
-    st.stack.kube.pool_node_names("aks", "sandbox-aks", "ts")[0].clone()
-}
-
-fn shared_gpus(st: &RunningStack, node: &str) -> Option<Value> {
-    st.stack
-        .kube
-        .object("aks", "sandbox-aks", "nodes", "", node)
-        .and_then(|n| {
-            n.pointer("/status/allocatable/nvidia.com~1gpu.shared")
-                .cloned()
-        })
-}
-
 /// Create; empty plan; rename a config; empty plan; a hand `helm upgrade --reuse-values --set`
-/// is drift that apply repairs; destroy gives the release back the values it had before.
-/// `other` is the cluster `KUBECONFIG` names during the run (another cluster with the same
-/// release, which must never be upgraded), or None for a file that does not exist.
-fn helm_lifecycle(helm_tool: Tool, other_cluster_in_kubeconfig: bool) {
-    let (Some(helm), Some(kubectl)) = (tools::require(helm_tool), tools::require(Tool::Kubectl))
-    else {
+/// is drift that apply repairs; destroy gives the release back the values it had before. What
+/// the operator reads (the ClusterPolicy's pointer and the ConfigMap it names) is checked at
+/// every step. With `other_cluster_in_kubeconfig`, `KUBECONFIG` names another API server
+/// running the same release, which must never be upgraded; else a file that does not exist.
+fn helm_lifecycle(helm_tool: Tool, chart: Chart, other_cluster_in_kubeconfig: bool) {
+    let Some(op) = OperatorCluster::start(helm_tool) else {
         return;
     };
-    let st = start_stack(std::time::Duration::ZERO);
-    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
-    let eks = HelmCluster::new(&st, &helm, &kubectl, "eks");
+    let other = other_cluster_in_kubeconfig.then(|| {
+        let other = OperatorCluster::start(helm_tool).expect("a second API server");
+        other.install(chart, &[]);
+        other
+    });
+    let (_, ns, values_path) = chart.release();
+    let dp_values = values_path.to_string();
     // The platform team's own device plugin values, which destroy must give back.
     let before =
         json!({"create": true, "name": "platform-config", "default": "all", "data": {"all": ""}});
-    aks.install(&[&format!("{ALIAS}.devicePlugin.config={before}")]);
-    eks.install(&[]);
-    let values_before = aks.values();
-    let kubeconfig_env = if other_cluster_in_kubeconfig {
-        eks.kc()
-    } else {
-        MISSING_KUBECONFIG.to_string()
+    op.install(chart, &[format!("{dp_values}.config={before}")]);
+    let values_before = op.values(chart);
+    let kubeconfig_env = match &other {
+        Some(o) => o.kc(),
+        None => MISSING_KUBECONFIG.to_string(),
     };
-    let node = labelled_node(&st, "time-sliced-8");
+    // Configs the chart itself defines stay in what it renders.
+    let chart_own: &[&str] = match chart {
+        Chart::Nvidia => &[],
+        Chart::Wrapper => &["time-sliced-10"],
+    };
+    let expect_keys = |ours: &[&str]| {
+        let mut k: Vec<String> = ours
+            .iter()
+            .chain(chart_own)
+            .map(|s| s.to_string())
+            .collect();
+        k.sort();
+        k
+    };
 
-    let access = format!("    config_path = \"{}\"", aks.kc());
-    let config = |configs: &str, default: &str| helm_config(&access, &helm, configs, default);
+    let access = format!("    config_path = \"{}\"", op.kc());
+    let chart_path = op.chart(chart);
+    let config = |configs: &str, default: &str| {
+        helm_config(
+            &access,
+            &op.helm,
+            &chart_path,
+            chart.release(),
+            configs,
+            default,
+        )
+    };
     let ws = Workspace::new(&config(
         &format!(
             "  config {{ name = \"all\" }}\n{}",
@@ -256,42 +131,43 @@ fn helm_lifecycle(helm_tool: Tool, other_cluster_in_kubeconfig: bool) {
     .env("KUBECONFIG", &kubeconfig_env);
     ws.init();
     let out = ws.apply();
-    // The wrapper's own default config stays, and the user is told so.
-    assert!(
-        out.text().contains("Chart defines more configs")
-            && out.text().contains("\"time-sliced-10\""),
-        "{}",
-        out.text()
+    if chart == Chart::Wrapper {
+        // The wrapper's own default config stays, and the user is told so.
+        assert!(
+            out.text().contains("Chart defines more configs")
+                && out.text().contains("\"time-sliced-10\""),
+            "{}",
+            out.text()
+        );
+    }
+    let (pointer, read) = op.operator_reads(ns);
+    assert_eq!(
+        pointer,
+        json!({"name": CM, "default": "all"}),
+        "the chart points the operator at our ConfigMap"
     );
-    let cm = aks
-        .configmap("time-slicing-config")
-        .expect("the chart rendered our ConfigMap");
-    assert_eq!(keys(&cm), ["all", "time-sliced-10", "time-sliced-8"]);
+    assert_eq!(read, expect_keys(&["all", "time-sliced-8"]));
     assert!(
-        cm["time-sliced-8"]
+        op.configmap(ns, CM).unwrap()["time-sliced-8"]
             .as_str()
             .unwrap()
             .contains("replicas: 8")
     );
-    assert_eq!(
-        aks.cluster_policy()["spec"]["devicePlugin"]["config"],
-        json!({"name": "time-slicing-config", "default": "all"}),
-        "the chart points the operator at it"
+    assert!(
+        op.hooks.completed() >= 1,
+        "the chart's pre-upgrade hook ran (and was completed)"
     );
-    assert_eq!(
-        shared_gpus(&st, &node),
-        Some(json!("8")),
-        "the node advertises the shared GPU after the upgrade and the restart"
-    );
-    assert_eq!(
-        eks.revision(),
-        1,
-        "the other cluster's release is untouched"
-    );
+    if let Some(o) = &other {
+        assert_eq!(
+            o.revision(chart),
+            1,
+            "the other cluster's release is untouched"
+        );
+    }
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
 
-    // Rename: the old config leaves what the chart renders.
+    // Rename: the old config leaves what the operator reads.
     ws.write(
         "main.tf",
         &config(
@@ -303,10 +179,10 @@ fn helm_lifecycle(helm_tool: Tool, other_cluster_in_kubeconfig: bool) {
         ),
     );
     ws.apply();
-    let cm = aks.configmap("time-slicing-config").unwrap();
-    assert_eq!(keys(&cm), ["all", "time-sliced-10", "time-sliced-4"]);
+    let (_, read) = op.operator_reads(ns);
+    assert_eq!(read, expect_keys(&["all", "time-sliced-4"]));
     assert!(
-        cm["time-sliced-4"]
+        op.configmap(ns, CM).unwrap()["time-sliced-4"]
             .as_str()
             .unwrap()
             .contains("replicas: 4")
@@ -315,86 +191,99 @@ fn helm_lifecycle(helm_tool: Tool, other_cluster_in_kubeconfig: bool) {
     assert_eq!(code, 0, "{}", plan.text());
 
     // Someone changes the device plugin values by hand: drift, which apply repairs.
-    let chart = chart();
-    aks.helm(&[
-        "upgrade",
-        RELEASE,
-        &chart,
-        "--reuse-values",
-        "--set",
-        &format!("{ALIAS}.devicePlugin.config.default=time-sliced-4"),
-    ]);
+    op.upgrade_by_hand(
+        chart,
+        &[&format!("{dp_values}.config.default=time-sliced-4")],
+    );
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 2, "a hand helm upgrade is drift:\n{}", plan.text());
     assert!(plan.stdout.contains("default_config"), "{}", plan.stdout);
     ws.apply();
-    assert_eq!(
-        aks.values()[ALIAS]["devicePlugin"]["config"]["default"],
-        "all"
-    );
+    assert_eq!(op.operator_reads(ns).0["default"], "all");
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
 
     // Destroy gives the release its earlier values back, and the chart renders them again.
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
-    assert_eq!(aks.values(), values_before);
-    assert!(aks.configmap("time-slicing-config").is_none());
+    assert_eq!(op.values(chart), values_before);
+    assert!(op.configmap(ns, CM).is_none());
+    let (pointer, read) = op.operator_reads(ns);
     assert_eq!(
-        keys(&aks.configmap("platform-config").unwrap()),
-        ["all", "time-sliced-10"]
+        pointer,
+        json!({"name": "platform-config", "default": "all"})
     );
-    assert_eq!(
-        eks.revision(),
-        1,
-        "the other cluster's release is untouched"
-    );
+    assert_eq!(read, expect_keys(&["all"]));
+    if let Some(o) = &other {
+        assert_eq!(
+            o.revision(chart),
+            1,
+            "the other cluster's release is untouched"
+        );
+    }
 }
 
 #[test]
-fn helm4_delivery_lifecycle() {
-    helm_lifecycle(Tool::Helm4, false);
+fn helm4_delivery_lifecycle_nvidia_chart() {
+    helm_lifecycle(Tool::Helm4, Chart::Nvidia, false);
 }
 
 #[test]
-fn helm3_delivery_lifecycle_with_kubeconfig_naming_another_cluster() {
-    helm_lifecycle(Tool::Helm3, true);
+fn helm4_delivery_lifecycle_wrapping_chart() {
+    helm_lifecycle(Tool::Helm4, Chart::Wrapper, false);
+}
+
+#[test]
+fn helm3_delivery_lifecycle_nvidia_chart_with_kubeconfig_naming_another_cluster() {
+    helm_lifecycle(Tool::Helm3, Chart::Nvidia, true);
+}
+
+#[test]
+fn helm3_delivery_lifecycle_wrapping_chart() {
+    helm_lifecycle(Tool::Helm3, Chart::Wrapper, false);
 }
 
 /// Every way of naming the cluster reaches it with helm too, whatever `KUBECONFIG` (here:
-/// another cluster with the same release) says; a release without device plugin values of its
-/// own gets the chart's defaults back on destroy.
+/// another API server with the same release) says; a release without device plugin values of
+/// its own gets the chart's defaults back on destroy.
 #[test]
 fn helm_reaches_the_named_cluster_by_context_token_and_exec() {
-    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
-    else {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
         return;
     };
-    let st = start_stack(std::time::Duration::ZERO);
-    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
-    let eks = HelmCluster::new(&st, &helm, &kubectl, "eks");
-    aks.install(&[]);
-    eks.install(&[]);
-    let ws = Workspace::new("").env("KUBECONFIG", &eks.kc());
-    ws.write("ca.pem", &st.stack.kube.ca_pem());
-    let host = format!("{}/k8s/aks/sandbox-aks", st.stack.kube_url());
-    let token = st.stack.kube.token("aks", "sandbox-aks").unwrap();
+    let other = OperatorCluster::start(Tool::Helm4).expect("a second API server");
+    let chart = Chart::Nvidia;
+    let (_, ns, _) = chart.release();
+    op.install(chart, &[]);
+    other.install(chart, &[]);
+    let ws = Workspace::new("").env("KUBECONFIG", &other.kc());
+    ws.write("ca.pem", &op.server.ca_pem());
+    let host = op.server.url.clone();
+    let token = op.server.admin_token();
 
-    // One kubeconfig holding both clusters, whose current context is the other one.
+    // One kubeconfig holding both servers, whose current context is the other one.
     let both = ws.dir.join("both.kubeconfig");
-    let aks_kc: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(&aks.kubeconfig).unwrap()).unwrap();
-    let mut eks_kc: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(&eks.kubeconfig).unwrap()).unwrap();
-    for list in ["clusters", "contexts", "users"] {
-        let extra = aks_kc[list].as_array().unwrap().clone();
-        eks_kc[list].as_array_mut().unwrap().extend(extra);
-    }
-    std::fs::write(&both, eks_kc.to_string()).unwrap();
+    let ctx = |name: &str, o: &OperatorCluster| {
+        json!({
+            "cluster": {"name": name, "cluster": {"server": o.server.url,
+                "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(o.server.ca_pem())}},
+            "user": {"name": name, "user": {"token": o.server.admin_token()}},
+            "context": {"name": name, "context": {"cluster": name, "user": name}},
+        })
+    };
+    let (a, b) = (ctx("target", &op), ctx("other", &other));
+    let kc = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [b["cluster"], a["cluster"]],
+        "users": [b["user"], a["user"]],
+        "contexts": [b["context"], a["context"]],
+        "current-context": "other",
+    });
+    std::fs::write(&both, kc.to_string()).unwrap();
 
     let plugin = ws.dir.join("get-token.sh");
     std::fs::write(
         &plugin,
-        "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}' \"$SANDBOX_TOKEN\"\n",
+        "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}' \"$TEST_TOKEN\"\n",
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -404,7 +293,7 @@ fn helm_reaches_the_named_cluster_by_context_token_and_exec() {
         (
             "config_path + config_context",
             format!(
-                "    config_path    = \"{}\"\n    config_context = \"aks-sandbox-aks\"",
+                "    config_path    = \"{}\"\n    config_context = \"target\"",
                 both.display()
             ),
         ),
@@ -417,19 +306,22 @@ fn helm_reaches_the_named_cluster_by_context_token_and_exec() {
         (
             "exec",
             format!(
-                "    host                   = \"{host}\"\n    cluster_ca_certificate = file(\"ca.pem\")\n    exec {{\n      api_version = \"client.authentication.k8s.io/v1beta1\"\n      command     = \"{}\"\n      env         = {{ SANDBOX_TOKEN = \"{token}\" }}\n    }}",
+                "    host                   = \"{host}\"\n    cluster_ca_certificate = file(\"ca.pem\")\n    exec {{\n      api_version = \"client.authentication.k8s.io/v1beta1\"\n      command     = \"{}\"\n      env         = {{ TEST_TOKEN = \"{token}\" }}\n    }}",
                 plugin.display()
             ),
         ),
     ];
+    let chart_path = op.chart(chart);
     let mut inited = false;
     for (way, access) in ways {
-        let revision = aks.revision();
+        let revision = op.revision(chart);
         ws.write(
             "main.tf",
             &helm_config(
                 &access,
-                &helm,
+                &op.helm,
+                &chart_path,
+                chart.release(),
                 &time_sliced("time-sliced-4", 4),
                 "time-sliced-4",
             ),
@@ -440,81 +332,72 @@ fn helm_reaches_the_named_cluster_by_context_token_and_exec() {
         }
         ws.apply();
         assert_eq!(
-            aks.revision(),
+            op.revision(chart),
             revision + 1,
             "{way}: the named cluster's release"
         );
         assert_eq!(
-            eks.revision(),
+            other.revision(chart),
             1,
             "{way}: the other cluster's release is untouched"
         );
         assert_eq!(
-            aks.values()[ALIAS]["devicePlugin"]["config"]["default"],
-            "time-sliced-4",
+            op.operator_reads(ns).0,
+            json!({"name": CM, "default": "time-sliced-4"}),
             "{way}"
         );
         ws.ok(&["destroy", "-auto-approve", "-no-color"]);
         assert_eq!(
-            aks.values(),
+            op.values(chart),
             json!({}),
             "{way}: the chart's defaults are back"
         );
-        assert!(aks.configmap("time-slicing-config").is_none(), "{way}");
+        assert!(op.configmap(ns, CM).is_none(), "{way}");
     }
 }
 
 /// A release Secret as Helm stores one (gzip, then base64; the API adds its own layer),
 /// encoded here independently of the provider's decoder: for the states helm leaves behind
 /// when it is interrupted, which a test cannot make real helm produce on demand.
-fn put_pending_revision(st: &RunningStack, revision: u64) {
-    let release = json!({
-        "name": RELEASE, "namespace": NS, "version": revision,
+fn put_pending_revision(op: &OperatorCluster, chart: Chart, revision: u64) {
+    let (release, ns, _) = chart.release();
+    let doc = json!({
+        "name": release, "namespace": ns, "version": revision,
         "info": {"status": "pending-upgrade"},
-        "chart": {"metadata": {"name": RELEASE, "version": "0.1.20"}, "values": {}},
+        "chart": {"metadata": {"name": "gpu-operator", "version": "v25.10.1"}, "values": {}},
         "config": {},
     });
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(release.to_string().as_bytes()).unwrap();
+    gz.write_all(doc.to_string().as_bytes()).unwrap();
     let data = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-        "metadata": {"name": format!("sh.helm.release.v1.{RELEASE}.v{revision}"), "namespace": NS,
-            "labels": {"name": RELEASE, "owner": "helm", "status": "pending-upgrade", "version": revision.to_string()}},
+        "metadata": {"name": format!("sh.helm.release.v1.{release}.v{revision}"), "namespace": ns,
+            "labels": {"name": release, "owner": "helm", "status": "pending-upgrade", "version": revision.to_string()}},
         "data": {"release": base64::engine::general_purpose::STANDARD.encode(data)},
     });
-    let file = st.kubeconfig_dir.path().join("pending.json");
-    std::fs::write(&file, secret.to_string()).unwrap();
-    let kubectl = tools::require(Tool::Kubectl).unwrap();
-    let (ok, _, err) = run(
-        &kubectl,
-        &[
-            "--kubeconfig",
-            &st.kubeconfig("aks", "sandbox-aks").display().to_string(),
-            "create",
-            "-f",
-            &file.display().to_string(),
-        ],
-    );
-    assert!(ok, "{err}");
+    op.server
+        .kubectl_stdin(&["create", "-f", "-"], &secret.to_string());
 }
 
 /// What stops a Helm delivery is said plainly: helm missing, an operation in progress.
 #[test]
 fn helm_delivery_errors_name_the_cause() {
-    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
-    else {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
         return;
     };
-    let st = start_stack(std::time::Duration::ZERO);
-    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
-    aks.install(&[]);
-    let access = format!("    config_path = \"{}\"", aks.kc());
+    let chart = Chart::Nvidia;
+    let (_, ns, _) = chart.release();
+    op.install(chart, &[]);
+    let access = format!("    config_path = \"{}\"", op.kc());
     let configs = time_sliced("time-sliced-4", 4);
+    let chart_path = op.chart(chart);
 
     let ws = Workspace::new(&helm_config(
         &access,
         Path::new("/nonexistent/helm"),
+        &chart_path,
+        chart.release(),
         &configs,
         "time-sliced-4",
     ))
@@ -527,26 +410,34 @@ fn helm_delivery_errors_name_the_cause() {
         "{}",
         out.text()
     );
-    assert_eq!(aks.revision(), 1);
+    assert_eq!(op.revision(chart), 1);
 
-    put_pending_revision(&st, 2);
+    put_pending_revision(&op, chart, 2);
     ws.write(
         "main.tf",
-        &helm_config(&access, &helm, &configs, "time-sliced-4"),
+        &helm_config(
+            &access,
+            &op.helm,
+            &chart_path,
+            chart.release(),
+            &configs,
+            "time-sliced-4",
+        ),
     );
     let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
     assert_ne!(out.code, 0);
     assert!(out.text().contains("pending-upgrade"), "{}", out.text());
-    assert!(aks.configmap("time-slicing-config").is_none());
+    assert!(op.configmap(ns, CM).is_none());
 }
 
-fn policy_config(kubeconfig: &str, mig_strategy: Option<&str>) -> String {
+fn policy_config(kubeconfig: &str, ns: &str, mig_strategy: Option<&str>) -> String {
     let mig = mig_strategy
         .map(|m| format!("  mig_strategy   = \"{m}\"\n"))
         .unwrap_or_default();
     format!(
         r#"{REQUIRED_PROVIDERS}
 resource "fracgpu_device_plugin_config" "this" {{
+  namespace      = "{ns}"
   default_config = "all"
 {mig}  kubernetes {{
     config_path = "{kubeconfig}"
@@ -559,36 +450,25 @@ resource "fracgpu_device_plugin_config" "this" {{
 }
 
 /// `cluster_policy` delivery on a ClusterPolicy that a Helm 4 release owns through server-side
-/// apply: the pointer (which the chart does not render) is ours and survives the operator's
-/// next `helm upgrade`; the MIG strategy (which the chart renders) is refused, since taking it
-/// would make that upgrade fail; destroy leaves the chart's strategy as it was.
+/// apply: the pointer (which the chart does not render by default) is ours and survives the
+/// operator's next `helm upgrade`; the MIG strategy (which the chart renders) is refused, since
+/// taking it would make that upgrade fail; destroy leaves the chart's strategy as it was.
 #[test]
 fn cluster_policy_delivery_beside_a_helm4_release() {
-    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
-    else {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
         return;
     };
-    let st = start_stack(std::time::Duration::ZERO);
-    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
-    aks.install(&[]);
+    let chart = Chart::Nvidia;
+    let (_, ns, _) = chart.release();
+    op.install(chart, &[]);
     assert_eq!(
-        owners(&aks.cluster_policy(), "/f:spec/f:mig/f:strategy"),
+        owners(&op.cluster_policy(), "/f:spec/f:mig/f:strategy"),
         [("helm".to_string(), "Apply".to_string())],
         "helm 4 installs with server-side apply"
     );
-    let chart = chart();
-    let upgrade = || {
-        aks.helm(&[
-            "upgrade",
-            RELEASE,
-            &chart,
-            "--reuse-values",
-            "--set",
-            &format!("{ALIAS}.migManager.enabled=false"),
-        ])
-    };
+    let upgrade = || op.upgrade_by_hand(chart, &["migManager.enabled=false"]);
 
-    let ws = Workspace::new(&policy_config(&aks.kc(), Some("mixed")))
+    let ws = Workspace::new(&policy_config(&op.kc(), ns, Some("mixed")))
         .env("KUBECONFIG", MISSING_KUBECONFIG);
     ws.init();
     let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
@@ -601,30 +481,28 @@ fn cluster_policy_delivery_beside_a_helm4_release() {
         "{}",
         out.text()
     );
-    assert!(
-        aks.configmap("time-slicing-config").is_none(),
-        "nothing written"
-    );
+    assert!(op.configmap(ns, CM).is_none(), "nothing written");
     upgrade();
 
-    ws.write("main.tf", &policy_config(&aks.kc(), None));
+    ws.write("main.tf", &policy_config(&op.kc(), ns, None));
     ws.apply();
     upgrade();
-    let policy = aks.cluster_policy();
+    let policy = op.cluster_policy();
     assert_eq!(
         policy["spec"]["devicePlugin"]["config"],
-        json!({"name": "time-slicing-config", "default": "all"}),
+        json!({"name": CM, "default": "all"}),
         "our pointer survives the operator's upgrade"
     );
     assert_eq!(
         policy["spec"]["migManager"]["enabled"], false,
         "the upgrade happened"
     );
+    assert_eq!(op.operator_reads(ns).1, ["all", "time-sliced-4"]);
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
 
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
-    let policy = aks.cluster_policy();
+    let policy = op.cluster_policy();
     assert_eq!(policy["spec"]["mig"]["strategy"], "single");
     assert!(
         policy["spec"]["devicePlugin"].get("config").is_none(),
@@ -637,34 +515,25 @@ fn cluster_policy_delivery_beside_a_helm4_release() {
 /// taken, survives the operator's next `helm upgrade`, and destroy gives it back to helm.
 #[test]
 fn cluster_policy_delivery_beside_a_helm3_release() {
-    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm3), tools::require(Tool::Kubectl))
-    else {
+    let Some(op) = OperatorCluster::start(Tool::Helm3) else {
         return;
     };
-    let st = start_stack(std::time::Duration::ZERO);
-    let aks = HelmCluster::new(&st, &helm, &kubectl, "aks");
-    aks.install(&[]);
+    let chart = Chart::Nvidia;
+    let (_, ns, _) = chart.release();
+    op.install(chart, &[]);
     let strategy = "/f:spec/f:mig/f:strategy";
     assert_eq!(
-        owners(&aks.cluster_policy(), strategy),
+        owners(&op.cluster_policy(), strategy),
         [("helm".to_string(), "Update".to_string())],
         "helm 3 installs with an update"
     );
-    let ws = Workspace::new(&policy_config(&aks.kc(), Some("mixed")))
+    let ws = Workspace::new(&policy_config(&op.kc(), ns, Some("mixed")))
         .env("KUBECONFIG", MISSING_KUBECONFIG);
     ws.init();
     ws.apply();
-    assert_eq!(aks.cluster_policy()["spec"]["mig"]["strategy"], "mixed");
-    let chart = chart();
-    aks.helm(&[
-        "upgrade",
-        RELEASE,
-        &chart,
-        "--reuse-values",
-        "--set",
-        &format!("{ALIAS}.migManager.enabled=false"),
-    ]);
-    let policy = aks.cluster_policy();
+    assert_eq!(op.cluster_policy()["spec"]["mig"]["strategy"], "mixed");
+    op.upgrade_by_hand(chart, &["migManager.enabled=false"]);
+    let policy = op.cluster_policy();
     assert_eq!(
         policy["spec"]["migManager"]["enabled"], false,
         "the upgrade happened"
@@ -677,7 +546,7 @@ fn cluster_policy_delivery_beside_a_helm3_release() {
     assert_eq!(code, 0, "{}", plan.text());
 
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
-    let policy = aks.cluster_policy();
+    let policy = op.cluster_policy();
     assert_eq!(policy["spec"]["mig"]["strategy"], "single", "{policy}");
     assert_eq!(
         owners(&policy, strategy),

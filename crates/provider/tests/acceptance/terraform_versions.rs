@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::sandbox::{self, start_stack};
+use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
+use crate::common::sandbox;
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use crate::common::tools::{self, Tool};
 
@@ -208,58 +209,23 @@ fn import_by_id_and_by_generated_config(tf: PathBuf) {
     assert!(sb.pools().is_empty(), "{:?}", sb.pools());
 }
 
-/// A config delivered as a ConfigMap with the ClusterPolicy pointer on AKS, and one through the
-/// operator's Helm release (real helm 4) on EKS: create, empty plan, destroy.
+/// On two real API servers: a config delivered as a ConfigMap with the ClusterPolicy pointer
+/// beside NVIDIA's chart, and one through the operator's Helm release (the wrapping chart, real
+/// helm 4): create, empty plan, destroy.
 fn device_plugin_config_with_each_delivery(tf: PathBuf) {
-    let (Some(helm), Some(kubectl)) = (tools::require(Tool::Helm4), tools::require(Tool::Kubectl))
-    else {
+    let (Some(policy), Some(released)) = (
+        OperatorCluster::start(Tool::Helm4),
+        OperatorCluster::start(Tool::Helm4),
+    ) else {
         return;
     };
-    let st = start_stack(Duration::ZERO);
-    let aks = st.kubeconfig("aks", "sandbox-aks").display().to_string();
-    let eks = st.kubeconfig("eks", "sandbox-eks").display().to_string();
-    let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/charts/tfy-gpu-operator")
-        .display()
-        .to_string();
-    for (program, args) in [
-        (
-            &kubectl,
-            vec![
-                "--kubeconfig",
-                &eks,
-                "delete",
-                "clusterpolicies.nvidia.com",
-                "cluster-policy",
-            ],
-        ),
-        (
-            &helm,
-            vec![
-                "install",
-                "tfy-gpu-operator",
-                &chart,
-                "-n",
-                "gpu-operator",
-                "--kubeconfig",
-                &eks,
-            ],
-        ),
-    ] {
-        let out = std::process::Command::new(program)
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    policy.install(Chart::Nvidia, &[]);
+    released.install(Chart::Wrapper, &[]);
+    let (release, ns, values_path) = Chart::Wrapper.release();
     let config = format!(
         r#"{REQUIRED_PROVIDERS}
 resource "fracgpu_device_plugin_config" "policy" {{
-  kubernetes {{ config_path = "{aks}" }}
+  kubernetes {{ config_path = "{policy_kc}" }}
   default_config = "all"
   config {{ name = "all" }}
   config {{
@@ -269,7 +235,7 @@ resource "fracgpu_device_plugin_config" "policy" {{
 }}
 
 resource "fracgpu_device_plugin_config" "helm" {{
-  kubernetes {{ config_path = "{eks}" }}
+  kubernetes {{ config_path = "{released_kc}" }}
   delivery       = "helm"
   default_config = "all"
   config {{ name = "all" }}
@@ -278,51 +244,30 @@ resource "fracgpu_device_plugin_config" "helm" {{
     time_slicing {{ replicas = 10 }}
   }}
   helm {{
-    release     = "tfy-gpu-operator"
-    namespace   = "gpu-operator"
+    release     = "{release}"
+    namespace   = "{ns}"
     chart       = "{chart}"
-    values_path = "azure-aks-gpu-operator.devicePlugin"
+    values_path = "{values_path}"
     helm_path   = "{helm}"
   }}
 }}
 "#,
-        helm = helm.display()
+        policy_kc = policy.kc(),
+        released_kc = released.kc(),
+        chart = released.chart(Chart::Wrapper),
+        helm = released.helm.display()
     );
     let ws = Workspace::new(&config)
         .with_terraform(&tf)
-        .env("KUBECONFIG", "/nonexistent/kubeconfig");
+        .env("KUBECONFIG", MISSING_KUBECONFIG);
     ws.init();
     ws.apply();
-    for (cloud, cluster) in [("aks", "sandbox-aks"), ("eks", "sandbox-eks")] {
-        let cm = st
-            .stack
-            .kube
-            .object(
-                cloud,
-                cluster,
-                "configmaps",
-                "gpu-operator",
-                "time-slicing-config",
-            )
-            .unwrap_or_else(|| panic!("{cloud}: the ConfigMap"));
-        assert!(cm["data"]["all"].is_string(), "{cloud}: {cm}");
-    }
+    let (_, policy_ns, _) = Chart::Nvidia.release();
+    assert_eq!(policy.operator_reads(policy_ns).1, ["all", "time-sliced-4"]);
+    assert_eq!(released.operator_reads(ns).1, ["all", "time-sliced-10"]);
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
-    for (cloud, cluster) in [("aks", "sandbox-aks"), ("eks", "sandbox-eks")] {
-        assert!(
-            st.stack
-                .kube
-                .object(
-                    cloud,
-                    cluster,
-                    "configmaps",
-                    "gpu-operator",
-                    "time-slicing-config"
-                )
-                .is_none(),
-            "{cloud}"
-        );
-    }
+    assert!(policy.configmap(policy_ns, "time-slicing-config").is_none());
+    assert!(released.configmap(ns, "time-slicing-config").is_none());
 }

@@ -1,6 +1,7 @@
 //! Shared test harness: the provider as a plugin process, and terraform driving it.
 #![allow(dead_code)]
 
+pub mod operator;
 pub mod outside;
 pub mod plugin;
 pub mod pools;
