@@ -141,6 +141,24 @@ impl ApiServer {
         let etcd_bin = tools::require(Tool::Etcd)?;
         let apiserver_bin = tools::require(Tool::KubeApiserver)?;
         let kubectl = tools::find(Tool::Kubectl).ok();
+        // A free port found here can be taken by another process before the server binds it
+        // (tests run side by side): such an attempt is made again on other ports.
+        let mut last = String::new();
+        for _ in 0..5 {
+            match ApiServer::try_start(&etcd_bin, &apiserver_bin, kubectl.clone()) {
+                Ok(server) => return Some(server),
+                Err(e) if e.contains("address already in use") => last = e,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("kube-apiserver found no free port in 5 attempts: {last}")
+    }
+
+    fn try_start(
+        etcd_bin: &Path,
+        apiserver_bin: &Path,
+        kubectl: Option<PathBuf>,
+    ) -> Result<ApiServer, String> {
         let dir = tempfile::Builder::new()
             .prefix("fracgpu-apiserver-")
             .tempdir()
@@ -154,7 +172,7 @@ impl ApiServer {
                 .map(Stdio::from)
                 .expect("a log file")
         };
-        let etcd = Command::new(&etcd_bin)
+        let etcd = Command::new(etcd_bin)
             .args([
                 "--data-dir",
                 &dir.path().join("etcd").display().to_string(),
@@ -180,14 +198,14 @@ impl ApiServer {
             dir,
             etcd,
             apiserver: None,
-            apiserver_bin,
+            apiserver_bin: apiserver_bin.to_path_buf(),
             etcd_url,
             port,
             url: format!("https://127.0.0.1:{port}"),
             kubectl,
         };
-        server.start_apiserver();
-        Some(server)
+        server.try_start_apiserver()?;
+        Ok(server)
     }
 
     /// The folder holding the certificates, logs and kubeconfigs.
@@ -207,6 +225,12 @@ impl ApiServer {
 
     /// (Re)starts kube-apiserver on the same port and etcd, and waits until it is ready.
     pub fn start_apiserver(&mut self) {
+        if let Err(e) = self.try_start_apiserver() {
+            panic!("{e}");
+        }
+    }
+
+    fn try_start_apiserver(&mut self) -> Result<(), String> {
         assert!(
             self.apiserver.is_none(),
             "kube-apiserver is already running"
@@ -244,7 +268,7 @@ impl ApiServer {
             .spawn()
             .unwrap_or_else(|e| panic!("{} does not start: {e}", self.apiserver_bin.display()));
         self.apiserver = Some(child);
-        self.wait_ready(Duration::from_secs(60));
+        self.wait_ready(Duration::from_secs(60))
     }
 
     /// Kills kube-apiserver (SIGKILL, as a crash would), leaving etcd and its data.
@@ -255,25 +279,32 @@ impl ApiServer {
         }
     }
 
-    fn wait_ready(&mut self, limit: Duration) {
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
         let start = Instant::now();
         loop {
             let (ok, out, _) = self.curl(&["/readyz"]);
             if ok && out.trim() == "ok" {
-                return;
+                return Ok(());
             }
             if let Some(Some(status)) = self.apiserver.as_mut().map(|c| c.try_wait().ok().flatten())
             {
-                panic!(
+                self.apiserver = None;
+                return Err(format!(
                     "kube-apiserver exited ({status}) before it was ready:\n{}",
                     self.log_tail()
-                );
+                ));
             }
-            assert!(
-                start.elapsed() < limit,
-                "kube-apiserver not ready after {limit:?}:\n{}",
-                self.log_tail()
-            );
+            if let Ok(Some(status)) = self.etcd.try_wait() {
+                let log = std::fs::read_to_string(self.dir.path().join("etcd.err.log"))
+                    .unwrap_or_default();
+                return Err(format!("etcd exited ({status}):\n{log}"));
+            }
+            if start.elapsed() > limit {
+                return Err(format!(
+                    "kube-apiserver not ready after {limit:?}:\n{}",
+                    self.log_tail()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -317,7 +348,13 @@ impl ApiServer {
             "contexts": [{"name": name, "context": {"cluster": "test", "user": name}}],
             "current-context": name,
         });
-        std::fs::write(&path, kc.to_string()).expect("kubeconfig written");
+        // Written once, then only read: helm and kubectl read it while a test asks for it again.
+        let text = kc.to_string();
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            let part = path.with_extension("part");
+            std::fs::write(&part, &text).expect("kubeconfig written");
+            std::fs::rename(&part, &path).expect("kubeconfig in place");
+        }
         path
     }
 

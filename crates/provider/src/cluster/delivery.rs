@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -40,7 +41,11 @@ pub struct PolicyPointer {
     pub name: Option<String>,
     pub default: Option<String>,
     pub mig_strategy: Option<String>,
-    /// `status.namespace`: where the operator runs its operands (the daemonset).
+    /// Where the operator runs its operands (the daemonset) and reads the ConfigMap from:
+    /// `status.namespace` once the operator has reconciled, else the namespace of the Helm
+    /// release that made the ClusterPolicy (helm 3.2 and later annotate every object they
+    /// create with `meta.helm.sh/release-namespace`, pkg/action/validate.go), which is where
+    /// the chart runs the operator.
     pub operand_namespace: Option<String>,
     /// Whether our field manager owns spec.mig.strategy (so an import can tell the strategy is
     /// part of this resource).
@@ -197,7 +202,15 @@ impl Cluster {
             name: s("/spec/devicePlugin/config/name"),
             default: s("/spec/devicePlugin/config/default"),
             mig_strategy: s("/spec/mig/strategy"),
-            operand_namespace: s("/status/namespace"),
+            operand_namespace: s("/status/namespace")
+                .filter(|n| !n.is_empty())
+                .or_else(|| {
+                    obj.metadata
+                        .annotations
+                        .as_ref()?
+                        .get("meta.helm.sh/release-namespace")
+                        .cloned()
+                }),
             mig_strategy_ours: obj
                 .metadata
                 .managed_fields
@@ -345,6 +358,41 @@ impl Cluster {
                 let name = n.metadata.name?;
                 let v = n.metadata.labels?.get(CONFIG_LABEL)?.clone();
                 Some((name, v))
+            })
+            .collect())
+    }
+
+    /// Helm hook Jobs in `ns` that have not completed, as `Job ns/name (pre-upgrade hook: 1
+    /// active, 0 succeeded)`: what `helm upgrade` waits for when it stops at a hook.
+    pub async fn unfinished_hook_jobs(&self, ns: &str) -> Result<Vec<String>, KubeError> {
+        let api: Api<Job> = Api::namespaced(self.client(), ns);
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|j| {
+                let hook = j
+                    .metadata
+                    .annotations
+                    .as_ref()?
+                    .get("helm.sh/hook")?
+                    .clone();
+                let status = j.status.unwrap_or_default();
+                let done =
+                    status.conditions.iter().flatten().any(|c| {
+                        (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True"
+                    });
+                (!done).then(|| {
+                    format!(
+                        "Job {ns}/{} ({hook} hook: {} active, {} succeeded)",
+                        j.metadata.name.unwrap_or_default(),
+                        status.active.unwrap_or(0),
+                        status.succeeded.unwrap_or(0)
+                    )
+                })
             })
             .collect())
     }

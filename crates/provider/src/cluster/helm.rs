@@ -28,6 +28,8 @@ pub struct Release {
     pub config: Value,
     /// `chart.values`: the chart's defaults.
     pub chart_values: Value,
+    /// `chart.metadata.dependencies`: the subcharts it declares (name, alias, condition).
+    pub chart_dependencies: Value,
 }
 
 impl Release {
@@ -108,6 +110,10 @@ fn release_from_json(v: &Value) -> Release {
         chart_version: s("/chart/metadata/version"),
         config: v.get("config").cloned().unwrap_or(Value::Null),
         chart_values: v.pointer("/chart/values").cloned().unwrap_or(Value::Null),
+        chart_dependencies: v
+            .pointer("/chart/metadata/dependencies")
+            .cloned()
+            .unwrap_or(Value::Null),
     }
 }
 
@@ -205,33 +211,117 @@ pub fn set_value_at(v: &mut Value, path: &str, new: Option<Value>) {
     }
 }
 
-/// The arguments of `helm upgrade` that hands helm every user value of the release
-/// (`--reset-values` with the full set), never `--reuse-values` with nulls: under
-/// `--reuse-values` helm keeps a key set to null in what the chart renders (helm/helm#30765),
-/// and helm 4 renders a null under a subchart's values as null, which a ConfigMap refuses.
-pub fn upgrade_args(
-    release: &str,
-    chart: &str,
-    ns: &str,
-    chart_version: Option<&str>,
-    values_file: &Path,
-    target: &[String],
-) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "upgrade".into(),
-        release.into(),
-        chart.into(),
-        "--namespace".into(),
-        ns.into(),
-        "--reset-values".into(),
-        "--values".into(),
-        values_file.display().to_string(),
-    ];
-    if let Some(v) = chart_version.filter(|v| !v.is_empty()) {
-        a.extend(["--version".into(), v.into()]);
+/// One `helm upgrade` of a release: what it upgrades, and how.
+pub struct Upgrade<'a> {
+    pub helm: &'a str,
+    pub release: &'a str,
+    pub chart: &'a str,
+    pub namespace: &'a str,
+    pub chart_version: Option<&'a str>,
+    /// helm's `--timeout`: its own default is 5 minutes for each wait (hooks included),
+    /// whatever the resource's timeouts say.
+    pub timeout: std::time::Duration,
+    /// `--force-conflicts` or `--force` (see [`repair_flag`]), for a repair.
+    pub force: Option<&'a str>,
+}
+
+impl Upgrade<'_> {
+    /// The arguments that hand helm every user value of the release (`--reset-values` with the
+    /// full set), never `--reuse-values` with nulls: under `--reuse-values` helm keeps a key set
+    /// to null in what the chart renders (helm/helm#30765), and helm 4 renders a null under a
+    /// subchart's values as null, which a ConfigMap refuses.
+    pub fn args(&self, values_file: &Path, target: &[String]) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "upgrade".into(),
+            self.release.into(),
+            self.chart.into(),
+            "--namespace".into(),
+            self.namespace.into(),
+            "--reset-values".into(),
+            "--values".into(),
+            values_file.display().to_string(),
+        ];
+        if let Some(v) = self.chart_version.filter(|v| !v.is_empty()) {
+            a.extend(["--version".into(), v.into()]);
+        }
+        // Whole seconds, at least one.
+        a.extend([
+            "--timeout".into(),
+            format!("{}s", self.timeout.as_secs().max(1)),
+        ]);
+        a.extend(self.force.map(str::to_string));
+        a.extend(target.iter().cloned());
+        a
     }
-    a.extend(target.iter().cloned());
-    a
+
+    /// Runs it with `values`, the release's complete user values (JSON is YAML), in a temporary
+    /// file, against the cluster the settings name.
+    pub async fn run(
+        &self,
+        values: &Value,
+        settings: &KubernetesSettings,
+    ) -> Result<String, KubeError> {
+        let values_file = TempFile::new("values.yaml", values.to_string().as_bytes())?;
+        let target = HelmTarget::new(settings)?;
+        let args = self.args(&values_file.0, &target.args);
+        run_helm(self.helm, &args, &target).await
+    }
+}
+
+/// The flag that makes `helm upgrade` put back what the chart renders over hand edits of the
+/// live objects, for helm's major version: helm 4 applies server side and, without
+/// `--force-conflicts`, refuses to take back a field another manager (`kubectl edit`) now
+/// holds; helm 3 patches a custom resource with a two-way merge of the old and new manifests
+/// (pkg/kube/client.go, `createPatch`), which never sees a hand edit when the values did not
+/// change, so only `--force` (replacing the objects) restores it.
+pub fn repair_flag(major: u32) -> &'static str {
+    if major >= 4 {
+        "--force-conflicts"
+    } else {
+        "--force"
+    }
+}
+
+/// The `dependencies` the chart declares (`helm show chart`, its Chart.yaml), as JSON; Null
+/// when it declares none.
+pub async fn declared_dependencies(
+    helm: &str,
+    chart: &str,
+    version: Option<&str>,
+) -> Result<Value, KubeError> {
+    let mut cmd = tokio::process::Command::new(helm);
+    cmd.args(["show", "chart", chart]);
+    if let Some(v) = version.filter(|v| !v.is_empty()) {
+        cmd.args(["--version", v]);
+    }
+    let out = cmd.output().await.map_err(|e| not_run(helm, &e))?;
+    if !out.status.success() {
+        return Err(KubeError::Helm(format!(
+            "`{helm} show chart {chart}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let meta: Value =
+        serde_saphyr::from_str(&String::from_utf8_lossy(&out.stdout)).map_err(|e| {
+            KubeError::Helm(format!("`{helm} show chart {chart}` printed no chart: {e}"))
+        })?;
+    Ok(meta.get("dependencies").cloned().unwrap_or(Value::Null))
+}
+
+/// helm's major version, from `helm version`.
+pub async fn major_version(helm: &str) -> Result<u32, KubeError> {
+    let out = tokio::process::Command::new(helm)
+        .args(["version", "--template", "{{.Version}}"])
+        .output()
+        .await
+        .map_err(|e| not_run(helm, &e))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .ok_or_else(|| KubeError::Helm(format!("`{helm} version` said {text:?}")))
 }
 
 /// Environment variables through which helm picks a cluster besides its flags
@@ -323,28 +413,13 @@ impl Drop for TempFile {
     }
 }
 
-/// `helm upgrade --reset-values` with `values`, the release's complete user values (JSON is
-/// YAML), in a temporary file, against the cluster the settings name.
-pub async fn upgrade(
-    helm: &str,
-    release: &str,
-    chart: &str,
-    ns: &str,
-    chart_version: Option<&str>,
-    values: &Value,
-    settings: &KubernetesSettings,
-) -> Result<String, KubeError> {
-    let values_file = TempFile::new("values.yaml", values.to_string().as_bytes())?;
-    let target = HelmTarget::new(settings)?;
-    let args = upgrade_args(
-        release,
-        chart,
-        ns,
-        chart_version,
-        &values_file.0,
-        &target.args,
-    );
-    run_helm(helm, &args, &target).await
+/// Why helm did not start.
+fn not_run(helm: &str, e: &std::io::Error) -> KubeError {
+    KubeError::Helm(if e.kind() == std::io::ErrorKind::NotFound {
+        format!("the helm CLI {helm:?} was not found: install Helm 3 or 4, or set helm.helm_path")
+    } else {
+        format!("could not run {helm:?}: {e}")
+    })
 }
 
 /// Runs `helm` with the args; the error quotes helm's stderr.
@@ -359,15 +434,7 @@ async fn run_helm(helm: &str, args: &[String], target: &HelmTarget) -> Result<St
     if target.names_kubeconfig {
         cmd.env_remove("KUBECONFIG");
     }
-    let out = cmd.output().await.map_err(|e| {
-        KubeError::Helm(if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "the helm CLI {helm:?} was not found: install Helm 3 or 4, or set helm.helm_path"
-            )
-        } else {
-            format!("could not run {helm:?}: {e}")
-        })
-    })?;
+    let out = cmd.output().await.map_err(|e| not_run(helm, &e))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
@@ -510,20 +577,23 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let a = upgrade_args(
-            "op",
-            "chart",
-            "ns",
-            Some("1.2"),
-            Path::new("/v"),
-            &target.args,
-        );
+        let a = Upgrade {
+            helm: "helm",
+            release: "op",
+            chart: "chart",
+            namespace: "ns",
+            chart_version: Some("1.2"),
+            timeout: std::time::Duration::from_secs(90),
+            force: None,
+        }
+        .args(Path::new("/v"), &target.args);
         assert!(a.contains(&"--reset-values".to_string()), "{a:?}");
         assert!(!a.contains(&"--reuse-values".to_string()), "{a:?}");
         let at = |f: &str| a.iter().position(|x| x == f).map(|i| a[i + 1].as_str());
         assert_eq!(at("--kubeconfig"), Some("/k/config"));
         assert_eq!(at("--kube-context"), Some("prod"));
         assert_eq!(at("--version"), Some("1.2"));
+        assert_eq!(at("--timeout"), Some("90s"));
         // A host is written to a private kubeconfig that lives as long as the target.
         let target = HelmTarget::new(&KubernetesSettings {
             host: Some("https://h".into()),

@@ -1,12 +1,13 @@
 //! Kubernetes delivery of the NVIDIA device plugin config: connecting to a cluster the way
 //! kubectl and the official providers do (kubeconfig path and context, host + token + CA, exec
 //! credential plugins, in-cluster), server-side apply of the ConfigMap and the GPU operator's
-//! ClusterPolicy pointer, the device plugin restart, and Helm releases (read from their
-//! Secrets, upgraded with the helm CLI).
+//! ClusterPolicy pointer, the device plugin restart, Helm releases (read from their Secrets,
+//! upgraded with the helm CLI), and what the operator's chart makes of the values it is given.
 //!
 //! No Terraform types here: the resource hands in plain settings and gets back plain data or a
 //! [`KubeError`] that keeps the API server's status (code, reason, message) for the diagnostic.
 
+pub mod chart;
 pub mod delivery;
 pub mod helm;
 

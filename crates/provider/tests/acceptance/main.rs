@@ -11,6 +11,7 @@ mod data_source_machine_type;
 mod device_plugin_config;
 mod device_plugin_config_access;
 mod device_plugin_config_bad_input;
+mod device_plugin_config_chart;
 mod device_plugin_config_helm;
 mod docs;
 mod drift_detection;

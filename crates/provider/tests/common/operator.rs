@@ -178,12 +178,20 @@ impl OperatorCluster {
         }
     }
 
-    /// The release's deployed revision, from `helm status`.
+    /// The release's latest revision, from `helm status`.
     pub fn revision(&self, chart: Chart) -> u64 {
+        self.status(chart).0
+    }
+
+    /// The latest revision and its status (`deployed`, `failed`, ...).
+    pub fn status(&self, chart: Chart) -> (u64, String) {
         let (release, ns, _) = chart.release();
         let out = self.helm(ns, &["status", release, "-o", "json"]);
         let v: Value = serde_json::from_str(&out).expect("helm prints JSON status");
-        v["version"].as_u64().expect("version")
+        (
+            v["version"].as_u64().expect("version"),
+            v["info"]["status"].as_str().unwrap_or_default().to_string(),
+        )
     }
 
     /// The data of a ConfigMap, None when there is none.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use crate::cluster::chart;
 use crate::cluster::helm::{self, ReleaseState};
 use crate::cluster::{self as k, Cluster, KubeError};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics};
@@ -49,12 +50,15 @@ impl DevicePluginConfigResource {
     /// Writes the desired config to the cluster and restarts the plugin; returns restarted_at.
     /// `first` says whether this is the resource's first write (a create): only then is what
     /// the cluster holds someone else's, to be recorded in `taken` and given back on destroy.
+    /// `w.wrote` is set once something of this resource is in the cluster, even when a later
+    /// step fails, so that a create keeps it in state.
     pub(super) async fn deliver(
         &self,
         c: &Cluster,
         d: &Desired,
         taken: &mut Takeover,
         first: bool,
+        w: &mut Writing,
         diags: &mut Diagnostics,
     ) -> Option<Option<String>> {
         let access = d.access;
@@ -76,6 +80,7 @@ impl DevicePluginConfigResource {
                 self.take_policy_fields(c, d, taken, diags).await?;
                 let step = async {
                     c.apply_configmap(&d.namespace, &d.name, &d.data()).await?;
+                    w.wrote = true;
                     c.apply_pointer(Some((
                         &d.name,
                         d.default.as_deref(),
@@ -96,8 +101,9 @@ impl DevicePluginConfigResource {
                     .unwrap_or_else(|| d.namespace.clone())
             }
             Some(h) => {
-                self.helm_upgrade(c, d, h, taken, first, diags).await?;
-                d.namespace.clone()
+                self.helm_upgrade(c, d, h, taken, first, w, diags).await?;
+                self.check_operator_reads(c, d, &h.namespace, diags).await?;
+                h.namespace.clone()
             }
         };
         match c
@@ -177,6 +183,7 @@ impl DevicePluginConfigResource {
         (!refused).then_some(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn helm_upgrade(
         &self,
         c: &Cluster,
@@ -184,10 +191,54 @@ impl DevicePluginConfigResource {
         h: &HelmSpec,
         taken: &mut Takeover,
         first: bool,
+        w: &mut Writing,
         diags: &mut Diagnostics,
     ) -> Option<()> {
         let deployed = self.deployed_release(c, h, d.access, diags).await?;
+        let version = h
+            .chart_version
+            .as_deref()
+            .or(Some(deployed.chart_version.as_str()));
+        // Only a release whose chart has subcharts can leave one out.
+        if deployed.chart_dependencies.is_array() {
+            let declared = helm::declared_dependencies(&h.helm_path, &h.chart, version).await;
+            match declared {
+                Ok(declared) => {
+                    if let Some(off) =
+                        chart::disabled_subchart(&deployed, &declared, &h.values_path)
+                    {
+                        diags.push(disabled_diagnostic(h, &deployed, &off));
+                        return None;
+                    }
+                }
+                Err(e) => {
+                    diags.push(helm_diagnostic(h, &e.to_string()));
+                    return None;
+                }
+            }
+        }
         let owned = d.helm_owned(&h.values_path);
+        // The release's values already say what this resource wants, yet the operator reads
+        // something else: someone edited the objects the chart rendered. Plain `helm upgrade`
+        // would leave that edit (or refuse it), so this upgrade re-asserts the chart's objects.
+        let values_hold_ours = owned
+            .iter()
+            .all(|(p, v)| helm::value_at(&deployed.config, p) == Some(v));
+        let edited = values_hold_ours
+            && operator_reads(c, &h.namespace)
+                .await
+                .is_ok_and(|r| r.mismatch(d).is_some());
+        let force = if edited {
+            match helm::major_version(&h.helm_path).await {
+                Ok(major) => Some(helm::repair_flag(major)),
+                Err(e) => {
+                    diags.push(helm_diagnostic(h, &e.to_string()));
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
         // The release's user values, complete: helm is handed all of them with
         // --reset-values, so nothing of ours lingers and nothing of the user's is lost.
         let mut values = match &deployed.config {
@@ -227,30 +278,96 @@ impl DevicePluginConfigResource {
         warn_operator_mismatch(d, None, strategy, diags);
         // helm must reach the very cluster the client above read the release from.
         let settings = d.kubernetes.or(&self.state.settings().kubernetes);
-        let run = helm::upgrade(
-            &h.helm_path,
-            &h.release,
-            &h.chart,
-            &h.namespace,
-            h.chart_version
-                .as_deref()
-                .or(Some(deployed.chart_version.as_str())),
-            &values,
-            &settings,
-        )
+        let run = helm::Upgrade {
+            helm: &h.helm_path,
+            release: &h.release,
+            chart: &h.chart,
+            namespace: &h.namespace,
+            chart_version: version,
+            timeout: w.helm_timeout(),
+            force,
+        }
+        .run(&values, &settings)
         .await;
         match run {
             Ok(_) => {
+                w.wrote = true;
                 for path in released {
                     taken.helm.remove(&path);
                 }
                 Some(())
             }
             Err(e) => {
-                diags.push(helm_diagnostic(h, &e.to_string()));
+                diags.push(self.helm_failure(c, h, &e.to_string(), w).await);
                 None
             }
         }
+    }
+
+    /// The diagnostic of a failed `helm upgrade`; when helm stopped at a hook, it names the hook
+    /// Jobs that did not finish (helm 3 only says it timed out).
+    async fn helm_failure(&self, c: &Cluster, h: &HelmSpec, e: &str, w: &Writing) -> Diagnostic {
+        if !e.contains("hook") {
+            return helm_diagnostic(h, e);
+        }
+        let jobs = c
+            .unfinished_hook_jobs(&h.namespace)
+            .await
+            .unwrap_or_default();
+        let named = if jobs.is_empty() {
+            String::new()
+        } else {
+            format!(" Still running: {}.", jobs.join(", "))
+        };
+        Diagnostic::error(
+            "Helm hook did not finish",
+            format!(
+                "Release {}/{} (helm.release): `helm upgrade` waits for the chart's hooks, and one did not finish in time (helm was given --timeout {}s of this operation's {}s).{named} Check why the Job's pods do not complete (`kubectl -n {} describe job ...`), or raise the resource's `timeouts`. helm said: {e}",
+                h.namespace,
+                h.release,
+                w.helm_given.as_secs(),
+                w.limit.as_secs(),
+                h.namespace,
+            ),
+        )
+        .at(AttrPath::attr("timeouts"))
+    }
+
+    /// After a Helm delivery, what the operator reads must be these configs: the ClusterPolicy
+    /// `cluster-policy` pointing at our ConfigMap (with our default) and that ConfigMap in the
+    /// release's namespace holding every config. None after an error diagnostic that says what
+    /// the operator reads instead.
+    pub(super) async fn check_operator_reads(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        ns: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let reads = match operator_reads(c, ns).await {
+            Ok(r) => r,
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    "read what the operator reads",
+                    d.access,
+                    &e,
+                ));
+                return None;
+            }
+        };
+        let problem = reads.mismatch(d);
+        let Some(problem) = problem else {
+            return Some(());
+        };
+        let vp = d.values_path();
+        diags.push(
+            Diagnostic::error(
+                "GPU operator does not read these configs",
+                format!("The release was upgraded, but {problem}. The values under helm.values_path ({vp:?}) do not reach the operator's ClusterPolicy: check that the path names the chart (or the subchart, by its alias) that renders the ClusterPolicy `cluster-policy` on this cluster."),
+            )
+            .at(AttrPath::attr("helm").with_index(0).with_attr("values_path")),
+        );
+        None
     }
 
     /// The deployed revision of the release; None after a diagnostic (missing, pending).
@@ -321,6 +438,7 @@ impl DevicePluginConfigResource {
         d: &Desired,
         h: &HelmSpec,
         taken: &Takeover,
+        w: &mut Writing,
         diags: &mut Diagnostics,
     ) -> bool {
         let deployed = match helm::read_release(c, &h.namespace, &h.release).await {
@@ -350,26 +468,165 @@ impl DevicePluginConfigResource {
             helm::set_value_at(&mut values, &path, prior);
         }
         let settings = d.kubernetes.or(&self.state.settings().kubernetes);
-        let run = helm::upgrade(
-            &h.helm_path,
-            &h.release,
-            &h.chart,
-            &h.namespace,
-            h.chart_version
+        let run = helm::Upgrade {
+            helm: &h.helm_path,
+            release: &h.release,
+            chart: &h.chart,
+            namespace: &h.namespace,
+            chart_version: h
+                .chart_version
                 .as_deref()
                 .or(Some(deployed.chart_version.as_str())),
-            &values,
-            &settings,
-        )
+            timeout: w.helm_timeout(),
+            force: None,
+        }
+        .run(&values, &settings)
         .await;
         match run {
             Ok(_) => true,
             Err(e) => {
-                diags.push(helm_diagnostic(h, &e.to_string()));
+                diags.push(self.helm_failure(c, h, &e.to_string(), w).await);
                 false
             }
         }
     }
+}
+
+/// The bounds of one write: when the operation must be done (its `timeouts` entry), so that helm
+/// is told to stop before it, and whether anything of the resource is in the cluster yet.
+pub(super) struct Writing {
+    pub deadline: std::time::Instant,
+    pub limit: std::time::Duration,
+    pub wrote: bool,
+    /// The `--timeout` helm was last given.
+    pub helm_given: std::time::Duration,
+}
+
+impl Writing {
+    pub fn new(limit: std::time::Duration) -> Writing {
+        Writing {
+            deadline: std::time::Instant::now() + limit,
+            limit,
+            wrote: false,
+            helm_given: std::time::Duration::ZERO,
+        }
+    }
+
+    /// What helm may take: the time left, less a margin for the provider to read the outcome
+    /// and report it before the operation's own deadline cuts it short.
+    pub fn helm_timeout(&mut self) -> std::time::Duration {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        let margin = (left / 10).max(std::time::Duration::from_secs(5));
+        self.helm_given = left
+            .saturating_sub(margin)
+            .max(std::time::Duration::from_secs(1));
+        self.helm_given
+    }
+}
+
+/// What the GPU operator reads on the cluster: the ClusterPolicy's pointer and the data of the
+/// ConfigMap it names in the operator's namespace.
+#[derive(Debug, Default)]
+pub(super) struct OperatorReads {
+    pub namespace: String,
+    /// None: there is no ClusterPolicy `cluster-policy`.
+    pub pointer: Option<k::PolicyPointer>,
+    /// The named ConfigMap's data; None when it does not exist.
+    pub data: Option<BTreeMap<String, String>>,
+}
+
+impl OperatorReads {
+    /// What keeps these configs from the nodes, None when the operator reads them all.
+    pub fn mismatch(&self, d: &Desired) -> Option<String> {
+        let ns = &self.namespace;
+        let Some(k::PolicyPointer { name, default, .. }) = &self.pointer else {
+            return Some(format!(
+                "there is no ClusterPolicy `{}` on the cluster",
+                k::CLUSTER_POLICY
+            ));
+        };
+        if name.as_deref() != Some(d.name.as_str()) {
+            return Some(match name {
+                Some(n) => format!(
+                    "the ClusterPolicy points the device plugin at the ConfigMap {n:?}, not {:?}",
+                    d.name
+                ),
+                None => "the ClusterPolicy names no device plugin ConfigMap".to_string(),
+            });
+        }
+        if d.default.is_some() && *default != d.default {
+            return Some(format!(
+                "the ClusterPolicy's default config is {}, not {:?}",
+                default
+                    .as_deref()
+                    .map_or("unset".into(), |s| format!("{s:?}")),
+                d.default.as_deref().unwrap_or_default()
+            ));
+        }
+        let Some(data) = &self.data else {
+            return Some(format!("there is no ConfigMap {ns}/{}", d.name));
+        };
+        let missing: Vec<&String> = d
+            .configs
+            .iter()
+            .filter(|(k, cfg)| {
+                data.get(*k)
+                    .is_none_or(|text| gpu::device_plugin::parse(text).ok().as_ref() != Some(*cfg))
+            })
+            .map(|(k, _)| k)
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the ConfigMap {ns}/{} lacks or holds other versions of {}",
+                d.name,
+                quoted(&missing)
+            )
+        })
+    }
+}
+
+/// Reads what the operator reads; the ConfigMap is looked for in `ns`.
+pub(super) async fn operator_reads(c: &Cluster, ns: &str) -> Result<OperatorReads, KubeError> {
+    let pointer = match c.cluster_policy().await {
+        Ok(p) => Some(p),
+        Err(KubeError::MissingCrd | KubeError::MissingClusterPolicy(_)) => None,
+        Err(e) => return Err(e),
+    };
+    let data = match pointer.as_ref().and_then(|p| p.name.as_deref()) {
+        Some(name) => c.configmap(ns, name).await?,
+        None => None,
+    };
+    Ok(OperatorReads {
+        namespace: ns.to_string(),
+        pointer,
+        data,
+    })
+}
+
+/// A `values_path` under a subchart the release does not render.
+fn disabled_diagnostic(h: &HelmSpec, r: &helm::Release, off: &chart::Disabled) -> Diagnostic {
+    let instead = if off.enabled.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " The subcharts this release renders: {}.",
+            off.enabled
+                .iter()
+                .map(|e| format!("{e:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Diagnostic::error(
+        "Values path names a disabled subchart",
+        format!(
+            "helm.values_path is {:?}, under the subchart {:?} of the chart {} {}, which renders nothing on this cluster: its condition `{}` is false in the release's values, so neither the ConfigMap nor the ClusterPolicy pointer would reach the operator. Nothing was changed. Set values_path under the subchart this cluster enables, or set `{}` to true in the release.{instead}",
+            h.values_path, off.subchart, r.chart, r.chart_version, off.condition, off.condition,
+        ),
+    )
+    .at(AttrPath::attr("helm").with_index(0).with_attr("values_path"))
 }
 
 fn quoted(names: &[&String]) -> String {

@@ -159,7 +159,7 @@ impl Resource for DevicePluginConfigResource {
         let writing = AtomicBool::new(false);
         let mut taken = Takeover::default();
         let out = op
-            .run(self.do_create(planned, &mut taken, &mut inner, &writing))
+            .run(self.do_create(planned, &mut taken, &mut inner, &writing, op.limit()))
             .await;
         op.end(out.as_ref().err().copied(), inner, diags);
         taken.store(private);
@@ -193,7 +193,7 @@ impl Resource for DevicePluginConfigResource {
         let mut inner = Diagnostics::new();
         let mut taken = Takeover::load(private);
         let out = op
-            .run(self.do_update(prior, planned, &mut taken, &mut inner))
+            .run(self.do_update(prior, planned, &mut taken, &mut inner, op.limit()))
             .await;
         op.end(out.as_ref().err().copied(), inner, diags);
         taken.store(private);
@@ -204,7 +204,9 @@ impl Resource for DevicePluginConfigResource {
         let op = Op::start("delete", state, &self.state.stop);
         let mut inner = Diagnostics::new();
         let taken = Takeover::load(private);
-        let out = op.run(self.do_delete(state, &taken, &mut inner)).await;
+        let out = op
+            .run(self.do_delete(state, &taken, &mut inner, op.limit()))
+            .await;
         op.end(out.err(), inner, diags);
     }
 

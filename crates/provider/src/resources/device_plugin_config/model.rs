@@ -363,6 +363,9 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
         }
         _ => None,
     };
+    if helm.is_some() {
+        ok &= names_stay_strings(args, diags);
+    }
     if !ok {
         return None;
     }
@@ -376,6 +379,46 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
         kubernetes: args.kubernetes(),
         access: args.access(),
     })
+}
+
+/// With a chart rendering the ClusterPolicy, `name` and `default_config` pass through a template
+/// that does not quote them (see `cluster::chart`): one that YAML reads as anything but a string
+/// is refused here, at plan time, rather than by the API server in the middle of `helm upgrade`.
+/// Delivered as they are, not quoted for the template: a quote inside the value would become
+/// part of the name the day the chart quotes it itself. The ConfigMap's keys are safe (the chart
+/// writes them with `toYaml`), so config names need no check.
+fn names_stay_strings(args: &Args, diags: &mut Diagnostics) -> bool {
+    let mut ok = true;
+    let checks = [
+        ("name", Some(args.name()), "devicePlugin.config.name"),
+        (
+            "default_config",
+            args.default_config.as_deref(),
+            "devicePlugin.config.default",
+        ),
+    ];
+    for (attr, value, key) in checks {
+        let Some((v, kind)) = value.and_then(|v| Some((v, k::chart::unquoted_kind(v)?))) else {
+            continue;
+        };
+        let effect = if kind == "null" {
+            "so the ClusterPolicy gets no value there at all".to_string()
+        } else {
+            format!(
+                "so the API server refuses the ClusterPolicy (\"{}: in body must be of type string\") in the middle of the upgrade",
+                key.replace("devicePlugin", "spec.devicePlugin")
+            )
+        };
+        diags.push(
+            Diagnostic::error(
+                "Name the chart would not keep a string",
+                format!("{attr} is {v:?}: the GPU operator chart writes {key} into its ClusterPolicy without quotes (templates/clusterpolicy.yaml of gpu-operator v25.10.1), where YAML reads {v} as {kind}, {effect}. Choose a name YAML reads as a string, e.g. \"ts-{v}\", or use delivery = \"cluster_policy\", which writes the pointer itself."),
+            )
+            .at(AttrPath::attr(attr)),
+        );
+        ok = false;
+    }
+    ok
 }
 
 impl Desired {

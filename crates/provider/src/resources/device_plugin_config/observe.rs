@@ -10,7 +10,7 @@ use tfplugin::object::{FromValue, merge};
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
 use super::DevicePluginConfigResource;
-use super::delivery::{kube_diagnostic, warn_operator_mismatch};
+use super::delivery::{kube_diagnostic, operator_reads, warn_operator_mismatch};
 use super::model::{Args, Computed, config_blocks, mig_strategy_path, reconcile, resolve};
 
 /// What the cluster says about this resource's delivery.
@@ -58,16 +58,6 @@ impl DevicePluginConfigResource {
             }
         };
         let values = release.effective_values();
-        let cfg = helm::value_at(&values, &format!("{values_path}.config"))
-            .cloned()
-            .unwrap_or_default();
-        let s = |k: &str| {
-            cfg.get(k)
-                .and_then(|v| v.as_str())
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        };
-        let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
         // The configs that are this resource's business: those the release's user values set
         // and those the configuration names. A config only the chart's own defaults define
         // stays whatever this resource does (see `warn_chart_default_configs`).
@@ -82,22 +72,36 @@ impl DevicePluginConfigResource {
                 })
                 .unwrap_or_default();
         let declared = |k: &String| args.config.iter().any(|c| &c.name == k);
-        let data: BTreeMap<String, String> = cfg
-            .get("data")
-            .and_then(|d| d.as_object())
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| user_set.contains(k) || declared(k))
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mig = helm::value_at(&values, &mig_strategy_path(values_path))
-            .and_then(|v| v.as_str())
-            .map(str::to_string);
+        // Drift is what the operator reads, not only what the release's values say: the
+        // ClusterPolicy the chart rendered and the ConfigMap it points at in the release's
+        // namespace (a hand edit of either, or values that reach no ClusterPolicy, show).
+        let reads = match operator_reads(c, rns).await {
+            Ok(r) => r,
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    "read what the operator reads",
+                    args.access(),
+                    &e,
+                ));
+                return None;
+            }
+        };
+        let data: BTreeMap<String, String> = reads
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| user_set.contains(k) || declared(k))
+            .collect();
+        let mig = match &reads.pointer {
+            Some(p) => p.mig_strategy.clone(),
+            None => helm::value_at(&values, &mig_strategy_path(values_path))
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+        };
+        let pointer = reads.pointer.unwrap_or_default();
         Some(ClusterView {
-            pointer_name: if created { s("name") } else { None },
-            default: s("default"),
+            pointer_name: pointer.name,
+            default: pointer.default,
             mig_strategy: mig,
             mig_strategy_ours: false,
             data: Some(data),

@@ -8,7 +8,7 @@ use crate::operation::{Cut, StopSignal, bounded};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::delivery::kube_diagnostic;
+use super::delivery::{Writing, kube_diagnostic};
 use super::model::{Args, Restarted, Takeover, resolve};
 use super::schema::TIMEOUTS;
 use super::{DevicePluginConfigResource, TYPE_NAME};
@@ -63,6 +63,11 @@ impl Op {
             limit: TIMEOUTS.of(value, name),
             stop: stop.clone(),
         }
+    }
+
+    /// How long the operation may take.
+    pub(super) fn limit(&self) -> std::time::Duration {
+        self.limit
     }
 
     pub(super) async fn run<T>(
@@ -142,6 +147,7 @@ impl DevicePluginConfigResource {
         taken: &mut Takeover,
         diags: &mut Diagnostics,
         writing: &AtomicBool,
+        limit: std::time::Duration,
     ) -> Value {
         let Some(args) = Self::planned_args(planned, diags) else {
             return Value::Null;
@@ -175,8 +181,13 @@ impl DevicePluginConfigResource {
             }
         }
         writing.store(true, Ordering::Relaxed);
-        let Some(restarted_at) = self.deliver(&c, &d, taken, true, diags).await else {
-            // Whatever was written stays in state (tainted), so nothing is orphaned.
+        let mut w = Writing::new(limit);
+        let Some(restarted_at) = self.deliver(&c, &d, taken, true, &mut w, diags).await else {
+            // Whatever was written stays in state (tainted), so nothing is orphaned: a release
+            // upgraded with our values, or a ConfigMap of ours.
+            if w.wrote {
+                return st;
+            }
             return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
                 (None, Ok(Some(_))) => st,
                 _ => Value::Null,
@@ -193,6 +204,7 @@ impl DevicePluginConfigResource {
         planned: &Value,
         taken: &mut Takeover,
         diags: &mut Diagnostics,
+        limit: std::time::Duration,
     ) -> Value {
         let Some(args) = Self::planned_args(planned, diags) else {
             return prior.clone();
@@ -206,7 +218,8 @@ impl DevicePluginConfigResource {
         let restart_needed = !planned.get("restarted_at").is_known();
         let mut st = planned.clone();
         if restart_needed {
-            let Some(restarted_at) = self.deliver(&c, &d, taken, false, diags).await else {
+            let mut w = Writing::new(limit);
+            let Some(restarted_at) = self.deliver(&c, &d, taken, false, &mut w, diags).await else {
                 return prior.clone();
             };
             merge(&mut st, &Restarted { restarted_at });
@@ -219,7 +232,13 @@ impl DevicePluginConfigResource {
         st
     }
 
-    pub(super) async fn do_delete(&self, state: &Value, taken: &Takeover, diags: &mut Diagnostics) {
+    pub(super) async fn do_delete(
+        &self,
+        state: &Value,
+        taken: &Takeover,
+        diags: &mut Diagnostics,
+        limit: std::time::Duration,
+    ) {
         let Some(args) = Args::from_value(state) else {
             return;
         };
@@ -234,7 +253,11 @@ impl DevicePluginConfigResource {
                 return;
             };
             let Some(h) = &d.helm else { return };
-            if !self.give_back_helm_values(&c, &d, h, taken, diags).await {
+            let mut w = Writing::new(limit);
+            if !self
+                .give_back_helm_values(&c, &d, h, taken, &mut w, diags)
+                .await
+            {
                 return;
             }
         } else {
