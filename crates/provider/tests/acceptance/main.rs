@@ -12,6 +12,7 @@ mod device_plugin_config;
 mod device_plugin_config_access;
 mod device_plugin_config_bad_input;
 mod device_plugin_config_helm;
+mod device_plugin_config_rbac;
 mod docs;
 mod drift_detection;
 mod examples;
