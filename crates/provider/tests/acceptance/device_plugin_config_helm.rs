@@ -32,7 +32,7 @@ fn owners(policy: &Value, fields_v1: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn helm_config(
+pub(crate) fn helm_config(
     kubernetes: &str,
     helm: &Path,
     chart: &str,
@@ -63,7 +63,7 @@ resource "fracgpu_device_plugin_config" "this" {{
     )
 }
 
-fn time_sliced(name: &str, replicas: u32) -> String {
+pub(crate) fn time_sliced(name: &str, replicas: u32) -> String {
     format!(
         "  config {{\n    name = \"{name}\"\n    time_slicing {{\n      replicas          = {replicas}\n      rename_by_default = true\n    }}\n  }}\n"
     )

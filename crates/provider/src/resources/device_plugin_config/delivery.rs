@@ -728,9 +728,15 @@ pub(super) fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError)
             "Check the helm block.".to_string(),
             Some(AttrPath::attr("helm").with_index(0).with_attr("release")),
         ),
+        // The API server's message (kept above) names the verb, the resource and the namespace
+        // it refused; the hint lists the whole set, as the guide's manifests grant it.
         KubeError::Api { code: 401 | 403, .. } => (
             "Kubernetes permission denied",
-            format!("{check}: the credentials need get/patch on configmaps, clusterpolicies.nvidia.com and daemonsets in the operator namespace, and list on nodes."),
+            if matches!(e, KubeError::Api { code: 401, .. }) {
+                format!("{check}: the API server did not accept the credentials (an expired or revoked token, or a certificate it does not trust).")
+            } else {
+                format!("{check}: the credentials lack the permission named above. delivery = \"cluster_policy\" needs, in the ConfigMap's namespace, configmaps get, create, patch, delete and daemonsets patch (nvidia-device-plugin-daemonset), and cluster-wide clusterpolicies.nvidia.com get, patch (cluster-policy) and nodes list. delivery = \"helm\" needs secrets list and daemonsets patch in the release's namespace, nodes list, and what `helm upgrade` of the operator's chart needs. The guide \"GPU operator deliveries\" (Least privilege) has them as Role and ClusterRole manifests.")
+            },
             access.map(AttrPath::parse),
         ),
         KubeError::Api { .. } => ("Kubernetes API error", String::new(), None),
