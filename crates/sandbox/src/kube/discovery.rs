@@ -102,10 +102,16 @@ pub(super) fn resource_list(g: &str, v: &str) -> Value {
     } else {
         format!("{g}/{v}")
     };
-    let resources: Vec<Value> = kinds::ALL
-        .iter()
-        .filter(|k| k.group == g && k.version == v)
-        .map(Kind::api_resource)
-        .collect();
+    let mut resources: Vec<Value> = Vec::new();
+    for k in kinds::ALL.iter().filter(|k| k.group == g && k.version == v) {
+        resources.push(Kind::api_resource(k));
+        if k.custom && k.status_subresource {
+            // A CRD's status subresource is listed beside it; the sandbox serves it for reading.
+            resources.push(
+                json!({"name": format!("{}/status", k.plural), "singularName": "",
+                "namespaced": k.namespaced, "kind": k.kind, "verbs": ["get"]}),
+            );
+        }
+    }
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
 }

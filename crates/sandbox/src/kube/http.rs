@@ -6,7 +6,7 @@ use super::kinds::{self, Kind};
 use super::patch::PatchType;
 use super::select::{FieldReq, Selector};
 use super::status::ApiError;
-use super::store::WriteCtx;
+use super::store::{Validation, WriteCtx};
 use super::table;
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -15,6 +15,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use serde_json::{Value, json};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -40,6 +41,15 @@ fn reply(code: u16, v: &Value) -> Response {
 }
 
 fn err(e: ApiError) -> Response {
+    if e.code == 404 && e.reason.is_empty() {
+        // Go's net/http NotFound, where no API group answers the path.
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("{}\n", e.message),
+        )
+            .into_response();
+    }
     reply(e.code, &e.to_json())
 }
 
@@ -129,6 +139,7 @@ async fn handle(
             None => err(ApiError::method_not_allowed("WATCH")),
         };
     }
+    let warnings = RefCell::new(Vec::new());
     let result = match segs.as_slice() {
         ["api"] => Ok((
             200,
@@ -139,7 +150,7 @@ async fn handle(
         ["api", "v1"] => Ok((200, resource_list("", "v1"))),
         ["apis", g] => group_doc(g, crd)
             .map(|d| (200, d))
-            .ok_or_else(ApiError::no_such_path),
+            .ok_or_else(ApiError::no_such_group),
         ["openapi", "v3"] => Ok((200, openapi_root(crd))),
         ["openapi", "v3", gv @ ..] => openapi_gv(&gv.join("/"), crd)
             .map(|d| (200, d))
@@ -147,18 +158,28 @@ async fn handle(
         ["apis", g, v] if kinds::GROUPS.contains(&(*g, *v)) && (*g != "nvidia.com" || crd) => {
             Ok((200, resource_list(g, v)))
         }
+        ["apis", _, _] => Err(ApiError::no_such_group()),
         ["api", "v1", rest @ ..] => resource(
-            &api, &cloud, &cluster, "", "v1", rest, &method, &query, &headers, &bytes,
+            &api, &cloud, &cluster, "", "v1", rest, &method, &query, &headers, &bytes, &warnings,
         ),
         ["apis", g, v, rest @ ..] if *g != "nvidia.com" || crd => resource(
-            &api, &cloud, &cluster, g, v, rest, &method, &query, &headers, &bytes,
+            &api, &cloud, &cluster, g, v, rest, &method, &query, &headers, &bytes, &warnings,
         ),
+        ["apis", _, _, ..] => Err(ApiError::no_such_group()),
         _ => Err(ApiError::no_such_path()),
     };
-    match result {
+    let mut resp = match result {
         Ok((code, v)) => reply(code, &v),
         Err(e) => err(e),
+    };
+    // Each as the API server's warning recorder writes it: code 299, agent "-", quoted text.
+    for w in warnings.into_inner() {
+        let text = format!("299 - {w:?}");
+        if let Ok(v) = axum::http::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
     }
+    resp
 }
 
 fn field_manager(query: &BTreeMap<String, String>, headers: &HeaderMap) -> String {
@@ -212,6 +233,7 @@ fn resource(
     query: &BTreeMap<String, String>,
     headers: &HeaderMap,
     body: &[u8],
+    warnings: &RefCell<Vec<String>>,
 ) -> Result<(u16, Value), ApiError> {
     // namespaces/{ns}/{plural}[/{name}] or {plural}[/{name}]
     let (ns, plural, name, sub) = match rest {
@@ -254,9 +276,21 @@ fn resource(
     let ctx = WriteCtx {
         manager: &manager,
         apply: None,
+        validation: match query.get("fieldValidation").map(String::as_str) {
+            Some("Ignore") => Validation::Ignore,
+            Some("Strict") => Validation::Strict,
+            _ => Validation::Warn,
+        },
+        patch: *method == Method::PATCH,
     };
     let run = |f: &mut dyn FnMut(&mut super::store::Cluster) -> Result<Value, ApiError>| -> Result<Value, ApiError> {
-        api.with_cluster_mut(cloud, cluster, dry_run, f).unwrap_or_else(|| Err(ApiError::no_such_path()))
+        api.with_cluster_mut(cloud, cluster, dry_run, &mut |c| {
+            c.warnings.clear();
+            let out = f(c);
+            warnings.borrow_mut().append(&mut c.warnings);
+            out
+        })
+        .unwrap_or_else(|| Err(ApiError::no_such_path()))
     };
     match (method.clone(), name) {
         (Method::GET, None) => {
@@ -273,9 +307,19 @@ fn resource(
                     .map(String::as_str)
                     .unwrap_or_default(),
             )?;
-            let v = api
+            let mut v = api
                 .with_cluster(cloud, cluster, |c| c.list(kind, ns, &sel, &fields))
                 .ok_or_else(ApiError::no_such_path)?;
+            if !kind.custom {
+                // A typed list encodes its items without kind and apiVersion; a custom
+                // resource's list is unstructured and keeps them.
+                for i in v["items"].as_array_mut().into_iter().flatten() {
+                    if let Some(m) = i.as_object_mut() {
+                        m.remove("kind");
+                        m.remove("apiVersion");
+                    }
+                }
+            }
             if table::wants_table(accept) {
                 let items = v["items"].as_array().cloned().unwrap_or_default();
                 return Ok((

@@ -18,6 +18,12 @@ pub(crate) struct Kind {
     /// Served for reading only, always empty: the sandbox runs no workloads, but `kubectl describe node`
     /// lists a node's pods and events.
     pub(crate) read_only: bool,
+    /// metadata.generation is kept (kinds with a spec that controllers observe: apps, CRDs and
+    /// custom resources; ConfigMaps, Secrets, Nodes and Namespaces have none).
+    pub(crate) generation: bool,
+    /// A custom resource (served from a CRD): unstructured, so list items keep kind and apiVersion,
+    /// and its CRD's structural schema applies.
+    pub(crate) custom: bool,
 }
 
 impl Kind {
@@ -39,6 +45,21 @@ impl Kind {
     }
 
     pub(crate) fn api_resource(&self) -> Value {
+        if self.custom {
+            // As the apiextensions-apiserver's discovery lists a CRD's resource
+            // (pkg/apiserver/customresource_discovery_controller.go): no empty shortNames or
+            // categories, the verbs in its order (less deletecollection, which the sandbox does not
+            // serve), and the storage version hash: the first 8 bytes of
+            // sha256("nvidia.com/v1/ClusterPolicy") in base64 (apiserver's discovery.StorageVersionHash).
+            return json!({
+                "name": self.plural,
+                "singularName": self.singular,
+                "namespaced": self.namespaced,
+                "kind": self.kind,
+                "verbs": ["delete", "get", "list", "patch", "create", "update", "watch"],
+                "storageVersionHash": STORAGE_VERSION_HASH_CLUSTERPOLICY,
+            });
+        }
         json!({
             "name": self.plural,
             "singularName": self.singular,
@@ -62,6 +83,8 @@ pub(crate) const NAMESPACES: Kind = Kind {
     status_subresource: true,
     unconditional_update: true,
     read_only: false,
+    generation: false,
+    custom: false,
 };
 pub(crate) const CONFIGMAPS: Kind = Kind {
     group: "",
@@ -74,6 +97,8 @@ pub(crate) const CONFIGMAPS: Kind = Kind {
     status_subresource: false,
     unconditional_update: true,
     read_only: false,
+    generation: false,
+    custom: false,
 };
 pub(crate) const SECRETS: Kind = Kind {
     group: "",
@@ -86,6 +111,8 @@ pub(crate) const SECRETS: Kind = Kind {
     status_subresource: false,
     unconditional_update: true,
     read_only: false,
+    generation: false,
+    custom: false,
 };
 pub(crate) const NODES: Kind = Kind {
     group: "",
@@ -98,6 +125,8 @@ pub(crate) const NODES: Kind = Kind {
     status_subresource: true,
     unconditional_update: true,
     read_only: false,
+    generation: false,
+    custom: false,
 };
 pub(crate) const DAEMONSETS: Kind = Kind {
     group: "apps",
@@ -110,6 +139,8 @@ pub(crate) const DAEMONSETS: Kind = Kind {
     status_subresource: true,
     unconditional_update: true,
     read_only: false,
+    generation: true,
+    custom: false,
 };
 pub(crate) const CLUSTERPOLICIES: Kind = Kind {
     group: "nvidia.com",
@@ -122,6 +153,8 @@ pub(crate) const CLUSTERPOLICIES: Kind = Kind {
     status_subresource: true,
     unconditional_update: false,
     read_only: false,
+    generation: true,
+    custom: true,
 };
 pub(crate) const CRDS: Kind = Kind {
     group: "apiextensions.k8s.io",
@@ -134,6 +167,8 @@ pub(crate) const CRDS: Kind = Kind {
     status_subresource: true,
     unconditional_update: true,
     read_only: false,
+    generation: true,
+    custom: false,
 };
 
 pub(crate) const PODS: Kind = Kind {
@@ -147,6 +182,8 @@ pub(crate) const PODS: Kind = Kind {
     status_subresource: true,
     unconditional_update: true,
     read_only: true,
+    generation: false,
+    custom: false,
 };
 pub(crate) const EVENTS: Kind = Kind {
     group: "",
@@ -159,6 +196,8 @@ pub(crate) const EVENTS: Kind = Kind {
     status_subresource: false,
     unconditional_update: true,
     read_only: true,
+    generation: false,
+    custom: false,
 };
 
 pub(crate) const ALL: [Kind; 9] = [
@@ -172,6 +211,9 @@ pub(crate) const ALL: [Kind; 9] = [
     CLUSTERPOLICIES,
     CRDS,
 ];
+
+/// See [`Kind::api_resource`]; the sandbox serves one custom resource, so the hash is a constant.
+const STORAGE_VERSION_HASH_CLUSTERPOLICY: &str = "41E1ly4+BU0=";
 
 /// The CRD whose presence makes nvidia.com/v1 clusterpolicies served.
 pub(crate) const CLUSTERPOLICY_CRD: &str = "clusterpolicies.nvidia.com";

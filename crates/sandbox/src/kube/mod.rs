@@ -18,13 +18,17 @@
 //! leaving the selection into DELETED; namespace deletion is immediate; no pagination (`limit` is ignored);
 //! a device plugin that refuses its config (bad YAML, unknown key, missing ConfigMap) leaves the node's
 //! advertisement as it was and notes the reason in the node annotation
-//! `sandbox.fracgpu.dev/device-plugin-error`.
+//! `sandbox.fracgpu.dev/device-plugin-error`; the seeded ClusterPolicy CRD carries a subset of NVIDIA's
+//! structural schema (`schema.rs` says which parts); built-in kinds get no defaulting (a DaemonSet's pod
+//! template stays as sent). `tests/sandbox/kube_http/differential.rs` compares all of this with a real
+//! kube-apiserver and lists each difference kept.
 
 mod discovery;
 mod http;
 mod kinds;
 mod patch;
 mod proto;
+mod schema;
 mod select;
 mod status;
 mod store;

@@ -327,16 +327,82 @@ pub(crate) fn changed_paths(old: &Value, new: &Value) -> BTreeSet<FieldPath> {
         .collect()
 }
 
-/// FieldsV1 rendering: `{"f:spec": {"f:replicas": {}}}`.
+/// The segment that stands for a map itself (FieldsV1's `"."`): an update that creates a map owns
+/// the map as well as its keys.
+pub(crate) const SELF: &str = ".";
+
+/// The `"."` paths of the maps in `obj` whose ownership is tracked as a whole: every non-empty
+/// object of a custom resource outside metadata and status (a CRD schema's objects are maps to
+/// structured-merge-diff), labels and annotations, and the data maps of ConfigMaps and Secrets.
+/// A built-in struct (a DaemonSet's `spec`) always exists in the typed old object, so an update
+/// never creates it and never owns it as a whole.
+pub(crate) fn map_paths(obj: &Value, custom: bool, data_maps: bool) -> BTreeSet<FieldPath> {
+    fn rec(v: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+        if let Value::Object(m) = v
+            && !m.is_empty()
+        {
+            let mut me = prefix.clone();
+            me.push(SELF.into());
+            out.insert(me);
+            for (k, c) in m {
+                prefix.push(k.clone());
+                rec(c, prefix, out);
+                prefix.pop();
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    let Some(m) = obj.as_object() else {
+        return out;
+    };
+    // Labels and annotations are maps wherever they are: the object's and a pod template's.
+    for (at, base) in [
+        ("/metadata", &["metadata"][..]),
+        (
+            "/spec/template/metadata",
+            &["spec", "template", "metadata"][..],
+        ),
+    ] {
+        for sub in ["labels", "annotations"] {
+            if obj
+                .pointer(&format!("{at}/{sub}"))
+                .and_then(Value::as_object)
+                .is_some_and(|l| !l.is_empty())
+            {
+                let mut p: FieldPath = base.iter().map(|s| s.to_string()).collect();
+                p.extend([sub.to_string(), SELF.to_string()]);
+                out.insert(p);
+            }
+        }
+    }
+    for (k, v) in m {
+        let tracked = match k.as_str() {
+            "apiVersion" | "kind" | "metadata" | "status" => false,
+            "data" | "binaryData" => custom || data_maps,
+            _ => custom,
+        };
+        if tracked {
+            rec(v, &mut vec![k.clone()], &mut out);
+        }
+    }
+    out
+}
+
+/// FieldsV1 rendering: `{"f:spec": {"f:replicas": {}}}`, a map itself as `"."`.
 pub(crate) fn to_fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
     let mut root = Value::Object(Map::new());
     for p in paths {
         let mut cur = &mut root;
         for k in p {
+            let key = if k == SELF {
+                SELF.to_string()
+            } else {
+                format!("f:{k}")
+            };
             cur = cur
                 .as_object_mut()
                 .expect("object")
-                .entry(format!("f:{k}"))
+                .entry(key)
                 .or_insert_with(|| Value::Object(Map::new()));
         }
     }
@@ -348,7 +414,7 @@ pub(crate) fn from_fields_v1(v: &Value) -> BTreeSet<FieldPath> {
         match v.as_object() {
             Some(m) if !m.is_empty() => {
                 for (k, c) in m {
-                    let Some(name) = k.strip_prefix("f:") else {
+                    let Some(name) = k.strip_prefix("f:").or((k == SELF).then_some(SELF)) else {
                         continue;
                     };
                     prefix.push(name.to_string());

@@ -41,7 +41,13 @@ impl ApiError {
             "NotFound",
             format!("{qualified_resource} \"{name}\" not found"),
         )
-        .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
+        .with_details(details(name, qualified_resource))
+    }
+
+    /// A group or version the server does not serve: the real server's mux answers these with a
+    /// plain-text `404 page not found` (Go's net/http NotFound), not a Status.
+    pub(crate) fn no_such_group() -> Self {
+        Self::new(404, "", "404 page not found")
     }
 
     /// A path that names no resource the server knows.
@@ -56,7 +62,7 @@ impl ApiError {
             "AlreadyExists",
             format!("{qualified_resource} \"{name}\" already exists"),
         )
-        .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
+        .with_details(details(name, qualified_resource))
     }
 
     pub(crate) fn conflict(qualified_resource: &str, name: &str, why: &str) -> Self {
@@ -65,7 +71,7 @@ impl ApiError {
             "Conflict",
             format!("Operation cannot be fulfilled on {qualified_resource} \"{name}\": {why}"),
         )
-        .with_details(json!({"name": name, "kind": plural_of(qualified_resource)}))
+        .with_details(details(name, qualified_resource))
     }
 
     pub(crate) fn modified(qualified_resource: &str, name: &str) -> Self {
@@ -77,6 +83,9 @@ impl ApiError {
     }
 
     /// 422 with one cause per invalid field, message formatted like the API server's aggregate.
+    /// `kind` is qualified with its group (`ClusterPolicy.nvidia.com`, `PatchOptions.meta.k8s.io`)
+    /// as the message names it; the details carry kind and group apart, and no empty name
+    /// (errors.NewInvalid in k8s.io/apimachinery pkg/api/errors/errors.go).
     pub(crate) fn invalid(kind: &str, name: &str, causes: &[FieldError]) -> Self {
         let list: Vec<String> = causes.iter().map(|c| c.to_string()).collect();
         let joined = if list.len() == 1 {
@@ -93,7 +102,11 @@ impl ApiError {
             "Invalid",
             format!("{kind} \"{name}\" is invalid: {joined}"),
         )
-        .with_details(json!({"name": name, "kind": kind, "causes": causes_json}))
+        .with_details({
+            let mut d = details(name, kind);
+            d["causes"] = json!(causes_json);
+            d
+        })
     }
 
     pub(crate) fn method_not_allowed(verb: &str) -> Self {
@@ -132,6 +145,27 @@ impl ApiError {
         )
     }
 
+    /// Server-side apply's failure to make a typed value of the applied configuration
+    /// (fieldmanager's `failed to create typed patch object`): a 500 without reason or details.
+    pub(crate) fn typed_patch(
+        ns: &str,
+        name: &str,
+        api_version: &str,
+        kind: &str,
+        why: &str,
+    ) -> Self {
+        let gv = if api_version.contains('/') {
+            api_version.to_string()
+        } else {
+            format!("/{api_version}")
+        };
+        Self::new(
+            500,
+            "",
+            format!("failed to create typed patch object ({ns}/{name}; {gv}, Kind={kind}): {why}"),
+        )
+    }
+
     pub(crate) fn to_json(&self) -> Value {
         let mut v = json!({
             "kind": "Status",
@@ -139,9 +173,11 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        if !self.reason.is_empty() {
+            v["reason"] = json!(self.reason);
+        }
         if let Some(d) = &self.details {
             v["details"] = d.clone();
         }
@@ -149,8 +185,21 @@ impl ApiError {
     }
 }
 
-fn plural_of(qualified: &str) -> &str {
-    qualified.split('.').next().unwrap_or(qualified)
+/// Status details of `name` of `qualified` (`configmaps`, `clusterpolicies.nvidia.com`): the kind
+/// and the group apart, each left out when empty (StatusDetails' omitempty).
+fn details(name: &str, qualified: &str) -> Value {
+    let (kind, group) = qualified.split_once('.').unwrap_or((qualified, ""));
+    let mut d = json!({});
+    if !kind.is_empty() {
+        d["kind"] = json!(kind);
+    }
+    if !name.is_empty() {
+        d["name"] = json!(name);
+    }
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d
 }
 
 /// One field problem, as field.Error renders it: `metadata.name: Invalid value: "x": why`.
@@ -168,11 +217,31 @@ impl FieldError {
         value: &str,
         detail: impl Into<String>,
     ) -> Self {
+        Self::invalid_rendered(field, format!("{value:?}"), detail)
+    }
+
+    /// `value` already printed as Go prints it (`0` for an integer, `"x"` for a string).
+    pub(crate) fn invalid_rendered(
+        field: impl Into<String>,
+        value: String,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             field: field.into(),
             reason: "FieldValueInvalid",
-            value: Some(value.to_string()),
+            value: Some(value),
             detail: detail.into(),
+        }
+    }
+
+    /// A value of the wrong JSON type, as the OpenAPI schema validator reports it
+    /// (`Invalid value: "integer": spec.x in body must be of type string: "integer"`).
+    pub(crate) fn type_invalid(field: &str, got: &str, want: &str) -> Self {
+        FieldError {
+            field: field.to_string(),
+            reason: "FieldValueTypeInvalid",
+            value: Some(format!("{got:?}")),
+            detail: format!("{field} in body must be of type {want}: {got:?}"),
         }
     }
 
@@ -232,8 +301,11 @@ impl FieldError {
 
     fn message_part(&self) -> String {
         match (self.reason, &self.value) {
-            ("FieldValueInvalid", Some(v)) => format!("Invalid value: {v:?}: {}", self.detail),
+            ("FieldValueInvalid" | "FieldValueTypeInvalid", Some(v)) => {
+                format!("Invalid value: {v}: {}", self.detail)
+            }
             ("FieldValueDuplicate", Some(v)) => format!("Duplicate value: {v}: {}", self.detail),
+            ("FieldValueRequired", _) if self.detail.is_empty() => "Required value".into(),
             ("FieldValueRequired", _) => format!("Required value: {}", self.detail),
             ("FieldValueTooLong", _) => format!("Too long: {}", self.detail),
             ("FieldValueForbidden", _) => format!("Forbidden: {}", self.detail),

@@ -316,33 +316,6 @@ pub(super) fn validate_object(
     if kind == kinds::NODES {
         errs.extend(node_taints(obj.pointer("/spec/taints")));
     }
-    if kind == kinds::CLUSTERPOLICIES {
-        if let Some(s) = obj.pointer("/spec/mig/strategy") {
-            let v = s.as_str().unwrap_or_default();
-            if !["none", "single", "mixed"].contains(&v) {
-                errs.push(FieldError {
-                    field: "spec.mig.strategy".into(),
-                    reason: "FieldValueNotSupported",
-                    value: None,
-                    detail: format!(
-                        "Unsupported value: {s}: supported values: \"none\", \"single\", \"mixed\""
-                    ),
-                });
-            }
-        }
-        for f in ["name", "default"] {
-            if let Some(v) = obj.pointer(&format!("/spec/devicePlugin/config/{f}"))
-                && !v.is_string()
-                && !v.is_null()
-            {
-                errs.push(FieldError::invalid(
-                    format!("spec.devicePlugin.config.{f}"),
-                    &v.to_string(),
-                    format!("spec.devicePlugin.config.{f} in body must be of type string"),
-                ));
-            }
-        }
-    }
     if errs.is_empty() {
         Ok(())
     } else {

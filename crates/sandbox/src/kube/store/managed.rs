@@ -50,6 +50,12 @@ pub(super) fn managed_entries(obj: &Value) -> Vec<Managed> {
 }
 
 pub(super) fn set_managed(obj: &mut Value, owners: &[Managed], api_version: &str) {
+    // Stored in the API server's order (sortEncodedManagedFields in k8s.io/apimachinery
+    // pkg/util/managedfields/internal/managedfields.go): operation, then time, then manager.
+    let mut owners: Vec<&Managed> = owners.iter().collect();
+    owners.sort_by(|a, b| {
+        (&a.operation, &a.time, &a.manager).cmp(&(&b.operation, &b.time, &b.manager))
+    });
     let list: Vec<Value> = owners
         .iter()
         .map(|e| {
@@ -68,10 +74,11 @@ pub(super) fn set_managed(obj: &mut Value, owners: &[Managed], api_version: &str
 impl Managed {
     /// How the API server names a manager in a conflict (printManager in
     /// k8s.io/apimachinery pkg/util/managedfields/internal/conflict.go): the quoted name, and
-    /// for an update manager also the API version and time of its last write.
+    /// for an update manager also the API version. The manager identifier it prints from carries
+    /// no time (BuildManagerIdentifier clears it), so kube-apiserver v1.34 prints none.
     pub(super) fn describe(&self, api_version: &str) -> String {
         if self.operation == "Update" {
-            format!("{:?} using {api_version} at {}", self.manager, self.time)
+            format!("{:?} using {api_version}", self.manager)
         } else {
             format!("{:?}", self.manager)
         }

@@ -48,6 +48,9 @@ pub(crate) struct Cluster {
     /// Watches may resume from any resourceVersion at or after this one.
     #[serde(skip)]
     pub(crate) events_base: u64,
+    /// The `Warning` headers of the request being served (the HTTP layer takes them).
+    #[serde(skip)]
+    pub(crate) warnings: Vec<String>,
 }
 
 /// One change, as a watch streams it.
@@ -95,6 +98,20 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 pub(crate) struct WriteCtx<'a> {
     pub(crate) manager: &'a str,
     pub(crate) apply: Option<BTreeSet<FieldPath>>,
+    /// `?fieldValidation=`: what happens to fields the schema does not declare.
+    pub(crate) validation: Validation,
+    /// A PATCH (a strict refusal then names the patched object rather than the body).
+    pub(crate) patch: bool,
+}
+
+/// Server-side field validation (KEP-2885, GA in v1.27): unknown fields are dropped silently,
+/// dropped with a `Warning` header each (the default), or refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Validation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
 }
 
 impl Cluster {
@@ -110,6 +127,7 @@ impl Cluster {
             registration_errors: BTreeMap::new(),
             events: VecDeque::new(),
             events_base: 0,
+            warnings: Vec::new(),
         };
         c.seed();
         c
@@ -143,15 +161,21 @@ impl Cluster {
             json!({"metadata": {"name": kinds::CLUSTERPOLICY_CRD, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
                 "spec": {"group": "nvidia.com", "scope": "Cluster",
                     "names": {"plural": "clusterpolicies", "singular": "clusterpolicy", "kind": "ClusterPolicy", "listKind": "ClusterPolicyList"},
-                    "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]}}),
+                    "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": super::schema::clusterpolicy_schema()}}]}}),
             "helm",
         );
         // The chart's defaults: no device plugin config, MIG strategy single, MIG manager with its own config.
+        // The CRD requires daemonsets, dcgm, dcgmExporter, devicePlugin, driver, gfd, nodeStatusExporter,
+        // operator and toolkit (`spec.required` of nvidia.com_clusterpolicies.yaml, gpu-operator v25.10.1).
         self.seed_object(
             kinds::CLUSTERPOLICIES,
             json!({"metadata": {"name": CLUSTER_POLICY, "labels": {"app.kubernetes.io/component": "gpu-operator", "app.kubernetes.io/managed-by": "Helm"}},
                 "spec": {
                     "operator": {"defaultRuntime": "containerd"},
+                    "daemonsets": {"priorityClassName": "system-node-critical", "updateStrategy": "RollingUpdate"},
+                    "dcgm": {"enabled": false},
+                    "nodeStatusExporter": {"enabled": false},
                     "driver": {"enabled": true},
                     "toolkit": {"enabled": true},
                     "devicePlugin": {"enabled": true, "repository": "nvcr.io/nvidia", "image": "k8s-device-plugin", "version": "v0.18.0"},
@@ -188,6 +212,8 @@ impl Cluster {
         let ctx = WriteCtx {
             manager,
             apply: None,
+            validation: Validation::Warn,
+            patch: false,
         };
         if let Err(e) = self.create(kind, &ns, body, &ctx) {
             debug_assert!(false, "seed object rejected: {e:?}");
@@ -211,6 +237,36 @@ impl Cluster {
         self.objects
             .get(&kind.qualified())
             .and_then(|m| m.get(&key(ns, name)))
+    }
+
+    /// The structural schema writes of `kind` are held to: a custom resource's from its stored
+    /// CRD, and for ConfigMaps and Secrets their top-level fields (core/v1 types.go), so that an
+    /// unknown one is dropped or refused as the typed decoder does.
+    pub(crate) fn schema_of(&self, kind: Kind) -> Option<Value> {
+        let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        let top = |fields: &[&str]| {
+            let props: Map<String, Value> = fields
+                .iter()
+                .map(|f| (f.to_string(), open.clone()))
+                .collect();
+            Some(json!({"type": "object", "properties": props}))
+        };
+        if kind == kinds::CONFIGMAPS {
+            return top(&["data", "binaryData", "immutable"]);
+        }
+        if kind == kinds::SECRETS {
+            return top(&["data", "stringData", "type", "immutable"]);
+        }
+        if !kind.custom {
+            return None;
+        }
+        let crd = self.get_ref(kinds::CRDS, "", &kind.qualified())?;
+        crd.pointer("/spec/versions")?
+            .as_array()?
+            .iter()
+            .find(|v| v["name"] == kind.version)?
+            .pointer("/schema/openAPIV3Schema")
+            .cloned()
     }
 
     pub(crate) fn crd_present(&self) -> bool {

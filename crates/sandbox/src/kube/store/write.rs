@@ -12,6 +12,7 @@ use super::managed::{
 use super::{Cluster, WriteCtx, meta_mut, meta_str};
 use crate::kube::kinds::{self, Kind};
 use crate::kube::patch::{self, FieldPath, PatchType};
+use crate::kube::schema;
 use crate::kube::status::{ApiError, FieldError};
 use crate::kube::util;
 use crate::kube::validate::{fold_string_data, validate_object};
@@ -146,12 +147,14 @@ impl Cluster {
                 return Err(ApiError::modified(&kind.qualified(), name));
             }
             _ if !kind.unconditional_update => {
+                // The registry's update strategy checks this before decoding the rest; it names
+                // the resource, and Go prints the value as the integer it parsed.
                 return Err(ApiError::invalid(
-                    &format!("{}.{}", kind.kind, kind.group),
+                    &kind.qualified(),
                     name,
-                    &[FieldError::invalid(
+                    &[FieldError::invalid_rendered(
                         "metadata.resourceVersion",
-                        "0x0",
+                        "0".into(),
                         "must be specified for an update",
                     )],
                 ));
@@ -228,11 +231,27 @@ impl Cluster {
                 )));
             }
         }
+        // The field manager makes a typed value of the configuration before anything else, and
+        // refuses an undeclared field or a wrong type whatever the field validation
+        // (pkg/util/managedfields/internal/structuredmerge.go, typed/validate.go).
+        if let Some(schema) = self.schema_of(kind)
+            && let Some(why) = schema::typed_error(&applied, &schema)
+        {
+            return Err(ApiError::typed_patch(
+                meta_str(&applied, "namespace").unwrap_or_default(),
+                name,
+                &kind.api_version(),
+                kind.kind,
+                &why,
+            ));
+        }
         let applied = Self::normalize(kind, ns, Some(name), applied)?;
         let paths = patch::leaf_paths(&applied);
         let ctx = WriteCtx {
             manager,
             apply: Some(paths.clone()),
+            validation: super::Validation::Warn,
+            patch: true,
         };
         let Some(old) = self.get_ref(kind, ns, name).cloned() else {
             self.check_namespace(kind, ns)?;
@@ -370,9 +389,14 @@ impl Cluster {
         }
         self.reconcile(None);
         let uid = meta_str(&old, "uid").unwrap_or_default();
+        let mut details = json!({"name": name, "kind": kind.plural, "uid": uid});
+        if !kind.group.is_empty() {
+            // StatusDetails.group is omitempty: the core group is left out.
+            details["group"] = json!(kind.group);
+        }
         Ok(
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": kind.group, "kind": kind.plural, "uid": uid}}),
+            "details": details}),
         )
     }
 
@@ -386,6 +410,53 @@ impl Cluster {
         mut new: Value,
         ctx: &WriteCtx,
     ) -> Result<Value, ApiError> {
+        if let Some(schema) = self.schema_of(kind) {
+            let sent = new.clone();
+            let pruned = schema::prune(&mut new, &schema);
+            if !pruned.is_empty() {
+                let unknown: Vec<String> = pruned
+                    .iter()
+                    .map(|p| format!("unknown field {p:?}"))
+                    .collect();
+                match ctx.validation {
+                    super::Validation::Ignore => {}
+                    super::Validation::Warn => self.warnings.extend(unknown),
+                    // The strict decoder's refusal (KEP-2885): a patch names the patched object
+                    // as the invalid value of a field "patch"; a body is a bad request.
+                    super::Validation::Strict if ctx.patch => {
+                        return Err(ApiError::invalid(
+                            "",
+                            "",
+                            &[FieldError::invalid(
+                                "patch",
+                                &sent.to_string(),
+                                format!("strict decoding error: {}", unknown.join(", ")),
+                            )],
+                        ));
+                    }
+                    super::Validation::Strict => {
+                        return Err(ApiError::bad_request(format!(
+                            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                            kind.kind,
+                            kind.version,
+                            kind.kind,
+                            unknown.join(", ")
+                        )));
+                    }
+                }
+            }
+            if kind.custom {
+                schema::default(&mut new, &schema);
+                let errs = schema::validate(&new, &schema);
+                if !errs.is_empty() {
+                    return Err(ApiError::invalid(
+                        &format!("{}.{}", kind.kind, kind.group),
+                        name,
+                        &errs,
+                    ));
+                }
+            }
+        }
         if kind == kinds::SECRETS {
             fold_string_data(&mut new)?;
         }
@@ -417,17 +488,21 @@ impl Cluster {
                     "creationTimestamp".into(),
                     created.unwrap_or_else(|| json!(now.clone())),
                 );
-                let g = generation.and_then(|g| g.as_i64()).unwrap_or(1);
-                m.insert(
-                    "generation".into(),
-                    json!(if spec_changed { g + 1 } else { g }),
-                );
+                if kind.generation {
+                    let g = generation.and_then(|g| g.as_i64()).unwrap_or(1);
+                    m.insert(
+                        "generation".into(),
+                        json!(if spec_changed { g + 1 } else { g }),
+                    );
+                }
             }
             None => {
                 let m = meta_mut(&mut new);
                 m.insert("uid".into(), json!(util::uuid4()));
                 m.insert("creationTimestamp".into(), json!(now.clone()));
-                m.insert("generation".into(), json!(1));
+                if kind.generation {
+                    m.insert("generation".into(), json!(1));
+                }
                 if kind == kinds::NAMESPACES {
                     new["spec"] = json!({"finalizers": ["kubernetes"]});
                     new["status"] = json!({"phase": "Active"});
@@ -448,7 +523,10 @@ impl Cluster {
             Some(o) => managed_entries(o),
             None => Vec::new(),
         };
-        let present = patch::leaf_paths(&new);
+        let data_maps = kind == kinds::CONFIGMAPS || kind == kinds::SECRETS;
+        let maps_now = patch::map_paths(&new, kind.custom, data_maps);
+        let mut present = patch::leaf_paths(&new);
+        present.extend(maps_now.iter().cloned());
         match &ctx.apply {
             Some(paths) => {
                 owners.retain(|e| !(e.manager == ctx.manager && e.operation == "Apply"));
@@ -460,8 +538,15 @@ impl Cluster {
                 });
             }
             None => {
+                // An update owns what it changed, and the maps it created (structured-merge-diff
+                // counts an added map among the added paths, as "." in FieldsV1).
                 let changed = match &old {
-                    Some(o) => patch::changed_paths(o, &new),
+                    Some(o) => {
+                        let before = patch::map_paths(o, kind.custom, data_maps);
+                        let mut c = patch::changed_paths(o, &new);
+                        c.extend(maps_now.difference(&before).cloned());
+                        c
+                    }
                     None => present.clone(),
                 };
                 for e in owners

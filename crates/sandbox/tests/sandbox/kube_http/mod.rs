@@ -2,6 +2,7 @@
 
 mod api;
 mod bad_requests;
+mod differential;
 mod kubectl;
 mod twin;
 
