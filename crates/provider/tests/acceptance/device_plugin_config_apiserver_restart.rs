@@ -138,9 +138,10 @@ resource "fracgpu_device_plugin_config" "this" {{
     )
 }
 
-/// Fails today (a provider bug, kept for the fix): the create cut short looks for its ConfigMap
-/// while the server is still down, finds nothing to say, and leaves no state; the ConfigMap it
-/// wrote is orphaned, and every later apply stops at "ConfigMap already exists".
+/// The server dies after the ConfigMap is written and while the pointer's patch is held (a
+/// webhook that never answers). The create used to look for its ConfigMap while the server was
+/// still down, find nothing to say, and leave no state, so the ConfigMap was orphaned and every
+/// later apply stopped at "ConfigMap already exists"; it now keeps in state what it wrote.
 #[test]
 fn cluster_policy_apply_survives_an_apiserver_crash() {
     let Some(mut op) = OperatorCluster::start(Tool::Helm4) else {
