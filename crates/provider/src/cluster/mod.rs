@@ -9,6 +9,7 @@
 
 pub mod chart;
 pub mod delivery;
+pub mod gitops;
 pub mod helm;
 
 use std::collections::BTreeMap;

@@ -121,12 +121,17 @@ struct Identity<'a> {
 
 impl<'a> Identity<'a> {
     fn new(op: &'a OperatorCluster, name: &'static str) -> Identity<'a> {
+        Identity::with_role_in(op, name, NS)
+    }
+
+    /// The same, with the Role (and its binding) in `role_ns`.
+    fn with_role_in(op: &'a OperatorCluster, name: &'static str, role_ns: &str) -> Identity<'a> {
         let token = op.server.service_account_token(NS, name);
         let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": NS}]);
         let ref_ = |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
         for binding in [
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                "metadata": {"name": name, "namespace": NS}, "roleRef": ref_("Role"), "subjects": subject}),
+                "metadata": {"name": name, "namespace": role_ns}, "roleRef": ref_("Role"), "subjects": subject}),
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                 "metadata": {"name": name}, "roleRef": ref_("ClusterRole"), "subjects": subject}),
         ] {
@@ -421,4 +426,72 @@ fn helm_delivery_needs_exactly_the_guides_rules() {
     assert_eq!(code, 0, "{}", plan.text());
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert_eq!(op.values(chart), json!({}));
+}
+
+/// The GitOps deliveries touch one object: the Application (or HelmRelease) that holds the
+/// operator's values. With exactly the guide's rules: apply, an empty plan, destroy; without
+/// `update` on it the apply names the verb, resource and namespace refused.
+#[test]
+fn gitops_deliveries_need_exactly_the_guides_rules() {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
+        return;
+    };
+    op.server.install_crds(
+        &op.fixtures,
+        &[
+            "argoproj.io_applications.yaml",
+            "helm.toolkit.fluxcd.io_helmreleases.yaml",
+        ],
+    );
+    for f in ["00-namespaces.yaml", "application.yaml", "helmrelease.yaml"] {
+        let path = op.fixtures.join("samples").join(f);
+        op.server
+            .kubectl_ok(&["apply", "--server-side", "-f", &path.display().to_string()]);
+    }
+    for (delivery, role, role_ns, resource, kubectl_resource, block) in [
+        (
+            "argocd",
+            "fracgpu-argocd",
+            "argocd",
+            "applications",
+            "applications.argoproj.io/gpu-operator",
+            "  argocd {\n    application = \"gpu-operator\"\n  }\n",
+        ),
+        (
+            "flux",
+            "fracgpu-flux",
+            "flux-system",
+            "helmreleases",
+            "helmreleases.helm.toolkit.fluxcd.io/gpu-operator",
+            "  flux {\n    helm_release = \"gpu-operator\"\n  }\n",
+        ),
+    ] {
+        let rules = rules_of(role);
+        let sa = Identity::with_role_in(&op, role, role_ns);
+        sa.grant(&rules, "update", kubectl_resource, Some(role_ns), true);
+        let config = format!(
+            "{REQUIRED_PROVIDERS}\nresource \"fracgpu_device_plugin_config\" \"this\" {{\n  delivery       = \"{delivery}\"\n  default_config = \"all\"\n  kubernetes {{\n{}\n  }}\n  config {{ name = \"all\" }}\n{}{block}}}\n",
+            sa.access(),
+            time_sliced("time-sliced-4", 4),
+        );
+        let ws = Workspace::new(&config).env("KUBECONFIG", MISSING_KUBECONFIG);
+        ws.write("ca.pem", &op.server.ca_pem());
+        ws.init();
+        ws.apply();
+        let (code, plan) = ws.plan_exit_code();
+        assert_eq!(code, 0, "{delivery}: {}", plan.text());
+        ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+
+        sa.grant(
+            &without(&rules, resource, "update"),
+            "update",
+            kubectl_resource,
+            Some(role_ns),
+            false,
+        );
+        let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+        let text = assert_refused(&out, sa.name, "update", resource, Some(role_ns));
+        assert!(text.contains("Kubernetes permission denied"), "{text}");
+        sa.grant(&rules, "update", kubectl_resource, Some(role_ns), true);
+    }
 }

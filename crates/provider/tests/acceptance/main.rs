@@ -13,6 +13,7 @@ mod device_plugin_config_access;
 mod device_plugin_config_apiserver_restart;
 mod device_plugin_config_bad_input;
 mod device_plugin_config_chart;
+mod device_plugin_config_gitops;
 mod device_plugin_config_helm;
 mod device_plugin_config_rbac;
 mod docs;

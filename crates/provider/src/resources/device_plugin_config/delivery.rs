@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::cluster::chart;
 use crate::cluster::helm::{self, ReleaseState};
 use crate::cluster::{self as k, Cluster, KubeError};
+use crate::cluster::{chart, gitops};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics};
 
 use super::DevicePluginConfigResource;
-use super::model::{Desired, HelmSpec, Takeover};
+use super::model::{Desired, GitOpsSpec, HelmSpec, Takeover};
 
 impl DevicePluginConfigResource {
     /// Warns about nodes whose label names no config of this resource.
@@ -62,6 +62,12 @@ impl DevicePluginConfigResource {
         diags: &mut Diagnostics,
     ) -> Option<Option<String>> {
         let access = d.access;
+        if let Some(g) = &d.gitops {
+            // The controller renders the configs on its own sync, after this resource is done:
+            // a restart now would load the old ones.
+            self.gitops_write(c, d, g, taken, first, w, diags).await?;
+            return Some(None);
+        }
         let operand_ns = match &d.helm {
             None => {
                 let pointer = match c.cluster_policy().await {
@@ -304,6 +310,159 @@ impl DevicePluginConfigResource {
         }
     }
 
+    /// Writes the configs into the values of the Argo CD Application or Flux HelmRelease: only
+    /// the paths this resource owns change; what was there before is recorded on the first
+    /// write, for destroy.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn gitops_write(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        g: &GitOpsSpec,
+        taken: &mut Takeover,
+        first: bool,
+        w: &mut Writing,
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let held = self.held(c, d, g, diags).await?;
+        if let Some(by) = &held.managed_by {
+            diags.push(managed_warning(g, by));
+        }
+        let owned = d.helm_owned(&g.values_path);
+        let mut changes: Vec<(String, Option<serde_json::Value>)> = Vec::new();
+        for (path, v) in &owned {
+            taken.helm.entry(path.clone()).or_insert_with(|| {
+                if first {
+                    helm::value_at(&held.values, path).cloned()
+                } else {
+                    None
+                }
+            });
+            changes.push((path.clone(), Some(v.clone())));
+        }
+        let released: Vec<String> = taken
+            .helm
+            .iter()
+            .filter(|(path, _)| !owned.iter().any(|(p, _)| p == *path))
+            .map(|(path, prior)| {
+                changes.push((path.clone(), prior.clone()));
+                path.clone()
+            })
+            .collect();
+        let strategy = helm::value_at(
+            &held.effective,
+            &super::model::mig_strategy_path(&g.values_path),
+        )
+        .and_then(|v| v.as_str());
+        warn_operator_mismatch(d, None, strategy, diags);
+        match c.write_holder_values(&g.holder, &changes).await {
+            Ok(written) => {
+                w.wrote = true;
+                w.operator_namespace = written.operator_namespace;
+                for path in released {
+                    taken.helm.remove(&path);
+                }
+                Some(())
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    &format!("write the {}'s values", g.holder.kind.noun()),
+                    d.access,
+                    &e,
+                ));
+                None
+            }
+        }
+    }
+
+    /// The Application or HelmRelease; None after a diagnostic (missing, unreadable).
+    pub(super) async fn held(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        g: &GitOpsSpec,
+        diags: &mut Diagnostics,
+    ) -> Option<gitops::Held> {
+        let h = &g.holder;
+        match c.read_holder(h).await {
+            Ok(Some(held)) => Some(held),
+            Ok(None) => {
+                let name_attr = if g.block == "argocd" {
+                    "application"
+                } else {
+                    "helm_release"
+                };
+                diags.push(
+                    Diagnostic::error(
+                        format!("{} not found", h.kind.noun()),
+                        format!("There is no {} {}/{} (or its CRD is not installed), so there are no values to write the configs into. Check {}.{name_attr} and {}.namespace.", h.kind.noun(), h.namespace, h.name, g.block, g.block),
+                    )
+                    .at(AttrPath::attr(g.block).with_index(0).with_attr(name_attr)),
+                );
+                None
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    &format!("read the {}", h.kind.noun()),
+                    d.access,
+                    &e,
+                ));
+                None
+            }
+        }
+    }
+
+    /// Destroy of a GitOps delivery: the values object gets back what it had where this
+    /// resource wrote (or loses those paths when there is no record). False after an error.
+    pub(super) async fn give_back_gitops_values(
+        &self,
+        c: &Cluster,
+        d: &Desired,
+        g: &GitOpsSpec,
+        taken: &Takeover,
+        diags: &mut Diagnostics,
+    ) -> bool {
+        match c.read_holder(&g.holder).await {
+            // Nothing to give back to.
+            Ok(None) => return true,
+            Ok(Some(_)) => {}
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    &format!("read the {}", g.holder.kind.noun()),
+                    d.access,
+                    &e,
+                ));
+                return false;
+            }
+        }
+        let mut paths: Vec<String> = d
+            .helm_owned(&g.values_path)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        paths.extend(taken.helm.keys().cloned());
+        paths.sort();
+        paths.dedup();
+        let changes: Vec<(String, Option<serde_json::Value>)> = paths
+            .into_iter()
+            .map(|p| {
+                let prior = taken.helm.get(&p).cloned().flatten();
+                (p, prior)
+            })
+            .collect();
+        match c.write_holder_values(&g.holder, &changes).await {
+            Ok(_) => true,
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    &format!("give the {} its values back", g.holder.kind.noun()),
+                    d.access,
+                    &e,
+                ));
+                false
+            }
+        }
+    }
+
     /// The diagnostic of a failed `helm upgrade`; when helm stopped at a hook, it names the hook
     /// Jobs that did not finish (helm 3 only says it timed out).
     async fn helm_failure(&self, c: &Cluster, h: &HelmSpec, e: &str, w: &Writing) -> Diagnostic {
@@ -498,6 +657,8 @@ pub(super) struct Writing {
     pub deadline: std::time::Instant,
     pub limit: std::time::Duration,
     pub wrote: bool,
+    /// Where the chart installs the operator, as a GitOps object said when written.
+    pub operator_namespace: Option<String>,
     /// The `--timeout` helm was last given.
     pub helm_given: std::time::Duration,
 }
@@ -508,6 +669,7 @@ impl Writing {
             deadline: std::time::Instant::now() + limit,
             limit,
             wrote: false,
+            operator_namespace: None,
             helm_given: std::time::Duration::ZERO,
         }
     }
@@ -603,6 +765,24 @@ pub(super) async fn operator_reads(c: &Cluster, ns: &str) -> Result<OperatorRead
         pointer,
         data,
     })
+}
+
+/// The GitOps object is itself kept by a parent that would undo the change.
+fn managed_warning(g: &GitOpsSpec, by: &str) -> Diagnostic {
+    let h = &g.holder;
+    let how = match h.kind {
+        gitops::Kind::ArgoCd => {
+            "Change the values in the parent's source instead, or have the parent ignore them (`ignoreDifferences` on `/spec/source/helm/valuesObject`, with `RespectIgnoreDifferences=true`)"
+        }
+        gitops::Kind::Flux => {
+            "Change the values in the Kustomization's source instead, or move these values out of what it applies"
+        }
+    };
+    Diagnostic::warning(
+        format!("{} managed by a parent", h.kind.noun()),
+        format!("The {} {}/{} is itself managed by {by}: its next sync puts the parent's version of the object back and undoes what this resource wrote. {how}.", h.kind.noun(), h.namespace, h.name),
+    )
+    .at(AttrPath::attr(g.block))
 }
 
 /// A `values_path` under a subchart the release does not render.
@@ -735,7 +915,7 @@ pub(super) fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError)
             if matches!(e, KubeError::Api { code: 401, .. }) {
                 format!("{check}: the API server did not accept the credentials (an expired or revoked token, or a certificate it does not trust).")
             } else {
-                format!("{check}: the credentials lack the permission named above. delivery = \"cluster_policy\" needs, in the ConfigMap's namespace, configmaps get, create, patch, delete and daemonsets patch (nvidia-device-plugin-daemonset), and cluster-wide clusterpolicies.nvidia.com get, patch (cluster-policy) and nodes list. delivery = \"helm\" needs secrets list and daemonsets patch in the release's namespace, nodes list, and what `helm upgrade` of the operator's chart needs. The guide \"GPU operator deliveries\" (Least privilege) has them as Role and ClusterRole manifests.")
+                format!("{check}: the credentials lack the permission named above. delivery = \"cluster_policy\" needs, in the ConfigMap's namespace, configmaps get, create, patch, delete and daemonsets patch (nvidia-device-plugin-daemonset), and cluster-wide clusterpolicies.nvidia.com get, patch (cluster-policy) and nodes list. delivery = \"helm\" needs secrets list and daemonsets patch in the release's namespace, nodes list, and what `helm upgrade` of the operator's chart needs. delivery = \"argocd\" and \"flux\" need get and update on the Application or HelmRelease in its namespace, and nodes list. The guide \"Where your GPU operator lives\" (Least privilege) has them as Role and ClusterRole manifests.")
             },
             access.map(AttrPath::parse),
         ),

@@ -42,6 +42,11 @@ tfplugin::object! {
     }
 }
 
+/// Whether a delivery name is one of the GitOps controllers'.
+fn is_gitops(delivery: Option<&str>) -> bool {
+    matches!(delivery, Some("argocd" | "flux"))
+}
+
 pub struct DevicePluginConfigResource {
     state: Arc<ProviderState>,
 }
@@ -71,35 +76,55 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
     if st.is_null() {
         return;
     }
-    // With helm delivery the chart creates the ConfigMap in the release's namespace.
-    let helm_ns = Delivery::from_value(req.config)
+    // With helm delivery the chart creates the ConfigMap in the release's namespace; with a
+    // GitOps one in the namespace the Application or HelmRelease installs into, which only the
+    // cluster knows: unknown until the apply reads it, then kept.
+    let how = Delivery::from_value(req.config);
+    let gitops = how
+        .as_ref()
+        .is_some_and(|d| is_gitops(d.delivery.as_deref()));
+    let helm_ns = how
         .filter(|d| d.delivery.as_deref() == Some("helm"))
         .and_then(|d| d.helm.0.map(|h| h.namespace));
+    let namespace = match (helm_ns, gitops) {
+        (Some(ns), _) => Value::string(ns),
+        (None, true) if req.prior.get("namespace").as_str().is_some() => {
+            req.prior.get("namespace").clone()
+        }
+        (None, true) => Value::UNKNOWN,
+        (None, false) => Value::string(DEFAULT_NAMESPACE),
+    };
     let defaults = [
-        (
-            "namespace",
-            helm_ns.unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
-        ),
-        ("name", DEFAULT_NAME.to_string()),
-        ("delivery", "cluster_policy".to_string()),
+        ("namespace", namespace),
+        ("name", Value::string(DEFAULT_NAME)),
+        ("delivery", Value::string("cluster_policy")),
     ];
     for (k, default) in defaults {
         if req.config.get(k).is_null()
             && let Some(slot) = st.get_mut(k)
         {
-            *slot = Value::string(default);
+            *slot = default;
         }
     }
+    let namespace_known = st.get("namespace").is_known();
     // Validation already reported problems; here only the derived values.
-    let Some(args) = Args::from_value(st) else {
+    let mut known = st.clone();
+    if !namespace_known && let Some(slot) = known.get_mut("namespace") {
+        *slot = Value::Null;
+    }
+    let Some(args) = Args::from_value(&known) else {
         return;
     };
-    merge(
-        st,
-        &Identity {
-            id: format!("{}/{}", args.namespace(), args.name()),
-        },
-    );
+    if namespace_known {
+        merge(
+            st,
+            &Identity {
+                id: format!("{}/{}", args.namespace(), args.name()),
+            },
+        );
+    } else if let Some(slot) = st.get_mut("id") {
+        *slot = Value::UNKNOWN;
+    }
     let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
         return;
     };
@@ -114,6 +139,9 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
             && p.delivery == args.delivery
     });
     merge(st, &computed);
+    if !namespace_known && let Some(slot) = st.get_mut("id") {
+        *slot = Value::UNKNOWN;
+    }
     if let Some(slot) = st.get_mut("restarted_at") {
         *slot = if unchanged {
             req.prior.get("restarted_at").clone()
@@ -302,6 +330,8 @@ mod tests {
         let nested = |n: &str| block.nested_block(n).unwrap().block.names();
         assert_eq!(ConfigArgs::attribute_names(), nested("config"));
         assert_eq!(HelmArgs::attribute_names(), nested("helm"));
+        assert_eq!(model::ArgoArgs::attribute_names(), nested("argocd"));
+        assert_eq!(model::FluxArgs::attribute_names(), nested("flux"));
         assert_eq!(
             crate::model::KubernetesArgs::attribute_names(),
             nested("kubernetes")
@@ -329,7 +359,7 @@ mod tests {
         let ty = schema().ty();
         let mut v = Value::null_object(&ty);
         set(&mut v, "config", Value::List(configs));
-        for b in ["kubernetes", "helm"] {
+        for b in ["kubernetes", "helm", "argocd", "flux"] {
             set(&mut v, b, Value::List(vec![]));
         }
         for (k, x) in extra {

@@ -15,7 +15,10 @@ use tfplugin::api::Private;
 use tfplugin::object::SingleBlock;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, DEFAULT_VALUES_PATH};
+use super::schema::{
+    DEFAULT_ARGOCD_NAMESPACE, DEFAULT_FLUX_NAMESPACE, DEFAULT_NAME, DEFAULT_NAMESPACE,
+    DEFAULT_VALUES_PATH,
+};
 
 tfplugin::object! {
     /// One `config` block.
@@ -41,6 +44,25 @@ tfplugin::object! {
 }
 
 tfplugin::object! {
+    /// The `argocd` block.
+    pub struct ArgoArgs {
+        pub application: String,
+        pub namespace: Option<String>,
+        pub chart: Option<String>,
+        pub values_path: Option<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The `flux` block.
+    pub struct FluxArgs {
+        pub helm_release: String,
+        pub namespace: Option<String>,
+        pub values_path: Option<String>,
+    }
+}
+
+tfplugin::object! {
     /// The arguments. `namespace`, `name` and `delivery` have plan-time defaults (the namespace
     /// depends on the helm block), filled before a plan is read; null in a configuration.
     pub struct Args {
@@ -52,6 +74,8 @@ tfplugin::object! {
         pub kubernetes: SingleBlock<KubernetesArgs>,
         pub config: Vec<ConfigArgs>,
         pub helm: SingleBlock<HelmArgs>,
+        pub argocd: SingleBlock<ArgoArgs>,
+        pub flux: SingleBlock<FluxArgs>,
     }
 }
 
@@ -93,6 +117,11 @@ impl Args {
         self.delivery.as_deref() == Some("helm")
     }
 
+    /// Delivered through an Argo CD Application or a Flux HelmRelease.
+    pub fn by_gitops(&self) -> bool {
+        matches!(self.delivery.as_deref(), Some("argocd" | "flux"))
+    }
+
     /// The attribute that says how to reach the cluster, as `kubernetes.0.host`; None when the
     /// provider's block or the environment does.
     pub fn access(&self) -> Option<&'static str> {
@@ -127,6 +156,7 @@ pub struct Desired {
     /// config name -> parsed config
     pub configs: BTreeMap<String, DevicePluginConfig>,
     pub helm: Option<HelmSpec>,
+    pub gitops: Option<GitOpsSpec>,
     /// The resource's own `kubernetes` block (empty: the provider's).
     pub kubernetes: KubernetesSettings,
     /// The attribute that says how to reach the cluster, for diagnostics.
@@ -141,6 +171,52 @@ pub struct HelmSpec {
     pub chart_version: Option<String>,
     pub values_path: String,
     pub helm_path: String,
+}
+
+/// An Argo CD Application or Flux HelmRelease that holds the operator's values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GitOpsSpec {
+    pub holder: k::gitops::Holder,
+    pub values_path: String,
+    /// The block's name, for diagnostics: `argocd` or `flux`.
+    pub block: &'static str,
+}
+
+impl GitOpsSpec {
+    fn of(args: &Args) -> Option<GitOpsSpec> {
+        use k::gitops::{Holder, Kind};
+        let path =
+            |p: &Option<String>| p.clone().unwrap_or_else(|| DEFAULT_VALUES_PATH.to_string());
+        match args.delivery.as_deref() {
+            Some("argocd") => args.argocd.as_ref().map(|a| GitOpsSpec {
+                holder: Holder {
+                    kind: Kind::ArgoCd,
+                    namespace: a
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_ARGOCD_NAMESPACE.to_string()),
+                    name: a.application.clone(),
+                    chart: a.chart.clone(),
+                },
+                values_path: path(&a.values_path),
+                block: "argocd",
+            }),
+            Some("flux") => args.flux.as_ref().map(|f| GitOpsSpec {
+                holder: Holder {
+                    kind: Kind::Flux,
+                    namespace: f
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
+                    name: f.helm_release.clone(),
+                    chart: None,
+                },
+                values_path: path(&f.values_path),
+                block: "flux",
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl HelmSpec {
@@ -352,18 +428,38 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
             return None;
         }
         (false, Some(_)) => {
-            diags.push(
-                Diagnostic::error(
-                    "Unused helm block",
-                    "A `helm` block is set but delivery is \"cluster_policy\"; set delivery = \"helm\" or remove the block.",
-                )
-                .at(AttrPath::attr("helm")),
-            );
+            diags.push(unused_block("helm", args));
             return None;
         }
         _ => None,
     };
-    if helm.is_some() {
+    let delivery = args.delivery.as_deref().unwrap_or("cluster_policy");
+    for (block, set) in [
+        ("argocd", args.argocd.is_some()),
+        ("flux", args.flux.is_some()),
+    ] {
+        if set && delivery != block {
+            diags.push(unused_block(block, args));
+            return None;
+        }
+        if !set && delivery == block {
+            let example = if block == "argocd" {
+                "argocd { application = \"gpu-operator\" }"
+            } else {
+                "flux { helm_release = \"gpu-operator\" }"
+            };
+            diags.push(
+                Diagnostic::error(
+                    format!("Missing {block} block"),
+                    format!("delivery is \"{block}\" but there is no `{block}` block naming the object that holds the operator's values; add `{example}`."),
+                )
+                .at(AttrPath::attr("delivery")),
+            );
+            return None;
+        }
+    }
+    let gitops = GitOpsSpec::of(args);
+    if helm.is_some() || gitops.is_some() {
         ok &= names_stay_strings(args, diags);
     }
     if !ok {
@@ -376,9 +472,20 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
         mig_strategy: mig.map(str::to_string),
         configs,
         helm,
+        gitops,
         kubernetes: args.kubernetes(),
         access: args.access(),
     })
+}
+
+/// A delivery block that the chosen delivery does not use.
+fn unused_block(block: &str, args: &Args) -> Diagnostic {
+    let delivery = args.delivery.as_deref().unwrap_or("cluster_policy");
+    Diagnostic::error(
+        format!("Unused {block} block"),
+        format!("A `{block}` block is set but delivery is \"{delivery}\"; set delivery = \"{block}\" or remove the block."),
+    )
+    .at(AttrPath::attr(block))
 }
 
 /// With a chart rendering the ClusterPolicy, `name` and `default_config` pass through a template
@@ -431,10 +538,11 @@ impl Desired {
     }
 
     pub fn values_path(&self) -> &str {
-        self.helm
-            .as_ref()
-            .map(|h| h.values_path.as_str())
-            .unwrap_or(DEFAULT_VALUES_PATH)
+        match (&self.helm, &self.gitops) {
+            (Some(h), _) => &h.values_path,
+            (None, Some(g)) => &g.values_path,
+            (None, None) => DEFAULT_VALUES_PATH,
+        }
     }
 
     /// The operator chart's values this resource sets, as (dotted path, value): the whole

@@ -109,6 +109,64 @@ impl DevicePluginConfigResource {
         })
     }
 
+    /// What the Argo CD Application's or Flux HelmRelease's values say the chart will render
+    /// (the controller syncs them; the live objects may lag behind, so they are not compared);
+    /// None after an error diagnostic.
+    async fn observe_gitops(
+        &self,
+        c: &Cluster,
+        args: &Args,
+        diags: &mut Diagnostics,
+    ) -> Option<ClusterView> {
+        let d = resolve(args, &mut Diagnostics::new())?;
+        let g = d.gitops.as_ref()?;
+        let held = match c.read_holder(&g.holder).await {
+            Ok(Some(h)) => h,
+            // Gone: the next apply has nowhere to write, and says so.
+            Ok(None) => return Some(ClusterView::default()),
+            Err(e) => {
+                diags.push(kube_diagnostic(
+                    &format!("read the {}", g.holder.kind.noun()),
+                    args.access(),
+                    &e,
+                ));
+                return None;
+            }
+        };
+        let vp = &g.values_path;
+        let cfg = helm::value_at(&held.effective, &format!("{vp}.config"))
+            .cloned()
+            .unwrap_or_default();
+        let s = |k: &str| {
+            cfg.get(k)
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
+        // Every config these values give is rendered; there are no chart defaults to tell
+        // apart here (the chart is not read).
+        let data: BTreeMap<String, String> = cfg
+            .get("data")
+            .and_then(|v| v.as_object())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(ClusterView {
+            pointer_name: if created { s("name") } else { None },
+            default: s("default"),
+            mig_strategy: helm::value_at(&held.effective, &mig_strategy_path(vp))
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            mig_strategy_ours: false,
+            data: Some(data),
+            operator_namespace: held.operator_namespace,
+        })
+    }
+
     /// What the ClusterPolicy and the ConfigMap say; None after an error diagnostic.
     async fn observe_cluster_policy(
         &self,
@@ -158,7 +216,9 @@ impl DevicePluginConfigResource {
             return None;
         };
         let c = self.connect(&args, diags).await?;
-        let seen = if args.by_helm() {
+        let seen = if args.by_gitops() {
+            self.observe_gitops(&c, &args, diags).await?
+        } else if args.by_helm() {
             self.observe_helm(&c, &args, diags).await?
         } else {
             self.observe_cluster_policy(&c, &args, diags).await?

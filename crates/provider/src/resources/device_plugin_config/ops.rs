@@ -10,7 +10,7 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::delivery::{Writing, kube_diagnostic};
 use super::model::{Args, Restarted, Takeover, resolve};
-use super::schema::TIMEOUTS;
+use super::schema::{DEFAULT_NAMESPACE, TIMEOUTS};
 use super::{DevicePluginConfigResource, TYPE_NAME};
 
 /// What the user reads when an operation is cut short, and how long a create cut short may look
@@ -96,7 +96,16 @@ impl Op {
 impl DevicePluginConfigResource {
     /// The arguments of a plan at apply, when everything is known; a diagnostic otherwise.
     fn planned_args(planned: &Value, diags: &mut Diagnostics) -> Option<Args> {
-        let args = Args::from_value(planned);
+        // A GitOps delivery's namespace is the object's destination, read at apply.
+        let args = if planned.get("namespace").is_known() {
+            Args::from_value(planned)
+        } else {
+            let mut known = planned.clone();
+            if let Some(slot) = known.get_mut("namespace") {
+                *slot = Value::Null;
+            }
+            Args::from_value(&known)
+        };
         if args.is_none() {
             diags.push(Diagnostic::error(
                 "Configuration not known at apply",
@@ -126,7 +135,7 @@ impl DevicePluginConfigResource {
             merge(&mut st, &Restarted { restarted_at: None });
             st
         };
-        if d.helm.is_some() {
+        if d.helm.is_some() || d.gitops.is_some() {
             return tainted();
         }
         let look = async {
@@ -160,7 +169,7 @@ impl DevicePluginConfigResource {
         };
         let mut st = planned.clone();
         merge(&mut st, &Restarted { restarted_at: None });
-        if d.helm.is_none() {
+        if d.helm.is_none() && d.gitops.is_none() {
             // Adopting a ConfigMap someone else made would silently take its keys over.
             match c.configmap(&d.namespace, &d.name).await {
                 Ok(None) => {}
@@ -188,13 +197,35 @@ impl DevicePluginConfigResource {
             if w.wrote {
                 return st;
             }
-            return match (&d.helm, c.configmap(&d.namespace, &d.name).await) {
-                (None, Ok(Some(_))) => st,
+            if d.helm.is_some() || d.gitops.is_some() {
+                return Value::Null;
+            }
+            return match c.configmap(&d.namespace, &d.name).await {
+                Ok(Some(_)) => st,
                 _ => Value::Null,
             };
         };
         self.warn_unknown_labels(&c, &d, diags).await;
         merge(&mut st, &Restarted { restarted_at });
+        if !st.get("namespace").is_known() {
+            // Where the chart installs the operator, as the GitOps object says.
+            let ns = w.operator_namespace.clone().unwrap_or_else(|| {
+                diags.push(Diagnostic::warning(
+                    "Operator namespace not found",
+                    format!("The object that holds the operator's values names no namespace to install into; this resource records {DEFAULT_NAMESPACE:?}. Set `namespace` to the operator's."),
+                ));
+                DEFAULT_NAMESPACE.to_string()
+            });
+            merge(
+                &mut st,
+                &super::Identity {
+                    id: format!("{ns}/{}", d.name),
+                },
+            );
+            if let Some(slot) = st.get_mut("namespace") {
+                *slot = Value::string(ns);
+            }
+        }
         st
     }
 
@@ -223,10 +254,20 @@ impl DevicePluginConfigResource {
                 return prior.clone();
             };
             merge(&mut st, &Restarted { restarted_at });
-        } else if let Err(e) = c.configmap(&d.namespace, &d.name).await {
+        } else {
             // Only the access changed: prove the new credentials work before they are saved.
-            diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
-            return prior.clone();
+            let proof = match &d.gitops {
+                Some(g) => c.read_holder(&g.holder).await.map(|_| ()),
+                None => c.configmap(&d.namespace, &d.name).await.map(|_| ()),
+            };
+            if let Err(e) = proof {
+                diags.push(kube_diagnostic(
+                    "read what this resource delivers",
+                    d.access,
+                    &e,
+                ));
+                return prior.clone();
+            }
         }
         self.warn_unknown_labels(&c, &d, diags).await;
         st
@@ -248,6 +289,15 @@ impl DevicePluginConfigResource {
         };
         let (ns, name) = (args.namespace().to_string(), args.name().to_string());
         let mut operand_ns = ns.clone();
+        if args.by_gitops() {
+            let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
+                return;
+            };
+            let Some(g) = &d.gitops else { return };
+            // Nothing to restart: the controller renders the chart on its own sync.
+            self.give_back_gitops_values(&c, &d, g, taken, diags).await;
+            return;
+        }
         if args.by_helm() {
             let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
                 return;
