@@ -28,6 +28,7 @@ mod http;
 mod kinds;
 mod patch;
 mod proto;
+pub mod remote_twin;
 mod schema;
 mod select;
 mod status;
