@@ -1,7 +1,8 @@
 //! `fracgpu-sandbox`: serves the local cloud emulators on loopback.
 //!
 //! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE]` prints its endpoints and runs
-//! until SIGINT or SIGTERM. `demo` runs the quick start (see `sandbox::demo`).
+//! until SIGINT or SIGTERM. `demo` runs the quick start (see `sandbox::demo`). `twin` plays the GPU
+//! stack's digital twin against any Kubernetes API server (see `sandbox::kube::remote_twin`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,76 @@ use std::time::Duration;
 
 use sandbox::Config;
 
-const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] [--once]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]\ntwin: plays the GPU operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, .memory):\n  writes their labels and their nvidia.com/ extended resources (status subresource), every SECONDS (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA that verifies the server (else the system roots).";
+
+/// `twin`'s flags.
+#[derive(Debug, PartialEq)]
+struct TwinArgs {
+    server: String,
+    token: String,
+    ca: Option<PathBuf>,
+    every: f64,
+    once: bool,
+}
+
+fn parse_twin(args: &[String]) -> Result<TwinArgs, String> {
+    let mut it = args.iter();
+    let (mut server, mut token, mut ca, mut every, mut once) = (None, None, None, 2.0, false);
+    while let Some(flag) = it.next() {
+        let (flag, inline) = match flag.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (flag.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "--server" => server = Some(value()?),
+            "--token" => token = Some(value()?),
+            "--ca" => ca = Some(PathBuf::from(value()?)),
+            "--every" => {
+                let v: f64 = value()?.parse().map_err(|e| format!("--every: {e}"))?;
+                if !(0.05..=3600.0).contains(&v) {
+                    return Err("--every must be between 0.05 and 3600".into());
+                }
+                every = v;
+            }
+            "--once" => once = true,
+            other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(TwinArgs {
+        server: server.ok_or_else(|| format!("twin needs --server\n{USAGE}"))?,
+        token: token.ok_or_else(|| format!("twin needs --token\n{USAGE}"))?,
+        ca,
+        every,
+        once,
+    })
+}
+
+async fn twin(args: TwinArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let ca = match &args.ca {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).map_err(|e| format!("--ca {}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    let t = sandbox::kube::remote_twin::RemoteTwin::new(&args.server, ca.as_deref(), &args.token)?;
+    if args.once {
+        let r = t.sync_once().await?;
+        println!(
+            "gpu nodes: {:?}; written: {:?}; refused: {:?}",
+            r.gpu_nodes, r.written, r.refused
+        );
+        return Ok(());
+    }
+    eprintln!("twin: syncing {} every {}s", args.server, args.every);
+    t.run(Duration::from_secs_f64(args.every), shutdown()).await;
+    Ok(())
+}
 
 struct Args {
     demo: bool,
@@ -70,6 +140,27 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("demo failed: {}", e.0);
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if argv.first().map(String::as_str) == Some("twin") {
+        let args = match parse_twin(&argv[1..]) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        };
+        return match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.into())
+            .and_then(|rt| rt.block_on(twin(args)))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fracgpu-sandbox twin: {e}");
                 ExitCode::FAILURE
             }
         };
@@ -218,5 +309,31 @@ mod tests {
         assert!(parse(&v(&["serve", "--bogus"])).is_err());
         assert!(parse(&v(&["serve", "--port"])).is_err());
         assert!(parse(&v(&[])).is_err());
+    }
+
+    #[test]
+    fn twin_flags() {
+        let a = parse_twin(&v(&[
+            "--server=https://127.0.0.1:6443",
+            "--token",
+            "t",
+            "--ca",
+            "/tmp/ca.crt",
+            "--once",
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            TwinArgs {
+                server: "https://127.0.0.1:6443".into(),
+                token: "t".into(),
+                ca: Some(PathBuf::from("/tmp/ca.crt")),
+                every: 2.0,
+                once: true,
+            }
+        );
+        assert!(parse_twin(&v(&["--token", "t"])).is_err());
+        assert!(parse_twin(&v(&["--server", "u"])).is_err());
+        assert!(parse_twin(&v(&["--server", "u", "--token", "t", "--every", "0"])).is_err());
     }
 }

@@ -8,7 +8,9 @@
 //! key validation, discovery and enough OpenAPI v3 for kubectl's server-side field validation. Its nodes are
 //! a digital twin of the cloud's node pools: they advertise the GPU resources the real stack would,
 //! including the GPU operator's habit of ignoring a changed device plugin config until the device plugin
-//! daemonset is restarted.
+//! daemonset is restarted. A Node created through the API joins the twin once it carries GPU feature
+//! discovery's hardware labels, as a hand-made node does on a real server, where [`remote_twin`] plays
+//! the same twin through the API.
 //!
 //! It is an independent oracle: every type here is its own, written from the public Kubernetes API and NVIDIA
 //! documents; nothing is shared with the provider's client code.
@@ -28,6 +30,7 @@ mod http;
 mod kinds;
 mod patch;
 mod proto;
+pub mod remote_twin;
 mod schema;
 mod select;
 mod status;

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 pub(crate) const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
 pub(crate) const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
 pub(crate) const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
+/// Where a node notes why its device plugin refused its config (the sandbox's own annotation).
+pub(crate) const ERROR_ANNOTATION: &str = "sandbox.fracgpu.dev/device-plugin-error";
 
 /// What the device plugin read when its pod started: the ClusterPolicy pointer and strategy, and the data of
 /// the ConfigMap it points at (None when that ConfigMap did not exist).
@@ -50,6 +52,10 @@ pub(crate) struct NodeTwin {
     /// The device plugin is the OS's own host service (Bottlerocket), deaf to the GPU operator.
     #[serde(default)]
     pub(crate) host_device_plugin: bool,
+    /// GPU feature discovery's `nvidia.com/mig.capable` label, when the node carries one (it wins over
+    /// the product name).
+    #[serde(default)]
+    pub(crate) mig_capable: Option<bool>,
 }
 
 /// Whether a node of this OS image runs the NVIDIA device plugin as a host service.
@@ -310,8 +316,12 @@ pub(crate) struct MigManager {
 }
 
 /// The operator's test for a MIG-capable node when GPU feature discovery has not said (NVIDIA/gpu-operator
-/// controllers/state_manager.go `hasMIGCapableGPU`): the product names an A100, H100 or A30.
+/// controllers/state_manager.go `hasMIGCapableGPU`): GPU feature discovery's `nvidia.com/mig.capable`
+/// label when present, else the product names an A100, H100 or A30.
 pub(crate) fn mig_capable(t: &NodeTwin) -> bool {
+    if let Some(c) = t.mig_capable {
+        return t.gpus > 0 && c;
+    }
     let product = t.gpu_product.as_deref().unwrap_or_default().to_lowercase();
     t.gpus > 0 && ["a100", "h100", "a30"].iter().any(|g| product.contains(g))
 }
@@ -579,11 +589,182 @@ pub(crate) fn advertise(
     Ok(a)
 }
 
-/// Labels GPU feature discovery owns: cleared before a new advertisement is written.
+/// Labels GPU feature discovery owns: cleared before a new advertisement is written. The operator's
+/// `nvidia.com/gpu.deploy.<operand>` labels share the prefix but are not GFD's.
 pub(crate) fn is_gfd_label(k: &str) -> bool {
-    k.starts_with("nvidia.com/gpu.")
+    (k.starts_with("nvidia.com/gpu.") && !k.starts_with("nvidia.com/gpu.deploy."))
         || k == "nvidia.com/mig.strategy"
         || (k.starts_with("nvidia.com/mig-") && k.contains('.'))
+}
+
+/// A node after the GPU stack's turn: its labels (the MIG manager's state and GPU feature discovery's
+/// labels written) and the extended resources the device plugin advertises, or why the plugin refused
+/// its config (it then keeps serving what it served, and GFD's labels stay as they were).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Rendered {
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) resources: Result<BTreeMap<String, u64>, String>,
+}
+
+/// What the node's labels and extended resources become, from the node's labels now.
+pub(crate) fn render(t: &NodeTwin, labels: &BTreeMap<String, String>, mm: &MigManager) -> Rendered {
+    let mut labels = labels.clone();
+    match mig_manager(t, &labels, mm).1 {
+        Some(s) => {
+            labels.insert(MIG_STATE_LABEL.into(), s.into());
+        }
+        None => {
+            labels.remove(MIG_STATE_LABEL);
+        }
+    }
+    let resources = advertise(t, &labels, mm).map(|a| {
+        labels.retain(|k, _| !is_gfd_label(k));
+        labels.extend(a.labels);
+        a.resources
+    });
+    Rendered { labels, resources }
+}
+
+/// The operator's and the device plugin pod's reaction on one node: the operator's MIG label, and the
+/// config reloaded when the pod restarted: the daemonset was restarted (`restarted`), or the MIG
+/// manager repartitioned and restarted it because the node's `nvidia.com/mig.config` changed.
+pub(crate) fn restart_step(
+    t: &mut NodeTwin,
+    labels: &mut BTreeMap<String, String>,
+    mm: &MigManager,
+    current: &PluginInputs,
+    restarted: bool,
+) {
+    if let Some(l) = operator_mig_label(t, labels, mm) {
+        labels.insert(MIG_CONFIG_LABEL.into(), l.into());
+    }
+    let mig_label = labels.get(MIG_CONFIG_LABEL).cloned();
+    if restarted || (mm.enabled && mig_label != t.seen_mig_label) {
+        t.loaded = current.clone();
+        t.seen_mig_label = mig_label;
+    }
+}
+
+/// The device plugin's inputs from the ClusterPolicy and the ConfigMap it names (as read from the API).
+/// The operator mounts the config into the device plugin's pods as a ConfigMap volume, and a volume
+/// names a ConfigMap of the pod's own namespace, the operator's (NVIDIA/gpu-operator
+/// controllers/object_controls.go, createConfigMapVolume for DevicePlugin.Config.Name): the caller reads
+/// the ConfigMap `config_name(cp)` of that namespace.
+pub(crate) fn plugin_inputs(cp: Option<&Value>, configmap: Option<&Value>) -> PluginInputs {
+    let s = |p: &str| {
+        cp.and_then(|c| c.pointer(p))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let config_name = s("/spec/devicePlugin/config/name");
+    let configmap = configmap.filter(|_| !config_name.is_empty()).map(|cm| {
+        cm.get("data")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    PluginInputs {
+        config_name,
+        config_default: s("/spec/devicePlugin/config/default"),
+        mig_strategy: s("/spec/mig/strategy"),
+        configmap,
+    }
+}
+
+/// The name of the ConfigMap the ClusterPolicy points the device plugin at (empty: none).
+pub(crate) fn config_name(cp: Option<&Value>) -> &str {
+    cp.and_then(|c| c.pointer("/spec/devicePlugin/config/name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The MIG manager as the ClusterPolicy sets it; none without the operator.
+pub(crate) fn mig_manager_policy(cp: Option<&Value>) -> MigManager {
+    let Some(cp) = cp else {
+        return MigManager::default();
+    };
+    MigManager {
+        enabled: cp
+            .pointer("/spec/migManager/enabled")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        default_config: cp
+            .pointer("/spec/migManager/config/default")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// A pod template as a restart marker: any change of it rolls the pods (a restart bumps an annotation of
+/// it, `kubectl.kubernetes.io/restartedAt`).
+pub(crate) fn restart_marker(daemonset: &Value) -> String {
+    daemonset
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or(Value::Null)
+        .to_string()
+}
+
+// The hardware labels of GPU feature discovery, the names NVIDIA/k8s-device-plugin writes
+// (README.md "Catalog of Labels", internal/lm/resource.go): the product as NVML names it with spaces as
+// dashes, the number of GPUs, the memory of one in MiB, and whether it can be partitioned.
+pub(crate) const GFD_PRODUCT: &str = "nvidia.com/gpu.product";
+pub(crate) const GFD_COUNT: &str = "nvidia.com/gpu.count";
+pub(crate) const GFD_MEMORY: &str = "nvidia.com/gpu.memory";
+pub(crate) const GFD_MIG_CAPABLE: &str = "nvidia.com/mig.capable";
+
+/// A node's hardware learnt from GPU feature discovery's labels (set by hand on a node no kubelet runs
+/// on, or by a real GFD): None when the node names no GPU product and count. `cloud` is the cluster's
+/// (`gke` takes GKE's own sharing and partition labels, as GKE's device plugin does).
+pub(crate) fn twin_from_labels(
+    cloud: &str,
+    labels: &BTreeMap<String, String>,
+    os_image: Option<&str>,
+) -> Option<NodeTwin> {
+    let product = labels.get(GFD_PRODUCT).filter(|p| !p.is_empty())?;
+    let gpus: u32 = labels.get(GFD_COUNT)?.parse().ok()?;
+    let gke = cloud == "gke";
+    // GKE's node labels (cloud.google.com/docs "About GPU sharing strategies", "Running multi-instance
+    // GPUs"): the sharing strategy and clients per GPU, and the partition size.
+    let gke_sharing = labels
+        .get("cloud.google.com/gke-gpu-sharing-strategy")
+        .filter(|_| gke)
+        .map(|s| {
+            let clients = labels
+                .get("cloud.google.com/gke-max-shared-clients-per-gpu")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1);
+            let s = if s == "mps" { "MPS" } else { "TIME_SHARING" };
+            (s.to_string(), clients)
+        });
+    let mig_profile = labels
+        .get("cloud.google.com/gke-gpu-partition-size")
+        .filter(|_| gke)
+        .cloned();
+    Some(NodeTwin {
+        cloud: cloud.to_string(),
+        pool: String::new(),
+        gpu_product: Some(product.clone()),
+        gpus,
+        gpu_memory_mib: labels
+            .get(GFD_MEMORY)
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0),
+        mig_profile,
+        mig_instances_per_gpu: 0,
+        gke_sharing,
+        pool_labels: BTreeMap::new(),
+        loaded: PluginInputs::default(),
+        seen_mig_label: None,
+        host_device_plugin: host_device_plugin(os_image),
+        mig_capable: labels.get(GFD_MIG_CAPABLE).map(|v| v == "true"),
+    })
 }
 
 #[cfg(test)]

@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub(crate) const OPERATOR_NS: &str = "gpu-operator";
 pub(crate) const DEVICE_PLUGIN_DS: &str = "nvidia-device-plugin-daemonset";
 pub(crate) const CLUSTER_POLICY: &str = "cluster-policy";
-const ERROR_ANNOTATION: &str = "sandbox.fracgpu.dev/device-plugin-error";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Cluster {

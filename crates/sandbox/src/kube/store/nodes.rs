@@ -6,11 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, ERROR_ANNOTATION, OPERATOR_NS, labels_of, meta_mut,
-};
+use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS, labels_of, meta_mut};
 use crate::kube::kinds;
-use crate::kube::twin::{self, NodeTwin, PluginInputs};
+use crate::kube::twin::{self, ERROR_ANNOTATION, NodeTwin, PluginInputs};
 use crate::kube::util;
 use crate::kube::validate::validate_object;
 use crate::nodes::{PoolNodes, gke_group_id};
@@ -19,76 +17,45 @@ use crate::util::fnv1a;
 impl Cluster {
     pub(super) fn daemonset_marker(&self) -> Option<String> {
         self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
-            // Any pod template change rolls the pods (a restart bumps an annotation of it).
-            .map(|d| {
-                d.pointer("/spec/template")
-                    .cloned()
-                    .unwrap_or(Value::Null)
-                    .to_string()
-            })
+            .map(twin::restart_marker)
     }
 
     /// The device plugin's inputs as they are in the API right now.
     pub(crate) fn current_inputs(&self) -> PluginInputs {
         let cp = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY);
-        let s = |p: &str| {
-            cp.and_then(|c| c.pointer(p))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let config_name = s("/spec/devicePlugin/config/name");
-        // The operator mounts the config into the device plugin's pods as a ConfigMap volume, and a
-        // volume names a ConfigMap of the pod's own namespace, the operator's (NVIDIA/gpu-operator
-        // controllers/object_controls.go, createConfigMapVolume for DevicePlugin.Config.Name): a
-        // ConfigMap elsewhere is never read.
-        let configmap = if config_name.is_empty() {
-            None
-        } else {
-            self.get_ref(kinds::CONFIGMAPS, OPERATOR_NS, &config_name)
-                .map(|cm| {
-                    cm.get("data")
-                        .and_then(Value::as_object)
-                        .map(|m| {
-                            m.iter()
-                                .map(|(k, v)| {
-                                    (k.clone(), v.as_str().unwrap_or_default().to_string())
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                })
-        };
-        PluginInputs {
-            config_name,
-            config_default: s("/spec/devicePlugin/config/default"),
-            mig_strategy: s("/spec/mig/strategy"),
-            configmap,
-        }
+        let name = twin::config_name(cp);
+        let cm = (!name.is_empty())
+            .then(|| self.get_ref(kinds::CONFIGMAPS, OPERATOR_NS, name))
+            .flatten();
+        twin::plugin_inputs(cp, cm)
     }
 
     /// The MIG manager as the ClusterPolicy sets it; none without the operator.
     pub(crate) fn mig_manager_policy(&self) -> twin::MigManager {
-        let Some(cp) = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY) else {
-            return twin::MigManager::default();
-        };
-        twin::MigManager {
-            enabled: cp
-                .pointer("/spec/migManager/enabled")
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
-            default_config: cp
-                .pointer("/spec/migManager/config/default")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        }
+        twin::mig_manager_policy(self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY))
     }
 
     /// Brings the nodes' advertisements up to date after a write: every node when the device plugin
     /// daemonset was restarted, else only the node that was written (its labels may select another config).
     /// ConfigMap and ClusterPolicy writes change no node by themselves: that is the operator's behaviour.
+    /// A node written through the API that no pool made joins the twin once it carries GPU feature
+    /// discovery's hardware labels (a hand-made node, as on a real server with no kubelet).
     pub(crate) fn reconcile(&mut self, written_node: Option<&str>) {
+        if let Some(n) = written_node.filter(|n| !self.twins.contains_key(*n)) {
+            let adopted = self.get_ref(kinds::NODES, "", n).and_then(|node| {
+                twin::twin_from_labels(
+                    &self.cloud,
+                    &labels_of(node),
+                    node.pointer("/status/nodeInfo/osImage")
+                        .and_then(Value::as_str),
+                )
+            });
+            if let Some(mut t) = adopted {
+                // The device plugin pod starting on a new node reads the config as it is now.
+                t.loaded = self.current_inputs();
+                self.twins.insert(n.to_string(), t);
+            }
+        }
         let marker = self.daemonset_marker();
         let restarted = marker.is_some() && marker != self.restart_marker;
         if marker.is_some() {
@@ -114,15 +81,10 @@ impl Cluster {
                 continue;
             };
             let mut labels = labels_of(&node);
-            if let Some(l) = twin::operator_mig_label(t, &labels, &mm) {
-                labels.insert(twin::MIG_CONFIG_LABEL.into(), l.into());
+            let before = labels.clone();
+            twin::restart_step(t, &mut labels, &mm, &current, restarted);
+            if labels != before {
                 node["metadata"]["labels"] = json!(labels);
-            }
-            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
-            // The MIG manager repartitions and restarts the device plugin on a node whose label changed.
-            if restarted || (mm.enabled && mig_label != t.seen_mig_label) {
-                t.loaded = current.clone();
-                t.seen_mig_label = mig_label;
             }
             let updated = render_node(&node, t, &mm);
             if updated != node {
@@ -187,6 +149,7 @@ impl Cluster {
                 loaded: current.clone(),
                 seen_mig_label: None,
                 host_device_plugin: twin::host_device_plugin(p.os_image.as_deref()),
+                mig_capable: None,
             };
             if let Some(o) = &old_twin {
                 // The plugin pod on an existing node keeps what it loaded.
@@ -212,15 +175,7 @@ impl Cluster {
                 }
             }
             labels.extend(p.labels.clone());
-            if let Some(l) = twin::operator_mig_label(&t, &labels, &mm) {
-                labels.insert(twin::MIG_CONFIG_LABEL.into(), l.into());
-            }
-            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
-            if mm.enabled && mig_label != t.seen_mig_label {
-                // The MIG manager repartitions and restarts the device plugin on this node.
-                t.loaded = current.clone();
-                t.seen_mig_label = mig_label;
-            }
+            twin::restart_step(&mut t, &mut labels, &mm, &current, false);
             node["metadata"]["labels"] = json!(labels);
             // A new image (an AKS OS SKU migration reimages the nodes) shows in nodeInfo.
             node["status"]["nodeInfo"]["osImage"] = json!(os_image(p));
@@ -275,16 +230,7 @@ impl Cluster {
 /// Writes the advertisement into a node (or, when the plugin refused its config, only notes why).
 pub(super) fn render_node(node: &Value, t: &NodeTwin, mm: &twin::MigManager) -> Value {
     let mut node = node.clone();
-    let mut labels = labels_of(&node);
-    let (_, state) = twin::mig_manager(t, &labels, mm);
-    match state {
-        Some(s) => {
-            labels.insert(twin::MIG_STATE_LABEL.into(), s.into());
-        }
-        None => {
-            labels.remove(twin::MIG_STATE_LABEL);
-        }
-    }
+    let r = twin::render(t, &labels_of(&node), mm);
     let mut annotations: BTreeMap<String, String> = node
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
@@ -294,11 +240,9 @@ pub(super) fn render_node(node: &Value, t: &NodeTwin, mm: &twin::MigManager) -> 
                 .collect()
         })
         .unwrap_or_default();
-    match twin::advertise(t, &labels, mm) {
-        Ok(a) => {
+    match &r.resources {
+        Ok(resources) => {
             annotations.remove(ERROR_ANNOTATION);
-            labels.retain(|k, _| !twin::is_gfd_label(k));
-            labels.extend(a.labels);
             for f in ["capacity", "allocatable"] {
                 let mut m: Map<String, Value> = node
                     .pointer(&format!("/status/{f}"))
@@ -306,17 +250,17 @@ pub(super) fn render_node(node: &Value, t: &NodeTwin, mm: &twin::MigManager) -> 
                     .cloned()
                     .unwrap_or_default();
                 m.retain(|k, _| !k.starts_with("nvidia.com/"));
-                for (r, n) in &a.resources {
+                for (r, n) in resources {
                     m.insert(r.clone(), json!(n.to_string()));
                 }
                 node["status"][f] = Value::Object(m);
             }
         }
         Err(e) => {
-            annotations.insert(ERROR_ANNOTATION.into(), e);
+            annotations.insert(ERROR_ANNOTATION.into(), e.clone());
         }
     }
-    node["metadata"]["labels"] = json!(labels);
+    node["metadata"]["labels"] = json!(r.labels);
     if annotations.is_empty() {
         meta_mut(&mut node).remove("annotations");
     } else {

@@ -509,6 +509,29 @@ impl Cluster {
                 }
             }
         }
+        if kind == kinds::CRDS && new.pointer("/status/conditions").is_none() {
+            // The naming and establishing controllers of apiextensions-apiserver accept the names
+            // and mark a new CRD Established within moments (pkg/controller/status/naming_controller.go,
+            // pkg/controller/establish/establishing_controller.go): `kubectl wait --for
+            // condition=established` waits for this.
+            let versions: Vec<Value> = new
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|v| v["storage"] == json!(true))
+                .map(|v| v["name"].clone())
+                .collect();
+            let cond = |t: &str, reason: &str, message: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message});
+            new["status"] = json!({
+                "acceptedNames": new.pointer("/spec/names").cloned().unwrap_or(json!({})),
+                "storedVersions": versions,
+                "conditions": [
+                    cond("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                ],
+            });
+        }
         if kind == kinds::NAMESPACES {
             let labels = meta_mut(&mut new)
                 .entry("labels")

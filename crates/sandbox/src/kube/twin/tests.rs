@@ -20,6 +20,7 @@ fn twin(cloud: &str) -> NodeTwin {
         },
         seen_mig_label: None,
         host_device_plugin: false,
+        mig_capable: None,
     }
 }
 

@@ -4,6 +4,7 @@ mod api;
 mod bad_requests;
 mod differential;
 mod kubectl;
+mod remote_twin;
 mod twin;
 
 use testkit::tools::{self, Tool};

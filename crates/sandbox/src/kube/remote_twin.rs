@@ -1,0 +1,443 @@
+//! The digital twin as a client of any Kubernetes API server: what the GPU stack on each node would
+//! write, written through the API. It plays the GPU operator's node labelling, its MIG manager, GPU
+//! feature discovery and the NVIDIA device plugin on nodes that no kubelet runs (a real kube-apiserver
+//! with hand-made Nodes, or the sandbox's own API), with the same pure logic as the sandbox's
+//! in-process twin (`twin.rs`).
+//!
+//! Each [`RemoteTwin::sync_once`] reads the ClusterPolicy `cluster-policy`, the ConfigMap it points the
+//! device plugin at (in `gpu-operator`), the device plugin DaemonSet's pod template and the Nodes. A node
+//! takes part once it carries GPU feature discovery's hardware labels (`nvidia.com/gpu.product`,
+//! `nvidia.com/gpu.count`, `nvidia.com/gpu.memory`, `nvidia.com/mig.capable`): the twin's stand-in for
+//! NVML. Because GFD rewrites some of those labels itself (`-SHARED`, `-MIG-<profile>`), the hardware
+//! first seen is kept in the node annotation `sandbox.fracgpu.dev/gpu-hardware` and read from there
+//! afterwards. The device plugin reloads its config only when its pod restarts: when the DaemonSet's pod
+//! template changed since the last sync, when the MIG manager restarts it after the node's
+//! `nvidia.com/mig.config` changed, or when it first starts on a node. What a plugin loaded lives in
+//! this process, as it lives in a pod.
+//!
+//! Writes: node labels and annotations with a JSON merge patch of the Node, the extended resources
+//! (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-<profile>`) in `status.capacity` and
+//! `status.allocatable` with a merge patch of its `status` subresource, as the Kubernetes task
+//! "Advertise Extended Resources for a Node" does (kubernetes.io/docs/tasks/administer-cluster/
+//! extended-resource-node/); with no kubelet, nothing copies capacity into allocatable, so both are
+//! written.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, OPERATOR_NS, labels_of};
+use super::twin::{self, NodeTwin};
+
+/// The annotation keeping the hardware GPU feature discovery's labels first named.
+pub const HARDWARE_ANNOTATION: &str = "sandbox.fracgpu.dev/gpu-hardware";
+
+/// Why a sync could not finish.
+#[derive(Debug)]
+pub enum RemoteError {
+    /// The client could not be made (a CA that does not parse).
+    Setup(String),
+    /// A request got no answer.
+    Transport {
+        what: String,
+        source: reqwest::Error,
+    },
+    /// The server answered with an error (its Status message).
+    Api {
+        what: String,
+        code: u16,
+        message: String,
+    },
+}
+
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemoteError::Setup(m) => write!(f, "twin client: {m}"),
+            RemoteError::Transport { what, .. } => write!(f, "{what}: no answer"),
+            RemoteError::Api {
+                what,
+                code,
+                message,
+            } => write!(f, "{what}: {code} {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RemoteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RemoteError::Transport { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// What one sync saw and did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncReport {
+    /// The GPU nodes the twin runs on.
+    pub gpu_nodes: Vec<String>,
+    /// The device plugin DaemonSet's pod template changed (every plugin reloaded its config).
+    pub restarted: bool,
+    /// The nodes whose labels, annotations or status were written.
+    pub written: Vec<String>,
+    /// node -> why its device plugin refused its config (it keeps its previous advertisement).
+    pub refused: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct State {
+    marker: Option<String>,
+    nodes: BTreeMap<String, NodeTwin>,
+}
+
+/// The twin of the GPU stack, for one API server.
+pub struct RemoteTwin {
+    http: reqwest::Client,
+    base: String,
+    auth: String,
+    state: tokio::sync::Mutex<State>,
+}
+
+impl RemoteTwin {
+    /// A twin for the API server at `base_url` (e.g. `https://127.0.0.1:6443`, or a sandbox cluster's
+    /// `https://127.0.0.1:PORT/k8s/eks/NAME`), trusting `ca_pem` (else the system roots) and sending
+    /// `token` as a bearer token.
+    pub fn new(base_url: &str, ca_pem: Option<&str>, token: &str) -> Result<Self, RemoteError> {
+        let mut b = reqwest::Client::builder().timeout(Duration::from_secs(20));
+        if let Some(pem) = ca_pem {
+            let ca = reqwest::Certificate::from_pem(pem.as_bytes())
+                .map_err(|e| RemoteError::Setup(format!("CA certificate: {e}")))?;
+            b = b.add_root_certificate(ca);
+        }
+        let http = b
+            .build()
+            .map_err(|e| RemoteError::Setup(format!("HTTP client: {e}")))?;
+        Ok(RemoteTwin {
+            http,
+            base: base_url.trim_end_matches('/').to_string(),
+            auth: format!("Bearer {token}"),
+            state: tokio::sync::Mutex::new(State::default()),
+        })
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Option<Value>, RemoteError> {
+        let what = format!("{method} {path}");
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("Authorization", &self.auth)
+            .header("Accept", "application/json");
+        if let Some(b) = body {
+            req = req
+                .header("Content-Type", "application/merge-patch+json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await.map_err(|source| RemoteError::Transport {
+            what: what.clone(),
+            source,
+        })?;
+        let code = resp.status().as_u16();
+        let text = resp.text().await.map_err(|source| RemoteError::Transport {
+            what: what.clone(),
+            source,
+        })?;
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        match code {
+            200..=299 => Ok(Some(v)),
+            404 => Ok(None),
+            _ => Err(RemoteError::Api {
+                what,
+                code,
+                message: v
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string()),
+            }),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Result<Option<Value>, RemoteError> {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    async fn patch(&self, path: &str, body: Value) -> Result<(), RemoteError> {
+        match self.send(reqwest::Method::PATCH, path, Some(body)).await? {
+            Some(_) => Ok(()),
+            // The node went away between the list and the write: the next sync forgets it.
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the operator's objects and the nodes once, and writes what the GPU stack on each node
+    /// would.
+    pub async fn sync_once(&self) -> Result<SyncReport, RemoteError> {
+        let cp = self
+            .get(&format!(
+                "/apis/nvidia.com/v1/clusterpolicies/{CLUSTER_POLICY}"
+            ))
+            .await?;
+        let name = twin::config_name(cp.as_ref()).to_string();
+        let cm = if name.is_empty() {
+            None
+        } else {
+            self.get(&format!(
+                "/api/v1/namespaces/{OPERATOR_NS}/configmaps/{name}"
+            ))
+            .await?
+        };
+        let current = twin::plugin_inputs(cp.as_ref(), cm.as_ref());
+        let mm = twin::mig_manager_policy(cp.as_ref());
+        let marker = self
+            .get(&format!(
+                "/apis/apps/v1/namespaces/{OPERATOR_NS}/daemonsets/{DEVICE_PLUGIN_DS}"
+            ))
+            .await?
+            .as_ref()
+            .map(twin::restart_marker);
+        let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
+        let items = nodes
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+
+        let mut st = self.state.lock().await;
+        let restarted = marker.is_some() && marker != st.marker;
+        if marker.is_some() {
+            st.marker = marker;
+        }
+        let mut report = SyncReport {
+            restarted,
+            ..SyncReport::default()
+        };
+        let listed: Vec<String> = items
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        st.nodes.retain(|n, _| listed.contains(n));
+        for node in &items {
+            let Some(name) = node.pointer("/metadata/name").and_then(Value::as_str) else {
+                continue;
+            };
+            let labels = labels_of(node);
+            let annotations = string_map(node.pointer("/metadata/annotations"));
+            if !st.nodes.contains_key(name) {
+                let Some(mut t) = learn(node, &labels, &annotations) else {
+                    continue;
+                };
+                // A device plugin pod starting on a node reads the config as it is now.
+                t.loaded = current.clone();
+                st.nodes.insert(name.to_string(), t);
+            }
+            let Some(t) = st.nodes.get_mut(name) else {
+                continue;
+            };
+            report.gpu_nodes.push(name.to_string());
+            let mut want = labels.clone();
+            twin::restart_step(t, &mut want, &mm, &current, restarted);
+            let r = twin::render(t, &want, &mm);
+
+            let mut meta = Map::new();
+            let label_patch = diff(&labels, &r.labels);
+            if !label_patch.is_empty() {
+                meta.insert("labels".into(), Value::Object(label_patch));
+            }
+            let mut want_ann = annotations.clone();
+            if !want_ann.contains_key(HARDWARE_ANNOTATION) {
+                want_ann.insert(HARDWARE_ANNOTATION.into(), hardware_note(t));
+            }
+            match &r.resources {
+                Ok(_) => {
+                    want_ann.remove(twin::ERROR_ANNOTATION);
+                }
+                Err(e) => {
+                    want_ann.insert(twin::ERROR_ANNOTATION.into(), e.clone());
+                    report.refused.insert(name.to_string(), e.clone());
+                }
+            }
+            let ann_patch = diff(&annotations, &want_ann);
+            if !ann_patch.is_empty() {
+                meta.insert("annotations".into(), Value::Object(ann_patch));
+            }
+            let mut wrote = false;
+            if !meta.is_empty() {
+                self.patch(&format!("/api/v1/nodes/{name}"), json!({"metadata": meta}))
+                    .await?;
+                wrote = true;
+            }
+            if let Ok(resources) = &r.resources {
+                let mut status = Map::new();
+                for f in ["capacity", "allocatable"] {
+                    let have: BTreeMap<String, String> =
+                        string_map(node.pointer(&format!("/status/{f}")))
+                            .into_iter()
+                            .filter(|(k, _)| k.starts_with("nvidia.com/"))
+                            .collect();
+                    let want: BTreeMap<String, String> = resources
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.to_string()))
+                        .collect();
+                    let d = diff(&have, &want);
+                    if !d.is_empty() {
+                        status.insert(f.into(), Value::Object(d));
+                    }
+                }
+                if !status.is_empty() {
+                    self.patch(
+                        &format!("/api/v1/nodes/{name}/status"),
+                        json!({"status": status}),
+                    )
+                    .await?;
+                    wrote = true;
+                }
+            }
+            if wrote {
+                report.written.push(name.to_string());
+            }
+        }
+        Ok(report)
+    }
+
+    /// Syncs every `every` until `stop` resolves. A failed sync is reported on stderr and tried again
+    /// at the next tick (the server may be restarting).
+    pub async fn run(&self, every: Duration, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            if let Err(e) = self.sync_once().await {
+                eprintln!("twin: {e}");
+            }
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+        }
+    }
+}
+
+/// The node's hardware: from the annotation the twin wrote when it first saw the node, else from GPU
+/// feature discovery's labels. The cloud is told by the labels each cloud puts on its nodes.
+fn learn(
+    node: &Value,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Option<NodeTwin> {
+    let mut hw = labels.clone();
+    if let Some(note) = annotations
+        .get(HARDWARE_ANNOTATION)
+        .and_then(|a| serde_json::from_str::<BTreeMap<String, String>>(a).ok())
+    {
+        hw.extend(note);
+    }
+    let cloud = if labels.contains_key("cloud.google.com/gke-nodepool") {
+        "gke"
+    } else if labels.contains_key("kubernetes.azure.com/agentpool") {
+        "aks"
+    } else {
+        "eks"
+    };
+    twin::twin_from_labels(
+        cloud,
+        &hw,
+        node.pointer("/status/nodeInfo/osImage")
+            .and_then(Value::as_str),
+    )
+}
+
+/// The hardware as first learnt, kept as JSON of GPU feature discovery's label names.
+fn hardware_note(t: &NodeTwin) -> String {
+    let mut hw = BTreeMap::from([
+        (twin::GFD_PRODUCT, t.gpu_product.clone().unwrap_or_default()),
+        (twin::GFD_COUNT, t.gpus.to_string()),
+        (twin::GFD_MEMORY, t.gpu_memory_mib.to_string()),
+    ]);
+    if let Some(c) = t.mig_capable {
+        hw.insert(twin::GFD_MIG_CAPABLE, c.to_string());
+    }
+    serde_json::to_string(&hw).unwrap_or_default()
+}
+
+fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A JSON merge patch taking `have` to `want`: changed keys with their value, removed keys as null.
+fn diff(have: &BTreeMap<String, String>, want: &BTreeMap<String, String>) -> Map<String, Value> {
+    let mut m = Map::new();
+    for (k, v) in want {
+        if have.get(k) != Some(v) {
+            m.insert(k.clone(), json!(v));
+        }
+    }
+    for k in have.keys() {
+        if !want.contains_key(k) {
+            m.insert(k.clone(), Value::Null);
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_sets_changes_and_nulls_removals() {
+        let have = BTreeMap::from([
+            ("a".to_string(), "1".to_string()),
+            ("b".to_string(), "2".to_string()),
+        ]);
+        let want = BTreeMap::from([
+            ("a".to_string(), "1".to_string()),
+            ("c".to_string(), "3".to_string()),
+        ]);
+        assert_eq!(
+            Value::Object(diff(&have, &want)),
+            json!({"b": null, "c": "3"})
+        );
+    }
+
+    #[test]
+    fn hardware_comes_from_the_note_once_written() {
+        // GFD has rewritten the product (sharing) and count (MIG single); the note keeps the hardware.
+        let node = json!({"metadata": {"name": "n"}});
+        let labels = BTreeMap::from([
+            (
+                "nvidia.com/gpu.product".to_string(),
+                "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb".to_string(),
+            ),
+            ("nvidia.com/gpu.count".to_string(), "56".to_string()),
+        ]);
+        let first = BTreeMap::from([
+            (
+                "nvidia.com/gpu.product".to_string(),
+                "NVIDIA-A100-SXM4-80GB".to_string(),
+            ),
+            ("nvidia.com/gpu.count".to_string(), "8".to_string()),
+            ("nvidia.com/gpu.memory".to_string(), "81920".to_string()),
+        ]);
+        let seen = learn(&node, &first, &BTreeMap::new()).expect("a GPU node");
+        let ann = BTreeMap::from([(HARDWARE_ANNOTATION.to_string(), hardware_note(&seen))]);
+        let t = learn(&node, &labels, &ann).expect("a GPU node");
+        assert_eq!(t.gpu_product.as_deref(), Some("NVIDIA-A100-SXM4-80GB"));
+        assert_eq!((t.gpus, t.gpu_memory_mib), (8, 81920));
+        assert_eq!(t.cloud, "eks");
+        assert!(learn(&node, &BTreeMap::new(), &BTreeMap::new()).is_none());
+    }
+}
