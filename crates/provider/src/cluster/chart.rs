@@ -202,6 +202,7 @@ mod tests {
             config: values,
             chart_values: json!({"clusterType": {"azureAks": false, "awsEks": false}}),
             chart_dependencies: deps,
+            manifest: String::new(),
         }
     }
 

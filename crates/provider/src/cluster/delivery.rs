@@ -50,6 +50,9 @@ pub struct PolicyPointer {
     /// Whether our field manager owns spec.mig.strategy (so an import can tell the strategy is
     /// part of this resource).
     pub mig_strategy_ours: bool,
+    /// The Helm release that made the ClusterPolicy, (name, namespace), from the annotations
+    /// helm puts on what it creates.
+    pub release: Option<(String, String)>,
 }
 
 /// A field of the ClusterPolicy (a dotted path such as `spec.mig.strategy`) as it is now: its
@@ -211,6 +214,11 @@ impl Cluster {
                         .get("meta.helm.sh/release-namespace")
                         .cloned()
                 }),
+            release: {
+                let a = obj.metadata.annotations.as_ref();
+                let get = |k: &str| a.and_then(|a| a.get(k)).cloned();
+                get("meta.helm.sh/release-name").zip(get("meta.helm.sh/release-namespace"))
+            },
             mig_strategy_ours: obj
                 .metadata
                 .managed_fields
@@ -274,6 +282,29 @@ impl Cluster {
             .map_err(|e| self.err(e))
     }
 
+    /// The managers other than this provider that wrote the ClusterPolicy with an update (helm
+    /// 3, kubectl edit), the one holding the most fields first: the chart's, as a rule.
+    pub async fn update_managers(&self) -> Result<Vec<String>, KubeError> {
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let Some(obj) = api.get_opt(CLUSTER_POLICY).await.map_err(|e| self.err(e))? else {
+            return Ok(Vec::new());
+        };
+        let mut managers: Vec<(usize, String)> = obj
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| m.operation.as_deref() == Some("Update"))
+            .filter(|m| m.manager.as_deref() != Some(FIELD_MANAGER))
+            .filter_map(|m| {
+                let size = m.fields_v1.as_ref().map_or(0, |f| f.0.to_string().len());
+                Some((size, m.manager.clone()?))
+            })
+            .collect();
+        managers.sort_by_key(|m| std::cmp::Reverse(m.0));
+        Ok(managers.into_iter().map(|(_, m)| m).collect())
+    }
+
     /// Whether this provider's apply still holds the field (nobody changed it since).
     pub async fn holds(&self, path: &str) -> Result<bool, KubeError> {
         let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
@@ -312,6 +343,24 @@ impl Cluster {
                 body["spec"]["mig"] = json!({"strategy": m});
             }
         }
+        api.patch(CLUSTER_POLICY, &apply_params(true), &Patch::Apply(body))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Gives up the pointer: an apply that holds nothing more, or only the MIG strategy at
+    /// `keep_strategy` (its current value), so that what only this manager owned goes.
+    pub async fn release_pointer(&self, keep_strategy: Option<&str>) -> Result<(), KubeError> {
+        let Some(strategy) = keep_strategy else {
+            return self.apply_pointer(None).await;
+        };
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &cluster_policy_resource());
+        let body = json!({
+            "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+            "metadata": {"name": CLUSTER_POLICY},
+            "spec": {"mig": {"strategy": strategy}},
+        });
         api.patch(CLUSTER_POLICY, &apply_params(true), &Patch::Apply(body))
             .await
             .map(|_| ())

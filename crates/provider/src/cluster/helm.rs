@@ -30,6 +30,18 @@ pub struct Release {
     pub chart_values: Value,
     /// `chart.metadata.dependencies`: the subcharts it declares (name, alias, condition).
     pub chart_dependencies: Value,
+    /// `manifest`: the objects the chart rendered, as multi-document YAML.
+    pub manifest: String,
+}
+
+impl Release {
+    /// The rendered object of `kind` named `name`, from the manifest.
+    pub fn rendered(&self, kind: &str, name: &str) -> Option<Value> {
+        self.manifest
+            .split("\n---")
+            .filter_map(|doc| serde_saphyr::from_str::<Value>(doc).ok())
+            .find(|v| v["kind"] == kind && v["metadata"]["name"] == name)
+    }
 }
 
 impl Release {
@@ -114,6 +126,7 @@ fn release_from_json(v: &Value) -> Release {
             .pointer("/chart/metadata/dependencies")
             .cloned()
             .unwrap_or(Value::Null),
+        manifest: s("/manifest"),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cluster::{self as k, KubeError};
+use crate::cluster::{self as k, KubeError, helm};
 use crate::operation::{Cut, StopSignal, bounded};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
@@ -324,7 +324,42 @@ impl DevicePluginConfigResource {
                                     c.give_back(path, t).await?;
                                 }
                             }
-                            c.apply_pointer(None).await
+                            // A strategy held with no record of what was there (an imported
+                            // config): giving it up would delete it, and the real API server
+                            // then refuses the ClusterPolicy ("spec.mig in body must be of type
+                            // object"). It goes back to what the operator's Helm release last
+                            // rendered there, under the chart's manager; without a release to
+                            // ask, it stays as it is.
+                            const STRATEGY: &str = "spec.mig.strategy";
+                            let mut keep = None;
+                            if !taken.cluster_policy.contains_key(STRATEGY)
+                                && c.holds(STRATEGY).await?
+                            {
+                                let now = c.policy_fields(&[STRATEGY]).await?;
+                                let now = now.first().and_then(|f| f.value.clone());
+                                let rendered = match &p.release {
+                                    Some((name, ns)) => match helm::read_release(&c, ns, name)
+                                        .await?
+                                    {
+                                        helm::ReleaseState::Deployed(r) => r
+                                            .rendered("ClusterPolicy", k::CLUSTER_POLICY)
+                                            .and_then(|o| o.pointer("/spec/mig/strategy").cloned()),
+                                        _ => None,
+                                    },
+                                    None => None,
+                                };
+                                let manager = c.update_managers().await?.into_iter().next();
+                                match (rendered, manager) {
+                                    (Some(value), Some(manager))
+                                        if Some(&value) != now.as_ref() =>
+                                    {
+                                        c.give_back(STRATEGY, &k::TakenField { value, manager })
+                                            .await?;
+                                    }
+                                    _ => keep = now.and_then(|v| v.as_str().map(str::to_string)),
+                                }
+                            }
+                            c.release_pointer(keep.as_deref()).await
                         };
                         if let Err(e) = give_up.await {
                             diags.push(kube_diagnostic(
