@@ -1,13 +1,15 @@
 //! A real fault: kube-apiserver is killed (SIGKILL, as a crash would) in the middle of an apply
 //! of `fracgpu_device_plugin_config`, and started again on the same etcd. The apply cut short
 //! must end (an error diagnostic or success, within a bound, never a hang); the next apply must
-//! converge, the plan after it be empty, and state, the ConfigMap and the Helm release agree.
+//! converge, the plan after it be empty, and state, the ConfigMap and the Helm release (or the
+//! Argo CD Application, the Flux HelmRelease) agree.
 //!
 //! The middle is made to last, so the kill lands there every time: for `cluster_policy` a
 //! validating webhook on ClusterPolicies whose address accepts connections and never answers
 //! holds the pointer's patch (our ConfigMap is written by then) until the server is killed; for
 //! `helm` the stand-in for the job controller leaves the chart's pre-upgrade hook Job running,
-//! so helm waits with its revision 2 pending-upgrade until the server is killed.
+//! so helm waits with its revision 2 pending-upgrade until the server is killed; for `argocd`
+//! and `flux` the same webhook holds the replace of the object that keeps the values.
 
 use std::net::TcpListener;
 use std::process::{Child, Stdio};
@@ -279,4 +281,136 @@ fn helm4_apply_survives_an_apiserver_crash() {
 #[test]
 fn helm3_apply_survives_an_apiserver_crash() {
     helm_apply_survives_an_apiserver_crash(Tool::Helm3);
+}
+
+/// The GitOps deliveries write one object: the server dies while the replace of the Argo CD
+/// Application (or Flux HelmRelease) is held by a webhook that never answers, so nothing was
+/// written. The apply ends in a diagnostic; the next one converges, and destroy gives the
+/// object its values back.
+fn gitops_apply_survives_an_apiserver_crash(
+    delivery: &str,
+    group: &str,
+    resource: &str,
+    ns: &str,
+    block: &str,
+) {
+    let Some(mut op) = super::device_plugin_config_gitops::gitops_cluster() else {
+        return;
+    };
+    let sample = if delivery == "argocd" {
+        "application.yaml"
+    } else {
+        "helmrelease.yaml"
+    };
+    let sample = op.fixtures.join("samples").join(sample);
+    op.server.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "-f",
+        &sample.display().to_string(),
+    ]);
+    let kubectl_resource = format!("{resource}.{group}");
+    let values = |op: &OperatorCluster| -> Value {
+        let obj: Value = serde_json::from_str(&op.server.kubectl_ok(&[
+            "get",
+            &kubectl_resource,
+            "-n",
+            ns,
+            "gpu-operator",
+            "-o",
+            "json",
+        ]))
+        .unwrap();
+        let pointer = if delivery == "argocd" {
+            "/spec/source/helm/valuesObject"
+        } else {
+            "/spec/values"
+        };
+        obj.pointer(pointer).cloned().unwrap_or(Value::Null)
+    };
+    let before = values(&op);
+    let ws = Workspace::new("").env("KUBECONFIG", MISSING_KUBECONFIG);
+    let kc = own_kubeconfig(&op, &ws);
+    ws.write(
+        "main.tf",
+        &format!(
+            "{REQUIRED_PROVIDERS}\nresource \"fracgpu_device_plugin_config\" \"this\" {{\n  delivery       = \"{delivery}\"\n  default_config = \"all\"\n  kubernetes {{ config_path = \"{kc}\" }}\n  config {{ name = \"all\" }}\n{}{block}}}\n",
+            time_sliced("time-sliced-4", 4)
+        ),
+    );
+    ws.init();
+
+    let (port, called) = black_hole();
+    let hook = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "hold-values"},
+        "webhooks": [{
+            "name": "hold.values.test", "sideEffects": "None", "failurePolicy": "Fail",
+            "timeoutSeconds": 30, "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/"),
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(op.server.ca_pem())},
+            "rules": [{"apiGroups": [group], "apiVersions": ["*"],
+                "operations": ["UPDATE"], "resources": [resource]}],
+        }],
+    });
+    op.server
+        .kubectl_stdin(&["create", "-f", "-"], &hook.to_string());
+    let apply = start_apply(&ws);
+    called
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the apply writes the values");
+    op.server.kill_apiserver();
+    std::thread::sleep(Duration::from_secs(2));
+    op.server.start_apiserver();
+    op.server
+        .kubectl_ok(&["delete", "validatingwebhookconfiguration", "hold-values"]);
+    let (code, text) = finish_apply(&ws, apply);
+    eprintln!("{delivery}: the apply cut short ended with {code}:\n{text}");
+    assert!(code == 0 || text.contains("Error:"), "{text}");
+    assert_eq!(values(&op), before, "{delivery}: nothing was written");
+
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{delivery}: {}", plan.text());
+    let after = values(&op);
+    assert_eq!(after["devicePlugin"]["config"]["default"], "all", "{after}");
+    assert_eq!(
+        after["devicePlugin"]["config"]["data"]
+            .as_object()
+            .map(|d| d.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["all".to_string(), "time-sliced-4".to_string()])
+    );
+    assert_eq!(
+        Some(state_data(&ws)),
+        after["devicePlugin"]["config"]["data"].as_object().cloned(),
+        "{delivery}: state and the object agree"
+    );
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert_eq!(
+        values(&op),
+        before,
+        "{delivery}: destroy gave the values back"
+    );
+}
+
+#[test]
+fn argocd_apply_survives_an_apiserver_crash() {
+    gitops_apply_survives_an_apiserver_crash(
+        "argocd",
+        "argoproj.io",
+        "applications",
+        "argocd",
+        "  argocd {\n    application = \"gpu-operator\"\n  }\n",
+    );
+}
+
+#[test]
+fn flux_apply_survives_an_apiserver_crash() {
+    gitops_apply_survives_an_apiserver_crash(
+        "flux",
+        "helm.toolkit.fluxcd.io",
+        "helmreleases",
+        "flux-system",
+        "  flux {\n    helm_release = \"gpu-operator\"\n  }\n",
+    );
 }

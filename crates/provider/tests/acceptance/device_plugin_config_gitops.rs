@@ -18,7 +18,7 @@ fn flat(text: &str) -> String {
 }
 
 /// A real server with the Argo CD and Flux CRDs and the fixtures' namespaces.
-fn gitops_cluster() -> Option<OperatorCluster> {
+pub(crate) fn gitops_cluster() -> Option<OperatorCluster> {
     let op = OperatorCluster::start(Tool::Helm4)?;
     op.server.install_crds(
         &op.fixtures,
