@@ -390,8 +390,27 @@ pub(crate) fn map_paths(obj: &Value, custom: bool, data_maps: bool) -> BTreeSet<
 
 /// FieldsV1 rendering: `{"f:spec": {"f:replicas": {}}}`, a map itself as `"."`.
 pub(crate) fn to_fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
+    // structured-merge-diff has one element for a map's node: FieldsV1 writes it as `"."` among
+    // the map's members, or as the bare key `f:mig: {}` when the set holds none of them (seen on
+    // kube-apiserver v1.34 after a forced apply took a manager's last member). The sandbox keeps
+    // both spellings, P and P/".", and writes them the same way.
+    let canonical: BTreeSet<FieldPath> = paths
+        .iter()
+        .map(|p| {
+            let node = match p.split_last() {
+                Some((last, parent)) if last == SELF => parent.to_vec(),
+                _ => p.clone(),
+            };
+            let mut with_self = node.clone();
+            with_self.push(SELF.into());
+            let has_members = paths
+                .iter()
+                .any(|q| q.len() > node.len() && q.starts_with(&node) && *q != with_self);
+            if has_members { with_self } else { node }
+        })
+        .collect();
     let mut root = Value::Object(Map::new());
-    for p in paths {
+    for p in &canonical {
         let mut cur = &mut root;
         for k in p {
             let key = if k == SELF {

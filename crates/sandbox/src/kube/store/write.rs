@@ -305,6 +305,24 @@ impl Cluster {
                 .any(|e| !(e.manager == manager && e.operation == "Apply") && e.fields.contains(p));
             if !shared {
                 patch::remove_path(&mut new, p);
+                // A map of a custom resource that another manager holds (as a node, without the
+                // members this removal takes) and that the removal empties stays, as null:
+                // structured-merge-diff
+                // removes the members, not the field another manager owns, and the result is
+                // validated as it is, so a non-nullable object there is refused (kube-apiserver
+                // v1.34: "spec.mig in body must be of type object: \"null\"").
+                if kind.custom && p.len() > 2 {
+                    let parent = p[..p.len() - 1].to_vec();
+                    let mut node = parent.clone();
+                    node.push(patch::SELF.into());
+                    let held = owners.iter().any(|e| {
+                        !(e.manager == manager && e.operation == "Apply")
+                            && (e.fields.contains(&parent) || e.fields.contains(&node))
+                    });
+                    if held && patch::get_path(&new, &parent).is_none() {
+                        patch::set_path(&mut new, &parent, Value::Null);
+                    }
+                }
             }
         }
         for p in &paths {
@@ -446,8 +464,23 @@ impl Cluster {
                 }
             }
             if kind.custom {
-                schema::default(&mut new, &schema);
-                let errs = schema::validate(&new, &schema);
+                // The merged object of an apply to an existing object is validated as
+                // structured-merge-diff left it: a null it left where the schema wants an object
+                // is refused, not pruned (the pruning of such nulls belongs to decoding a request
+                // body, as for a create).
+                let errs = if ctx.apply.is_some() && old.is_some() {
+                    schema::validate(&new, &schema)
+                } else {
+                    Vec::new()
+                };
+                if errs.is_empty() {
+                    schema::default(&mut new, &schema);
+                }
+                let errs = if errs.is_empty() {
+                    schema::validate(&new, &schema)
+                } else {
+                    errs
+                };
                 if !errs.is_empty() {
                     return Err(ApiError::invalid(
                         &format!("{}.{}", kind.kind, kind.group),
@@ -550,6 +583,7 @@ impl Cluster {
         let maps_now = patch::map_paths(&new, kind.custom, data_maps);
         let mut present = patch::leaf_paths(&new);
         present.extend(maps_now.iter().cloned());
+
         match &ctx.apply {
             Some(paths) => {
                 owners.retain(|e| !(e.manager == ctx.manager && e.operation == "Apply"));
@@ -598,9 +632,21 @@ impl Cluster {
                 }
             }
         }
+        // A map's own node is there too while any of its members is: FieldsV1 writes a map
+        // node whose members a manager lost as `f:mig: {}` (see `patch::to_fields_v1`).
+        let nodes: BTreeSet<FieldPath> = present
+            .iter()
+            .flat_map(|p| (1..p.len()).map(|n| p[..n].to_vec()))
+            .filter(|k| k.last().is_some_and(|s| s != patch::SELF))
+            .collect();
         for e in owners.iter_mut() {
-            e.fields.retain(|p| present.contains(p));
+            // An apply owns its configuration as given; a map node alone is an update
+            // manager's remainder.
+            let update = e.operation == "Update";
+            e.fields
+                .retain(|p| present.contains(p) || (update && nodes.contains(p)));
         }
+
         owners.retain(|e| !e.fields.is_empty());
         set_managed(&mut new, &owners, &kind.api_version());
         if old

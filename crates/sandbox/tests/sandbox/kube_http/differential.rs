@@ -66,13 +66,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("node list by label", "/items/0/spec", NODE_REGISTRATION),
     ("node list by label", "/items/0/status", NODE_REGISTRATION),
     (
-        "clusterpolicy apply pointer",
-        "/metadata/managedFields/1/fieldsV1/f:spec/f:mig/.",
-        "when a forced apply takes an update manager's last field of a map (spec.mig.strategy from \
-         helm), structured-merge-diff also drops that manager's ownership of the map itself; the \
-         sandbox keeps it. Ownership of the map alone decides no conflict and deletes nothing",
-    ),
-    (
         "clusterpolicy strict merge patch unknown field",
         "/message",
         STRICT_PATCH,
@@ -758,6 +751,22 @@ fn differential_sandbox_answers_as_kube_apiserver() {
     );
     pair.both(
         "clusterpolicy apply empty",
+        "PATCH",
+        &format!("{CP}/cluster-policy?fieldManager={TF}&force=true"),
+        APPLY,
+        &apply_cp(Value::Null),
+    );
+    // The strategy taken from helm by a forced apply, then given up by an empty apply (a
+    // destroy that has no record of helm's value): the real server refuses the result.
+    pair.both(
+        "clusterpolicy apply takes the strategy",
+        "PATCH",
+        &format!("{CP}/cluster-policy?fieldManager={TF}&force=true"),
+        APPLY,
+        &apply_cp(json!({"mig": {"strategy": "none"}})),
+    );
+    pair.both(
+        "clusterpolicy apply empty after taking the strategy",
         "PATCH",
         &format!("{CP}/cluster-policy?fieldManager={TF}&force=true"),
         APPLY,
