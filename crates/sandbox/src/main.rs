@@ -1,7 +1,8 @@
 //! `fracgpu-sandbox`: serves the local cloud emulators on loopback.
 //!
-//! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE]` prints its endpoints and runs
-//! until SIGINT or SIGTERM. `demo` runs the quick start (see `sandbox::demo`).
+//! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--latency-ms N
+//! [--jitter-ms J]]` prints its endpoints and runs until SIGINT or SIGTERM. `--latency-ms` delays
+//! every cloud and Kubernetes API answer by N ms plus up to J ms, as a real cloud's round trip. `demo` runs the quick start (see `sandbox::demo`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use sandbox::Config;
 
-const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE] [--latency-ms N [--jitter-ms J]]\n       fracgpu-sandbox demo [same flags]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]";
 
 struct Args {
     demo: bool,
@@ -17,6 +18,8 @@ struct Args {
     op_seconds: f64,
     state: Option<PathBuf>,
     clusters: Option<PathBuf>,
+    latency_ms: u64,
+    jitter_ms: u64,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -33,6 +36,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
         op_seconds: 2.0,
         state: None,
         clusters: None,
+        latency_ms: 0,
+        jitter_ms: 0,
     };
     while let Some(flag) = it.next() {
         let (flag, inline) = match flag.split_once('=') {
@@ -56,6 +61,17 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--state" => a.state = Some(PathBuf::from(value()?)),
             "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
+            "--latency-ms" | "--jitter-ms" => {
+                let v: u64 = value()?.parse().map_err(|e| format!("{flag}: {e}"))?;
+                if v > 60_000 {
+                    return Err(format!("{flag} must be at most 60000"));
+                }
+                if flag == "--latency-ms" {
+                    a.latency_ms = v;
+                } else {
+                    a.jitter_ms = v;
+                }
+            }
             other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
         }
     }
@@ -113,14 +129,18 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         clusters,
         op_time: Duration::from_secs_f64(args.op_seconds),
         state_file: args.state.clone(),
+        latency: sandbox::Latency {
+            base: Duration::from_millis(args.latency_ms),
+            jitter: Duration::from_millis(args.jitter_ms),
+        },
         ..Config::default()
     };
     let stack = sandbox::stack::Stack::start(config, args.port).await?;
     let sandbox = &stack.sandbox;
     let base = stack.cloud_url();
     println!(
-        "fracgpu-sandbox listening on {base} (operations take {}s)",
-        args.op_seconds
+        "fracgpu-sandbox listening on {base} (operations take {}s, answers {} ms + up to {} ms later)",
+        args.op_seconds, args.latency_ms, args.jitter_ms
     );
     println!(
         "  Azure AD token : POST {base}/<tenant>/oauth2/v2.0/token   (ARM_* authority host {base})"
@@ -217,6 +237,9 @@ mod tests {
         assert!(parse(&v(&["serve", "--op-seconds", "-1"])).is_err());
         assert!(parse(&v(&["serve", "--bogus"])).is_err());
         assert!(parse(&v(&["serve", "--port"])).is_err());
+        assert!(parse(&v(&["serve", "--latency-ms", "-5"])).is_err());
+        let a = parse(&v(&["serve", "--latency-ms=100", "--jitter-ms", "20"])).unwrap();
+        assert_eq!((a.latency_ms, a.jitter_ms), (100, 20));
         assert!(parse(&v(&[])).is_err());
     }
 }
