@@ -3,7 +3,8 @@
 //! request at once, after 100 ms and after 300 ms (+-10% jitter), measured side by side on one
 //! world, beside as many `terraform_data`; and the cloud requests per refreshed pool, per cloud.
 //! ARM, GKE and EKS answer a GET in tens to hundreds of milliseconds.
-//! Sizes: `FRACGPU_BENCH_LATENCY_SIZES=20,200,2000` (default 200).
+//! Sizes: `FRACGPU_BENCH_LATENCY_SIZES=20,200,2000` (default 200); clouds:
+//! `FRACGPU_BENCH_LATENCY_CLOUDS=aks,eks` (default all three), the pools split evenly over them.
 //! Run with `cargo bench --bench latency`.
 
 use std::collections::BTreeMap;
@@ -59,7 +60,7 @@ struct Running {
 
 fn start(n: usize) -> (Running, String, String) {
     let mut clusters = ClusterSpec::defaults_with_nodegroup_quota(n.max(30));
-    let (a, g) = (n / 3, n / 3);
+    let [a, g, _] = split(n);
     for k in 0..a.div_ceil(AKS_POOLS_PER_CLUSTER) {
         clusters.push(ClusterSpec::Aks {
             subscription: DEFAULT_SUBSCRIPTION.into(),
@@ -126,9 +127,30 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// `n` pools split evenly over the clouds FRACGPU_BENCH_LATENCY_CLOUDS names: AKS, GKE, EKS.
+fn split(n: usize) -> [usize; 3] {
+    let on = std::env::var("FRACGPU_BENCH_LATENCY_CLOUDS").unwrap_or_else(|_| "aks,gke,eks".into());
+    let on: Vec<bool> = ["aks", "gke", "eks"]
+        .iter()
+        .map(|c| on.split(',').any(|x| x.trim() == *c))
+        .collect();
+    let k = on.iter().filter(|b| **b).count().max(1);
+    let mut out = [0; 3];
+    let mut left = n;
+    for i in 0..3 {
+        if on[i] {
+            out[i] = n / k;
+            left -= n / k;
+        }
+    }
+    if let Some(last) = (0..3).rev().find(|i| on[*i]) {
+        out[last] += left;
+    }
+    out
+}
+
 fn measure(n: usize) -> Tier {
-    let (a, g) = (n / 3, n / 3);
-    let e = n - a - g;
+    let [a, g, e] = split(n);
     let (sb, aks, gke) = start(n);
     let pools = Workspace::new(
         Path::new(PROVIDER),
