@@ -10,7 +10,7 @@ use tokio::sync::OnceCell;
 use crate::cloud::aks::AzureSettings;
 use crate::cloud::eks::EksConfig;
 use crate::cloud::gke::GkeConfig;
-use crate::cloud::{CloudError, CloudSettings, NodePools};
+use crate::cloud::{CloudError, CloudSettings, NodePools, SharedReads};
 use crate::cluster::KubernetesSettings;
 use crate::model;
 use crate::operation::StopSignal;
@@ -164,6 +164,8 @@ pub struct ProviderState {
     aks: OnceCell<Arc<dyn NodePools>>,
     gke: OnceCell<Arc<dyn NodePools>>,
     eks: OnceCell<Arc<dyn NodePools>>,
+    /// The refresh's per-cluster snapshots of the node pools (see `cloud::SharedReads`).
+    pub shared_reads: SharedReads,
 }
 
 impl ProviderState {
@@ -258,6 +260,8 @@ impl Provider for FracGpu {
         if let Ok(mut s) = self.state.settings.write() {
             *s = settings;
         }
+        // Terraform configures the provider once per walk: a new refresh begins.
+        self.state.shared_reads.clear();
     }
 
     fn data_sources(&self) -> Vec<Arc<dyn DataSource>> {

@@ -61,6 +61,34 @@ pub struct Config {
     pub node_sink: Option<Arc<dyn NodeSink>>,
     /// Clusters of the world when no state file exists yet.
     pub clusters: Vec<ClusterSpec>,
+    /// Added before every cloud and Kubernetes API answer (not the `/_sandbox` control plane), as
+    /// the round trip of a real cloud: ARM, GKE and EKS answer a GET in tens to hundreds of
+    /// milliseconds. Default zero.
+    pub latency: Latency,
+}
+
+/// A delay added to every answer: `base` plus a uniform draw in `0..=jitter`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Latency {
+    pub base: Duration,
+    pub jitter: Duration,
+}
+
+impl Latency {
+    pub fn is_zero(&self) -> bool {
+        self.base.is_zero() && self.jitter.is_zero()
+    }
+
+    /// One request's delay.
+    pub(crate) fn draw(&self) -> Duration {
+        let jitter = self.jitter.as_micros() as u64;
+        let extra = if jitter == 0 {
+            0
+        } else {
+            fastrand::u64(0..=jitter)
+        };
+        self.base + Duration::from_micros(extra)
+    }
 }
 
 impl Default for Config {
@@ -70,6 +98,7 @@ impl Default for Config {
             state_file: None,
             node_sink: None,
             clusters: ClusterSpec::defaults(),
+            latency: Latency::default(),
         }
     }
 }
@@ -350,6 +379,7 @@ impl Ctx {
 struct Inner {
     world: Mutex<World>,
     op_ms: u64,
+    latency: Mutex<Latency>,
     sink: Option<Arc<dyn NodeSink>>,
     faults: faults::SharedFaults,
     state_file: Option<PathBuf>,
@@ -408,6 +438,7 @@ impl Sandbox {
             inner: Arc::new(Inner {
                 world: Mutex::new(world),
                 op_ms: config.op_time.as_millis() as u64,
+                latency: Mutex::new(config.latency),
                 sink: config.node_sink,
                 faults: faults::SharedFaults::default(),
                 state_file: config.state_file,
@@ -440,6 +471,15 @@ impl Sandbox {
 
     pub fn op_time(&self) -> Duration {
         Duration::from_millis(self.inner.op_ms)
+    }
+
+    pub fn latency(&self) -> Latency {
+        *self.inner.latency.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Changes the delay of the answers from now on (a benchmark compares latencies on one world).
+    pub fn set_latency(&self, latency: Latency) {
+        *self.inner.latency.lock().unwrap_or_else(|e| e.into_inner()) = latency;
     }
 
     fn lock(&self) -> MutexGuard<'_, World> {

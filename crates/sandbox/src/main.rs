@@ -1,8 +1,10 @@
 //! `fracgpu-sandbox`: serves the local cloud emulators on loopback.
 //!
-//! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE]` prints its endpoints and runs
-//! until SIGINT or SIGTERM. `demo` runs the quick start (see `sandbox::demo`). `twin` plays the GPU
-//! stack's digital twin against any Kubernetes API server (see `sandbox::kube::remote_twin`).
+//! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--latency-ms N
+//! [--jitter-ms J]]` prints its endpoints and runs until SIGINT or SIGTERM. `--latency-ms` delays
+//! every cloud and Kubernetes API answer by N ms plus up to J ms, as a real cloud's round trip.
+//! `demo` runs the quick start (see `sandbox::demo`). `twin` plays the GPU stack's digital twin
+//! against any Kubernetes API server (see `sandbox::kube::remote_twin`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +12,7 @@ use std::time::Duration;
 
 use sandbox::Config;
 
-const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE]\n       fracgpu-sandbox demo [same flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] [--once]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]\ntwin: plays the GPU operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, .memory):\n  writes their labels and their nvidia.com/ extended resources (status subresource), every SECONDS (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA that verifies the server (else the system roots).";
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE] [--latency-ms N [--jitter-ms J]]\n       fracgpu-sandbox demo [same flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] [--once]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]\ntwin: plays the GPU operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, .memory):\n  writes their labels and their nvidia.com/ extended resources (status subresource), every SECONDS (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA that verifies the server (else the system roots).";
 
 /// `twin`'s flags.
 #[derive(Debug, PartialEq)]
@@ -87,6 +89,8 @@ struct Args {
     op_seconds: f64,
     state: Option<PathBuf>,
     clusters: Option<PathBuf>,
+    latency_ms: u64,
+    jitter_ms: u64,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -103,6 +107,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
         op_seconds: 2.0,
         state: None,
         clusters: None,
+        latency_ms: 0,
+        jitter_ms: 0,
     };
     while let Some(flag) = it.next() {
         let (flag, inline) = match flag.split_once('=') {
@@ -126,6 +132,17 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--state" => a.state = Some(PathBuf::from(value()?)),
             "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
+            "--latency-ms" | "--jitter-ms" => {
+                let v: u64 = value()?.parse().map_err(|e| format!("{flag}: {e}"))?;
+                if v > 60_000 {
+                    return Err(format!("{flag} must be at most 60000"));
+                }
+                if flag == "--latency-ms" {
+                    a.latency_ms = v;
+                } else {
+                    a.jitter_ms = v;
+                }
+            }
             other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
         }
     }
@@ -204,14 +221,18 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         clusters,
         op_time: Duration::from_secs_f64(args.op_seconds),
         state_file: args.state.clone(),
+        latency: sandbox::Latency {
+            base: Duration::from_millis(args.latency_ms),
+            jitter: Duration::from_millis(args.jitter_ms),
+        },
         ..Config::default()
     };
     let stack = sandbox::stack::Stack::start(config, args.port).await?;
     let sandbox = &stack.sandbox;
     let base = stack.cloud_url();
     println!(
-        "fracgpu-sandbox listening on {base} (operations take {}s)",
-        args.op_seconds
+        "fracgpu-sandbox listening on {base} (operations take {}s, answers {} ms + up to {} ms later)",
+        args.op_seconds, args.latency_ms, args.jitter_ms
     );
     println!(
         "  Azure AD token : POST {base}/<tenant>/oauth2/v2.0/token   (ARM_* authority host {base})"
@@ -308,6 +329,9 @@ mod tests {
         assert!(parse(&v(&["serve", "--op-seconds", "-1"])).is_err());
         assert!(parse(&v(&["serve", "--bogus"])).is_err());
         assert!(parse(&v(&["serve", "--port"])).is_err());
+        assert!(parse(&v(&["serve", "--latency-ms", "-5"])).is_err());
+        let a = parse(&v(&["serve", "--latency-ms=100", "--jitter-ms", "20"])).unwrap();
+        assert_eq!((a.latency_ms, a.jitter_ms), (100, 20));
         assert!(parse(&v(&[])).is_err());
     }
 

@@ -51,6 +51,10 @@ async fn fault_layer(State(sb): State<Sandbox>, req: Request, next: Next) -> Res
     if path.starts_with("/_sandbox/") {
         return next.run(req).await;
     }
+    let latency = sb.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency.draw()).await;
+    }
     let fault = sb.faults().take(req.method(), &path);
     match fault {
         Some(fault) => faults::apply(fault, req, next, |status| injected(&path, status)).await,

@@ -9,6 +9,7 @@ pub mod aks;
 pub mod eks;
 mod error;
 pub mod gke;
+mod shared;
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,7 @@ use async_trait::async_trait;
 pub use crate::operation::{OpCtx, StopSignal};
 pub(crate) use error::error_chain;
 pub use error::{CloudError, Detail};
+pub use shared::SharedReads;
 
 /// Where a pool lives.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -7,6 +7,7 @@ mod cloud_gke;
 mod cloud_lists;
 mod request_costs;
 mod sandbox_kube_client;
+mod shared_reads;
 
 /// A sandbox of `config` over real HTTP on loopback, its router wrapped by `layer` (a counting or
 /// rewriting middleware, or none): the sandbox and its base URL.

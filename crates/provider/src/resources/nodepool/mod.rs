@@ -115,6 +115,15 @@ impl NodePool {
         }
     }
 
+    /// A write to the cluster at `loc`: its refresh snapshot is dropped before and after, so no
+    /// read that follows sees the cluster as it was.
+    async fn writing<T>(&self, loc: &Location, write: impl Future<Output = T>) -> T {
+        self.state.shared_reads.forget(loc);
+        let out = write.await;
+        self.state.shared_reads.forget(loc);
+        out
+    }
+
     /// The arguments of a state: it is known, so only a state this provider cannot read fails,
     /// and that is an error (a read that returned nothing would make terraform forget the pool).
     fn args_of_state(state: &Value, diags: &mut Diagnostics) -> Option<Args> {
@@ -127,6 +136,15 @@ impl NodePool {
         }
         args
     }
+}
+
+/// Whether a refresh of a pool here reads from its cluster's snapshot (`cloud::SharedReads`):
+/// where the cloud lists a cluster's pools in fewer requests than it reads them one by one (AKS),
+/// or in fewer round trips (EKS, whose list describes the node groups concurrently, ahead of
+/// terraform's reads: DescribeNodegroup has no batch form). GKE's list still reads each pool's
+/// instance groups on their own, as many requests as its single reads: not yet.
+fn shares_reads(loc: &Location) -> bool {
+    matches!(loc, Location::Aks { .. } | Location::Eks { .. })
 }
 
 /// Stands in for provider defaults during validation, which runs before the provider is
@@ -185,7 +203,10 @@ impl Resource for NodePool {
         let (ctx, spec) = (self.ctx(planned, "create"), &r.spec);
         let cloud = spec.location.cloud();
         tracing::info!(cloud, pool = %spec.name, machine_type = %spec.machine_type, "creating node pool");
-        let e = match client.create(spec, &ctx).await {
+        let created = self
+            .writing(&spec.location, client.create(spec, &ctx))
+            .await;
+        let e = match created {
             Ok(pool) => {
                 tracing::info!(cloud, pool = %spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool created");
                 return state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null);
@@ -217,7 +238,14 @@ impl Resource for NodePool {
         let loc = args.location(&settings, diags)?;
         let client = self.client(&loc, diags).await?;
         tracing::debug!(cloud = loc.cloud(), pool = %args.name, "reading node pool");
-        match client.get(&loc, &args.name, &self.ctx(state, "read")).await {
+        let ctx = self.ctx(state, "read");
+        let read = if shares_reads(&loc) {
+            let shared = &self.state.shared_reads;
+            shared.read(client.as_ref(), &loc, &args.name, &ctx).await
+        } else {
+            client.get(&loc, &args.name, &ctx).await
+        };
+        match read {
             Ok(Some(pool)) => state_from_pool(&pool, state, &settings, diags),
             Ok(None) => {
                 tracing::info!(cloud = loc.cloud(), pool = %args.name, "node pool no longer exists; dropping it from state");
@@ -261,7 +289,10 @@ impl Resource for NodePool {
         };
         let cloud = spec.location.cloud();
         tracing::info!(cloud, pool = %spec.name, "updating node pool in place");
-        let e = match client.update(&current, spec, &ctx).await {
+        let updated = self
+            .writing(&spec.location, client.update(&current, spec, &ctx))
+            .await;
+        let e = match updated {
             Ok(pool) => {
                 tracing::info!(cloud, pool = %spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool updated");
                 return state_from_pool(&pool, planned, &settings, diags)
@@ -293,7 +324,7 @@ impl Resource for NodePool {
         };
         let (ctx, name) = (self.ctx(state, "delete"), args.name.as_str());
         tracing::info!(cloud = loc.cloud(), pool = name, "deleting node pool");
-        match client.delete(&loc, name, &ctx).await {
+        match self.writing(&loc, client.delete(&loc, name, &ctx)).await {
             Ok(()) => tracing::info!(
                 cloud = loc.cloud(),
                 pool = name,

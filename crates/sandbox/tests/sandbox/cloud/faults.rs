@@ -313,3 +313,38 @@ async fn extra_routes_are_served_behind_the_fault_layer() {
         (StatusCode::NOT_FOUND, Some("NotFound"))
     );
 }
+
+#[tokio::test]
+async fn latency_delays_every_cloud_answer_but_not_the_control_plane() {
+    let s = start(0).await;
+    let tok = s.azure_token().await;
+    let aks = format!("{}?{API}", aks_pools("sandbox-aks"));
+    s.sb.set_latency(sandbox::Latency {
+        base: std::time::Duration::from_millis(150),
+        jitter: std::time::Duration::from_millis(50),
+    });
+    let t = std::time::Instant::now();
+    assert_eq!(
+        s.arm(&tok, Method::GET, &aks, None).await.status,
+        StatusCode::OK
+    );
+    let took = t.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(150) && took < std::time::Duration::from_secs(2),
+        "{took:?}"
+    );
+    let t = std::time::Instant::now();
+    let r = s.call(Method::GET, "/_sandbox/faults", &[], b"").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(
+        t.elapsed() < std::time::Duration::from_millis(150),
+        "control plane delayed"
+    );
+    s.sb.set_latency(sandbox::Latency::default());
+    let t = std::time::Instant::now();
+    s.arm(&tok, Method::GET, &aks, None).await;
+    assert!(
+        t.elapsed() < std::time::Duration::from_millis(150),
+        "latency off again"
+    );
+}

@@ -1,0 +1,268 @@
+//! A refresh's reads shared per cluster (`SharedReads`), counted at the sandbox over real HTTP:
+//! many pools of one cluster read at once cost the first pool's own read and one list (its
+//! pages), each pool reads as `get`
+//! reads it, a write or a new refresh drops the snapshot so a change made elsewhere shows, a pool
+//! deleted elsewhere reads as gone, and a list that fails falls back to each pool's own GET.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ::sandbox::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use fracgpu::cloud::aks::{AksClient, AksConfig};
+use fracgpu::cloud::eks::{EksClient, EksConfig};
+use fracgpu::cloud::{
+    EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, Scaling, SharedReads,
+    StopSignal,
+};
+use futures_util::future::join_all;
+
+/// The requests seen: method and path.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+async fn count(State(seen): State<Seen>, req: Request<Body>, next: Next) -> Response {
+    seen.lock()
+        .unwrap()
+        .push(format!("{} {}", req.method(), req.uri().path()));
+    next.run(req).await
+}
+
+async fn serve() -> (String, Seen) {
+    let seen = Seen::default();
+    let counting = seen.clone();
+    let config = Config {
+        clusters: ClusterSpec::defaults_with_nodegroup_quota(100),
+        ..Config::instant()
+    };
+    let (_sb, base) = crate::serve_sandbox(config, |r| {
+        r.layer(axum::middleware::from_fn_with_state(counting, count))
+    })
+    .await;
+    (base, seen)
+}
+
+/// The cloud requests seen since the last call (tokens left out: a credential caches its own).
+fn taken(seen: &Seen) -> Vec<String> {
+    seen.lock()
+        .unwrap()
+        .drain(..)
+        .filter(|r| !r.contains("/oauth2/"))
+        .collect()
+}
+
+fn ctx() -> OpCtx {
+    OpCtx::new(Duration::from_secs(120), StopSignal::default())
+}
+
+/// Arms a fault on the sandbox.
+async fn fault(base: &str, body: serde_json::Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/_sandbox/faults"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{:?}", r.text().await);
+}
+
+/// Reads every name at once through `shared`, as terraform's refresh would.
+async fn read_all(
+    shared: &SharedReads,
+    client: &dyn NodePools,
+    loc: &Location,
+    names: &[String],
+) -> Vec<Option<Pool>> {
+    let ctx = ctx();
+    join_all(names.iter().map(|n| shared.read(client, loc, n, &ctx)))
+        .await
+        .into_iter()
+        .map(|r| r.expect("read"))
+        .collect()
+}
+
+fn aks_loc() -> Location {
+    Location::Aks {
+        subscription_id: DEFAULT_SUBSCRIPTION.into(),
+        resource_group: "sandbox-rg".into(),
+        cluster: "sandbox-aks".into(),
+    }
+}
+
+fn aks_spec(name: &str) -> PoolSpec {
+    PoolSpec {
+        location: aks_loc(),
+        name: name.into(),
+        machine_type: "Standard_NC4as_T4_v3".into(),
+        scaling: Scaling::Fixed { nodes: 1 },
+        spot: false,
+        disk_size_gb: None,
+        labels: BTreeMap::from([(
+            "nvidia.com/device-plugin.config".to_string(),
+            "time-sliced-4".to_string(),
+        )]),
+        taints: Vec::new(),
+        gpu: PoolGpu {
+            count: 1,
+            ..PoolGpu::default()
+        },
+        os_sku: None,
+        gke: None,
+        eks: None,
+    }
+}
+
+fn aks(base: &str) -> AksClient {
+    AksClient::new(AksConfig {
+        sandbox: Some(base.to_string()),
+        ..Default::default()
+    })
+    .expect("client")
+}
+
+/// The common scenario of every cloud: `n` pools made by `client`, read at once through a
+/// snapshot (which must cost at most `max_requests`), each as `get` reads it; then a change and
+/// a delete made by another client show after the refresh ends.
+async fn scenario(
+    client: &dyn NodePools,
+    other: &dyn NodePools,
+    specs: &[PoolSpec],
+    seen: &Seen,
+    max_requests: usize,
+) {
+    let loc = &specs[0].location;
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    taken(seen);
+    let shared = SharedReads::default();
+    let read = read_all(&shared, client, loc, &names).await;
+    let requests = taken(seen);
+    assert!(
+        requests.len() <= max_requests,
+        "{} pools read with {} requests: {requests:#?}",
+        names.len(),
+        requests.len()
+    );
+    for (name, pool) in names.iter().zip(&read) {
+        let single = client.get(loc, name, &ctx).await.unwrap();
+        assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
+        assert!(pool.is_some(), "{name} exists");
+    }
+    taken(seen);
+
+    // Elsewhere (the CLI, the portal): one pool scaled, one deleted.
+    let mut changed = read[1].clone().unwrap();
+    let mut bigger = changed.spec.clone();
+    bigger.scaling = Scaling::Fixed { nodes: 2 };
+    changed = other.update(&changed, &bigger, &ctx).await.unwrap();
+    other.delete(loc, &names[2], &ctx).await.unwrap();
+
+    // The same refresh still answers from its snapshot...
+    let again = shared.read(client, loc, &names[1], &ctx).await.unwrap();
+    assert_eq!(again.as_ref(), read[1].as_ref(), "one snapshot per refresh");
+    // ...but a new one (the provider configured again) sees both changes, exactly.
+    shared.clear();
+    taken(seen);
+    let next = read_all(&shared, client, loc, &names).await;
+    assert_eq!(next[1].as_ref(), Some(&changed), "the change shows");
+    assert_eq!(next[2], None, "the deleted pool reads as gone");
+    assert_eq!(next[0], read[0], "the others are as they were");
+    // The gone pool was asked after on its own, not taken for gone from the list alone.
+    let requests = taken(seen);
+    assert!(
+        requests.len() <= max_requests + 1,
+        "second refresh: {requests:#?}"
+    );
+
+    // A write through the provider drops the snapshot: a pool it creates reads back at once.
+    shared.forget(loc);
+    let mut extra = specs[0].clone();
+    extra.name = format!("{}x", names[0]);
+    client.create(&extra, &ctx).await.unwrap();
+    let made = shared.read(client, loc, &extra.name, &ctx).await.unwrap();
+    assert!(made.is_some(), "a pool made after the snapshot is found");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aks_refresh_of_a_cluster_is_one_list() {
+    let (base, seen) = serve().await;
+    let (client, other) = (aks(&base), aks(&base));
+    // 60 pools: two pages of the sandbox's 50.
+    let specs: Vec<PoolSpec> = (0..60).map(|i| aks_spec(&format!("p{i:02}"))).collect();
+    // The first read on its own, then the list's two pages.
+    scenario(&client, &other, &specs, &seen, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aks_failed_list_falls_back_to_single_reads() {
+    let (base, seen) = serve().await;
+    let client = aks(&base);
+    let specs: Vec<PoolSpec> = (0..5).map(|i| aks_spec(&format!("f{i}"))).collect();
+    let ctx = ctx();
+    for s in &specs {
+        client.create(s, &ctx).await.unwrap();
+    }
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    let shared = SharedReads::default();
+    // The first read of the cluster is its own GET; the second starts the list.
+    let first = shared.read(&client, &aks_loc(), &names[0], &ctx).await;
+    assert!(first.unwrap().is_some());
+    // The list's first page is not JSON: the list fails, not retried.
+    fault(
+        &base,
+        serde_json::json!({"match": {"method": "GET", "path_contains": "/agentPools"}, "count": 1, "kind": "malformed"}),
+    )
+    .await;
+    taken(&seen);
+    let read = read_all(&shared, &client, &aks_loc(), &names[1..]).await;
+    assert!(
+        read.iter().all(Option::is_some),
+        "every pool read: {read:?}"
+    );
+    let requests = taken(&seen);
+    // The failed list, then one GET per pool.
+    assert_eq!(requests.len(), names.len(), "{requests:#?}");
+    assert!(requests[0].ends_with("/agentPools"), "{requests:#?}");
+}
+
+async fn eks(base: &str) -> EksClient {
+    EksClient::new(EksConfig {
+        sandbox: Some(base.to_string()),
+        region: Some("us-east-1".into()),
+        ..EksConfig::default()
+    })
+    .await
+    .expect("client")
+    .with_poll_interval(Duration::from_millis(20), Duration::from_millis(100))
+}
+
+fn eks_spec(name: &str) -> PoolSpec {
+    let mut s = aks_spec(name);
+    s.location = Location::Eks {
+        region: "us-east-1".into(),
+        cluster: "sandbox-eks".into(),
+    };
+    s.machine_type = "g4dn.xlarge".into();
+    s.eks = Some(EksPoolFields {
+        node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
+        subnet_ids: vec!["subnet-0a1".into()],
+        ami_type: "AL2023_x86_64_NVIDIA".into(),
+    });
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eks_refresh_of_a_cluster_is_one_list_and_each_describe_once() {
+    let (base, seen) = serve().await;
+    let (client, other) = (eks(&base).await, eks(&base).await);
+    // DescribeNodegroup has no batch form: one ListNodegroups page, then one describe each.
+    let specs: Vec<PoolSpec> = (0..30).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
+    scenario(&client, &other, &specs, &seen, 2 + specs.len()).await;
+}
