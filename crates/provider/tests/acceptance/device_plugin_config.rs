@@ -15,7 +15,7 @@ const SUB: &str = "00000000-0000-0000-0000-000000000000";
 const CM: &str = "time-slicing-config";
 const NS: &str = "gpu-operator";
 
-fn config(kubeconfig: &str, replicas: u32) -> String {
+pub(crate) fn config(kubeconfig: &str, replicas: u32) -> String {
     format!(
         r#"{REQUIRED_PROVIDERS}
 provider "fracgpu" {{

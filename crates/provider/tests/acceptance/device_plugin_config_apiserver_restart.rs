@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::device_plugin_config_helm::{helm_config, time_sliced};
+use super::device_plugin_config_helm::{helm_config, policy_config, time_sliced};
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use crate::common::tools::Tool;
@@ -124,22 +124,6 @@ fn state_data(ws: &Workspace) -> serde_json::Map<String, Value> {
         .unwrap_or_default()
 }
 
-fn policy_config(kubeconfig: &str) -> String {
-    format!(
-        r#"{REQUIRED_PROVIDERS}
-resource "fracgpu_device_plugin_config" "this" {{
-  namespace      = "{NS}"
-  default_config = "all"
-  kubernetes {{
-    config_path = "{kubeconfig}"
-  }}
-  config {{ name = "all" }}
-{ts}}}
-"#,
-        ts = time_sliced("time-sliced-4", 4)
-    )
-}
-
 /// The server dies after the ConfigMap is written and while the pointer's patch is held (a
 /// webhook that never answers). The create used to look for its ConfigMap while the server was
 /// still down, find nothing to say, and leave no state, so the ConfigMap was orphaned and every
@@ -151,7 +135,10 @@ fn cluster_policy_apply_survives_an_apiserver_crash() {
     };
     op.install(Chart::Nvidia, &[]);
     let ws = Workspace::new("").env("KUBECONFIG", MISSING_KUBECONFIG);
-    ws.write("main.tf", &policy_config(&own_kubeconfig(&op, &ws)));
+    ws.write(
+        "main.tf",
+        &policy_config(&own_kubeconfig(&op, &ws), NS, None),
+    );
     ws.init();
 
     // Every write of the ClusterPolicy now waits for a webhook that never answers.

@@ -430,7 +430,7 @@ fn helm_delivery_errors_name_the_cause() {
     assert!(op.configmap(ns, CM).is_none());
 }
 
-fn policy_config(kubeconfig: &str, ns: &str, mig_strategy: Option<&str>) -> String {
+pub(crate) fn policy_config(kubeconfig: &str, ns: &str, mig_strategy: Option<&str>) -> String {
     let mig = mig_strategy
         .map(|m| format!("  mig_strategy   = \"{m}\"\n"))
         .unwrap_or_default();

@@ -5,8 +5,9 @@
 //! pointer and the restart -> the node advertises the shared GPUs -> empty plan -> update in
 //! place -> a hand edit is drift that apply repairs -> import -> destroy.
 
+use super::device_plugin_config::config;
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::Workspace;
 use crate::common::tools::Tool;
 use ::sandbox::kube::remote_twin::RemoteTwin;
 use serde_json::{Value, json};
@@ -26,37 +27,6 @@ const NODE: &str = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": 
     "kubernetes.io/hostname": "gpu-a10g", "nvidia.com/gpu.product": "NVIDIA-A10G",
     "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "23028", "nvidia.com/mig.capable": "false",
     "nvidia.com/device-plugin.config": "time-sliced-10"}}}"#;
-
-fn config(kubeconfig: &str, replicas: u32) -> String {
-    format!(
-        r#"{REQUIRED_PROVIDERS}
-# The provider's block: `terraform import` reads with it (an import knows no resource's own).
-provider "fracgpu" {{
-  kubernetes {{
-    config_path = "{kubeconfig}"
-  }}
-}}
-
-resource "fracgpu_device_plugin_config" "this" {{
-  default_config = "all"
-  mig_strategy   = "none"
-  # Import rebuilds the blocks in name order, so they are written in name order here.
-  config {{ name = "all" }}
-  config {{
-    name = "mps-4"
-    mps {{ replicas = 4 }}
-  }}
-  config {{
-    name = "time-sliced-10"
-    time_slicing {{
-      replicas          = {replicas}
-      rename_by_default = true
-    }}
-  }}
-}}
-"#
-    )
-}
 
 struct Twin {
     twin: RemoteTwin,
