@@ -365,3 +365,38 @@ async fn gke_failed_aggregated_list_reads_each_pools_groups() {
         assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_pools_over_the_clusters_three_zones_share_the_aggregated_list() {
+    let (base, seen) = serve().await;
+    let client = gke(&base).await;
+    // The cluster's zones (no node_locations): three instance groups a pool, one node in each.
+    let specs: Vec<PoolSpec> = (0..20)
+        .map(|i| {
+            let mut s = gke_spec(i);
+            s.gke = None;
+            s.scaling = Scaling::Fixed { nodes: 3 };
+            s
+        })
+        .collect();
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    taken(&seen);
+    let shared = SharedReads::default();
+    let read = read_all(&shared, &client, &gke_loc(), &names).await;
+    let requests = taken(&seen);
+    // Read one by one: 20 pools and 60 groups. Shared: the first pool and its three groups, the
+    // node pool list and the aggregated list.
+    assert!(requests.len() <= 6, "{requests:#?}");
+    for (name, pool) in names.iter().zip(&read) {
+        let single = client.get(&gke_loc(), name, &ctx).await.unwrap();
+        assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
+        assert_eq!(
+            pool.as_ref().unwrap().spec.scaling,
+            Scaling::Fixed { nodes: 3 }
+        );
+    }
+}
