@@ -16,9 +16,10 @@ use axum::middleware::Next;
 use axum::response::Response;
 use fracgpu::cloud::aks::{AksClient, AksConfig};
 use fracgpu::cloud::eks::{EksClient, EksConfig};
+use fracgpu::cloud::gke::{GkeClient, GkeConfig};
 use fracgpu::cloud::{
-    EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, Scaling, SharedReads,
-    StopSignal,
+    EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
+    Scaling, SharedReads, StopSignal,
 };
 use futures_util::future::join_all;
 
@@ -265,4 +266,137 @@ async fn eks_refresh_of_a_cluster_is_one_list_and_each_describe_once() {
     // DescribeNodegroup has no batch form: one ListNodegroups page, then one describe each.
     let specs: Vec<PoolSpec> = (0..30).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
     scenario(&client, &other, &specs, &seen, 2 + specs.len()).await;
+}
+
+async fn gke(base: &str) -> GkeClient {
+    GkeClient::new(GkeConfig {
+        sandbox: Some(base.to_string()),
+        ..GkeConfig::default()
+    })
+    .await
+    .expect("client")
+}
+
+fn gke_loc() -> Location {
+    Location::Gke {
+        project: "sandbox-project".into(),
+        location: "us-central1".into(),
+        cluster: "sandbox-gke".into(),
+    }
+}
+
+/// An L4 pool of one node in one zone of the regional cluster, the zones taken in turn.
+fn gke_spec(i: usize) -> PoolSpec {
+    let mut s = aks_spec(&format!("g{i:02}"));
+    s.location = gke_loc();
+    s.machine_type = "g2-standard-4".into();
+    s.labels = BTreeMap::new();
+    s.gpu = PoolGpu {
+        count: 1,
+        gke_accelerator_type: Some("nvidia-l4".into()),
+        gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
+        ..PoolGpu::default()
+    };
+    s.gke = Some(GkePoolFields {
+        node_locations: vec![format!("us-central1-{}", ["a", "b", "c"][i % 3])],
+    });
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_refresh_of_a_cluster_is_one_list_and_one_aggregated_list() {
+    let (base, seen) = serve().await;
+    let (client, other) = (gke(&base).await, gke(&base).await);
+    // 60 pools over three zones. Per pool and zone a single read costs the pool's GET and its
+    // instance group's GET: 120 requests. Shared: the first pool's GET and group, the node pool
+    // list, one aggregated instance group manager list: 4, under 0.1 a pool.
+    let specs: Vec<PoolSpec> = (0..60).map(gke_spec).collect();
+    scenario(&client, &other, &specs, &seen, 4).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_failed_aggregated_list_reads_each_pools_groups() {
+    let (base, seen) = serve().await;
+    let client = gke(&base).await;
+    let specs: Vec<PoolSpec> = (0..4).map(gke_spec).collect();
+    let ctx = ctx();
+    for s in &specs {
+        client.create(s, &ctx).await.unwrap();
+    }
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    // Two of the pools scaled elsewhere: the sizes must come from their groups all the same.
+    for name in &names[..2] {
+        let pool = client.get(&gke_loc(), name, &ctx).await.unwrap().unwrap();
+        let mut bigger = pool.spec.clone();
+        bigger.scaling = Scaling::Fixed { nodes: 3 };
+        client.update(&pool, &bigger, &ctx).await.unwrap();
+    }
+    let shared = SharedReads::default();
+    let first = shared.read(&client, &gke_loc(), &names[0], &ctx).await;
+    assert_eq!(
+        first.unwrap().unwrap().spec.scaling,
+        Scaling::Fixed { nodes: 3 }
+    );
+    fault(
+        &base,
+        serde_json::json!({"match": {"method": "GET", "path_contains": "/aggregated/"}, "count": 1, "kind": "malformed"}),
+    )
+    .await;
+    taken(&seen);
+    let read = read_all(&shared, &client, &gke_loc(), &names[1..]).await;
+    let sizes: Vec<Scaling> = read
+        .iter()
+        .map(|p| p.as_ref().unwrap().spec.scaling)
+        .collect();
+    assert_eq!(
+        sizes,
+        [3, 1, 1].map(|nodes| Scaling::Fixed { nodes }),
+        "sizes as the groups tell them"
+    );
+    let requests = taken(&seen);
+    // The node pool list, the failed aggregated list, then each listed pool's own group.
+    assert_eq!(requests.len(), 2 + specs.len(), "{requests:#?}");
+    assert!(
+        requests[1].ends_with("/aggregated/instanceGroupManagers"),
+        "{requests:#?}"
+    );
+    for (name, pool) in names[1..].iter().zip(&read) {
+        let single = client.get(&gke_loc(), name, &ctx).await.unwrap();
+        assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_pools_over_the_clusters_three_zones_share_the_aggregated_list() {
+    let (base, seen) = serve().await;
+    let client = gke(&base).await;
+    // The cluster's zones (no node_locations): three instance groups a pool, one node in each.
+    let specs: Vec<PoolSpec> = (0..20)
+        .map(|i| {
+            let mut s = gke_spec(i);
+            s.gke = None;
+            s.scaling = Scaling::Fixed { nodes: 3 };
+            s
+        })
+        .collect();
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    taken(&seen);
+    let shared = SharedReads::default();
+    let read = read_all(&shared, &client, &gke_loc(), &names).await;
+    let requests = taken(&seen);
+    // Read one by one: 20 pools and 60 groups. Shared: the first pool and its three groups, the
+    // node pool list and the aggregated list.
+    assert!(requests.len() <= 6, "{requests:#?}");
+    for (name, pool) in names.iter().zip(&read) {
+        let single = client.get(&gke_loc(), name, &ctx).await.unwrap();
+        assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
+        assert_eq!(
+            pool.as_ref().unwrap().spec.scaling,
+            Scaling::Fixed { nodes: 3 }
+        );
+    }
 }

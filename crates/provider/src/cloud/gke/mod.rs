@@ -22,7 +22,10 @@
 //! provider averages them, because its `node_count` is per zone). That read is best effort: when it
 //! fails (or the sandbox serves no Compute API) the size falls back to `initialNodeCount` times the
 //! zones. A pool read back right after our own create or resize has just been given its size, so
-//! that read is left out there (a read per zone saved on every apply).
+//! that read is left out there (a read per zone saved on every apply). A list of the cluster's
+//! pools (a refresh's shared read, see `cloud::SharedReads`) takes every size from Compute's
+//! `instanceGroupManagers.aggregatedList`, one request per project and 500 managers, and reads
+//! the groups of a pool on their own only when that list lacks them or fails.
 //!
 //! Waits for operations are paced ([`Pace`](crate::operation::Pace)): the first look at an
 //! operation comes shortly before the quickest one of its type (CREATE_NODE_POOL, ...) was seen
@@ -380,8 +383,11 @@ impl NodePools for GkeClient {
             .into_iter()
             .filter(|np| np.status != m::node_pool::Status::Stopping)
             .collect();
+        // Every fixed-size pool's instance groups from one aggregated list (per project), not
+        // a read per zone and pool; a pool the list lacks reads its own groups.
+        let sizes = &self.group_sizes(&live, ctx).await;
         let mut pools: Vec<Pool> = stream::iter(live)
-            .map(|np| async move { self.pool_of(cluster, &np).await })
+            .map(|np| async move { self.pool_sized(cluster, &np, sizes.as_ref()).await })
             .buffered(super::LIST_READS_IN_FLIGHT)
             .try_collect()
             .await?;

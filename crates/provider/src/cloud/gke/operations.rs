@@ -13,6 +13,48 @@ use super::mapping::{
     status_name,
 };
 use super::{GkeClient, POLL_CAP};
+
+/// Instance group managers' targetSize, by the manager's URL as a pool's `instanceGroupUrls`
+/// names it.
+pub(super) type GroupSizes = std::collections::HashMap<String, u64>;
+
+/// Pages of one aggregated list followed at most (500 managers a page).
+const MAX_PAGES: usize = 100;
+
+/// The pool's size from a listing, when it holds every one of the pool's groups.
+fn listed_size(sizes: &GroupSizes, np: &NodePool) -> Option<u32> {
+    if np.instance_group_urls.is_empty() {
+        return None;
+    }
+    let total = np
+        .instance_group_urls
+        .iter()
+        .map(|url| sizes.get(url).copied())
+        .sum::<Option<u64>>()?;
+    u32::try_from(total).ok()
+}
+
+/// A count in Compute's JSON: int32 as a number, but a string accepted as int64s are sent.
+fn number(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A page token in a query string.
+fn encode(token: &str) -> String {
+    token
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
 use crate::cloud::{CloudError, Location, OpCtx, Pool, PoolSpec, Scaling};
 use crate::operation::{Backoff, Check, Start, poll_until};
 
@@ -84,17 +126,107 @@ impl GkeClient {
     }
 
     pub(super) async fn pool_of(&self, loc: &Location, np: &NodePool) -> Result<Pool, CloudError> {
+        self.pool_sized(loc, np, None).await
+    }
+
+    /// The pool, its size taken from `sizes` (a listing of its instance group managers) when
+    /// they hold every one of its groups, or else read from the groups themselves.
+    pub(super) async fn pool_sized(
+        &self,
+        loc: &Location,
+        np: &NodePool,
+        sizes: Option<&GroupSizes>,
+    ) -> Result<Pool, CloudError> {
         let mut spec = spec_of(loc, np);
-        if let Scaling::Fixed { .. } = spec.scaling
-            && let Some(nodes) = self.current_size(np).await
-        {
-            spec.scaling = Scaling::Fixed { nodes };
+        if let Scaling::Fixed { .. } = spec.scaling {
+            let listed = sizes.and_then(|sizes| listed_size(sizes, np));
+            let size = match listed {
+                Some(n) => Some(n),
+                None => self.current_size(np).await,
+            };
+            if let Some(nodes) = size {
+                spec.scaling = Scaling::Fixed { nodes };
+            }
         }
         Ok(Pool {
             id: pool_id(loc, &np.name)?,
             spec,
             status: status_name(np),
         })
+    }
+
+    /// The targetSize of every instance group manager of the projects the fixed-size pools'
+    /// groups are in, from Compute's `instanceGroupManagers.aggregatedList` (one request per
+    /// project and 500 managers, however many zones and pools): keyed by the manager's URL as
+    /// `instanceGroupUrls` names it. None when a list fails: the pools' groups are then read on
+    /// their own, as a single read does.
+    pub(super) async fn group_sizes(&self, pools: &[NodePool], ctx: &OpCtx) -> Option<GroupSizes> {
+        let fixed = pools.iter().filter(|np| {
+            !np.autoscaling.as_ref().is_some_and(|a| a.enabled)
+                && !np.instance_group_urls.is_empty()
+        });
+        let projects: std::collections::BTreeSet<&str> = fixed
+            .flat_map(|np| np.instance_group_urls.iter())
+            .filter_map(|url| url.split_once("/zones/").map(|(project, _)| project))
+            .collect();
+        let mut sizes = GroupSizes::new();
+        for project in projects {
+            let listed = self.aggregated_sizes(project, &mut sizes, ctx).await;
+            if let Err(e) = listed {
+                tracing::debug!(project, error = %e, "cannot list the instance group managers; reading each pool's groups");
+                return None;
+            }
+        }
+        Some(sizes)
+    }
+
+    /// One project's managers (`project` as the URLs name it: `https://.../compute/v1/projects/p`),
+    /// every page, into `sizes`.
+    async fn aggregated_sizes(
+        &self,
+        project: &str,
+        sizes: &mut GroupSizes,
+        ctx: &OpCtx,
+    ) -> Result<(), String> {
+        // Documented: https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/aggregatedList
+        let list = compute_url(
+            self.sandbox.as_deref(),
+            &format!("{project}/aggregated/instanceGroupManagers"),
+        )
+        .ok_or_else(|| format!("not a Compute URL: {project}"))?;
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let url = match &token {
+                Some(t) => format!("{list}?maxResults=500&pageToken={}", encode(t)),
+                None => format!("{list}?maxResults=500"),
+            };
+            let what = format!("GET {list}");
+            let page = ctx
+                .run(&what, self.get_json(&url))
+                .await
+                .map_err(|e| e.to_string())??;
+            let items = page["items"].as_object();
+            for (scope, v) in items.into_iter().flatten() {
+                let Some(zone) = scope.strip_prefix("zones/") else {
+                    continue;
+                };
+                for m in v["instanceGroupManagers"].as_array().into_iter().flatten() {
+                    if let (Some(name), Some(size)) = (m["name"].as_str(), number(&m["targetSize"]))
+                    {
+                        let url = format!("{project}/zones/{zone}/instanceGroupManagers/{name}");
+                        sizes.insert(url, size);
+                    }
+                }
+            }
+            token = page["nextPageToken"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            if token.is_none() {
+                return Ok(());
+            }
+        }
+        Err(format!("more than {MAX_PAGES} pages"))
     }
 
     /// The pool's current size in all: its instance group managers' targetSize summed over the
@@ -120,6 +252,12 @@ impl GkeClient {
     }
 
     async fn target_size(&self, url: &str) -> Result<u64, String> {
+        number(&self.get_json(url).await?["targetSize"])
+            .ok_or_else(|| "no targetSize in the instance group manager".to_string())
+    }
+
+    /// One Compute read, its answer as JSON.
+    async fn get_json(&self, url: &str) -> Result<serde_json::Value, String> {
         use google_cloud_auth::credentials::CacheableResource;
         let headers = match self
             .creds
@@ -143,14 +281,7 @@ impl GkeClient {
         let body = super::transport::read_capped(r, super::transport::MAX_BODY)
             .await
             .map_err(|e| e.to_string())?;
-        let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
-        // int32 in Compute's JSON, but accept a string as int64s are sent.
-        match &v["targetSize"] {
-            serde_json::Value::Number(n) => n.as_u64(),
-            serde_json::Value::String(s) => s.parse().ok(),
-            _ => None,
-        }
-        .ok_or_else(|| "no targetSize in the instance group manager".to_string())
+        serde_json::from_slice(&body).map_err(|e| e.to_string())
     }
 
     /// A pool that was just created or changed, read back, its instance groups not read: a create

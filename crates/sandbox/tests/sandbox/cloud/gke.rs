@@ -672,3 +672,114 @@ async fn gke_cluster_operations_run_alone() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
+
+/// Compute's `instanceGroupManagers.aggregatedList` and `list`, as a client reads every pool's
+/// size in a few requests: `items` keyed by `zones/{zone}` with the managers or a
+/// NO_RESULTS_ON_PAGE warning, pages cut by `maxResults` and followed by `nextPageToken`.
+#[tokio::test]
+async fn gke_instance_group_managers_list_aggregated_and_per_zone() {
+    let s = start(200).await;
+    let nps = format!("{GKE_CLUSTER}/nodePools");
+    for (name, extra) in [
+        ("all", json!({})),
+        (
+            "two",
+            json!({"locations": ["us-central1-c", "us-central1-a"]}),
+        ),
+    ] {
+        let mut np = json!({"name": name, "initialNodeCount": 2, "config": {"machineType": "g2-standard-4"}});
+        for (k, v) in extra.as_object().unwrap() {
+            np[k] = v.clone();
+        }
+        let r = s
+            .gke(Method::POST, &nps, Some(&json!({ "nodePool": np })))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    s.sb.settle();
+    let agg = "/compute/v1/projects/sandbox-project/aggregated/instanceGroupManagers";
+    let get = |path: String| {
+        let s = &s;
+        async move { s.call(Method::GET, &path, &[], b"").await }
+    };
+    let whole = get(agg.to_string()).await;
+    assert_eq!(whole.status, StatusCode::OK, "{}", whole.text);
+    assert_eq!(
+        whole.body["kind"],
+        "compute#instanceGroupManagerAggregatedList"
+    );
+    assert!(whole.body.get("nextPageToken").is_none(), "{}", whole.text);
+    let items = whole.body["items"].as_object().unwrap();
+    let in_zone = |items: &serde_json::Map<String, Value>, z: &str| {
+        items[&format!("zones/us-central1-{z}")]["instanceGroupManagers"]
+            .as_array()
+            .map(|a| a.len())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        (
+            in_zone(items, "a"),
+            in_zone(items, "b"),
+            in_zone(items, "c")
+        ),
+        (2, 1, 2)
+    );
+    // Each manager as its own GET answers it, and the pool's instanceGroupUrls name them.
+    let pool = s.gke(Method::GET, &format!("{nps}/two"), None).await.body;
+    for url in pool["instanceGroupUrls"].as_array().unwrap() {
+        let path = url
+            .as_str()
+            .unwrap()
+            .strip_prefix("https://www.googleapis.com")
+            .unwrap();
+        let one = get(path.to_string()).await.body;
+        assert_eq!(one["targetSize"], 2);
+        let zone = one["zone"].as_str().unwrap();
+        let listed = items[&format!("zones/{zone}")]["instanceGroupManagers"]
+            .as_array()
+            .unwrap();
+        assert!(listed.contains(&one), "{one} in {listed:?}");
+    }
+
+    // Two managers a page: three pages, and a zone with nothing on a page has a warning.
+    let (mut token, mut names, mut pages) = (None::<String>, Vec::new(), 0);
+    loop {
+        let q = match &token {
+            Some(t) => format!("{agg}?maxResults=2&pageToken={t}"),
+            None => format!("{agg}?maxResults=2"),
+        };
+        let page = get(q).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        pages += 1;
+        for (scope, v) in page.body["items"].as_object().unwrap() {
+            match v.get("instanceGroupManagers") {
+                Some(l) => names.extend(
+                    l.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| (scope.clone(), m["name"].as_str().unwrap().to_string())),
+                ),
+                None => assert_eq!(v["warning"]["code"], "NO_RESULTS_ON_PAGE", "{v}"),
+            }
+        }
+        token = page.body["nextPageToken"].as_str().map(str::to_string);
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!((pages, names.len()), (3, 5), "{names:?}");
+
+    // One zone's list.
+    let zone = get(
+        "/compute/v1/projects/sandbox-project/zones/us-central1-b/instanceGroupManagers".into(),
+    )
+    .await;
+    assert_eq!(zone.status, StatusCode::OK, "{}", zone.text);
+    assert_eq!(zone.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(zone.body["items"][0]["targetSize"], 2);
+    // Filters are not evaluated here, so they are refused, not ignored.
+    let filtered = get(format!("{agg}?filter=name%20eq%20gke-.*")).await;
+    assert_eq!(filtered.status.as_u16(), 400, "{}", filtered.text);
+    let bad = get(format!("{agg}?maxResults=501")).await;
+    assert_eq!(bad.status.as_u16(), 400, "{}", bad.text);
+}
