@@ -9,16 +9,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 use crate::common::tools::Tool;
 use serde_json::json;
 
 const CM: &str = "time-slicing-config";
-
-/// Terraform's output with its line wrapping undone, for matching phrases of a diagnostic.
-fn flat(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 fn config(
     kubeconfig: &str,

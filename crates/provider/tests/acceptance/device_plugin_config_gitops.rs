@@ -5,17 +5,12 @@
 //! object's values shows what a sync would render: the ConfigMap and the ClusterPolicy pointer.
 
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 use crate::common::tools::Tool;
 use serde_json::{Value, json};
 
 const CM: &str = "time-slicing-config";
 const OPERATOR_NS: &str = "gpu-operator";
-
-/// Terraform's output with its line wrapping undone.
-fn flat(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 /// A real server with the Argo CD and Flux CRDs and the fixtures' namespaces.
 pub(crate) fn gitops_cluster() -> Option<OperatorCluster> {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::common::sandbox;
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 
 fn config(url: &str, ami: &str, sharing: &str) -> String {
     format!(
@@ -104,9 +104,4 @@ fn eks_bottlerocket_pool_without_sharing_gets_whole_gpus() {
         &config(&sb.url, "BOTTLEROCKET_x86_64_NVIDIA", ""),
     );
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
-}
-
-/// Text with its whitespace folded, so a needle matches however terraform wrapped the line.
-fn flat(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

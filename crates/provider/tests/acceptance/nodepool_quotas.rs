@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::common::sandbox::{self, Running};
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
 
@@ -163,9 +163,4 @@ fn eks_refuses_a_node_group_past_the_quota_with_what_to_do() {
             "missing {needle:?} in:\n{text}"
         );
     }
-}
-
-/// Text with its whitespace folded, so a needle matches however terraform wrapped the line.
-fn flat(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -20,6 +20,11 @@ impl Output {
     }
 }
 
+/// Terraform's output with its line wrapping undone, for matching phrases of a diagnostic.
+pub fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 pub struct Workspace {
     _root: tempfile::TempDir,
     pub dir: PathBuf,
