@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use ::sandbox::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Sandbox};
 use fracgpu::cloud::{
     EksPoolFields, GkeSharing, Location, NodePools, OpCtx, PoolGpu, PoolSpec, PoolTaint, Scaling,
-    StopSignal, connect,
+    StopSignal,
 };
 use futures_util::stream::{self, StreamExt};
 use testkit::figures;
@@ -225,10 +225,8 @@ fn main() {
         tokio::spawn(async move { axum::serve(listener, router).await });
         url
     });
-    let settings = fracgpu::cloud::CloudSettings {
-        sandbox: Some(url.clone()),
-        ..Default::default()
-    };
+    let settings =
+        fracgpu::cloud::CloudSettings::from_config(&tfplugin::Value::Null, Some(url.clone()));
     println!(
         "terraform-provider-fracgpu discovery benchmark ({} build): {POOLS} pools a cluster (AKS: 100)",
         if cfg!(debug_assertions) {
@@ -239,8 +237,10 @@ fn main() {
     );
     for cloud in ["aks", "gke", "eks"] {
         let (client, listed) = rt.block_on(async {
-            let client: std::sync::Arc<dyn NodePools> =
-                connect(cloud, &settings).await.expect("client");
+            let client: std::sync::Arc<dyn NodePools> = settings
+                .connect(gpu::Cloud::parse(cloud).expect("cloud"))
+                .await
+                .expect("client");
             let ctx = ctx();
             let made: Vec<_> = stream::iter(0..pools_on(cloud))
                 .map(|i| {

@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
+use crate::cloud::registry::{self, Located, TARGETS};
 use crate::cloud::{Location, Pool};
 use crate::provider::{ProviderState, Settings};
 use crate::resources::nodepool;
 use gpu::SharingMode;
-use tfplugin::object::{FromValue, SingleBlock};
+use tfplugin::object::FromValue;
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::{ExactlyOneOf, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
@@ -23,58 +24,31 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The cluster blocks and the filters, added to `block`.
 pub fn query_block(block: Block) -> Block {
-    let aks = Block::new("An AKS cluster.")
-        .attr(Attribute::string("subscription_id").optional().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
-        .attr(Attribute::string("resource_group").required().describe("Resource group of the cluster."))
-        .attr(Attribute::string("cluster_name").required().describe("Name of the AKS cluster."));
-    let gke = Block::new("A GKE cluster.")
-        .attr(Attribute::string("project").optional().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
-        .attr(Attribute::string("location").required().describe("Region or zone of the cluster, e.g. `us-central1`."))
-        .attr(Attribute::string("cluster").required().describe("Name of the GKE cluster."));
-    let eks = Block::new("An EKS cluster.")
-        .attr(Attribute::string("region").optional().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
-        .attr(Attribute::string("cluster_name").required().describe("Name of the EKS cluster."));
-    block
+    let block = block
         .attr(Attribute::bool("gpu_only").optional().describe("Only pools whose machine type carries GPUs the provider knows (the pools `fracgpu_nodepool` can manage). Default `true`; `false` adds the cluster's other pools, without GPU details."))
-        .attr(Attribute::string("sharing").optional().describe("Only pools shared this way: `mig`, `time_slicing`, `mps`, or `none` (whole GPUs). Default: every pool.").validate(OneOf(SHARING_MODES)))
-        .single_block("aks", aks)
-        .single_block("gke", gke)
-        .single_block("eks", eks)
-        .validate(ExactlyOneOf(&["aks", "gke", "eks"]))
+        .attr(Attribute::string("sharing").optional().describe("Only pools shared this way: `mig`, `time_slicing`, `mps`, or `none` (whole GPUs). Default: every pool.").validate(OneOf(SHARING_MODES)));
+    TARGETS
+        .iter()
+        .fold(block, |b, t| {
+            b.single_block(t.cloud().as_str(), t.query_block())
+        })
+        .validate(ExactlyOneOf(&registry::BLOCK_NAMES))
 }
 
 tfplugin::object! {
-    pub struct AksCluster {
-        pub subscription_id: Option<String>,
-        pub resource_group: String,
-        pub cluster_name: String,
+    /// The filters of a query.
+    struct Filters {
+        gpu_only: Option<bool>,
+        sharing: Option<String>,
     }
 }
 
-tfplugin::object! {
-    pub struct GkeCluster {
-        pub project: Option<String>,
-        pub location: String,
-        pub cluster: String,
-    }
-}
-
-tfplugin::object! {
-    pub struct EksCluster {
-        pub region: Option<String>,
-        pub cluster_name: String,
-    }
-}
-
-tfplugin::object! {
-    /// What to find: one cluster, and the filters.
-    pub struct Query {
-        pub gpu_only: Option<bool>,
-        pub sharing: Option<String>,
-        pub aks: SingleBlock<AksCluster>,
-        pub gke: SingleBlock<GkeCluster>,
-        pub eks: SingleBlock<EksCluster>,
-    }
+/// What to find: one cluster, and the filters.
+pub struct Query {
+    pub gpu_only: Option<bool>,
+    pub sharing: Option<String>,
+    /// The configuration, whose target block `cloud::registry` reads.
+    cluster: Value,
 }
 
 impl Query {
@@ -86,66 +60,24 @@ impl Query {
         prefix: &AttrPath,
         diags: &mut Diagnostics,
     ) -> Option<Location> {
-        let cloud = &settings.cloud;
-        let mut missing = |block: &str, attr: &str, what: &str, fix: &str| {
-            diags.push(
-                Diagnostic::error(
-                    format!("Missing {what}"),
-                    format!("Set `{block}.{attr}`, {fix}."),
-                )
-                .at(prefix.with_attr(block).with_index(0).with_attr(attr)),
-            );
-            None
-        };
-        if let Some(b) = &*self.aks {
-            let Some(subscription_id) = b
-                .subscription_id
-                .clone()
-                .or_else(|| cloud.azure.subscription_id.clone())
-            else {
-                return missing(
-                    "aks",
-                    "subscription_id",
-                    "Azure subscription",
-                    "the provider's `azure.subscription_id`, or ARM_SUBSCRIPTION_ID",
+        match registry::locate(&self.cluster, &settings.cloud) {
+            Located::At(loc) => Some(loc),
+            Located::MissingScope(t) => {
+                let (block, scope) = (t.cloud().as_str(), t.scope());
+                diags.push(
+                    Diagnostic::error(
+                        format!("Missing {}", scope.what),
+                        format!(
+                            "Set `{block}.{}`, the provider's `{}`, or {}.",
+                            scope.attr, scope.provider_attr, scope.env
+                        ),
+                    )
+                    .at(prefix.with_attr(block).with_index(0).with_attr(scope.attr)),
                 );
-            };
-            return Some(Location::Aks {
-                subscription_id,
-                resource_group: b.resource_group.clone(),
-                cluster: b.cluster_name.clone(),
-            });
+                None
+            }
+            Located::Unknown => None,
         }
-        if let Some(b) = &*self.gke {
-            let Some(project) = b.project.clone().or_else(|| cloud.google.project.clone()) else {
-                return missing(
-                    "gke",
-                    "project",
-                    "Google Cloud project",
-                    "the provider's `google.project`, or GOOGLE_PROJECT",
-                );
-            };
-            return Some(Location::Gke {
-                project,
-                location: b.location.clone(),
-                cluster: b.cluster.clone(),
-            });
-        }
-        if let Some(b) = &*self.eks {
-            let Some(region) = b.region.clone().or_else(|| cloud.aws.region.clone()) else {
-                return missing(
-                    "eks",
-                    "region",
-                    "AWS region",
-                    "the provider's `aws.region`, or AWS_REGION",
-                );
-            };
-            return Some(Location::Eks {
-                region,
-                cluster: b.cluster_name.clone(),
-            });
-        }
-        None
     }
 
     fn keeps(&self, found: &Found) -> bool {
@@ -217,7 +149,7 @@ pub async fn find(
                 "Cloud client unavailable",
                 format!(
                     "Could not set up the {} client: {e}. Configure the provider's credentials for it (or `sandbox`).",
-                    location.cloud().to_uppercase()
+                    location.target().title()
                 ),
             ));
             return None;
@@ -229,13 +161,13 @@ pub async fn find(
         Err(e) => {
             diags.push(Diagnostic::error(
                 "Cannot list node pools",
-                format!("Listing the node pools of {}: {e}", describe(&location)),
+                format!("Listing the node pools of {}: {e}", location.describe()),
             ));
             return None;
         }
     };
     tracing::debug!(
-        cloud = location.cloud(),
+        cloud = location.cloud().as_str(),
         pools = pools.len(),
         "listed node pools"
     );
@@ -254,28 +186,16 @@ pub async fn find(
     Some(found.filter(|f| query.keeps(f)).collect())
 }
 
-fn describe(loc: &Location) -> String {
-    match loc {
-        Location::Aks {
-            subscription_id,
-            resource_group,
-            cluster,
-        } => format!(
-            "AKS cluster {cluster} (resource group {resource_group}, subscription {subscription_id})"
-        ),
-        Location::Gke {
-            project,
-            location,
-            cluster,
-        } => format!("GKE cluster projects/{project}/locations/{location}/clusters/{cluster}"),
-        Location::Eks { region, cluster } => format!("EKS cluster {cluster} in {region}"),
-    }
-}
-
 /// Reads a query from a configuration; a configuration that does not fit the schema (which
 /// terraform checked already) is reported rather than trusted.
 pub fn query_of(config: &Value, diags: &mut Diagnostics) -> Option<Query> {
-    let q = Query::from_value(config);
+    let q = Filters::from_value(config)
+        .filter(|_| registry::names_cluster(config))
+        .map(|f| Query {
+            gpu_only: f.gpu_only,
+            sharing: f.sharing,
+            cluster: config.clone(),
+        });
     if q.is_none() {
         diags.push(Diagnostic::error(
             "Invalid configuration",

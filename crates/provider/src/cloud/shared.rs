@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
 
-use super::{CloudError, Location, NodePools, OpCtx, Pool};
+use super::error::CloudError;
+use super::pool::{Location, NodePools, Pool};
+use crate::operation::OpCtx;
 
 /// How long a snapshot serves reads at most, whatever the walk.
 const MAX_AGE: Duration = Duration::from_secs(120);
@@ -71,7 +73,7 @@ impl SharedReads {
                 match client.list(location, ctx).await {
                     Ok(pools) => {
                         tracing::debug!(
-                            cloud = location.cloud(),
+                            cloud = location.cloud().as_str(),
                             pools = pools.len(),
                             "listed the cluster's pools for this refresh"
                         );
@@ -80,7 +82,7 @@ impl SharedReads {
                         ))
                     }
                     Err(e) => {
-                        tracing::warn!(cloud = location.cloud(), error = %e, "listing the cluster's pools failed; reading each pool on its own");
+                        tracing::warn!(cloud = location.cloud().as_str(), error = %e, "listing the cluster's pools failed; reading each pool on its own");
                         None
                     }
                 }

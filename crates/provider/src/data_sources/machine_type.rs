@@ -26,7 +26,7 @@ pub fn schema() -> Schema {
     Schema::new(
         0,
         Block::new("The GPUs of a cloud machine type (VM size, instance type) and the MIG profiles they can be split into, from the provider's catalog.")
-            .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&["aks", "gke", "eks"])))
+            .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&crate::cloud::registry::BLOCK_NAMES)))
             .attr(
                 Attribute::string("name")
                     .required()

@@ -24,7 +24,7 @@ pub fn schema() -> Schema {
     let block = Block::new(
         "Answers, before anything is deployed, whether a workload fits a GPU pool shared by MIG, time-slicing or MPS, and what it must put in its pod spec: the extended resource and quantity, the memory it must stay under, the node selector and the tolerations.",
     )
-    .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&["aks", "gke", "eks"])))
+    .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&crate::cloud::registry::BLOCK_NAMES)))
     .attr(Attribute::string("machine_type").optional().describe("The pool's machine type, e.g. `Standard_NC24ads_A100_v4`. Give this or `gpu_model`."))
     .attr(Attribute::string("gpu_model").optional().describe("The GPU model (e.g. `A100-40GB`, `nvidia-tesla-t4`), to override the catalog or describe a machine type it lacks."))
     .attr(Attribute::number("gpu_count").optional().describe("GPUs per node, to override the catalog. Default: the machine type's count, or 1.").validate(IntBetween(1, 16)))

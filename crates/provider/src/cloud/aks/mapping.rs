@@ -15,7 +15,7 @@ pub(super) const DEFAULTS_TAG: &str = "fracgpu-cloud-defaults";
 
 /// What AKS uses when osDiskSizeGB / osSKU are not given (Linux, managed OS disk).
 const AKS_DEFAULT_OS_DISK_GB: u32 = 128;
-const AKS_DEFAULT_OS_SKU: &str = "Ubuntu";
+pub(super) const AKS_DEFAULT_OS_SKU: &str = "Ubuntu";
 /// AKS adds this label and taint to every Spot pool itself.
 pub(super) const SPOT_KEY: &str = "kubernetes.azure.com/scalesetpriority";
 
@@ -99,7 +99,7 @@ pub(super) fn aks_location(location: &Location) -> Result<(&str, &str, &str), Cl
             code: "WrongCloud".into(),
             message: format!(
                 "the AKS client was handed a {} location",
-                other.cloud().to_ascii_uppercase()
+                other.target().title()
             ),
         }),
     }

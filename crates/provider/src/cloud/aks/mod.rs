@@ -28,6 +28,7 @@ mod config;
 mod http;
 mod mapping;
 mod operations;
+mod target;
 #[cfg(test)]
 mod tests;
 
@@ -46,6 +47,7 @@ use operations::{PutTarget, log_put_retry};
 
 pub use config::{AksConfig, AzureSettings};
 pub use mapping::os_sku_changes_in_place;
+pub use target::{Aks, SANDBOX_SUBSCRIPTION};
 
 /// Delays of one client: a local sandbox answers in milliseconds, Azure in seconds.
 #[derive(Clone, Copy, Debug)]

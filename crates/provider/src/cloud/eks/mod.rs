@@ -33,6 +33,7 @@ mod calls;
 mod config;
 mod mapping;
 mod operations;
+mod target;
 #[cfg(test)]
 mod tests;
 
@@ -50,6 +51,7 @@ use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, 
 pub use config::EksConfig;
 pub(crate) use mapping::pool_id;
 pub use mapping::{canonical_scaling, canonical_spec, request_token};
+pub use target::{DEFAULT_EKS_AMI, Eks, RETIRED_EKS_AMI, SANDBOX_REGION};
 
 /// Attempts per API call (the first try included) before a retryable failure is returned.
 pub const MAX_ATTEMPTS: u32 = 6;

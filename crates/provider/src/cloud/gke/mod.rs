@@ -40,6 +40,7 @@ mod config;
 mod mapping;
 mod operations;
 mod queue;
+mod target;
 #[cfg(test)]
 mod tests;
 mod transport;
@@ -63,6 +64,7 @@ use mapping::{
 pub use config::GkeConfig;
 pub use mapping::canonical_spec;
 pub(crate) use mapping::pool_id;
+pub use target::{Gke, SANDBOX_PROJECT};
 
 /// Transient failures (429, 5xx, dropped connections) retried per call before giving up.
 const MAX_TRANSIENT_RETRIES: u32 = 8;

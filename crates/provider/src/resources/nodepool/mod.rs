@@ -72,7 +72,7 @@ impl NodePool {
             Err(e) => {
                 diags.push(Diagnostic::error(
                     "Cloud client unavailable",
-                    format!("Could not set up the {} client: {e}. Configure the provider's credentials for it (or `sandbox`).", loc.cloud().to_uppercase()),
+                    format!("Could not set up the {} client: {e}. Configure the provider's credentials for it (or `sandbox`).", loc.target().title()),
                 ));
                 None
             }
@@ -138,27 +138,13 @@ impl NodePool {
     }
 }
 
-/// Whether a refresh of a pool here reads from its cluster's snapshot (`cloud::SharedReads`):
-/// where the cloud lists a cluster's pools in fewer requests than it reads them one by one (AKS;
-/// GKE, whose list takes every fixed-size pool's instance group sizes from one Compute aggregated
-/// list per project), or in fewer round trips (EKS, whose list describes the node groups
-/// concurrently, ahead of terraform's reads: DescribeNodegroup has no batch form). Every cloud
-/// does now; the switch stays for a cloud added later whose list would cost more.
-fn shares_reads(loc: &Location) -> bool {
-    matches!(
-        loc,
-        Location::Aks { .. } | Location::Eks { .. } | Location::Gke { .. }
-    )
-}
-
 /// Stands in for provider defaults during validation, which runs before the provider is
 /// configured: a missing subscription, project or region is reported at plan time instead.
 fn validation_settings() -> Settings {
-    let mut s = Settings::default();
-    s.cloud.azure.subscription_id = Some("validation".into());
-    s.cloud.google.project = Some("validation".into());
-    s.cloud.aws.region = Some("validation".into());
-    s
+    Settings {
+        cloud: cloud::CloudSettings::with_scope("validation"),
+        ..Settings::default()
+    }
 }
 
 #[async_trait]
@@ -205,7 +191,7 @@ impl Resource for NodePool {
             return Value::Null;
         };
         let (ctx, spec) = (self.ctx(planned, "create"), &r.spec);
-        let cloud = spec.location.cloud();
+        let cloud = spec.location.cloud().as_str();
         tracing::info!(cloud, pool = %spec.name, machine_type = %spec.machine_type, "creating node pool");
         let created = self
             .writing(&spec.location, client.create(spec, &ctx))
@@ -241,9 +227,9 @@ impl Resource for NodePool {
         let args = Self::args_of_state(state, diags)?;
         let loc = args.location(&settings, diags)?;
         let client = self.client(&loc, diags).await?;
-        tracing::debug!(cloud = loc.cloud(), pool = %args.name, "reading node pool");
+        tracing::debug!(cloud = loc.cloud().as_str(), pool = %args.name, "reading node pool");
         let ctx = self.ctx(state, "read");
-        let read = if shares_reads(&loc) {
+        let read = if loc.target().shares_reads() {
             let shared = &self.state.shared_reads;
             shared.read(client.as_ref(), &loc, &args.name, &ctx).await
         } else {
@@ -252,7 +238,7 @@ impl Resource for NodePool {
         match read {
             Ok(Some(pool)) => state_from_pool(&pool, state, &settings, diags),
             Ok(None) => {
-                tracing::info!(cloud = loc.cloud(), pool = %args.name, "node pool no longer exists; dropping it from state");
+                tracing::info!(cloud = loc.cloud().as_str(), pool = %args.name, "node pool no longer exists; dropping it from state");
                 None
             }
             Err(e) => {
@@ -291,7 +277,7 @@ impl Resource for NodePool {
                 return prior.clone();
             }
         };
-        let cloud = spec.location.cloud();
+        let cloud = spec.location.cloud().as_str();
         tracing::info!(cloud, pool = %spec.name, "updating node pool in place");
         let updated = self
             .writing(&spec.location, client.update(&current, spec, &ctx))
@@ -327,16 +313,20 @@ impl Resource for NodePool {
             return;
         };
         let (ctx, name) = (self.ctx(state, "delete"), args.name.as_str());
-        tracing::info!(cloud = loc.cloud(), pool = name, "deleting node pool");
+        tracing::info!(
+            cloud = loc.cloud().as_str(),
+            pool = name,
+            "deleting node pool"
+        );
         match self.writing(&loc, client.delete(&loc, name, &ctx)).await {
             Ok(()) => tracing::info!(
-                cloud = loc.cloud(),
+                cloud = loc.cloud().as_str(),
                 pool = name,
                 elapsed_ms = ctx.started.elapsed().as_millis() as u64,
                 "node pool deleted"
             ),
             Err(e) => {
-                tracing::warn!(cloud = loc.cloud(), pool = name, error = %e, "node pool delete failed");
+                tracing::warn!(cloud = loc.cloud().as_str(), pool = name, error = %e, "node pool delete failed");
                 diags.push(cloud_diagnostic("delete", name, &e));
             }
         }
@@ -348,7 +338,8 @@ impl Resource for NodePool {
             diags.push(Diagnostic::error(
                 "Invalid import ID",
                 format!(
-                    "{id:?} is not a node pool ID. Use the cloud's own ID: AKS `/subscriptions/S/resourceGroups/RG/providers/Microsoft.ContainerService/managedClusters/C/agentPools/N`, GKE `projects/P/locations/L/clusters/C/nodePools/N`, EKS `cluster:nodegroup` (region from the provider)."
+                    "{id:?} is not a node pool ID. Use the cloud's own ID: {}.",
+                    cloud::registry::import_id_forms()
                 ),
             ));
             return None;

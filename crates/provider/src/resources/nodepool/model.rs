@@ -5,14 +5,15 @@
 
 use std::collections::BTreeMap;
 
+use crate::cloud::registry::{self, Located};
 use crate::cloud::{self, EksPoolFields, GkePoolFields, Location, PoolGpu, PoolTaint, Scaling};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use crate::provider::Settings;
 use gpu::{self, Cloud, Field};
-use tfplugin::object::{Known, SingleBlock};
+use tfplugin::object::{Known, SingleBlock, ToValue};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::schema::DEFAULT_EKS_AMI;
+use crate::cloud::eks::DEFAULT_EKS_AMI;
 
 /// Domain fields whose attribute has another name here.
 pub(super) const RENAME: &[(Field, &str)] = &[(Field::EksAmiType, "eks.0.ami_type")];
@@ -165,80 +166,32 @@ pub struct Resolved {
 }
 
 pub(super) fn cloud_of(loc: &Location) -> Cloud {
-    match loc {
-        Location::Aks { .. } => Cloud::Aks,
-        Location::Gke { .. } => Cloud::Gke,
-        Location::Eks { .. } => Cloud::Eks,
-    }
+    loc.cloud()
 }
 
 impl Args {
-    /// The cloud and location named by the `aks`/`gke`/`eks` block, with provider defaults
-    /// applied; a missing subscription, project or region is a diagnostic on the attribute.
+    /// The cloud and location named by the target block (`aks`, `gke`, `eks`), with provider
+    /// defaults applied; a missing subscription, project or region is a diagnostic on the
+    /// attribute.
     pub fn location(&self, settings: &Settings, diags: &mut Diagnostics) -> Option<Location> {
-        let missing =
-            |diags: &mut Diagnostics, block: &str, attr: &str, summary: &str, fix: &str| {
+        match registry::locate(&self.to_value(), &settings.cloud) {
+            Located::At(loc) => Some(loc),
+            Located::MissingScope(t) => {
+                let (block, scope) = (t.cloud().as_str(), t.scope());
                 diags.push(
-                    Diagnostic::error(summary, fix)
-                        .at(AttrPath::attr(block).with_index(0).with_attr(attr)),
+                    Diagnostic::error(
+                        format!("Missing {}", scope.what),
+                        format!(
+                            "Set {block}.{}, the provider's {}, or {}.",
+                            scope.attr, scope.provider_attr, scope.env
+                        ),
+                    )
+                    .at(AttrPath::attr(block).with_index(0).with_attr(scope.attr)),
                 );
-            };
-        let cloud = &settings.cloud;
-        if let Some(b) = &*self.aks {
-            let Some(subscription_id) = b
-                .subscription_id
-                .clone()
-                .or_else(|| cloud.azure.subscription_id.clone())
-            else {
-                missing(
-                    diags,
-                    "aks",
-                    "subscription_id",
-                    "Missing Azure subscription",
-                    "Set aks.subscription_id, the provider's azure.subscription_id, or ARM_SUBSCRIPTION_ID.",
-                );
-                return None;
-            };
-            return Some(Location::Aks {
-                subscription_id,
-                resource_group: b.resource_group.clone(),
-                cluster: b.cluster_name.clone(),
-            });
+                None
+            }
+            Located::Unknown => None,
         }
-        if let Some(b) = &*self.gke {
-            let Some(project) = b.project.clone().or_else(|| cloud.google.project.clone()) else {
-                missing(
-                    diags,
-                    "gke",
-                    "project",
-                    "Missing Google Cloud project",
-                    "Set gke.project, the provider's google.project, or GOOGLE_PROJECT.",
-                );
-                return None;
-            };
-            return Some(Location::Gke {
-                project,
-                location: b.location.clone(),
-                cluster: b.cluster.clone(),
-            });
-        }
-        if let Some(b) = &*self.eks {
-            let Some(region) = b.region.clone().or_else(|| cloud.aws.region.clone()) else {
-                missing(
-                    diags,
-                    "eks",
-                    "region",
-                    "Missing AWS region",
-                    "Set eks.region, the provider's aws.region, or AWS_REGION.",
-                );
-                return None;
-            };
-            return Some(Location::Eks {
-                region,
-                cluster: b.cluster_name.clone(),
-            });
-        }
-        None
     }
 
     /// The GKE pool's zones, when known.

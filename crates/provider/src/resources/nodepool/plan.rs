@@ -20,7 +20,9 @@ use tfplugin::plan::Planned;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::model::{Args, Derived, NodeLabels, resolve};
-use super::schema::{DEFAULT_EKS_AMI, RETIRED_EKS_AMI, TIMEOUTS};
+use super::schema::TIMEOUTS;
+use crate::cloud::eks::{DEFAULT_EKS_AMI, RETIRED_EKS_AMI};
+use crate::cloud::registry;
 
 /// What the plan knows of a pool's zones.
 #[derive(Debug, PartialEq)]
@@ -167,7 +169,7 @@ async fn plan_gke_zones(
         cluster,
     };
     let ctx = OpCtx::new(TIMEOUTS.of(v, "read"), state.stop.clone());
-    let read = match state.node_pools("gke").await {
+    let read = match state.node_pools(Cloud::Gke).await {
         Ok(client) => client.default_zones(&loc, &ctx).await,
         Err(e) => Err(e),
     };
@@ -219,16 +221,9 @@ fn fill_provider_defaults(v: &mut Value, config: &Value, settings: &Settings) {
             vec![TaintArgs::of(&g.key, &g.value, g.effect.as_str())].to_value(),
         );
     }
-    let cloud = &settings.cloud;
-    for (block, k, default) in [
-        (
-            "aks",
-            "subscription_id",
-            cloud.azure.subscription_id.clone(),
-        ),
-        ("gke", "project", cloud.google.project.clone()),
-        ("eks", "region", cloud.aws.region.clone()),
-    ] {
+    for (target, scope) in registry::scopes() {
+        let (block, k) = (target.cloud().as_str(), scope.attr);
+        let default = settings.cloud.default_scope(target.cloud());
         let unset = config
             .get(block)
             .elements()

@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
+use crate::cloud::registry::{self, TARGETS};
 use crate::model::{self, TaintArgs};
 use tfplugin::object::ToValue;
 use tfplugin::plan::Timeouts;
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
-use tfplugin::validators::{ConflictsWith, ExactlyOneOf, IntBetween, OneOf};
+use tfplugin::validators::{ConflictsWith, ExactlyOneOf, IntBetween};
 use tfplugin::{Type, Value};
 
 /// A create, update or delete waits for the cloud's operation; a read is one GET with retries,
@@ -19,51 +20,7 @@ pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
     ("update", Duration::from_secs(45 * 60)),
     ("delete", Duration::from_secs(45 * 60)),
 ]);
-pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
-/// Still accepted (clusters of Kubernetes 1.32 and earlier have its AMIs), with a warning.
-pub const RETIRED_EKS_AMI: &str = "AL2_x86_64_GPU";
-const EKS_GPU_AMIS: &[&str] = &[
-    "AL2023_x86_64_NVIDIA",
-    "AL2023_ARM_64_NVIDIA",
-    RETIRED_EKS_AMI,
-    "BOTTLEROCKET_x86_64_NVIDIA",
-    "BOTTLEROCKET_ARM_64_NVIDIA",
-];
-const AKS_GPU_DRIVERS: &[&str] = &["Install", "None"];
-const AKS_OS_SKUS: &[&str] = &[
-    "Ubuntu",
-    "Ubuntu2204",
-    "Ubuntu2404",
-    "AzureLinux",
-    "AzureLinux3",
-];
-
 pub fn schema() -> Schema {
-    let aks = Block::new("Azure Kubernetes Service: the cluster the pool joins. Changing any argument replaces the pool.")
-        .attr(Attribute::string("subscription_id").optional().computed().requires_replace().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
-        .attr(Attribute::string("resource_group").required().requires_replace().describe("Resource group of the cluster."))
-        .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the AKS cluster."))
-        .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe("Node OS image (`osSKU`). Default: AKS's (Ubuntu). A change between the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any other change replaces the pool. MIG is not available on Azure Linux.").validate(OneOf(AKS_OS_SKUS)))
-        .attr(Attribute::string("gpu_driver").optional().computed().use_state_for_unknown().requires_replace().describe("Whether AKS installs the NVIDIA driver on the nodes (`gpuProfile.driver`): `Install`, or `None` when the GPU operator installs it (its chart's `driver.enabled=true`, the default); with `Install`, run the operator with `driver.enabled=false`. Default: AKS's (`Install`). AKS sets it up when it creates the nodes, so a change replaces the pool.").validate(OneOf(AKS_GPU_DRIVERS)));
-    let gke = Block::new("Google Kubernetes Engine: the cluster the pool joins, and the pool's zones. Changing the project, location or cluster replaces the pool.")
-        .attr(Attribute::string("project").optional().computed().requires_replace().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
-        .attr(Attribute::string("location").required().requires_replace().describe("Region or zone of the cluster, e.g. `us-central1`."))
-        .attr(Attribute::string("cluster").required().requires_replace().describe("Name of the GKE cluster."))
-        .attr(Attribute::new("node_locations", Type::list(Type::String)).optional().computed().describe("Zones of the pool's nodes (GKE's `locations`, gcloud's `--node-locations`), e.g. `[\"us-central1-a\", \"us-central1-b\"]`: zones of the cluster's region. Default: the cluster's zones (three for a regional cluster), which the plan reads from GKE once per cluster. GKE runs the same number of nodes in each zone, so `node_count` must be a multiple of their number; every zone must offer the pool's GPU. Changes in place (nodes are added and removed)."));
-    let eks = Block::new("Amazon EKS: the cluster the managed node group joins. Changing any argument replaces the node group.")
-        .attr(Attribute::string("region").optional().computed().requires_replace().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
-        .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the EKS cluster."))
-        .attr(Attribute::string("node_role_arn").required().requires_replace().describe("IAM role of the nodes."))
-        .attr(Attribute::new("subnet_ids", Type::list(Type::String)).required().requires_replace().describe("Subnets of the nodes."))
-        .attr(
-            Attribute::string("ami_type")
-                .optional()
-                .computed()
-                .requires_replace()
-                .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs for Kubernetes 1.33 and later, and a plan warns."))
-                .validate(OneOf(EKS_GPU_AMIS))
-                .default_value(Value::string(DEFAULT_EKS_AMI)),
-        );
     let autoscaling = Block::new(
         "Let the cloud's autoscaler size the pool between two bounds (instead of `node_count`). The bounds are the pool's totals on every cloud: on GKE, whose autoscaler counts per zone, they are its total limits across the pool's zones (gcloud's `--total-min-nodes` and `--total-max-nodes`).",
     )
@@ -118,12 +75,15 @@ pub fn schema() -> Schema {
     .attr(model::tolerations_attribute("Tolerations for the pool's taints."))
     .attr(Attribute::new("node_labels", Type::map(Type::String)).computed().describe("Every label the provider sets on the nodes: yours and the ones sharing needs."))
     .attr(Attribute::string("status").computed().describe("The cloud's provisioning state (`Succeeded`, `RUNNING`, `ACTIVE`)."))
-    .single_block("aks", aks)
-    .single_block("gke", gke)
-    .single_block("eks", eks)
-    .single_block("autoscaling", autoscaling)
-    .single_block("timeouts", TIMEOUTS.block())
-    .validate(ExactlyOneOf(&["aks", "gke", "eks"]))
-    .validate(ConflictsWith(&["node_count", "autoscaling"]));
+    ;
+    let block = TARGETS
+        .iter()
+        .fold(block, |b, t| {
+            b.single_block(t.cloud().as_str(), t.pool_block())
+        })
+        .single_block("autoscaling", autoscaling)
+        .single_block("timeouts", TIMEOUTS.block())
+        .validate(ExactlyOneOf(&registry::BLOCK_NAMES))
+        .validate(ConflictsWith(&["node_count", "autoscaling"]));
     Schema::new(0, model::sharing_blocks(block, false))
 }

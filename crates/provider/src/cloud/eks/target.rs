@@ -1,0 +1,199 @@
+//! EKS as a provisioning target: the provider's `aws` block, the `eks` blocks of
+//! `fracgpu_nodepool` and of the pool queries, how an EKS cluster is named (region, cluster) in
+//! identities and in the `cluster:nodegroup` import ID, and how the client is built.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use gpu::Cloud;
+use tfplugin::object::{FromValue, Known};
+use tfplugin::schema::{Attribute, Block};
+use tfplugin::validators::OneOf;
+use tfplugin::{Type, Value};
+
+use super::config::EksConfig;
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{Location, NodePools};
+use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, env};
+
+/// The region of the sandbox's EKS clusters, the default scope when the provider runs against a
+/// sandbox and names none.
+pub const SANDBOX_REGION: &str = "us-east-1";
+
+pub const DEFAULT_EKS_AMI: &str = "AL2023_x86_64_NVIDIA";
+/// Still accepted (clusters of Kubernetes 1.32 and earlier have its AMIs), with a warning.
+pub const RETIRED_EKS_AMI: &str = "AL2_x86_64_GPU";
+const EKS_GPU_AMIS: &[&str] = &[
+    "AL2023_x86_64_NVIDIA",
+    "AL2023_ARM_64_NVIDIA",
+    RETIRED_EKS_AMI,
+    "BOTTLEROCKET_x86_64_NVIDIA",
+    "BOTTLEROCKET_ARM_64_NVIDIA",
+];
+
+/// The EKS descriptor.
+pub struct Eks;
+
+tfplugin::object! {
+    /// The `aws` block.
+    struct AwsArgs {
+        region: Known<String>,
+        profile: Known<String>,
+        access_key: Known<String>,
+        secret_key: Known<String>,
+        endpoint: Known<String>,
+    }
+}
+
+#[async_trait]
+impl TargetSettings for EksConfig {
+    fn default_scope(&self) -> Option<String> {
+        self.region.clone()
+    }
+
+    async fn connect(&self, sandbox: Option<String>) -> Result<Arc<dyn NodePools>, CloudError> {
+        let cfg = EksConfig {
+            sandbox,
+            ..self.clone()
+        };
+        Ok(Arc::new(super::EksClient::new(cfg).await?))
+    }
+}
+
+static SCOPE: Scope = Scope {
+    attr: "region",
+    what: "AWS region",
+    noun: "the cluster's region",
+    provider_attr: "aws.region",
+    env: "AWS_REGION",
+    identity_description: "EKS: the cluster's region. Default: the provider's.",
+};
+
+impl Target for Eks {
+    fn cloud(&self) -> Cloud {
+        Cloud::Eks
+    }
+
+    fn title(&self) -> &'static str {
+        "EKS"
+    }
+
+    fn provider_block_name(&self) -> &'static str {
+        "aws"
+    }
+
+    fn provider_block(&self) -> Block {
+        Block::new("AWS (EKS). Credentials default to the AWS default chain (environment, shared config and credentials files, web identity, ECS, IMDSv2).")
+            .attr(Attribute::string("region").optional().describe("Default region of `eks` blocks (`AWS_REGION`, `AWS_DEFAULT_REGION`)."))
+            .attr(Attribute::string("profile").optional().describe("A profile of the shared config files (`AWS_PROFILE`)."))
+            .attr(Attribute::string("access_key").optional().sensitive().describe("Static access key ID."))
+            .attr(Attribute::string("secret_key").optional().sensitive().describe("Static secret access key."))
+            .attr(Attribute::string("endpoint").optional().describe("EKS API endpoint override."))
+    }
+
+    fn settings(&self, block: &Value, sandbox: Option<&str>) -> Arc<dyn TargetSettings> {
+        let a = AwsArgs::from_value(block).unwrap_or_default();
+        Arc::new(EksConfig {
+            region: a
+                .region
+                .0
+                .or_else(|| env("AWS_REGION"))
+                .or_else(|| env("AWS_DEFAULT_REGION"))
+                .or_else(|| sandbox.map(|_| SANDBOX_REGION.to_string())),
+            profile: a.profile.0,
+            access_key: a.access_key.0,
+            secret_key: a.secret_key.0,
+            endpoint: a.endpoint.0,
+            ..EksConfig::default()
+        })
+    }
+
+    fn settings_with_scope(&self, scope: &str) -> Arc<dyn TargetSettings> {
+        Arc::new(EksConfig {
+            region: Some(scope.to_string()),
+            ..EksConfig::default()
+        })
+    }
+
+    fn scope(&self) -> &'static Scope {
+        &SCOPE
+    }
+
+    fn coordinates(&self) -> &'static [Coordinate] {
+        &[]
+    }
+
+    fn cluster_attr(&self) -> &'static str {
+        "cluster_name"
+    }
+
+    fn locate(&self, scope: String, _coordinates: Vec<String>, cluster: String) -> Location {
+        Location::Eks {
+            region: scope,
+            cluster,
+        }
+    }
+
+    fn parts(&self, location: &Location) -> Option<(String, Vec<String>, String)> {
+        match location {
+            Location::Eks { region, cluster } => Some((region.clone(), vec![], cluster.clone())),
+            _ => None,
+        }
+    }
+
+    fn pool_id(&self, location: &Location, name: &str) -> String {
+        let cluster = self.parts(location).map(|p| p.2).unwrap_or_default();
+        super::pool_id(&cluster, name)
+    }
+
+    fn describe(&self, location: &Location) -> String {
+        let Some((region, _, cluster)) = self.parts(location) else {
+            return String::new();
+        };
+        format!("EKS cluster {cluster} in {region}")
+    }
+
+    /// `cluster:nodegroup`, in the provider's region: EKS IDs name no region.
+    fn parse_import_id(
+        &self,
+        id: &str,
+        default_scope: Option<String>,
+    ) -> Option<(Location, String)> {
+        let (cluster, group) = id.split_once(':')?;
+        if cluster.is_empty() || group.is_empty() || id.contains('/') {
+            return None;
+        }
+        let loc = Location::Eks {
+            region: default_scope?,
+            cluster: cluster.into(),
+        };
+        Some((loc, group.into()))
+    }
+
+    fn import_id_form(&self) -> &'static str {
+        "EKS `cluster:nodegroup` (region from the provider)"
+    }
+
+    fn pool_block(&self) -> Block {
+        Block::new("Amazon EKS: the cluster the managed node group joins. Changing any argument replaces the node group.")
+            .attr(Attribute::string("region").optional().computed().requires_replace().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
+            .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the EKS cluster."))
+            .attr(Attribute::string("node_role_arn").required().requires_replace().describe("IAM role of the nodes."))
+            .attr(Attribute::new("subnet_ids", Type::list(Type::String)).required().requires_replace().describe("Subnets of the nodes."))
+            .attr(
+                Attribute::string("ami_type")
+                    .optional()
+                    .computed()
+                    .requires_replace()
+                    .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs for Kubernetes 1.33 and later, and a plan warns."))
+                    .validate(OneOf(EKS_GPU_AMIS))
+                    .default_value(Value::string(DEFAULT_EKS_AMI)),
+            )
+    }
+
+    fn query_block(&self) -> Block {
+        Block::new("An EKS cluster.")
+            .attr(Attribute::string("region").optional().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
+            .attr(Attribute::string("cluster_name").required().describe("Name of the EKS cluster."))
+    }
+}

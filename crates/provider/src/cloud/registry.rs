@@ -1,0 +1,204 @@
+//! The provisioning targets the provider knows, in one list: adding a target is a folder under
+//! `cloud/` with its [`Target`] descriptor and one line in [`TARGETS`] (and its variant of
+//! [`Location`]). Everything that needs "every target" (the blocks of a schema, an import ID that
+//! fits one of them, the identity's attributes) iterates here; everything that needs "this
+//! target" gets it from a [`Cloud`] or a [`Location`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use gpu::Cloud;
+use tfplugin::Value;
+
+use super::aks::Aks;
+use super::eks::Eks;
+use super::error::CloudError;
+use super::gke::Gke;
+use super::pool::{Location, NodePools};
+use super::target::{Scope, Target, TargetSettings};
+
+/// Every target, in the order schemas, identities and docs list them.
+pub const TARGETS: [&dyn Target; 3] = [&Aks, &Gke, &Eks];
+
+/// The descriptor of a cloud.
+pub fn target(cloud: Cloud) -> &'static dyn Target {
+    TARGETS
+        .iter()
+        .copied()
+        .find(|t| t.cloud() == cloud)
+        .expect("every cloud of gpu::Cloud has a target")
+}
+
+/// The names of the targets' blocks, in [`TARGETS`]' order, for the schemas' exactly-one-of
+/// (which takes a constant; the test below holds it to the list).
+pub const BLOCK_NAMES: [&str; TARGETS.len()] = ["aks", "gke", "eks"];
+
+impl Location {
+    /// The cloud a location is on.
+    pub fn cloud(&self) -> Cloud {
+        match self {
+            Location::Aks { .. } => Cloud::Aks,
+            Location::Gke { .. } => Cloud::Gke,
+            Location::Eks { .. } => Cloud::Eks,
+        }
+    }
+
+    pub fn target(&self) -> &'static dyn Target {
+        target(self.cloud())
+    }
+
+    /// The ID a pool of this name has here (the cloud's own, as in `Pool::id`), known before
+    /// the cloud is asked.
+    pub fn pool_id(&self, name: &str) -> String {
+        self.target().pool_id(self, name)
+    }
+
+    /// The cluster, in a sentence.
+    pub fn describe(&self) -> String {
+        self.target().describe(self)
+    }
+}
+
+/// Every target's settings: the provider block's, with the environment's and the sandbox's
+/// defaults; nothing here derives Debug, so no log line can print a credential.
+#[derive(Clone, Default)]
+pub struct CloudSettings {
+    /// Base URL of a fracgpu sandbox that stands in for every cloud.
+    pub sandbox: Option<String>,
+    targets: BTreeMap<Cloud, Arc<dyn TargetSettings>>,
+}
+
+impl CloudSettings {
+    /// From the provider's configuration: each target's block (`azure`, `google`, `aws`) read by
+    /// its descriptor.
+    pub fn from_config(config: &Value, sandbox: Option<String>) -> CloudSettings {
+        let targets = TARGETS
+            .iter()
+            .map(|t| {
+                let block = config.get(t.provider_block_name()).elements().first();
+                let block = block.cloned().unwrap_or(Value::Null);
+                (t.cloud(), t.settings(&block, sandbox.as_deref()))
+            })
+            .collect();
+        CloudSettings { sandbox, targets }
+    }
+
+    /// Settings in which every target has `scope` as its default: validation runs before the
+    /// provider is configured, and reports a missing default at plan time instead.
+    pub fn with_scope(scope: &str) -> CloudSettings {
+        let targets = TARGETS
+            .iter()
+            .map(|t| (t.cloud(), t.settings_with_scope(scope)))
+            .collect();
+        CloudSettings {
+            sandbox: None,
+            targets,
+        }
+    }
+
+    /// A target's settings (a configuration without its block: the environment's alone).
+    pub fn of(&self, cloud: Cloud) -> Arc<dyn TargetSettings> {
+        self.targets
+            .get(&cloud)
+            .cloned()
+            .unwrap_or_else(|| target(cloud).settings(&Value::Null, self.sandbox.as_deref()))
+    }
+
+    /// The scope of a cloud's blocks that name none.
+    pub fn default_scope(&self, cloud: Cloud) -> Option<String> {
+        self.of(cloud).default_scope()
+    }
+
+    /// Builds the node pool client of a cloud.
+    pub async fn connect(&self, cloud: Cloud) -> Result<Arc<dyn NodePools>, CloudError> {
+        self.of(cloud).connect(self.sandbox.clone()).await
+    }
+}
+
+/// Where a target block (a `fracgpu_nodepool` or query block, or a state's) places a cluster.
+pub enum Located {
+    At(Location),
+    /// The block names no scope and the provider has no default.
+    MissingScope(&'static dyn Target),
+    /// No target block, or one whose coordinates are not known yet.
+    Unknown,
+}
+
+/// The target block an object value holds (the one of `aks`, `gke`, `eks` with an element).
+pub fn target_block(v: &Value) -> Option<(&'static dyn Target, &Value)> {
+    TARGETS.iter().find_map(|t| {
+        v.get(t.cloud().as_str())
+            .elements()
+            .first()
+            .map(|b| (*t, b))
+    })
+}
+
+/// The location the target block of `v` names, the provider's default scope standing in for a
+/// block that names none.
+pub fn locate(v: &Value, settings: &CloudSettings) -> Located {
+    let Some((t, block)) = target_block(v) else {
+        return Located::Unknown;
+    };
+    let text = |attr: &str| block.get(attr).as_str().map(str::to_string);
+    let coordinates: Option<Vec<String>> = t.coordinates().iter().map(|c| text(c.attr)).collect();
+    let (Some(coordinates), Some(cluster)) = (coordinates, text(t.cluster_attr())) else {
+        return Located::Unknown;
+    };
+    if !block.get(t.scope().attr).is_known() {
+        return Located::Unknown;
+    }
+    let scope = t.scope_or_default(text(t.scope().attr), settings.of(t.cloud()).as_ref());
+    match scope {
+        Some(scope) => Located::At(t.locate(scope, coordinates, cluster)),
+        None => Located::MissingScope(t),
+    }
+}
+
+/// Whether `v` holds one target block whose cluster coordinates are all known (its scope may be
+/// left to the provider's default).
+pub fn names_cluster(v: &Value) -> bool {
+    let Some((t, block)) = target_block(v) else {
+        return false;
+    };
+    let known = |attr: &str| block.get(attr).as_str().is_some();
+    t.coordinates().iter().all(|c| known(c.attr))
+        && known(t.cluster_attr())
+        && block.get(t.scope().attr).is_known()
+}
+
+/// The pool a cloud ID names, whichever target's form it has.
+pub fn parse_import_id(id: &str, settings: &CloudSettings) -> Option<(Location, String)> {
+    TARGETS
+        .iter()
+        .find_map(|t| t.parse_import_id(id, settings.default_scope(t.cloud())))
+}
+
+/// The three forms of a pool's import ID, for the diagnostic on one that fits none.
+pub fn import_id_forms() -> String {
+    TARGETS
+        .iter()
+        .map(|t| t.import_id_form())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The scope attributes of every target: each block's scope defaults from the provider.
+pub fn scopes() -> impl Iterator<Item = (&'static dyn Target, &'static Scope)> {
+    TARGETS.iter().map(|t| (*t, t.scope()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cloud_has_one_target_and_its_block_name() {
+        let names: Vec<&str> = TARGETS.iter().map(|t| t.cloud().as_str()).collect();
+        assert_eq!(names, BLOCK_NAMES);
+        for cloud in Cloud::ALL {
+            assert_eq!(target(cloud).cloud(), cloud);
+        }
+        assert_eq!(TARGETS.len(), Cloud::ALL.len());
+    }
+}

@@ -1,0 +1,145 @@
+//! What the provider knows of one provisioning target (a cloud's managed node pools: AKS, GKE,
+//! EKS), written once in the target's own folder as a [`Target`] descriptor: its provider block
+//! and settings, how its clusters are named (the blocks of `fracgpu_nodepool` and of the pool
+//! queries, the resource identity, the import ID), and how its client is built. Everything outside
+//! the folders reaches a target through `registry`, by [`gpu::Cloud`], never by a string.
+//!
+//! The fallback of a cluster's scope (subscription, project, region) to the provider's default
+//! lives here once, in [`Target::scope_or_default`]; the callers differ only in how they word a
+//! missing one.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use gpu::Cloud;
+use tfplugin::Value;
+use tfplugin::schema::Block;
+
+use super::error::CloudError;
+use super::pool::{Location, NodePools};
+
+/// The attribute that places a cluster in an account: AKS's subscription, GKE's project, EKS's
+/// region. Optional in every block; the provider's setting (or its environment variable) stands in.
+pub struct Scope {
+    /// The attribute in the target's blocks and in the identity, e.g. `subscription_id`.
+    pub attr: &'static str,
+    /// What it is, in a diagnostic's summary: `Azure subscription`.
+    pub what: &'static str,
+    /// What it is, in a sentence: `the cluster's subscription`.
+    pub noun: &'static str,
+    /// The provider argument that gives the default: `azure.subscription_id`.
+    pub provider_attr: &'static str,
+    /// The environment variable the provider reads when that argument is unset.
+    pub env: &'static str,
+    /// The identity attribute's description.
+    pub identity_description: &'static str,
+}
+
+/// A coordinate of a cluster beside its scope and name, required in every block of the target
+/// (AKS's resource group, GKE's location).
+pub struct Coordinate {
+    pub attr: &'static str,
+    /// What it is, in a sentence: `the cluster's resource group`.
+    pub noun: &'static str,
+    pub identity_description: &'static str,
+}
+
+/// A target's settings as the provider block and the environment give them: the default scope
+/// known at plan time, and what it takes to build the client on first use.
+#[async_trait]
+pub trait TargetSettings: Send + Sync {
+    /// The scope of blocks that name none, the environment's and the sandbox's included.
+    fn default_scope(&self) -> Option<String>;
+
+    /// The node pool client; `sandbox` is the base URL of a fracgpu sandbox standing in for
+    /// every cloud.
+    async fn connect(&self, sandbox: Option<String>) -> Result<Arc<dyn NodePools>, CloudError>;
+}
+
+/// One provisioning target. Implemented by a unit struct in the target's folder and listed in
+/// `registry`; nothing else names the target.
+pub trait Target: Send + Sync {
+    fn cloud(&self) -> Cloud;
+
+    /// The name prose uses: `AKS`.
+    fn title(&self) -> &'static str;
+
+    /// The provider block of the target's settings: `azure`.
+    fn provider_block_name(&self) -> &'static str;
+
+    fn provider_block(&self) -> Block;
+
+    /// The settings from the provider block's value (null when absent); `sandbox` is set when the
+    /// provider runs against a fracgpu sandbox, which then supplies the default scope.
+    fn settings(&self, block: &Value, sandbox: Option<&str>) -> Arc<dyn TargetSettings>;
+
+    /// The same settings with `scope` as the default scope: validation runs before the provider
+    /// is configured, and must not report a missing default it cannot know yet.
+    fn settings_with_scope(&self, scope: &str) -> Arc<dyn TargetSettings>;
+
+    fn scope(&self) -> &'static Scope;
+
+    /// The coordinates beside the scope and the cluster's name, in identity order.
+    fn coordinates(&self) -> &'static [Coordinate];
+
+    /// The attribute of the target's blocks that names the cluster (`cluster_name`, `cluster`).
+    fn cluster_attr(&self) -> &'static str;
+
+    /// The location of a cluster of this target from its scope, coordinates (in the order of
+    /// [`Target::coordinates`]) and name.
+    fn locate(&self, scope: String, coordinates: Vec<String>, cluster: String) -> Location;
+
+    /// The scope, coordinates and cluster of a location of this target; None for another's.
+    fn parts(&self, location: &Location) -> Option<(String, Vec<String>, String)>;
+
+    /// The cloud's own ID of the pool `name` at `location`.
+    fn pool_id(&self, location: &Location, name: &str) -> String;
+
+    /// The cluster, in a sentence: `AKS cluster c (resource group rg, subscription s)`.
+    fn describe(&self, location: &Location) -> String;
+
+    /// The pool a cloud ID of this target names, with `default_scope` where the ID has none
+    /// (EKS's `cluster:nodegroup`); None when the ID is not of this target.
+    fn parse_import_id(
+        &self,
+        id: &str,
+        default_scope: Option<String>,
+    ) -> Option<(Location, String)>;
+
+    /// The import ID's form, for the diagnostic on one that fits no target.
+    fn import_id_form(&self) -> &'static str;
+
+    /// The block of `fracgpu_nodepool` that places a pool here.
+    fn pool_block(&self) -> Block;
+
+    /// The block of the pool queries (`list "fracgpu_nodepool"`, `fracgpu_nodepools`) that names
+    /// a cluster here: the cluster's coordinates only.
+    fn query_block(&self) -> Block;
+
+    /// Whether a refresh of a pool here reads from its cluster's snapshot (`cloud::SharedReads`):
+    /// where the cloud lists a cluster's pools in fewer requests than it reads them one by one
+    /// (AKS; GKE, whose list takes every fixed-size pool's instance group sizes from one Compute
+    /// aggregated list per project), or in fewer round trips (EKS, whose list describes the node
+    /// groups concurrently, ahead of terraform's reads: DescribeNodegroup has no batch form).
+    /// Every target does now; a target whose list would cost more says no.
+    fn shares_reads(&self) -> bool {
+        true
+    }
+}
+
+impl dyn Target {
+    /// The scope a block or identity gives, else the provider's default: the one place where
+    /// the fallback is written.
+    pub fn scope_or_default(
+        &self,
+        given: Option<String>,
+        settings: &dyn TargetSettings,
+    ) -> Option<String> {
+        given.or_else(|| settings.default_scope())
+    }
+}
+
+/// An environment variable's value, unset when empty: the fallback of a provider argument.
+pub(crate) fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
