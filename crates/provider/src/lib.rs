@@ -13,15 +13,20 @@
 //!   others, so it stays an independent oracle; only this crate's tests use it.
 //!
 //! This crate's modules:
-//! - `provider`: the provider's own schema and configuration, and the registry of its resources,
-//!   data sources and functions.
-//! - `cloud`: one `NodePools` trait and a client per cloud (AKS, GKE, EKS): mapping, long-running
-//!   operations, retries, error mapping.
+//! - `provider`: the provider's own schema, and the registry of its resources, data sources,
+//!   functions and lists; nothing imports it back.
+//! - `state`: the provider's configuration and what every resource shares (the clients built on
+//!   first use, the stop signal, the refresh's shared reads).
+//! - `cloud`: one `NodePools` trait and a client per target (AKS, GKE, EKS), each in a folder
+//!   with its descriptor (`target`: its blocks, settings, names, import IDs) beside its client
+//!   (mapping, long-running operations, retries, error mapping); `registry` lists the targets.
 //! - `cluster`: a cluster's Kubernetes API (named so as not to shadow the `kube` crate it uses):
 //!   delivery of the device plugin config (ConfigMap, ClusterPolicy pointer, device plugin
 //!   restart) and Helm releases.
 //! - `resources`: one directory per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`):
-//!   schema, typed model, plan, and short handlers.
+//!   schema, typed model, plan, and short handlers; the node pool's `discovery` finds the pools a
+//!   cluster has, for its list and the `fracgpu_nodepools` data source.
+//! - `list_resources`: the lists `terraform query` reads (`list "fracgpu_nodepool"`).
 //! - `data_sources`: one file per data source.
 //! - `functions`: provider-defined functions (`provider::fracgpu::...`).
 //! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,
@@ -36,7 +41,6 @@ pub mod bounded;
 pub mod cloud;
 pub mod cluster;
 pub mod data_sources;
-pub mod discovery;
 pub mod docs;
 pub mod functions;
 pub mod list_resources;
@@ -44,3 +48,4 @@ pub mod model;
 pub mod operation;
 pub mod provider;
 pub mod resources;
+pub mod state;

@@ -11,7 +11,18 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::cloud::CloudError;
+/// Why a wait ended before its work did: the operation's own error, which every client's error
+/// type takes (`From`), so that this module depends on none of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interrupted {
+    /// The `timeouts` limit ran out while waiting for `waiting_for`.
+    Timeout {
+        waited: Duration,
+        waiting_for: String,
+    },
+    /// Terraform asked the provider to stop (Ctrl-C).
+    Stopped,
+}
 
 /// The longest Retry-After honoured: a server asking for more is not waited for that long.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
@@ -70,9 +81,13 @@ impl OpCtx {
     }
 
     /// Sleeps for `delay` unless the deadline or a stop comes first.
-    pub(crate) async fn sleep(&self, delay: Duration, waiting_for: &str) -> Result<(), CloudError> {
+    pub(crate) async fn sleep(
+        &self,
+        delay: Duration,
+        waiting_for: &str,
+    ) -> Result<(), Interrupted> {
         if self.stop.is_stopped() {
-            return Err(CloudError::Stopped);
+            return Err(Interrupted::Stopped);
         }
         let now = Instant::now();
         if now >= self.deadline {
@@ -97,7 +112,7 @@ impl OpCtx {
                     Ok(())
                 }
             }
-            () = self.stop.stopped() => Err(CloudError::Stopped),
+            () = self.stop.stopped() => Err(Interrupted::Stopped),
             // Another operation of this kind was just seen done: look again now.
             () = nudged => Ok(()),
         }
@@ -109,9 +124,9 @@ impl OpCtx {
         &self,
         what: &str,
         work: impl Future<Output = T>,
-    ) -> Result<T, CloudError> {
+    ) -> Result<T, Interrupted> {
         if self.stop.is_stopped() {
-            return Err(CloudError::Stopped);
+            return Err(Interrupted::Stopped);
         }
         let left = self.deadline.saturating_duration_since(Instant::now());
         // The same line a sleep writes: a debug log then shows what an operation is blocked on.
@@ -122,7 +137,7 @@ impl OpCtx {
             .await
             .map_err(|cut| match cut {
                 Cut::Timeout => self.timeout(what),
-                Cut::Stop => CloudError::Stopped,
+                Cut::Stop => Interrupted::Stopped,
             })
     }
 
@@ -135,8 +150,8 @@ impl OpCtx {
         );
     }
 
-    fn timeout(&self, waiting_for: &str) -> CloudError {
-        CloudError::Timeout {
+    fn timeout(&self, waiting_for: &str) -> Interrupted {
+        Interrupted::Timeout {
             waited: self.started.elapsed(),
             waiting_for: waiting_for.to_string(),
         }
@@ -349,15 +364,15 @@ impl Pace {
     }
 
     /// Runs `wait` (a [`poll_until`] handed its start and backoff), timing it when it ends well.
-    pub(crate) async fn time<T, Fut>(
+    pub(crate) async fn time<T, E, Fut>(
         &self,
         kind: &str,
         otherwise: Start,
         backoff: Backoff,
         wait: impl FnOnce(Start, Backoff) -> Fut,
-    ) -> Result<T, CloudError>
+    ) -> Result<T, E>
     where
-        Fut: Future<Output = Result<T, CloudError>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         let began = Instant::now();
         let (start, backoff) = self.start(kind, otherwise, backoff);
@@ -380,16 +395,17 @@ impl Pace {
 /// or the server's Retry-After; the deadline ends the wait with a Timeout naming `waiting_for`
 /// (as the last check put it), a stop with Stopped. `check` is handed that name too, so that its
 /// own errors can say what the wait was for.
-pub(crate) async fn poll_until<T, F, Fut>(
+pub(crate) async fn poll_until<T, E, F, Fut>(
     ctx: &OpCtx,
     mut backoff: Backoff,
     mut waiting_for: String,
     start: Start,
     mut check: F,
-) -> Result<T, CloudError>
+) -> Result<T, E>
 where
+    E: From<Interrupted>,
     F: FnMut(&str) -> Fut,
-    Fut: Future<Output = Result<Check<T>, CloudError>>,
+    Fut: Future<Output = Result<Check<T>, E>>,
 {
     match start {
         Start::Now => {}
@@ -418,20 +434,20 @@ where
 
 /// How one attempt of a request ended, as its client judges it. An `Err` from the attempt is
 /// final.
-pub(crate) enum Attempt<T> {
+pub(crate) enum Attempt<T, E> {
     Done(T),
     /// A failure another attempt may not have: throttling, a server error, a dropped connection.
     /// Counts against the attempts allowed.
-    Failed(Failure<T>),
+    Failed(Failure<T, E>),
     /// Refused because another operation runs: tried again until the deadline, not counted.
-    Busy(Failure<T>),
+    Busy(Failure<T, E>),
     /// Nothing failed, but the attempt must start over (it waited for another operation to end).
     Again,
 }
 
-pub(crate) struct Failure<T> {
+pub(crate) struct Failure<T, E> {
     /// What the caller gets when no attempts are left: the error, or the last answer as it came.
-    pub(crate) last: Result<T, CloudError>,
+    pub(crate) last: Result<T, E>,
     pub(crate) retry_after: Option<Duration>,
     /// What the sleep before the next attempt waits for, as its timeout names it.
     pub(crate) waiting_for: String,
@@ -440,16 +456,17 @@ pub(crate) struct Failure<T> {
 /// Runs `attempt` until it is done, a final error, or `max_attempts` have failed (then the last
 /// failure's answer). Each retry sleeps by `backoff` or the server's Retry-After under `ctx`;
 /// `on_retry` sees the failure, how many have counted so far and the delay, before the sleep.
-pub(crate) async fn retry<T, F, Fut>(
+pub(crate) async fn retry<T, E, F, Fut>(
     ctx: &OpCtx,
     mut backoff: Backoff,
     max_attempts: u32,
     mut attempt: F,
-    mut on_retry: impl FnMut(&Failure<T>, u32, Duration),
-) -> Result<T, CloudError>
+    mut on_retry: impl FnMut(&Failure<T, E>, u32, Duration),
+) -> Result<T, E>
 where
+    E: From<Interrupted>,
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Attempt<T>, CloudError>>,
+    Fut: Future<Output = Result<Attempt<T, E>, E>>,
 {
     let mut failures = 0;
     loop {

@@ -2,6 +2,7 @@
 //! diagnostic can quote them; the errors of credentials and transports keep the error they came
 //! from as their `source()`, so that [`error_chain`] and a debugger see more than a sentence.
 
+use crate::operation::Interrupted;
 use std::error::Error;
 use std::fmt;
 use std::ops::Deref;
@@ -113,6 +114,22 @@ impl fmt::Display for CloudError {
                 f,
                 "stopped by terraform (interrupt) before the operation finished"
             ),
+        }
+    }
+}
+
+/// A wait that the deadline or a stop cut short, as every cloud client reports it.
+impl From<Interrupted> for CloudError {
+    fn from(i: Interrupted) -> CloudError {
+        match i {
+            Interrupted::Timeout {
+                waited,
+                waiting_for,
+            } => CloudError::Timeout {
+                waited,
+                waiting_for,
+            },
+            Interrupted::Stopped => CloudError::Stopped,
         }
     }
 }

@@ -18,9 +18,7 @@ pub mod registry;
 mod shared;
 pub mod target;
 
-pub(crate) use error::error_chain;
 pub use error::{CloudError, Detail};
-pub(crate) use pool::LIST_READS_IN_FLIGHT;
 pub use pool::{
     EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolGpu, PoolSpec,
     PoolTaint, Scaling,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use gpu::Cloud;
 use tfplugin::Value;
+use tfplugin::object::{FromValue, ToValue};
 
 use super::aks::Aks;
 use super::eks::Eks;
@@ -112,6 +113,83 @@ impl CloudSettings {
     /// Builds the node pool client of a cloud.
     pub async fn connect(&self, cloud: Cloud) -> Result<Arc<dyn NodePools>, CloudError> {
         self.of(cloud).connect(self.sandbox.clone()).await
+    }
+}
+
+/// The target block of a `fracgpu_nodepool` value (one of `aks`, `gke`, `eks`), as a field of a
+/// typed model: the descriptor and the block's value, which the descriptor reads. Decodes like a
+/// block of at most one of each: unknown, or a block its target cannot read, fails the model.
+#[derive(Clone, Default)]
+pub struct TargetBlock(pub Option<(&'static dyn Target, Value)>);
+
+impl TargetBlock {
+    /// The names of the attributes it stands for, as the schema declares them.
+    pub fn attribute_names() -> Vec<&'static str> {
+        BLOCK_NAMES.to_vec()
+    }
+
+    pub fn target(&self) -> Option<&'static dyn Target> {
+        self.0.as_ref().map(|(t, _)| *t)
+    }
+
+    pub fn block(&self) -> Option<&Value> {
+        self.0.as_ref().map(|(_, b)| b)
+    }
+
+    /// The block's value, to be edited where the plan fills it in.
+    pub fn block_mut(&mut self) -> Option<&mut Value> {
+        self.0.as_mut().map(|(_, b)| b)
+    }
+}
+
+impl std::fmt::Debug for TargetBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some((t, b)) => write!(f, "TargetBlock({}: {b:?})", t.cloud()),
+            None => f.write_str("TargetBlock(none)"),
+        }
+    }
+}
+
+impl PartialEq for TargetBlock {
+    fn eq(&self, other: &TargetBlock) -> bool {
+        match (&self.0, &other.0) {
+            (Some((a, x)), Some((b, y))) => a.cloud() == b.cloud() && x == y,
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl FromValue for TargetBlock {
+    fn from_value(v: &Value) -> Option<TargetBlock> {
+        let mut found = None;
+        for t in TARGETS {
+            let list = v.get(t.cloud().as_str());
+            if !list.is_known() {
+                return None;
+            }
+            match list.elements() {
+                [] => {}
+                [one] if t.block_decodes(one) => {
+                    found = found.or(Some((t, one.clone())));
+                }
+                _ => return None,
+            }
+        }
+        Some(TargetBlock(found))
+    }
+}
+
+impl ToValue for TargetBlock {
+    fn to_value(&self) -> Value {
+        Value::object(TARGETS.iter().map(|t| {
+            let here = self.0.as_ref().filter(|(x, _)| x.cloud() == t.cloud());
+            (
+                t.cloud().as_str(),
+                Value::List(here.map(|(_, b)| b.clone()).into_iter().collect()),
+            )
+        }))
     }
 }
 

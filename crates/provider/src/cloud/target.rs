@@ -11,12 +11,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gpu::Cloud;
-use tfplugin::Value;
+use gpu::{Cloud, GpuModel, Observed, SharingMode};
 use tfplugin::schema::Block;
+use tfplugin::{AttrPath, Diagnostic, Value};
 
 use super::error::CloudError;
-use super::pool::{Location, NodePools};
+use super::pool::{Location, NodePools, Pool, PoolSpec, Scaling};
 
 /// The attribute that places a cluster in an account: AKS's subscription, GKE's project, EKS's
 /// region. Optional in every block; the provider's setting (or its environment variable) stands in.
@@ -125,6 +125,99 @@ pub trait Target: Send + Sync {
     fn shares_reads(&self) -> bool {
         true
     }
+
+    // A pool's block of `fracgpu_nodepool` (`block` is its value, one element of the list) and
+    // the target's part of the spec. What the target does not have, it leaves to the defaults.
+
+    /// Whether the block reads as the target's arguments: every attribute a pool needs known.
+    fn block_decodes(&self, block: &Value) -> bool;
+
+    /// Problems the sharing mode has with the block (AKS's OS SKU, EKS's AMI type), as
+    /// diagnostics on its attribute; reported beside the domain's own validation.
+    fn check_sharing(&self, _block: &Value, _sharing: &SharingMode) -> Vec<Diagnostic> {
+        Vec::new()
+    }
+
+    /// Problems of the block on its own, reported once the pool validates (GKE's zones).
+    fn check_block(&self, _block: &Value) -> Vec<Diagnostic> {
+        Vec::new()
+    }
+
+    /// The attribute listing a pool's zones, where the target's pools have zones of their own
+    /// that default to the cluster's (GKE's `node_locations`).
+    fn zones_attr(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// A fixed total the pool's zones cannot split (nodes run evenly over the zones), refused.
+    fn uneven_split(&self, nodes: u32, zones: &[String]) -> Diagnostic {
+        Diagnostic::error(
+            "Node count does not split over the zones",
+            format!(
+                "node_count = {nodes} does not split evenly over the pool's {} zones; use a multiple of {}.",
+                zones.len(),
+                zones.len()
+            ),
+        )
+        .at(AttrPath::attr("node_count"))
+    }
+
+    /// Writes the target's part of the spec: what the block says and what the domain derived
+    /// for this target (AKS's GPU instance profile, GKE's accelerator).
+    fn fill_spec(&self, block: &Value, derived: &gpu::Derived, spec: &mut PoolSpec);
+
+    /// The block as the cloud reports the pool, every attribute written.
+    fn block_of(&self, pool: &Pool) -> Value;
+
+    /// What the cloud records of how the pool shares its GPUs, beside its labels.
+    fn observed<'a>(&self, spec: &'a PoolSpec, gpu: &'static GpuModel) -> Observed<'a> {
+        Observed {
+            cloud: self.cloud(),
+            gpu,
+            labels: &spec.labels,
+            aks_gpu_instance_profile: None,
+            gke_partition_size: None,
+            gke_sharing: None,
+        }
+    }
+
+    /// The GPU model a pool reports when its machine type names none of its own (GKE's N1
+    /// machine types with attached accelerators), as users write it.
+    fn reported_gpu_model(&self, _spec: &PoolSpec) -> Option<String> {
+        None
+    }
+
+    /// The scaling a state records: the form the user wrote where the cloud stores another that
+    /// means the same (EKS, which has no autoscaling switch).
+    fn recorded_scaling(&self, _written: Scaling, read: Scaling) -> Scaling {
+        read
+    }
+
+    /// The taint the cloud puts on every GPU node itself and that is never asked for (GKE's).
+    fn own_gpu_taint(&self) -> Option<gpu::Taint> {
+        None
+    }
+
+    /// Whether the GPU settings of the spec changed in a way the cloud cannot apply in place.
+    fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool;
+
+    /// Attributes of the block whose change from `old` to `new` replaces the pool although the
+    /// schema marks them in place (AKS's OS SKU across image families).
+    fn replacements(&self, _old: &PoolSpec, _new: &PoolSpec) -> Vec<AttrPath> {
+        Vec::new()
+    }
+
+    /// Warnings on a configuration's block (EKS's retired AMI type).
+    fn warnings(&self, _block: &Value) -> Vec<Diagnostic> {
+        Vec::new()
+    }
+}
+
+/// The path of an attribute of a target's block: `aks[0].os_sku`.
+pub fn block_path(target: &dyn Target, attr: &str) -> AttrPath {
+    AttrPath::attr(target.cloud().as_str())
+        .with_index(0)
+        .with_attr(attr)
 }
 
 impl dyn Target {

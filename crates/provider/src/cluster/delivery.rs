@@ -26,7 +26,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::KubeError;
+use super::error::KubeError;
 
 pub const FIELD_MANAGER: &str = "terraform-provider-fracgpu";
 pub const CLUSTER_POLICY: &str = "cluster-policy";

@@ -8,7 +8,7 @@ pub mod machine_type;
 pub mod nodepools;
 pub mod workload;
 
-use crate::provider::ProviderState;
+use crate::state::ProviderState;
 
 pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn DataSource>> {
     vec![

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::cloud::Scaling;
-use crate::discovery::{self, Found, query_block, query_of, sharing_name};
 use crate::model;
-use crate::provider::ProviderState;
+use crate::resources::nodepool::discovery::{self, Found, query_block, query_of, sharing_name};
+use crate::state::ProviderState;
 use gpu::SharingMode;
 use tfplugin::api::DataSource;
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};

@@ -5,7 +5,7 @@ pub mod nodepool;
 
 use std::sync::Arc;
 
-use crate::provider::ProviderState;
+use crate::state::ProviderState;
 use tfplugin::api::ListResource;
 
 pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn ListResource>> {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::discovery::{self, query_block, query_of};
-use crate::provider::ProviderState;
+use crate::resources::nodepool::discovery::{self, query_block, query_of};
 use crate::resources::nodepool::{TYPE_NAME, identity};
+use crate::state::ProviderState;
 use tfplugin::api::{ListItem, ListResource, ListSink};
 use tfplugin::schema::{Block, Schema};
 use tfplugin::{AttrPath, Diagnostics, Value};

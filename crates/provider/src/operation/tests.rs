@@ -2,6 +2,7 @@
 //! retry and bounded.
 
 use super::*;
+use crate::cloud::CloudError;
 
 use std::sync::Mutex;
 
@@ -68,14 +69,14 @@ async fn sleeps_end_at_the_deadline_or_a_stop() {
     let ctx = OpCtx::new(Duration::from_millis(50), stop.clone());
     assert!(matches!(
         ctx.sleep(Duration::from_secs(10), "x").await,
-        Err(CloudError::Timeout { .. })
+        Err(Interrupted::Timeout { .. })
     ));
 
     let ctx = OpCtx::new(Duration::from_secs(60), stop.clone());
     let waiter = tokio::spawn(async move { ctx.sleep(Duration::from_secs(60), "x").await });
     tokio::time::sleep(Duration::from_millis(20)).await;
     stop.stop();
-    assert!(matches!(waiter.await.unwrap(), Err(CloudError::Stopped)));
+    assert!(matches!(waiter.await.unwrap(), Err(Interrupted::Stopped)));
 }
 
 #[tokio::test]
@@ -86,7 +87,7 @@ async fn run_ends_work_at_the_deadline_or_a_stop_and_starts_none_once_stopped() 
 
     let ctx = OpCtx::new(Duration::from_millis(50), stop.clone());
     match ctx.run("GET /slow", std::future::pending::<()>()).await {
-        Err(CloudError::Timeout { waiting_for, .. }) => assert_eq!(waiting_for, "GET /slow"),
+        Err(Interrupted::Timeout { waiting_for, .. }) => assert_eq!(waiting_for, "GET /slow"),
         other => panic!("expected Timeout, got {other:?}"),
     }
 
@@ -98,11 +99,11 @@ async fn run_ends_work_at_the_deadline_or_a_stop_and_starts_none_once_stopped() 
     });
     assert!(matches!(
         ctx.run("x", std::future::pending::<()>()).await,
-        Err(CloudError::Stopped)
+        Err(Interrupted::Stopped)
     ));
     assert!(matches!(
         ctx.run("x", async { 1 }).await,
-        Err(CloudError::Stopped)
+        Err(Interrupted::Stopped)
     ));
 }
 
@@ -143,7 +144,7 @@ async fn poll_until_looks_until_done_and_names_the_wait_as_the_checks_put_it() {
                 seen.len()
             };
             async move {
-                Ok(if n == 3 {
+                Ok::<_, CloudError>(if n == 3 {
                     Check::Done(n)
                 } else {
                     Check::Pending {
@@ -188,7 +189,7 @@ async fn poll_until_can_sleep_before_its_first_look() {
         fast(),
         "op".into(),
         Start::Sleep(Some(Duration::from_millis(50))),
-        |_| async { Ok(Check::Done(())) },
+        |_| async { Ok::<_, CloudError>(Check::Done(())) },
     )
     .await
     .unwrap();
@@ -272,7 +273,7 @@ async fn paced_wait(pace: &Pace, kind: &str, lasts: Duration) -> (usize, Duratio
         poll_until(&ctx, backoff, kind.to_string(), start, move |_| {
             looks_ref.lock().unwrap().push(began.elapsed());
             async move {
-                Ok(if began.elapsed() >= lasts {
+                Ok::<_, CloudError>(if began.elapsed() >= lasts {
                     Check::Done(())
                 } else {
                     Check::Pending {
@@ -390,7 +391,7 @@ async fn watched_wait(
         poll_until(ctx, backoff, kind.to_string(), start, move |_| {
             *looks_ref.lock().unwrap() += 1;
             async move {
-                Ok(if began.elapsed() >= lasts {
+                Ok::<_, CloudError>(if began.elapsed() >= lasts {
                     Check::Done(())
                 } else {
                     Check::Pending {

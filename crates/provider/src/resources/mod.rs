@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::provider::ProviderState;
+use crate::state::ProviderState;
 use tfplugin::api::Resource;
 
 pub mod device_plugin_config;

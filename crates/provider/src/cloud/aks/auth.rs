@@ -10,9 +10,11 @@ use async_trait::async_trait;
 use azure_core::credentials::{Secret, TokenCredential};
 use reqwest::Url;
 
+use super::client::{AZURE_TIMING, AksClient, SANDBOX_TIMING};
+use super::config::AksConfig;
 use super::http::{http_client, read_bounded};
-use super::{AZURE_TIMING, AksClient, AksConfig, SANDBOX_TIMING};
-use crate::cloud::{CloudError, Detail, OpCtx, error_chain};
+use crate::cloud::error::{CloudError, Detail, error_chain};
+use crate::operation::OpCtx;
 
 const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
 /// The made-up https authority host the credential uses in sandbox mode (`.invalid` never resolves, so a

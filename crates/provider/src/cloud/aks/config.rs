@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::CloudError;
+use crate::cloud::error::CloudError;
 
 /// How the provider reaches Azure. Built by [`AksConfig::from_env_and`]; never printed with its secrets.
 #[derive(Clone, Default, PartialEq, Eq)]

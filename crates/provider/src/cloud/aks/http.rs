@@ -9,9 +9,11 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::AksClient;
+use super::client::AksClient;
 use super::mapping::aks_location;
-use crate::cloud::{CloudError, Detail, Location, OpCtx, error_chain};
+use crate::cloud::error::{CloudError, Detail, error_chain};
+use crate::cloud::pool::Location;
+use crate::operation::OpCtx;
 use crate::operation::{Attempt, Failure, retry, retry_after_seconds, retryable_status};
 
 const API_VERSION: &str = "2025-10-01";
@@ -157,7 +159,7 @@ impl AksClient {
                 Err(e) => Err(e),
             }
         };
-        let log = |f: &Failure<Resp>, attempt: u32, _| match &f.last {
+        let log = |f: &Failure<Resp, CloudError>, attempt: u32, _| match &f.last {
             Ok(r) => tracing::debug!(status = r.status, attempt, "ARM request will be retried"),
             Err(CloudError::Transport(m)) => {
                 tracing::debug!(error = %m, attempt, "ARM request will be retried")

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::AksClient;
-use crate::cloud::{CloudError, Detail, Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
+use super::client::AksClient;
+use crate::cloud::error::{CloudError, Detail};
+use crate::cloud::pool::{Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
 
 /// The pool tag listing the optional fields a create left to AKS's defaults.
 pub(super) const DEFAULTS_TAG: &str = "fracgpu-cloud-defaults";

@@ -24,6 +24,7 @@
 //! `mapping` turns agent pool documents into [`PoolSpec`]s and back.
 
 mod auth;
+mod client;
 mod config;
 mod http;
 mod mapping;
@@ -32,96 +33,24 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use azure_core::credentials::TokenCredential;
-use reqwest::Url;
 
-use super::{CloudError, Location, NodePools, OpCtx, Pool, PoolSpec};
-use crate::operation::{Attempt, Backoff, retry};
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec};
+use crate::operation::OpCtx;
+use crate::operation::{Attempt, retry};
 use mapping::{IN_PLACE, cluster_name, create_body, spec_diff, terminal, to_pool, update_body};
 use operations::{PutTarget, log_put_retry};
 
+pub use client::AksClient;
 pub use config::{AksConfig, AzureSettings};
 pub use mapping::os_sku_changes_in_place;
 pub use target::{Aks, SANDBOX_SUBSCRIPTION};
 
-/// Delays of one client: a local sandbox answers in milliseconds, Azure in seconds.
-#[derive(Clone, Copy, Debug)]
-struct Timing {
-    retry_first: Duration,
-    retry_cap: Duration,
-    poll_first: Duration,
-    poll_cap: Duration,
-    /// Floor under any delay, so a `Retry-After: 0` never turns into a busy loop.
-    min_delay: Duration,
-    /// Consecutive retryable failures of one request before giving up (the deadline may come first).
-    max_attempts: u32,
-    request_timeout: Duration,
-}
-
-impl Timing {
-    /// Retries of a request. Backoff already jitters its own delays; a server's Retry-After is a
-    /// minimum, so clients that got the same one are spread a little beyond it.
-    fn retries(&self) -> Backoff {
-        Backoff::new(self.retry_first, self.retry_cap)
-            .at_least(self.min_delay)
-            .spread_retry_after()
-    }
-
-    /// Polls of a long-running operation, spread like retries.
-    fn polls(&self) -> Backoff {
-        Backoff::polling(self.poll_first, self.poll_cap)
-            .at_least(self.min_delay)
-            .spread_retry_after()
-    }
-}
-
 /// Pages of one agent pool list at most (AKS holds at most 100 pools a cluster).
 const MAX_LIST_PAGES: usize = 100;
-
-const AZURE_TIMING: Timing = Timing {
-    retry_first: Duration::from_secs(1),
-    retry_cap: Duration::from_secs(30),
-    poll_first: Duration::from_secs(5),
-    poll_cap: Duration::from_secs(30),
-    min_delay: Duration::from_secs(1),
-    max_attempts: 12,
-    request_timeout: Duration::from_secs(60),
-};
-
-const SANDBOX_TIMING: Timing = Timing {
-    retry_first: Duration::from_millis(100),
-    retry_cap: Duration::from_secs(2),
-    poll_first: Duration::from_millis(100),
-    poll_cap: Duration::from_secs(1),
-    min_delay: Duration::from_millis(20),
-    max_attempts: 12,
-    request_timeout: Duration::from_secs(30),
-};
-
-/// The ARM agent pool client.
-pub struct AksClient {
-    http: reqwest::Client,
-    arm: Url,
-    scope: String,
-    credential: Arc<dyn TokenCredential>,
-    /// Which credential was chosen, for messages (never its secret).
-    credential_kind: &'static str,
-    timing: Timing,
-}
-
-impl fmt::Debug for AksClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AksClient")
-            .field("arm", &self.arm.as_str())
-            .field("credential", &self.credential_kind)
-            .finish_non_exhaustive()
-    }
-}
 
 #[async_trait]
 impl NodePools for AksClient {

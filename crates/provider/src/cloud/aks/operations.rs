@@ -9,10 +9,12 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::AksClient;
+use super::client::AksClient;
 use super::http::{ErrorBody, Resp};
 use super::mapping::{provisioning_state, terminal, to_pool};
-use crate::cloud::{CloudError, Detail, Location, OpCtx, Pool};
+use crate::cloud::error::{CloudError, Detail};
+use crate::cloud::pool::{Location, Pool};
+use crate::operation::OpCtx;
 use crate::operation::{Attempt, Check, Failure, Start, poll_until, retryable_status};
 
 impl AksClient {
@@ -278,7 +280,7 @@ impl AksClient {
         put: &PutTarget<'_>,
         body: &Value,
         ctx: &OpCtx,
-    ) -> Result<Attempt<Pool>, CloudError> {
+    ) -> Result<Attempt<Pool, CloudError>, CloudError> {
         let name = put.name;
         let failed = |last, retry_after| {
             Attempt::Failed(Failure {
@@ -305,7 +307,7 @@ impl AksClient {
 }
 
 /// The debug line of a PUT about to be retried.
-pub(super) fn log_put_retry(f: &Failure<Pool>, _: u32, _: Duration) {
+pub(super) fn log_put_retry(f: &Failure<Pool, CloudError>, _: u32, _: Duration) {
     if let Err(CloudError::Transport(m)) = &f.last {
         tracing::debug!(error = %m, "PUT will be retried");
     }

@@ -5,17 +5,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gpu::Cloud;
-use tfplugin::Value;
-use tfplugin::object::{FromValue, Known};
+use gpu::{Cloud, GpuModel, Observed, SharingMode};
+use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::OneOf;
+use tfplugin::{AttrPath, Diagnostic, Value};
 
 use super::config::{AksConfig, AzureSettings};
-use super::mapping::AKS_DEFAULT_OS_SKU;
+use super::mapping::{AKS_DEFAULT_OS_SKU, os_sku_changes_in_place};
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{Location, NodePools};
-use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, env};
+use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec};
+use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The subscription of the sandbox's AKS clusters, the default scope when the provider runs
 /// against a sandbox and names none.
@@ -32,6 +32,19 @@ const AKS_OS_SKUS: &[&str] = &[
 
 /// The AKS descriptor.
 pub struct Aks;
+
+tfplugin::object! {
+    /// The `aks` block of `fracgpu_nodepool`.
+    struct PoolArgs {
+        subscription_id: Option<String>,
+        resource_group: String,
+        cluster_name: String,
+        /// Computed by AKS when not set, so unknown in a create plan.
+        os_sku: Known<String>,
+        /// Computed like os_sku.
+        gpu_driver: Known<String>,
+    }
+}
 
 tfplugin::object! {
     /// The `azure` block. Values not known yet (computed elsewhere in the configuration) read as
@@ -62,7 +75,7 @@ impl TargetSettings for AzureSettings {
             sandbox,
             ..self.clone()
         })?;
-        Ok(Arc::new(super::AksClient::new(cfg)?))
+        Ok(Arc::new(super::client::AksClient::new(cfg)?))
     }
 }
 
@@ -174,7 +187,7 @@ impl Target for Aks {
     }
 
     fn pool_id(&self, location: &Location, name: &str) -> String {
-        super::AksClient::pool_id(location, name).unwrap_or_default()
+        super::client::AksClient::pool_id(location, name).unwrap_or_default()
     }
 
     fn describe(&self, location: &Location) -> String {
@@ -229,5 +242,63 @@ impl Target for Aks {
             .attr(Attribute::string("subscription_id").optional().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
             .attr(Attribute::string("resource_group").required().describe("Resource group of the cluster."))
             .attr(Attribute::string("cluster_name").required().describe("Name of the AKS cluster."))
+    }
+
+    fn block_decodes(&self, block: &Value) -> bool {
+        PoolArgs::from_value(block).is_some()
+    }
+
+    fn check_sharing(&self, block: &Value, sharing: &SharingMode) -> Vec<Diagnostic> {
+        let sku = PoolArgs::from_value(block).and_then(|b| b.os_sku.0);
+        sku.and_then(|sku| gpu::check_aks_os_sku(sharing, &sku).err())
+            .map(|e| Diagnostic::error(e.summary, e.detail).at(block_path(self, "os_sku")))
+            .into_iter()
+            .collect()
+    }
+
+    fn fill_spec(&self, block: &Value, derived: &gpu::Derived, spec: &mut PoolSpec) {
+        let b = PoolArgs::from_value(block).unwrap_or_default();
+        spec.os_sku = b.os_sku.0;
+        spec.gpu.aks_gpu_driver = b.gpu_driver.0;
+        spec.gpu.aks_gpu_instance_profile = derived
+            .aks_gpu_instance_profile
+            .map(|p| p.as_str().to_string());
+    }
+
+    fn block_of(&self, pool: &Pool) -> Value {
+        let spec = &pool.spec;
+        let (subscription_id, coordinates, cluster) =
+            self.parts(&spec.location).unwrap_or_default();
+        PoolArgs {
+            subscription_id: Some(subscription_id),
+            resource_group: coordinates.into_iter().next().unwrap_or_default(),
+            cluster_name: cluster,
+            os_sku: Known(spec.os_sku.clone()),
+            gpu_driver: Known(spec.gpu.aks_gpu_driver.clone()),
+        }
+        .to_value()
+    }
+
+    fn observed<'a>(&self, spec: &'a PoolSpec, gpu: &'static GpuModel) -> Observed<'a> {
+        Observed {
+            cloud: Cloud::Aks,
+            gpu,
+            labels: &spec.labels,
+            aks_gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.as_deref(),
+            gke_partition_size: None,
+            gke_sharing: None,
+        }
+    }
+
+    fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool {
+        old.gpu.aks_gpu_instance_profile != new.gpu.aks_gpu_instance_profile
+    }
+
+    fn replacements(&self, old: &PoolSpec, new: &PoolSpec) -> Vec<AttrPath> {
+        if os_sku_changes_in_place(old.os_sku.as_deref(), new.os_sku.as_deref()) {
+            Vec::new()
+        } else {
+            vec![block_path(self, "os_sku")]
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::mapping::{DEFAULTS_TAG, SPOT_KEY, to_pool, update_body};
 use super::*;
-use crate::cloud::PoolTaint;
+use crate::cloud::pool::PoolTaint;
 
 fn loc() -> Location {
     Location::Aks {

@@ -9,8 +9,9 @@ use std::time::Duration;
 use aws_sdk_eks::config::http::HttpResponse;
 use aws_sdk_eks::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
-use super::{EksClient, MAX_ATTEMPTS};
-use crate::cloud::{CloudError, Detail, OpCtx};
+use super::client::{EksClient, MAX_ATTEMPTS};
+use crate::cloud::error::{CloudError, Detail};
+use crate::operation::OpCtx;
 use crate::operation::{Attempt, Backoff, Failure, retry, retry_after_seconds, retryable_status};
 
 /// Codes that mean the credentials, not the request, are the problem.
@@ -73,7 +74,7 @@ impl EksClient {
                 }))
             }
         };
-        let log = |f: &Failure<T>, attempt: u32, _| {
+        let log = |f: &Failure<T, CloudError>, attempt: u32, _| {
             if let Err(e) = &f.last {
                 tracing::debug!(attempt, call = what, error = %e, "eks call failed, retrying");
             }

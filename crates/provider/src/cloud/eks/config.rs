@@ -11,9 +11,9 @@ use aws_sdk_eks::config::retry::RetryConfig;
 use aws_sdk_eks::config::timeout::TimeoutConfig;
 use aws_sdk_eks::config::{BehaviorVersion, Credentials, Region};
 
-use super::EksClient;
 use super::calls::BoundAnswers;
-use crate::cloud::CloudError;
+use super::client::EksClient;
+use crate::cloud::error::CloudError;
 
 /// How the provider reaches EKS. Static keys win over `profile`, which wins over the AWS default
 /// chain (env, shared config/credentials, web identity, ECS, IMDSv2). `sandbox` (a

@@ -8,9 +8,8 @@ use aws_sdk_eks::types::{
     Nodegroup, NodegroupScalingConfig, Taint, TaintEffect, UpdateLabelsPayload, UpdateTaintsPayload,
 };
 
-use crate::cloud::{
-    CloudError, EksPoolFields, Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling,
-};
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{EksPoolFields, Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
 
 /// The disk size EKS gives a Linux or Bottlerocket node group when the request has none.
 const DEFAULT_DISK_SIZE_GB: u32 = 20;

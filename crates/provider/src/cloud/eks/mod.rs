@@ -30,6 +30,7 @@
 //! waits, `mapping` node groups and [`PoolSpec`]s.
 
 mod calls;
+mod client;
 mod config;
 mod mapping;
 mod operations;
@@ -37,38 +38,19 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
-
 use async_trait::async_trait;
-use aws_sdk_eks::Client;
 
-use super::{CloudError, Location, NodePools, OpCtx, Pool, PoolSpec};
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec};
+use crate::operation::OpCtx;
 use crate::operation::{Backoff, Start};
 use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, to_spec};
 
+use client::has_code;
+pub use client::{EksClient, MAX_ATTEMPTS};
 pub use config::EksConfig;
-pub(crate) use mapping::pool_id;
 pub use mapping::{canonical_scaling, canonical_spec, request_token};
 pub use target::{DEFAULT_EKS_AMI, Eks, RETIRED_EKS_AMI, SANDBOX_REGION};
-
-/// Attempts per API call (the first try included) before a retryable failure is returned.
-pub const MAX_ATTEMPTS: u32 = 6;
-
-/// The EKS side of [`NodePools`]. One SDK client per region, built on first use and cached.
-pub struct EksClient {
-    base: aws_sdk_eks::config::Builder,
-    default_region: Option<String>,
-    clients: Mutex<HashMap<String, Client>>,
-    poll_first: Duration,
-    poll_cap: Duration,
-    retry_first: Duration,
-    retry_cap: Duration,
-    attempt_timeout: Duration,
-    /// How long creates and deletes took, for the first look at the next (see `watch`).
-    pace: crate::operation::Pace,
-}
 
 #[async_trait]
 impl NodePools for EksClient {
@@ -281,7 +263,7 @@ impl NodePools for EksClient {
         let client = &client;
         let described: Vec<_> = stream::iter(names)
             .map(|ng| async move { self.describe(client, name, &ng, ctx).await })
-            .buffered(super::LIST_READS_IN_FLIGHT)
+            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
             .try_collect()
             .await?;
         let mut pools: Vec<Pool> = described
@@ -354,8 +336,4 @@ fn gone(cluster: &str, name: &str) -> CloudError {
 
 fn is_vanished(e: &CloudError) -> bool {
     matches!(e, CloudError::OperationFailed { code, .. } if code == "ResourceNotFoundException")
-}
-
-fn has_code(e: &CloudError, want: &str) -> bool {
-    matches!(e, CloudError::Api { code, .. } if code == want)
 }

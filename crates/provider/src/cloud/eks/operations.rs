@@ -4,11 +4,13 @@
 use aws_sdk_eks::Client;
 use aws_sdk_eks::types::{AmiTypes, CapacityTypes, Nodegroup, NodegroupScalingConfig, Update};
 
+use super::client::{EksClient, has_code};
 use super::mapping::{
     issues_suffix, operation_failed, scaling_config, status_of, to_i32, to_pool, to_sdk_taint,
 };
-use super::{EksClient, has_code};
-use crate::cloud::{CloudError, EksPoolFields, OpCtx, Pool, PoolSpec};
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{EksPoolFields, Pool, PoolSpec};
+use crate::operation::OpCtx;
 use crate::operation::{Backoff, Check, Start, poll_until};
 
 /// Pages of one ListNodegroups at most: 100 groups a page is far beyond EKS's node group quota.

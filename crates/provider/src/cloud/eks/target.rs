@@ -5,16 +5,16 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gpu::Cloud;
-use tfplugin::object::{FromValue, Known};
+use gpu::{Cloud, SharingMode};
+use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::OneOf;
-use tfplugin::{Type, Value};
+use tfplugin::{Diagnostic, Type, Value};
 
 use super::config::EksConfig;
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{Location, NodePools};
-use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, env};
+use crate::cloud::pool::{EksPoolFields, Location, NodePools, Pool, PoolSpec, Scaling};
+use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The region of the sandbox's EKS clusters, the default scope when the provider runs against a
 /// sandbox and names none.
@@ -33,6 +33,25 @@ const EKS_GPU_AMIS: &[&str] = &[
 
 /// The EKS descriptor.
 pub struct Eks;
+
+tfplugin::object! {
+    /// The `eks` block of `fracgpu_nodepool`.
+    struct PoolArgs {
+        region: Option<String>,
+        cluster_name: String,
+        node_role_arn: String,
+        subnet_ids: Vec<String>,
+        ami_type: Option<String>,
+    }
+}
+
+impl PoolArgs {
+    fn ami_type(&self) -> String {
+        self.ami_type
+            .clone()
+            .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string())
+    }
+}
 
 tfplugin::object! {
     /// The `aws` block.
@@ -56,7 +75,7 @@ impl TargetSettings for EksConfig {
             sandbox,
             ..self.clone()
         };
-        Ok(Arc::new(super::EksClient::new(cfg).await?))
+        Ok(Arc::new(super::client::EksClient::new(cfg).await?))
     }
 }
 
@@ -143,7 +162,7 @@ impl Target for Eks {
 
     fn pool_id(&self, location: &Location, name: &str) -> String {
         let cluster = self.parts(location).map(|p| p.2).unwrap_or_default();
-        super::pool_id(&cluster, name)
+        super::mapping::pool_id(&cluster, name)
     }
 
     fn describe(&self, location: &Location) -> String {
@@ -195,5 +214,77 @@ impl Target for Eks {
         Block::new("An EKS cluster.")
             .attr(Attribute::string("region").optional().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
             .attr(Attribute::string("cluster_name").required().describe("Name of the EKS cluster."))
+    }
+
+    fn block_decodes(&self, block: &Value) -> bool {
+        PoolArgs::from_value(block).is_some()
+    }
+
+    fn check_sharing(&self, block: &Value, sharing: &SharingMode) -> Vec<Diagnostic> {
+        let Some(b) = PoolArgs::from_value(block) else {
+            return Vec::new();
+        };
+        gpu::check_eks_ami_type(sharing, &b.ami_type())
+            .err()
+            .map(|e| Diagnostic::error(e.summary, e.detail).at(block_path(self, "ami_type")))
+            .into_iter()
+            .collect()
+    }
+
+    fn fill_spec(&self, block: &Value, _derived: &gpu::Derived, spec: &mut PoolSpec) {
+        let b = PoolArgs::from_value(block).unwrap_or_default();
+        spec.eks = Some(EksPoolFields {
+            ami_type: b.ami_type(),
+            node_role_arn: b.node_role_arn,
+            subnet_ids: b.subnet_ids,
+        });
+    }
+
+    fn block_of(&self, pool: &Pool) -> Value {
+        let spec = &pool.spec;
+        let (region, _, cluster) = self.parts(&spec.location).unwrap_or_default();
+        let f = spec.eks.clone().unwrap_or_default();
+        PoolArgs {
+            region: Some(region),
+            cluster_name: cluster,
+            node_role_arn: f.node_role_arn,
+            subnet_ids: f.subnet_ids,
+            ami_type: Some(f.ami_type),
+        }
+        .to_value()
+    }
+
+    /// EKS has no autoscaling switch: autoscaling {n, n}, and {0, 1} while at zero, are stored
+    /// as a fixed count is. Such a pool keeps the form it was written in.
+    fn recorded_scaling(&self, written: Scaling, read: Scaling) -> Scaling {
+        if super::mapping::canonical_scaling(written) == read {
+            written
+        } else {
+            read
+        }
+    }
+
+    /// EKS expresses sharing with node labels only; all of it changes in place.
+    fn gpu_change_replaces(&self, _old: &PoolSpec, _new: &PoolSpec) -> bool {
+        false
+    }
+
+    /// A warning on an AMI type EKS no longer publishes for current Kubernetes versions: Amazon
+    /// Linux 2 reached end of support on 2025-11-26, and EKS has no AL2 AMIs for Kubernetes 1.33
+    /// and later (awslabs/amazon-eks-ami), so a create on such a cluster fails. Older clusters
+    /// still take it.
+    fn warnings(&self, block: &Value) -> Vec<Diagnostic> {
+        if block.get("ami_type").as_str() != Some(RETIRED_EKS_AMI) {
+            return Vec::new();
+        }
+        vec![
+            Diagnostic::warning(
+                "Amazon Linux 2 GPU AMI is retired",
+                format!(
+                    "{RETIRED_EKS_AMI} reached end of support on 2025-11-26 and EKS publishes no AL2 AMIs for Kubernetes 1.33 and later: creating this node group on such a cluster fails. Use ami_type = \"{DEFAULT_EKS_AMI}\" (the default), whose AMIs carry the NVIDIA driver; changing the AMI type replaces the node group."
+                ),
+            )
+            .at(block_path(self, "ami_type")),
+        ]
     }
 }

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use super::mapping::pool_id;
 use super::*;
-use crate::cloud::{EksPoolFields, PoolGpu, PoolTaint, Scaling};
+use crate::cloud::pool::{EksPoolFields, PoolGpu, PoolTaint, Scaling};
 
 fn spec() -> PoolSpec {
     PoolSpec {

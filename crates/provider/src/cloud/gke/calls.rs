@@ -8,8 +8,9 @@ use std::time::Duration;
 use google_cloud_container_v1 as gcc;
 use google_cloud_container_v1::model::{self as m, Operation};
 
-use super::{GkeClient, MAX_TRANSIENT_RETRIES, RETRY_CAP};
-use crate::cloud::{CloudError, Detail, OpCtx, error_chain};
+use super::client::{GkeClient, MAX_TRANSIENT_RETRIES, RETRY_CAP};
+use crate::cloud::error::{CloudError, Detail, error_chain};
+use crate::operation::OpCtx;
 use crate::operation::{
     Attempt, Backoff, Check, Failure, retry, retry_after_seconds, retryable_status,
 };
@@ -212,7 +213,7 @@ impl GkeClient {
                 })
             }
         };
-        let log = |f: &Failure<T>, _: u32, delay: Duration| {
+        let log = |f: &Failure<T, CloudError>, _: u32, delay: Duration| {
             if let Err(last) = &f.last {
                 tracing::debug!(
                     call = what,

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::cloud::{CloudError, Detail};
+use crate::cloud::error::{CloudError, Detail};
 
 /// How to reach GKE. With nothing set: Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS,
 /// the gcloud ADC file, the metadata server) against container.googleapis.com.

@@ -16,8 +16,9 @@ use google_cloud_container_v1::model::{
     NodeManagement, NodePool, NodePoolAutoscaling, NodeTaint,
 };
 
-use crate::cloud::{
-    CloudError, GkePoolFields, GkeSharing, Location, PoolGpu, PoolSpec, PoolTaint, Scaling,
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{
+    GkePoolFields, GkeSharing, Location, PoolGpu, PoolSpec, PoolTaint, Scaling,
 };
 
 /// GKE's boot disk size when `diskSizeGb` is not set.

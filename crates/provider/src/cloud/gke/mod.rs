@@ -36,6 +36,7 @@
 //! how GKE's errors map, `operations` the waits and reads, `mapping` NodePools and [`PoolSpec`]s.
 
 mod calls;
+mod client;
 mod config;
 mod mapping;
 mod operations;
@@ -45,71 +46,26 @@ mod target;
 mod tests;
 mod transport;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_container_v1::model::{self as m, NodeLabels, NodeTaints};
 
-use super::{
-    CloudError, Detail, GkePoolFields, Location, NodePools, OpCtx, Pool, PoolSpec, Scaling,
-};
+use crate::cloud::error::{CloudError, Detail};
+use crate::cloud::pool::{GkePoolFields, Location, NodePools, Pool, PoolSpec, Scaling};
+use crate::operation::OpCtx;
 use config::{StaticToken, credentials_from};
 use mapping::{
     clamp_i32, cluster_path, gke_autoscaling, gke_labels, gke_taints, node_pool_of, per_zone,
     replacement_fields, zones_of,
 };
 
+pub use client::{GkeClient, GkeTiming};
 pub use config::GkeConfig;
 pub use mapping::canonical_spec;
 pub(crate) use mapping::pool_id;
 pub use target::{Gke, SANDBOX_PROJECT};
-
-/// Transient failures (429, 5xx, dropped connections) retried per call before giving up.
-const MAX_TRANSIENT_RETRIES: u32 = 8;
-const RETRY_CAP: Duration = Duration::from_secs(20);
-const POLL_CAP: Duration = Duration::from_secs(10);
-
-/// Delays of the client's waits. The defaults suit GKE, whose operations take minutes.
-#[derive(Clone, Copy, Debug)]
-pub struct GkeTiming {
-    /// First delay between polls of an operation (growing by half up to 10 s).
-    pub poll_first: Duration,
-    /// First delay before retrying a throttled or failed call (doubling up to 20 s; Retry-After wins).
-    pub retry_first: Duration,
-}
-
-impl Default for GkeTiming {
-    fn default() -> Self {
-        GkeTiming {
-            poll_first: Duration::from_secs(1),
-            retry_first: Duration::from_millis(500),
-        }
-    }
-}
-
-/// The GKE implementation of [`NodePools`].
-#[derive(Clone, Debug)]
-pub struct GkeClient {
-    cm: ClusterManager,
-    timing: GkeTiming,
-    /// For the Compute instance group manager reads, which the container client cannot do.
-    creds: google_cloud_auth::credentials::Credentials,
-    http: reqwest::Client,
-    /// Sandbox base URL: instance group URLs are rewritten to it.
-    sandbox: Option<String>,
-    /// Each cluster's turns for operations (see `queue`), shared by the clones of this client.
-    queues: std::sync::Arc<queue::Queues>,
-    /// Each cluster's zones, read once (see the module docs), by cluster path.
-    cluster_zones: ZoneCache,
-    /// How long each type of operation took, for the first look at the next (shared by clones).
-    pace: std::sync::Arc<crate::operation::Pace>,
-}
-
-type ZoneCache = std::sync::Arc<
-    std::sync::Mutex<HashMap<String, std::sync::Arc<tokio::sync::OnceCell<Vec<String>>>>>,
->;
 
 impl GkeClient {
     pub async fn new(cfg: GkeConfig) -> Result<GkeClient, CloudError> {
@@ -390,7 +346,7 @@ impl NodePools for GkeClient {
         let sizes = &self.group_sizes(&live, ctx).await;
         let mut pools: Vec<Pool> = stream::iter(live)
             .map(|np| async move { self.pool_sized(cluster, &np, sizes.as_ref()).await })
-            .buffered(super::LIST_READS_IN_FLIGHT)
+            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
             .try_collect()
             .await?;
         pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));

@@ -8,11 +8,11 @@ use google_cloud_container_v1 as gcc;
 use google_cloud_container_v1::model::{self as m, NodePool, Operation};
 
 use super::calls::operation_state;
+use super::client::{GkeClient, POLL_CAP};
 use super::mapping::{
     canonical_spec, cluster_path, compute_url, gke_location, pool_id, pool_message, spec_of,
     status_name,
 };
-use super::{GkeClient, POLL_CAP};
 
 /// Instance group managers' targetSize, by the manager's URL as a pool's `instanceGroupUrls`
 /// names it.
@@ -55,7 +55,9 @@ fn encode(token: &str) -> String {
         })
         .collect()
 }
-use crate::cloud::{CloudError, Location, OpCtx, Pool, PoolSpec, Scaling};
+use crate::cloud::error::CloudError;
+use crate::cloud::pool::{Location, Pool, PoolSpec, Scaling};
+use crate::operation::OpCtx;
 use crate::operation::{Backoff, Check, Start, poll_until};
 
 impl GkeClient {
@@ -204,7 +206,7 @@ impl GkeClient {
             let page = ctx
                 .run(&what, self.get_json(&url))
                 .await
-                .map_err(|e| e.to_string())??;
+                .map_err(|e| CloudError::from(e).to_string())??;
             let items = page["items"].as_object();
             for (scope, v) in items.into_iter().flatten() {
                 let Some(zone) = scope.strip_prefix("zones/") else {

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::cloud::{CloudError, OpCtx};
+use crate::cloud::error::CloudError;
+use crate::operation::OpCtx;
 
 /// GKE's concurrent operations quota per cluster.
 pub(super) const MAX_OPERATIONS_PER_CLUSTER: usize = 5;

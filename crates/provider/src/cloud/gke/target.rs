@@ -5,15 +5,15 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gpu::Cloud;
-use tfplugin::object::{FromValue, Known};
+use gpu::{Cloud, GpuModel, Observed};
+use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
-use tfplugin::{Type, Value};
+use tfplugin::{AttrPath, Diagnostic, Type, Value};
 
 use super::config::GkeConfig;
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{Location, NodePools};
-use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, env};
+use crate::cloud::pool::{GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolSpec};
+use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The project of the sandbox's GKE clusters, the default scope when the provider runs against a
 /// sandbox and names none.
@@ -21,6 +21,17 @@ pub const SANDBOX_PROJECT: &str = "sandbox-project";
 
 /// The GKE descriptor.
 pub struct Gke;
+
+tfplugin::object! {
+    /// The `gke` block of `fracgpu_nodepool`.
+    struct PoolArgs {
+        project: Option<String>,
+        location: String,
+        cluster: String,
+        /// The cluster's zones by default, known once the plan has read them.
+        node_locations: Known<Vec<String>>,
+    }
+}
 
 tfplugin::object! {
     /// The `google` block.
@@ -43,7 +54,7 @@ impl TargetSettings for GkeConfig {
             sandbox,
             ..self.clone()
         };
-        Ok(Arc::new(super::GkeClient::new(cfg).await?))
+        Ok(Arc::new(super::client::GkeClient::new(cfg).await?))
     }
 }
 
@@ -138,7 +149,7 @@ impl Target for Gke {
     }
 
     fn pool_id(&self, location: &Location, name: &str) -> String {
-        super::pool_id(location, name).unwrap_or_default()
+        super::mapping::pool_id(location, name).unwrap_or_default()
     }
 
     fn describe(&self, location: &Location) -> String {
@@ -189,5 +200,230 @@ impl Target for Gke {
             .attr(Attribute::string("project").optional().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
             .attr(Attribute::string("location").required().describe("Region or zone of the cluster, e.g. `us-central1`."))
             .attr(Attribute::string("cluster").required().describe("Name of the GKE cluster."))
+    }
+
+    fn block_decodes(&self, block: &Value) -> bool {
+        PoolArgs::from_value(block).is_some()
+    }
+
+    fn check_block(&self, block: &Value) -> Vec<Diagnostic> {
+        let Some(b) = PoolArgs::from_value(block) else {
+            return Vec::new();
+        };
+        match &b.node_locations.0 {
+            Some(zones) => check_node_locations(&b.location, zones)
+                .into_iter()
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn zones_attr(&self) -> Option<&'static str> {
+        Some("node_locations")
+    }
+
+    fn uneven_split(&self, nodes: u32, zones: &[String]) -> Diagnostic {
+        uneven_split(nodes, zones)
+    }
+
+    fn fill_spec(&self, block: &Value, derived: &gpu::Derived, spec: &mut PoolSpec) {
+        let b = PoolArgs::from_value(block).unwrap_or_default();
+        spec.gke = Some(GkePoolFields {
+            node_locations: b.node_locations.0.unwrap_or_default(),
+        });
+        let accelerator = derived.gke_accelerator.as_ref();
+        spec.gpu.gke_accelerator_type = accelerator.map(|a| a.accelerator_type.to_string());
+        spec.gpu.gke_partition_size = accelerator
+            .and_then(|a| a.gpu_partition_size)
+            .map(str::to_string);
+        spec.gpu.gke_sharing = accelerator
+            .and_then(|a| a.sharing)
+            .map(|s| match s.strategy {
+                gpu::GkeSharingStrategy::TimeSharing => GkeSharing::TimeSharing {
+                    max_clients: s.max_clients,
+                },
+                gpu::GkeSharingStrategy::Mps => GkeSharing::Mps {
+                    max_clients: s.max_clients,
+                },
+            });
+    }
+
+    fn block_of(&self, pool: &Pool) -> Value {
+        let spec = &pool.spec;
+        let (project, coordinates, cluster) = self.parts(&spec.location).unwrap_or_default();
+        PoolArgs {
+            project: Some(project),
+            location: coordinates.into_iter().next().unwrap_or_default(),
+            cluster,
+            node_locations: Known(spec.gke.as_ref().map(|g| g.node_locations.clone())),
+        }
+        .to_value()
+    }
+
+    fn observed<'a>(&self, spec: &'a PoolSpec, gpu: &'static GpuModel) -> Observed<'a> {
+        Observed {
+            cloud: Cloud::Gke,
+            gpu,
+            labels: &spec.labels,
+            aks_gpu_instance_profile: None,
+            gke_partition_size: spec.gpu.gke_partition_size.as_deref(),
+            gke_sharing: spec.gpu.gke_sharing.map(|s| match s {
+                GkeSharing::TimeSharing { max_clients } => gpu::GkeSharing {
+                    strategy: gpu::GkeSharingStrategy::TimeSharing,
+                    max_clients,
+                },
+                GkeSharing::Mps { max_clients } => gpu::GkeSharing {
+                    strategy: gpu::GkeSharingStrategy::Mps,
+                    max_clients,
+                },
+            }),
+        }
+    }
+
+    /// GKE machine types whose GPUs are attached separately (N1 with T4s, V100s, P4s) name no
+    /// GPU of their own: such a pool reads through the accelerator GKE reports.
+    fn reported_gpu_model(&self, spec: &PoolSpec) -> Option<String> {
+        spec.gpu.gke_accelerator_type.clone()
+    }
+
+    fn own_gpu_taint(&self) -> Option<gpu::Taint> {
+        Some(gpu::GKE_GPU_TAINT)
+    }
+
+    /// GKE changes no GPU setting of a pool in place: accelerator, partitions and sharing are
+    /// all fixed at creation.
+    fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool {
+        old.gpu != new.gpu
+    }
+}
+
+/// GKE runs the same number of nodes in every zone of a pool (its counts are per zone), so a fixed
+/// total the pool's zones cannot split is refused, with the counts and zone lists that would do.
+pub(super) fn uneven_split(nodes: u32, zones: &[String]) -> Diagnostic {
+    let z = zones.len() as u32;
+    let below = nodes / z * z;
+    let counts = if below == 0 {
+        format!("{}", z)
+    } else {
+        format!("{below} or {}", below + z)
+    };
+    let fits: Vec<u32> = (1..z).filter(|d| nodes.is_multiple_of(*d)).collect();
+    let lists = if fits.is_empty() {
+        String::new()
+    } else {
+        let example = zones[..fits[fits.len() - 1] as usize]
+            .iter()
+            .map(|z| format!("{z:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sizes = fits
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ");
+        format!(", or set gke.node_locations to {sizes} of them (e.g. [{example}])")
+    };
+    Diagnostic::error(
+        "Node count does not split over the zones",
+        format!(
+            "node_count = {nodes} is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split {nodes} over the pool's {z} zones ({}). Use a multiple of {z} ({counts}){lists}.",
+            zones.join(", ")
+        ),
+    )
+    .at(AttrPath::attr("node_count"))
+}
+
+/// A pool's `node_locations` must be zones of the cluster's region (GKE: "Nodes must be in the
+/// region of their regional cluster or in the same region as their cluster's zone for zonal
+/// clusters", the google provider's node_locations), and at least one.
+pub(super) fn check_node_locations(location: &str, zones: &[String]) -> Option<Diagnostic> {
+    let path = block_path(&Gke, "node_locations");
+    let region = region_of(location);
+    let bad: Vec<&String> = zones
+        .iter()
+        .filter(|z| !is_zone(z) || region_of(z) != region)
+        .collect();
+    if zones.is_empty() {
+        return Some(
+            Diagnostic::error(
+                "Invalid node locations",
+                "gke.node_locations is empty; name at least one zone, or leave it unset for the cluster's zones.",
+            )
+            .at(path),
+        );
+    }
+    if !bad.is_empty() {
+        return Some(
+            Diagnostic::error(
+                "Invalid node locations",
+                format!(
+                    "{} {} not a zone of the cluster's region {region}. A pool's nodes must be in zones of its cluster's region, e.g. \"{region}-a\".",
+                    bad.iter().map(|z| format!("{z:?}")).collect::<Vec<_>>().join(", "),
+                    if bad.len() == 1 { "is" } else { "are" }
+                ),
+            )
+            .at(path),
+        );
+    }
+    None
+}
+
+/// Whether a GCP location is a zone (`us-central1-a`): its region's name and a one-letter suffix.
+pub(super) fn is_zone(location: &str) -> bool {
+    location.rsplit_once('-').is_some_and(|(region, z)| {
+        region.contains('-') && z.len() == 1 && z.bytes().all(|b| b.is_ascii_lowercase())
+    })
+}
+
+/// The region of a GCP zone or region.
+pub(super) fn region_of(location: &str) -> &str {
+    if is_zone(location) {
+        location.rsplit_once('-').map_or(location, |(r, _)| r)
+    } else {
+        location
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_uneven_total_says_which_counts_and_zones_would_do() {
+        let zones = ["us-central1-a", "us-central1-b", "us-central1-c"].map(String::from);
+        let d = uneven_split(4, &zones);
+        assert_eq!(d.path, Some(AttrPath::attr("node_count")));
+        assert_eq!(
+            d.detail,
+            "node_count = 4 is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split 4 over the pool's 3 zones (us-central1-a, us-central1-b, us-central1-c). Use a multiple of 3 (3 or 6), or set gke.node_locations to 1 or 2 of them (e.g. [\"us-central1-a\", \"us-central1-b\"])."
+        );
+        let d = uneven_split(1, &zones);
+        assert!(
+            d.detail.contains("Use a multiple of 3 (3), or set gke.node_locations to 1 of them (e.g. [\"us-central1-a\"])."),
+            "{}",
+            d.detail
+        );
+        assert!(
+            is_zone("europe-west4-c") && !is_zone("europe-west4") && !is_zone("us-central1-ab")
+        );
+        assert_eq!(region_of("europe-west4-c"), "europe-west4");
+        let refused = check_node_locations(
+            "us-central1",
+            &["us-central1-a".into(), "europe-west4-b".into()],
+        )
+        .expect("refused");
+        assert!(
+            refused
+                .detail
+                .contains("\"europe-west4-b\" is not a zone of the cluster's region us-central1"),
+            "{refused:?}"
+        );
+        assert!(
+            check_node_locations(
+                "us-central1-a",
+                &["us-central1-a".into(), "us-central1-f".into()]
+            )
+            .is_none()
+        );
     }
 }

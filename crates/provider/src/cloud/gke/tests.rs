@@ -9,7 +9,7 @@ use super::calls::is_busy_message;
 use super::config::StaticToken;
 use super::mapping::{compute_url, node_pool_of, spec_of};
 use super::*;
-use crate::cloud::{GkePoolFields, GkeSharing, PoolGpu, PoolTaint};
+use crate::cloud::pool::{GkePoolFields, GkeSharing, PoolGpu, PoolTaint};
 
 fn loc() -> Location {
     Location::Gke {

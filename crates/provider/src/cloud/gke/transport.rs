@@ -17,7 +17,7 @@ use google_cloud_gax::error::rpc::Status;
 use google_cloud_gax::response::{Parts, Response};
 use reqwest::Method;
 
-use crate::cloud::error_chain;
+use crate::cloud::error::error_chain;
 
 /// GKE's documents are a few KiB; anything near this is not GKE.
 pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 
 use crate::cluster::{self as k, Cluster};
-use crate::provider::ProviderState;
+use crate::state::ProviderState;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::{FromValue, merge};
 use tfplugin::plan::Planned;

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use crate::cloud::registry::{self, TARGETS};
 use crate::cloud::{Location, Target};
-use crate::provider::Settings;
+use crate::state::Settings;
 use tfplugin::api::{IdentityAttribute, IdentitySchema};
 use tfplugin::{Diagnostic, Diagnostics, Type, Value};
 

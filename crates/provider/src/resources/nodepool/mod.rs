@@ -4,6 +4,7 @@
 //! beyond the schema in `plan`, what a failed operation keeps in `failure`, the cloud work in
 //! `crate::cloud` and the sharing rules in the `gpu` crate.
 
+pub mod discovery;
 mod failure;
 mod import;
 mod model;
@@ -17,9 +18,9 @@ use async_trait::async_trait;
 
 use crate::cloud::{self, Location};
 use crate::operation::OpCtx;
-use crate::provider::{ProviderState, Settings};
+use crate::state::{ProviderState, Settings};
 use tfplugin::api::{IdentitySchema, PlanRequest, Private, Resource};
-use tfplugin::object::{FromValue, Known};
+use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Value};
@@ -79,17 +80,20 @@ impl NodePool {
         }
     }
 
-    /// A GKE pool whose plan could not read its cluster's zones gets them now, so that a node
-    /// count left to its default is one per zone and a total is checked against them. False when
-    /// they cannot be read (with the diagnostic).
-    async fn gke_zones_now(
+    /// A pool whose plan could not read its cluster's zones (GKE's default `node_locations`)
+    /// gets them now, so that a node count left to its default is one per zone and a total is
+    /// checked against them. False when they cannot be read (with the diagnostic).
+    async fn zones_now(
         &self,
         args: &mut Args,
         planned: &Value,
         settings: &Settings,
         diags: &mut Diagnostics,
     ) -> bool {
-        if args.gke.as_ref().is_none_or(|g| g.node_locations.is_some()) {
+        let Some(attr) = args.target.target().and_then(|t| t.zones_attr()) else {
+            return true;
+        };
+        if args.zones().is_some() {
             return true;
         }
         let Some(loc) = args.location(settings, diags) else {
@@ -103,8 +107,8 @@ impl NodePool {
             .await
         {
             Ok(zones) => {
-                if let Some(g) = args.gke.0.as_mut() {
-                    g.node_locations = Known(zones);
+                if let Some(Value::Object(block)) = args.target.block_mut() {
+                    block.insert(attr.to_string(), Known(zones).to_value());
                 }
                 true
             }
@@ -161,7 +165,7 @@ impl Resource for NodePool {
         if let Some(args) = Args::from_value(config) {
             resolve(&args, &validation_settings(), diags);
         }
-        plan::warn_retired_ami(config, diags);
+        plan::warn_on_target(config, diags);
     }
 
     async fn modify_plan(
@@ -178,10 +182,7 @@ impl Resource for NodePool {
         let Some(mut args) = Args::from_value(planned) else {
             return Value::Null;
         };
-        if !self
-            .gke_zones_now(&mut args, planned, &settings, diags)
-            .await
-        {
+        if !self.zones_now(&mut args, planned, &settings, diags).await {
             return Value::Null;
         }
         let Some(r) = resolve(&args, &settings, diags) else {
@@ -455,7 +456,7 @@ mod tests {
         assert!(
             args.location(&settings, &mut diags).is_some(),
             "{:?}",
-            args.aks
+            args.target
         );
         let r = resolve(&args, &settings, &mut diags);
         assert!(diags.is_empty(), "{diags:?}");

@@ -5,53 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::cloud::registry::{self, Located};
-use crate::cloud::{self, EksPoolFields, GkePoolFields, Location, PoolGpu, PoolTaint, Scaling};
+use crate::cloud::registry::{self, Located, TargetBlock};
+use crate::cloud::{self, Location, PoolGpu, PoolTaint, Scaling};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
-use crate::provider::Settings;
-use gpu::{self, Cloud, Field};
-use tfplugin::object::{Known, SingleBlock, ToValue};
+use crate::state::Settings;
+use gpu;
+use tfplugin::object::{FromValue, Known, SingleBlock, ToValue};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
-
-use crate::cloud::eks::DEFAULT_EKS_AMI;
-
-/// Domain fields whose attribute has another name here.
-pub(super) const RENAME: &[(Field, &str)] = &[(Field::EksAmiType, "eks.0.ami_type")];
-
-tfplugin::object! {
-    /// The `aks` block.
-    pub struct AksArgs {
-        pub subscription_id: Option<String>,
-        pub resource_group: String,
-        pub cluster_name: String,
-        /// Computed by AKS when not set, so unknown in a create plan.
-        pub os_sku: Known<String>,
-        /// Computed like os_sku.
-        pub gpu_driver: Known<String>,
-    }
-}
-
-tfplugin::object! {
-    /// The `gke` block.
-    pub struct GkeArgs {
-        pub project: Option<String>,
-        pub location: String,
-        pub cluster: String,
-        /// The cluster's zones by default, known once the plan has read them.
-        pub node_locations: Known<Vec<String>>,
-    }
-}
-
-tfplugin::object! {
-    /// The `eks` block.
-    pub struct EksArgs {
-        pub region: Option<String>,
-        pub cluster_name: String,
-        pub node_role_arn: String,
-        pub subnet_ids: Vec<String>,
-        pub ami_type: Option<String>,
-    }
-}
 
 tfplugin::object! {
     /// The `autoscaling` block.
@@ -75,13 +35,12 @@ tfplugin::object! {
         pub disk_size_gb: Known<u32>,
         pub labels: Option<BTreeMap<String, String>>,
         pub taints: Option<Vec<TaintArgs>>,
-        pub aks: SingleBlock<AksArgs>,
-        pub gke: SingleBlock<GkeArgs>,
-        pub eks: SingleBlock<EksArgs>,
         pub autoscaling: SingleBlock<AutoscalingArgs>,
     }
     flatten {
         pub sharing: Sharing,
+        /// The `aks`, `gke` or `eks` block, which its target's descriptor reads.
+        pub target: TargetBlock,
     }
 }
 
@@ -160,13 +119,8 @@ tfplugin::object! {
 /// Everything a pool value means: where it lives, what the domain derives from it, and the spec
 /// to hand to the cloud.
 pub struct Resolved {
-    pub cloud: Cloud,
     pub derived: gpu::Derived,
     pub spec: cloud::PoolSpec,
-}
-
-pub(super) fn cloud_of(loc: &Location) -> Cloud {
-    loc.cloud()
 }
 
 impl Args {
@@ -194,24 +148,25 @@ impl Args {
         }
     }
 
-    /// The GKE pool's zones, when known.
-    pub fn gke_zones(&self) -> Option<&[String]> {
-        self.gke.as_ref()?.node_locations.as_deref()
+    /// The pool's zones, where its target's pools have zones and they are known.
+    pub fn zones(&self) -> Option<Vec<String>> {
+        let (t, block) = self.target.0.as_ref()?;
+        Vec::<String>::from_value(block.get(t.zones_attr()?))
     }
 
     /// The pool's size, a total on every cloud. Without `node_count`, one node, or on GKE one in
     /// each of the pool's zones. A fixed GKE total must split evenly over the zones.
     fn scaling(&self, diags: &mut Diagnostics) -> Option<Scaling> {
         let Some(a) = &*self.autoscaling else {
-            let zones = self.gke_zones().filter(|z| !z.is_empty());
+            let zones = self.zones().filter(|z| !z.is_empty());
             let nodes = self
                 .node_count
-                .or(zones.map(|z| z.len() as u32))
+                .or(zones.as_ref().map(|z| z.len() as u32))
                 .unwrap_or(1);
-            if let Some(zones) = zones
+            if let (Some(zones), Some(t)) = (&zones, self.target.target())
                 && !nodes.is_multiple_of(zones.len() as u32)
             {
-                diags.push(uneven_split(nodes, zones));
+                diags.push(t.uneven_split(nodes, zones));
                 return None;
             }
             return Some(Scaling::Fixed { nodes });
@@ -233,102 +188,11 @@ impl Args {
     }
 }
 
-/// GKE runs the same number of nodes in every zone of a pool (its counts are per zone), so a fixed
-/// total the pool's zones cannot split is refused, with the counts and zone lists that would do.
-fn uneven_split(nodes: u32, zones: &[String]) -> Diagnostic {
-    let z = zones.len() as u32;
-    let below = nodes / z * z;
-    let counts = if below == 0 {
-        format!("{}", z)
-    } else {
-        format!("{below} or {}", below + z)
-    };
-    let fits: Vec<u32> = (1..z).filter(|d| nodes.is_multiple_of(*d)).collect();
-    let lists = if fits.is_empty() {
-        String::new()
-    } else {
-        let example = zones[..fits[fits.len() - 1] as usize]
-            .iter()
-            .map(|z| format!("{z:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sizes = fits
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" or ");
-        format!(", or set gke.node_locations to {sizes} of them (e.g. [{example}])")
-    };
-    Diagnostic::error(
-        "Node count does not split over the zones",
-        format!(
-            "node_count = {nodes} is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split {nodes} over the pool's {z} zones ({}). Use a multiple of {z} ({counts}){lists}.",
-            zones.join(", ")
-        ),
-    )
-    .at(AttrPath::attr("node_count"))
-}
-
-/// A pool's `node_locations` must be zones of the cluster's region (GKE: "Nodes must be in the
-/// region of their regional cluster or in the same region as their cluster's zone for zonal
-/// clusters", the google provider's node_locations), and at least one.
-fn check_node_locations(location: &str, zones: &[String], diags: &mut Diagnostics) -> bool {
-    let path = AttrPath::attr("gke")
-        .with_index(0)
-        .with_attr("node_locations");
-    let region = region_of(location);
-    let bad: Vec<&String> = zones
-        .iter()
-        .filter(|z| !is_zone(z) || region_of(z) != region)
-        .collect();
-    if zones.is_empty() {
-        diags.push(
-            Diagnostic::error(
-                "Invalid node locations",
-                "gke.node_locations is empty; name at least one zone, or leave it unset for the cluster's zones.",
-            )
-            .at(path),
-        );
-        return false;
-    }
-    if !bad.is_empty() {
-        diags.push(
-            Diagnostic::error(
-                "Invalid node locations",
-                format!(
-                    "{} {} not a zone of the cluster's region {region}. A pool's nodes must be in zones of its cluster's region, e.g. \"{region}-a\".",
-                    bad.iter().map(|z| format!("{z:?}")).collect::<Vec<_>>().join(", "),
-                    if bad.len() == 1 { "is" } else { "are" }
-                ),
-            )
-            .at(path),
-        );
-        return false;
-    }
-    true
-}
-
-/// Whether a GCP location is a zone (`us-central1-a`): its region's name and a one-letter suffix.
-fn is_zone(location: &str) -> bool {
-    location.rsplit_once('-').is_some_and(|(region, z)| {
-        region.contains('-') && z.len() == 1 && z.bytes().all(|b| b.is_ascii_lowercase())
-    })
-}
-
-/// The region of a GCP zone or region.
-fn region_of(location: &str) -> &str {
-    if is_zone(location) {
-        location.rsplit_once('-').map_or(location, |(r, _)| r)
-    } else {
-        location
-    }
-}
-
 /// Resolves the arguments against the catalog and the sharing rules. Problems become
 /// diagnostics on the attribute the user wrote; `None` means the pool cannot be resolved.
 pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Option<Resolved> {
     let loc = args.location(settings, diags)?;
-    let cloud = cloud_of(&loc);
+    let cloud = loc.cloud();
     let hardware = match gpu::resolve_hardware(
         cloud,
         &args.machine_type,
@@ -338,26 +202,15 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
         Ok(h) => h,
         Err(errors) => {
             for e in &errors {
-                diags.push(domain_diagnostic(e, RENAME));
+                diags.push(domain_diagnostic(e, &[]));
             }
             return None;
         }
     };
+    let (target, block) = args.target.0.as_ref()?;
     let sharing = args.sharing.mode();
     let labels = args.labels.clone().unwrap_or_default();
-    let os_sku = args.aks.as_ref().and_then(|b| b.os_sku.0.clone());
-    let os_sku_path = AttrPath::attr("aks").with_index(0).with_attr("os_sku");
-    let sku_error = os_sku
-        .as_ref()
-        .and_then(|sku| gpu::check_aks_os_sku(&sharing, sku).err());
-    let ami_type = args.eks.as_ref().map(|b| {
-        b.ami_type
-            .clone()
-            .unwrap_or_else(|| DEFAULT_EKS_AMI.to_string())
-    });
-    let ami_error = ami_type
-        .as_ref()
-        .and_then(|ami| gpu::check_eks_ami_type(&sharing, ami).err());
+    let target_errors = target.check_sharing(block, &sharing);
     let machine_type = hardware.machine_type.clone();
     let derived = match gpu::validate(&gpu::PoolSpec {
         cloud,
@@ -369,33 +222,26 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
     }) {
         Ok(d) => d,
         Err(errors) => {
-            for e in sku_error.iter().chain(&ami_error).chain(&errors) {
-                let mut d = domain_diagnostic(e, RENAME);
-                if e.field == Field::OsSku {
-                    d.path = Some(os_sku_path.clone());
-                }
-                diags.push(d);
+            diags.0.extend(target_errors);
+            for e in &errors {
+                diags.push(domain_diagnostic(e, &[]));
             }
             return None;
         }
     };
-    if let Some(e) = sku_error {
-        diags.push(domain_diagnostic(&e, RENAME).at(os_sku_path));
+    if !target_errors.is_empty() {
+        diags.0.extend(target_errors);
         return None;
     }
-    if let Some(e) = ami_error {
-        diags.push(domain_diagnostic(&e, RENAME));
-        return None;
-    }
-    if let (Some(b), Some(zones)) = (&*args.gke, args.gke_zones())
-        && !check_node_locations(&b.location, zones, diags)
-    {
+    let block_errors = target.check_block(block);
+    if !block_errors.is_empty() {
+        diags.0.extend(block_errors);
         return None;
     }
     let scaling = args.scaling(diags)?;
     let mut node_labels = labels;
     node_labels.extend(derived.node_labels.clone());
-    let spec = cloud::PoolSpec {
+    let mut spec = cloud::PoolSpec {
         location: loc,
         name: args.name.clone(),
         machine_type,
@@ -413,91 +259,21 @@ pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Opt
             })
             .collect(),
         gpu: PoolGpu {
-            aks_gpu_driver: args.aks.as_ref().and_then(|b| b.gpu_driver.0.clone()),
-            ..pool_gpu(&derived)
+            count: derived.gpus_per_node,
+            ..PoolGpu::default()
         },
-        os_sku,
-        gke: args.gke.as_ref().map(|b| GkePoolFields {
-            node_locations: b.node_locations.0.clone().unwrap_or_default(),
-        }),
-        eks: args.eks.as_ref().map(|b| EksPoolFields {
-            node_role_arn: b.node_role_arn.clone(),
-            subnet_ids: b.subnet_ids.clone(),
-            ami_type: ami_type.clone().unwrap_or_default(),
-        }),
+        os_sku: None,
+        gke: None,
+        eks: None,
     };
-    Some(Resolved {
-        cloud,
-        derived,
-        spec,
-    })
-}
-
-/// The GPU part of the spec, in each cloud API's own terms.
-fn pool_gpu(derived: &gpu::Derived) -> PoolGpu {
-    let gke = derived.gke_accelerator.as_ref();
-    PoolGpu {
-        count: derived.gpus_per_node,
-        gke_accelerator_type: gke.map(|a| a.accelerator_type.to_string()),
-        gke_partition_size: gke.and_then(|a| a.gpu_partition_size).map(str::to_string),
-        gke_sharing: gke.and_then(|a| a.sharing).map(|s| match s.strategy {
-            gpu::GkeSharingStrategy::TimeSharing => cloud::GkeSharing::TimeSharing {
-                max_clients: s.max_clients,
-            },
-            gpu::GkeSharingStrategy::Mps => cloud::GkeSharing::Mps {
-                max_clients: s.max_clients,
-            },
-        }),
-        aks_gpu_instance_profile: derived
-            .aks_gpu_instance_profile
-            .map(|p| p.as_str().to_string()),
-        aks_gpu_driver: None,
-    }
+    target.fill_spec(block, &derived, &mut spec);
+    Some(Resolved { derived, spec })
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::schema::schema;
     use super::*;
-
-    #[test]
-    fn an_uneven_total_says_which_counts_and_zones_would_do() {
-        let zones = ["us-central1-a", "us-central1-b", "us-central1-c"].map(String::from);
-        let d = uneven_split(4, &zones);
-        assert_eq!(d.path, Some(AttrPath::attr("node_count")));
-        assert_eq!(
-            d.detail,
-            "node_count = 4 is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split 4 over the pool's 3 zones (us-central1-a, us-central1-b, us-central1-c). Use a multiple of 3 (3 or 6), or set gke.node_locations to 1 or 2 of them (e.g. [\"us-central1-a\", \"us-central1-b\"])."
-        );
-        let d = uneven_split(1, &zones);
-        assert!(
-            d.detail.contains("Use a multiple of 3 (3), or set gke.node_locations to 1 of them (e.g. [\"us-central1-a\"])."),
-            "{}",
-            d.detail
-        );
-        assert!(
-            is_zone("europe-west4-c") && !is_zone("europe-west4") && !is_zone("us-central1-ab")
-        );
-        assert_eq!(region_of("europe-west4-c"), "europe-west4");
-        let mut diags = Diagnostics::new();
-        assert!(!check_node_locations(
-            "us-central1",
-            &["us-central1-a".into(), "europe-west4-b".into()],
-            &mut diags
-        ));
-        assert!(
-            diags.0[0]
-                .detail
-                .contains("\"europe-west4-b\" is not a zone of the cluster's region us-central1"),
-            "{:?}",
-            diags.0
-        );
-        assert!(check_node_locations(
-            "us-central1-a",
-            &["us-central1-a".into(), "us-central1-f".into()],
-            &mut Diagnostics::new()
-        ));
-    }
 
     #[test]
     fn the_models_name_what_the_schema_declares() {

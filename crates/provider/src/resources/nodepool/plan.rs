@@ -1,19 +1,21 @@
 //! The plan of a node pool beyond what the schema declares: the defaults that come from the
-//! provider's configuration (subscription, project, region), a GKE pool's zones, the node count
-//! only a pool without autoscaling has, what the domain derives, and the GPU settings a cloud cannot
-//! change in place.
+//! provider's configuration (subscription, project, region), the zones of a target whose pools
+//! have zones of their own (GKE), the node count only a pool without autoscaling has, what the
+//! domain derives, and the GPU settings a cloud cannot change in place. What differs between
+//! targets is asked of their descriptors (`cloud::Target`).
 //!
-//! A GKE pool's default zones are its cluster's, and only GKE knows them: the plan reads them (one
-//! GET of the cluster per cluster, kept by the GKE client for the life of the provider process),
-//! because the plan must tell whether `node_count` splits evenly over the zones and show where the
-//! nodes go. A pool that stays in its cluster keeps the zones in its state, so only a create reads.
-//! When the cluster cannot be read at plan time the plan says so in a warning and leaves
-//! `node_locations` (and a defaulted `node_count`) to the apply, which reads them again.
+//! A zonal pool's default zones are its cluster's, and only the cloud knows them: the plan reads
+//! them (one GET of the cluster per cluster, kept by the client for the life of the provider
+//! process), because the plan must tell whether `node_count` splits evenly over the zones and show
+//! where the nodes go. A pool that stays in its cluster keeps the zones in its state, so only a
+//! create reads. When the cluster cannot be read at plan time the plan says so in a warning and
+//! leaves the zones (and a defaulted `node_count`) to the apply, which reads them again.
 
-use crate::cloud::{Location, OpCtx, aks};
+use crate::cloud::OpCtx;
+use crate::cloud::registry;
+use crate::cloud::target::block_path;
 use crate::model::{Sharing, TaintArgs};
-use crate::provider::{ProviderState, Settings};
-use gpu::Cloud;
+use crate::state::{ProviderState, Settings};
 use tfplugin::api::PlanRequest;
 use tfplugin::object::{FromValue, ToValue, merge};
 use tfplugin::plan::Planned;
@@ -21,14 +23,12 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::model::{Args, Derived, NodeLabels, resolve};
 use super::schema::TIMEOUTS;
-use crate::cloud::eks::{DEFAULT_EKS_AMI, RETIRED_EKS_AMI};
-use crate::cloud::registry;
 
 /// What the plan knows of a pool's zones.
 #[derive(Debug, PartialEq)]
 enum Zones {
-    /// Not a GKE pool.
-    NotGke,
+    /// A pool without zones of its own.
+    NotZonal,
     Known(Vec<String>),
     Unknown,
 }
@@ -41,7 +41,7 @@ pub async fn modify(
 ) {
     let settings = &state.settings();
     fill_provider_defaults(&mut planned.state, req.config, settings);
-    let zones = plan_gke_zones(req, &mut planned.state, state, diags).await;
+    let zones = plan_zones(req, &mut planned.state, state, diags).await;
     fill_node_count(&mut planned.state, req, &zones);
     let Some(new) = Args::from_value(&planned.state).and_then(|a| resolve(&a, settings, diags))
     else {
@@ -60,20 +60,15 @@ pub async fn modify(
     let old =
         Args::from_value(req.prior).and_then(|a| resolve(&a, settings, &mut Diagnostics::new()));
     if let Some(old) = old {
-        planned.requires_replace.extend(gpu_replacement(
-            new.cloud,
-            &old.spec,
-            &new.spec,
-            req.prior,
-            &planned.state,
-        ));
-        if new.cloud == Cloud::Aks
-            && !aks::os_sku_changes_in_place(old.spec.os_sku.as_deref(), new.spec.os_sku.as_deref())
-        {
+        let target = new.spec.location.target();
+        if target.gpu_change_replaces(&old.spec, &new.spec) {
             planned
                 .requires_replace
-                .push(AttrPath::attr("aks").with_index(0).with_attr("os_sku"));
+                .extend(sharing_changes(req.prior, &planned.state));
         }
+        planned
+            .requires_replace
+            .extend(target.replacements(&old.spec, &new.spec));
         // Nothing the cloud holds changes: keep the prior status rather than "known after apply".
         if old.spec == new.spec
             && let Some(slot) = planned.state.get_mut("status")
@@ -101,11 +96,14 @@ fn fill_node_count(v: &mut Value, req: &PlanRequest<'_>, zones: &Zones) {
     }
     let had = v.get("node_count").is_known() && !v.get("node_count").is_null();
     let default = match zones {
-        Zones::NotGke if had => return,
-        Zones::NotGke => Value::int(1),
+        Zones::NotZonal if had => return,
+        Zones::NotZonal => Value::int(1),
         Zones::Known(z) => {
-            let same_zones = gke_block(req.prior).map(|b| b.get("node_locations"))
-                == gke_block(v).map(|b| b.get("node_locations"));
+            let zones_of = |v: &Value| {
+                let (t, b) = registry::target_block(v)?;
+                Some(b.get(t.zones_attr()?).clone())
+            };
+            let same_zones = zones_of(req.prior) == zones_of(v);
             if had && same_zones {
                 return;
             }
@@ -117,20 +115,19 @@ fn fill_node_count(v: &mut Value, req: &PlanRequest<'_>, zones: &Zones) {
     set(v, "node_count", default);
 }
 
-fn gke_block(v: &Value) -> Option<&Value> {
-    v.get("gke").elements().first()
-}
-
-/// A GKE pool's zones: the configuration's, the state's while the pool stays in its cluster, else
-/// the cluster's, read from GKE (see the module docs).
-async fn plan_gke_zones(
+/// A zonal pool's zones: the configuration's, the state's while the pool stays in its cluster,
+/// else the cluster's, read from the cloud (see the module docs).
+async fn plan_zones(
     req: &PlanRequest<'_>,
     v: &mut Value,
     state: &ProviderState,
     diags: &mut Diagnostics,
 ) -> Zones {
-    let Some(block) = gke_block(v) else {
-        return Zones::NotGke;
+    let Some((target, block)) = registry::target_block(v) else {
+        return Zones::NotZonal;
+    };
+    let Some(attr) = target.zones_attr() else {
+        return Zones::NotZonal;
     };
     let strings = |l: &Value| -> Vec<String> {
         l.elements()
@@ -138,7 +135,7 @@ async fn plan_gke_zones(
             .filter_map(|z| z.as_str().map(str::to_string))
             .collect()
     };
-    let configured = gke_block(req.config).map(|b| b.get("node_locations").clone());
+    let configured = registry::target_block(req.config).map(|(_, b)| b.get(attr).clone());
     if let Some(c) = configured.filter(|c| !c.is_null()) {
         return if c.is_fully_known() {
             Zones::Known(strings(&c))
@@ -146,64 +143,71 @@ async fn plan_gke_zones(
             Zones::Unknown
         };
     }
-    let cluster_of = |b: &Value| {
-        ["project", "location", "cluster"].map(|k| b.get(k).as_str().map(str::to_string))
+    // The cluster a block names: its scope, coordinates and name, as written.
+    let cluster_of = |b: &Value| -> Vec<Option<String>> {
+        std::iter::once(target.scope().attr)
+            .chain(target.coordinates().iter().map(|c| c.attr))
+            .chain([target.cluster_attr()])
+            .map(|k| b.get(k).as_str().map(str::to_string))
+            .collect()
     };
     let here = cluster_of(block);
-    if let Some(prior) = gke_block(req.prior)
+    if let Some((_, prior)) = registry::target_block(req.prior)
         && cluster_of(prior) == here
-        && prior.get("node_locations").is_fully_known()
-        && !prior.get("node_locations").is_null()
+        && prior.get(attr).is_fully_known()
+        && !prior.get(attr).is_null()
     {
-        let zones = prior.get("node_locations").clone();
-        set_node_locations(v, zones.clone());
+        let zones = prior.get(attr).clone();
+        set_zones(v, attr, zones.clone());
         return Zones::Known(strings(&zones));
     }
-    let [Some(project), Some(location), Some(cluster)] = here else {
-        set_node_locations(v, Value::UNKNOWN);
+    let Some(mut parts) = here.into_iter().collect::<Option<Vec<String>>>() else {
+        set_zones(v, attr, Value::UNKNOWN);
         return Zones::Unknown;
     };
-    let loc = Location::Gke {
-        project,
-        location,
-        cluster,
-    };
+    let cluster = parts.pop().unwrap_or_default();
+    let scope = parts.remove(0);
+    let loc = target.locate(scope, parts, cluster);
     let ctx = OpCtx::new(TIMEOUTS.of(v, "read"), state.stop.clone());
-    let read = match state.node_pools(Cloud::Gke).await {
+    let read = match state.node_pools(target.cloud()).await {
         Ok(client) => client.default_zones(&loc, &ctx).await,
         Err(e) => Err(e),
     };
     match read {
         Ok(Some(zones)) => {
-            set_node_locations(v, zones.to_value());
+            set_zones(v, attr, zones.to_value());
             Zones::Known(zones)
         }
         Ok(None) => {
-            set_node_locations(v, Value::UNKNOWN);
+            set_zones(v, attr, Value::UNKNOWN);
             Zones::Unknown
         }
         Err(e) => {
+            let block = target.cloud().as_str();
             diags.push(
                 Diagnostic::warning(
-                    "GKE cluster zones unknown at plan time",
+                    format!("{} cluster zones unknown at plan time", target.title()),
                     format!(
-                        "Could not read the zones of GKE cluster {} to plan gke.node_locations: {e}. They are read again at apply; until then the plan cannot tell whether node_count splits evenly over them. Set gke.node_locations to plan without reading the cluster.",
-                        loc.pool_id("").trim_end_matches("/nodePools/")
+                        "Could not read the zones of {} to plan {block}.{attr}: {e}. They are read again at apply; until then the plan cannot tell whether node_count splits evenly over them. Set {block}.{attr} to plan without reading the cluster.",
+                        loc.describe()
                     ),
                 )
-                .at(AttrPath::attr("gke").with_index(0).with_attr("node_locations")),
+                .at(block_path(target, attr)),
             );
-            set_node_locations(v, Value::UNKNOWN);
+            set_zones(v, attr, Value::UNKNOWN);
             Zones::Unknown
         }
     }
 }
 
-fn set_node_locations(v: &mut Value, zones: Value) {
-    if let Some(Value::List(items)) = v.get_mut("gke")
+fn set_zones(v: &mut Value, attr: &str, zones: Value) {
+    let Some((target, _)) = registry::target_block(v) else {
+        return;
+    };
+    if let Some(Value::List(items)) = v.get_mut(target.cloud().as_str())
         && let Some(b) = items.first_mut()
     {
-        set(b, "node_locations", zones);
+        set(b, attr, zones);
     }
 }
 
@@ -211,14 +215,15 @@ fn set_node_locations(v: &mut Value, zones: Value) {
 /// environment), or depend on another argument. A default applies whenever the configuration
 /// leaves the attribute null, so drift away from it is repaired.
 fn fill_provider_defaults(v: &mut Value, config: &Value, settings: &Settings) {
-    // GKE taints its GPU nodes itself: there the default is GKE's own taint (see gpu::GKE_GPU_TAINT),
-    // not the schema's, which a node could not carry beside GKE's.
-    if config.get("taints").is_null() && !v.get("gke").elements().is_empty() {
-        let g = &gpu::GKE_GPU_TAINT;
+    // A cloud that taints its GPU nodes itself (GKE, see gpu::GKE_GPU_TAINT): there the default
+    // is its own taint, not the schema's, which a node could not carry beside it.
+    if config.get("taints").is_null()
+        && let Some(own) = registry::target_block(v).and_then(|(t, _)| t.own_gpu_taint())
+    {
         set(
             v,
             "taints",
-            vec![TaintArgs::of(&g.key, &g.value, g.effect.as_str())].to_value(),
+            vec![TaintArgs::of(&own.key, &own.value, own.effect.as_str())].to_value(),
         );
     }
     for (target, scope) in registry::scopes() {
@@ -238,23 +243,9 @@ fn fill_provider_defaults(v: &mut Value, config: &Value, settings: &Settings) {
     }
 }
 
-/// Per-cloud GPU settings that no cloud changes in place, as plan paths.
-fn gpu_replacement(
-    cloud: Cloud,
-    old: &crate::cloud::PoolSpec,
-    new: &crate::cloud::PoolSpec,
-    prior: &Value,
-    planned: &Value,
-) -> Vec<AttrPath> {
-    let immutable_changed = match cloud {
-        Cloud::Aks => old.gpu.aks_gpu_instance_profile != new.gpu.aks_gpu_instance_profile,
-        Cloud::Gke => old.gpu != new.gpu,
-        // EKS expresses sharing with node labels only; all of it changes in place.
-        Cloud::Eks => false,
-    };
-    if !immutable_changed {
-        return Vec::new();
-    }
+/// The sharing blocks that changed, as plan paths: where the target cannot change the GPU
+/// settings they map to in place, they replace the pool.
+fn sharing_changes(prior: &Value, planned: &Value) -> Vec<AttrPath> {
     Sharing::attribute_names()
         .into_iter()
         .filter(|b| prior.get(b) != planned.get(b))
@@ -262,25 +253,11 @@ fn gpu_replacement(
         .collect()
 }
 
-/// A warning on an AMI type EKS no longer publishes for current Kubernetes versions: Amazon Linux 2
-/// reached end of support on 2025-11-26, and EKS has no AL2 AMIs for Kubernetes 1.33 and later
-/// (awslabs/amazon-eks-ami), so a create on such a cluster fails. Older clusters still take it.
-pub fn warn_retired_ami(config: &Value, diags: &mut Diagnostics) {
-    let Some(eks) = config.get("eks").elements().first() else {
-        return;
-    };
-    if eks.get("ami_type").as_str() != Some(RETIRED_EKS_AMI) {
-        return;
+/// The target's warnings on a configuration (EKS's retired AMI type).
+pub fn warn_on_target(config: &Value, diags: &mut Diagnostics) {
+    if let Some((target, block)) = registry::target_block(config) {
+        diags.0.extend(target.warnings(block));
     }
-    diags.push(
-        Diagnostic::warning(
-            "Amazon Linux 2 GPU AMI is retired",
-            format!(
-                "{RETIRED_EKS_AMI} reached end of support on 2025-11-26 and EKS publishes no AL2 AMIs for Kubernetes 1.33 and later: creating this node group on such a cluster fails. Use ami_type = \"{DEFAULT_EKS_AMI}\" (the default), whose AMIs carry the NVIDIA driver; changing the AMI type replaces the node group."
-            ),
-        )
-        .at(AttrPath::attr("eks").with_index(0).with_attr("ami_type")),
-    );
 }
 
 #[cfg(test)]
@@ -290,5 +267,5 @@ pub(super) fn fill_for_test(v: &mut Value, config: &Value, settings: &Settings) 
         prior: &Value::Null,
         config,
     };
-    fill_node_count(v, &req, &Zones::NotGke);
+    fill_node_count(v, &req, &Zones::NotZonal);
 }

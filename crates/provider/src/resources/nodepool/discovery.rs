@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
+use super::{sharing_of_state, state_of_pool};
 use crate::cloud::registry::{self, Located, TARGETS};
 use crate::cloud::{Location, Pool};
-use crate::provider::{ProviderState, Settings};
-use crate::resources::nodepool;
+use crate::state::{ProviderState, Settings};
 use gpu::SharingMode;
 use tfplugin::object::FromValue;
 use tfplugin::schema::{Attribute, Block};
@@ -174,8 +174,8 @@ pub async fn find(
     let found = pools.into_iter().map(|pool| {
         // A pool the provider cannot manage reads with diagnostics that explain why; here they
         // only mean "not a GPU pool", which the filter decides.
-        let state = nodepool::state_of_pool(&pool, &settings, &mut Diagnostics::new());
-        let mode = state.as_ref().and_then(nodepool::sharing_of_state);
+        let state = state_of_pool(&pool, &settings, &mut Diagnostics::new());
+        let mode = state.as_ref().and_then(sharing_of_state);
         Found {
             location: location.clone(),
             pool,

@@ -1,0 +1,34 @@
+//! The EKS client's state and limits, and the error test its methods share, in a module of
+//! their own: the client's methods live beside what they do (`calls`, `operations`, `config`)
+//! and its `NodePools` methods in the folder's root, all of which use these and none of which
+//! these use.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use aws_sdk_eks::Client;
+
+use crate::cloud::error::CloudError;
+
+/// Attempts per API call (the first try included) before a retryable failure is returned.
+pub const MAX_ATTEMPTS: u32 = 6;
+
+/// The EKS side of [`NodePools`]. One SDK client per region, built on first use and cached.
+pub struct EksClient {
+    pub(super) base: aws_sdk_eks::config::Builder,
+    pub(super) default_region: Option<String>,
+    pub(super) clients: Mutex<HashMap<String, Client>>,
+    pub(super) poll_first: Duration,
+    pub(super) poll_cap: Duration,
+    pub(super) retry_first: Duration,
+    pub(super) retry_cap: Duration,
+    pub(super) attempt_timeout: Duration,
+    /// How long creates and deletes took, for the first look at the next (see `watch`).
+    pub(super) pace: crate::operation::Pace,
+}
+
+/// Whether an API error carries the EKS error code `want`.
+pub(super) fn has_code(e: &CloudError, want: &str) -> bool {
+    matches!(e, CloudError::Api { code, .. } if code == want)
+}
