@@ -70,7 +70,7 @@ fn injected(path: &str, status: StatusCode) -> Response {
     if path.starts_with("/v1/") {
         Gke::injected(status, message).into_response()
     } else if path.starts_with("/k8s/") {
-        kube::injected(status, message)
+        kube::http::injected(status, message)
     } else if path.starts_with("/clusters") {
         Eks::injected(status, message).into_response()
     } else {

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS, labels_of, meta_mut};
+use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS};
 use crate::kube::kinds;
+use crate::kube::meta::{labels_of, meta_mut};
 use crate::kube::twin::{self, ERROR_ANNOTATION, NodeTwin, PluginInputs};
 use crate::kube::util;
 use crate::kube::validate::validate_object;
