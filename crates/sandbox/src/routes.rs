@@ -15,6 +15,18 @@ use super::eks::Eks;
 use super::gke::{Gke, instance_group_manager};
 use super::{Sandbox, faults, inventory, kube, util};
 
+impl Sandbox {
+    pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
+    /// the fault-injection layer so faults can target any API.
+    pub fn router_with(&self, extra: Router) -> Router {
+        router(self, extra)
+    }
+}
+
 /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
 /// the fault layer so faults can target any API.
 pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
