@@ -1,6 +1,6 @@
 //! The digital twin's side of the store: Node objects for the clouds' pools, named and labelled as
 //! each cloud names them, and every node's advertisement brought up to date after a write, as the
-//! GPU operator's device plugin would (see `twin.rs` for what a node advertises and why).
+//! GPU operator's device plugin would (see `kube/twin.rs` for what a node advertises and why).
 
 use std::collections::BTreeMap;
 
