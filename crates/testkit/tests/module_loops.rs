@@ -4,7 +4,8 @@
 //! Why a checker of our own: `cargo modules dependencies --acyclic` answers the same question, but
 //! cargo-modules compiles rust-analyzer's crates, many minutes on a 2-core machine and again on
 //! every CI run on a clean machine. This one reads the sources with `syn`, which the workspace
-//! already builds for its proc macros, and runs in well under a second.
+//! already depends on for its proc macros (one more build of it, seconds), and runs in about a
+//! second.
 //!
 //! What it reads. Each target of a crate (its lib.rs, its main.rs, the files of src/bin/) is a
 //! tree of its own. Files map to modules as rustc maps them: `mod x;` in a crate root or a mod.rs
