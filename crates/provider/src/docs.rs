@@ -1,6 +1,6 @@
 //! Registry-style documentation generated from the schemas and the examples, so the docs, the
-//! examples and the code cannot disagree. `tests/docs.rs` fails when the committed pages differ
-//! from what this renders, and rewrites them when FRACGPU_WRITE_DOCS=1.
+//! examples and the code cannot disagree. `tests/acceptance/docs.rs` fails when the committed
+//! pages differ from what this renders, and rewrites them when FRACGPU_WRITE_DOCS=1.
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -14,6 +14,13 @@ pub(crate) async fn endpoint(State(sb): State<Sandbox>) -> Response {
     json_response(StatusCode::OK, &sb.inventory())
 }
 
+impl Sandbox {
+    /// Every cluster and pool of every cloud in a stable JSON shape (see `/_sandbox/inventory`).
+    pub fn inventory(&self) -> serde_json::Value {
+        self.with_world(|w, _| inventory_of(w))
+    }
+}
+
 /// A stable JSON listing of the world: clusters and pools sorted by cloud, cluster and name; each
 /// pool carries its state and the document a GET on the cloud's API returns for it (GKE pools also
 /// `nodes`, the sum of their instance groups' sizes, which no GKE document holds). `creates`

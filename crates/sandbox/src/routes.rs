@@ -15,6 +15,18 @@ use super::eks::Eks;
 use super::gke::{Gke, instance_group_manager};
 use super::{Sandbox, faults, inventory, kube, util};
 
+impl Sandbox {
+    pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
+    /// the fault-injection layer so faults can target any API.
+    pub fn router_with(&self, extra: Router) -> Router {
+        router(self, extra)
+    }
+}
+
 /// The sandbox's routes plus `extra` (e.g. the Kubernetes emulator under `/k8s/...`), all behind
 /// the fault layer so faults can target any API.
 pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
@@ -70,7 +82,7 @@ fn injected(path: &str, status: StatusCode) -> Response {
     if path.starts_with("/v1/") {
         Gke::injected(status, message).into_response()
     } else if path.starts_with("/k8s/") {
-        kube::injected(status, message)
+        kube::http::injected(status, message)
     } else if path.starts_with("/clusters") {
         Eks::injected(status, message).into_response()
     } else {

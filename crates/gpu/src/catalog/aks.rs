@@ -1,9 +1,8 @@
 //! AKS's view of MIG. An AKS node pool takes no MIG profile, only a `gpuInstanceProfile` naming compute
-//! slices, so both writing a pool and reading one back need the GPU to know which profile is meant. This
-//! is that mapping, both ways, as the AKS MIG guide describes it
-//! (<https://learn.microsoft.com/azure/aks/gpu-multi-instance>).
-
-use super::{GpuModel, MigProfile};
+//! slices, so both writing a pool and reading one back need the GPU to know which profile is meant, as the
+//! AKS MIG guide describes it (<https://learn.microsoft.com/azure/aks/gpu-multi-instance>). This is the
+//! name; what it means on each GPU is data of the models (`MigProfile::aks`), looked up there
+//! (`mig_profile_for_aks`), so the models use this module and not the other way round.
 
 /// AKS's `gpuInstanceProfile`: AKS names a MIG layout by its compute slices only, so the profile it means
 /// depends on the GPU of the VM size (MIG1g is 1g.5gb on an A100 40GB, 1g.10gb on an A100 80GB).
@@ -42,12 +41,4 @@ impl AksGpuInstanceProfile {
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
     }
-}
-
-/// AKS gpuInstanceProfile -> the profile it creates on this GPU.
-pub(crate) fn mig_profile_for_aks(
-    gpu: &GpuModel,
-    aks: AksGpuInstanceProfile,
-) -> Option<&'static MigProfile> {
-    gpu.mig_profiles.iter().find(|p| p.aks == Some(aks))
 }

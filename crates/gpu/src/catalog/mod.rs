@@ -22,11 +22,11 @@ mod suggest;
 mod tests;
 
 pub use aks::AksGpuInstanceProfile;
-pub(crate) use aks::mig_profile_for_aks;
 pub use cloud::Cloud;
 pub use hardware::{Hardware, MAX_GPUS_PER_NODE, resolve_hardware};
 pub(crate) use lookup::all_machine_types;
 pub use lookup::{all_gpu_models, gpu_model, machine_type};
 pub use machines::MachineType;
 pub use markdown::catalog_markdown;
+pub(crate) use models::mig_profile_for_aks;
 pub use models::{GpuModel, MemorySource, MigProfile, compute_share};

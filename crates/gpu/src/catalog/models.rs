@@ -100,6 +100,14 @@ impl GpuModel {
     }
 }
 
+/// AKS gpuInstanceProfile -> the profile it creates on this GPU.
+pub(crate) fn mig_profile_for_aks(
+    gpu: &GpuModel,
+    aks: AksGpuInstanceProfile,
+) -> Option<&'static MigProfile> {
+    gpu.mig_profiles.iter().find(|p| p.aks == Some(aks))
+}
+
 /// A profile's compute share as `n/d` (`1/7`, `7/7`, `2/4`).
 pub fn compute_share(gpu: &GpuModel, profile: &MigProfile) -> String {
     format!("{}/{}", profile.compute_slices, gpu.compute_slices)

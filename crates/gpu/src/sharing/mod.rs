@@ -15,28 +15,31 @@
 //! - `modes`: the sharing modes as users declare them.
 //! - `taints`: taints and the tolerations they call for.
 //! - `validate`: a pool in, its derived facts out; `mode_facts` holds the per-mode part and `rules` the
-//!   checks each cloud and plugin impose.
+//!   checks each cloud and plugin impose; `spec` the pool as declared and `derived` the facts, the types
+//!   the three of them share.
+//! - `labels`: the node labels that select a device plugin config and a MIG layout.
 //! - `plugin_config`: the NVIDIA device plugin config a mode needs, under the name nodes select it by.
 
+mod derived;
+mod labels;
 mod mode_facts;
 pub(crate) use mode_facts::dotted;
 mod modes;
 mod plugin_config;
 mod rules;
+mod spec;
 mod taints;
 #[cfg(test)]
 mod tests;
 mod validate;
 
+pub use derived::{Derived, GkeAccelerator, Isolation};
+pub use labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
 pub use modes::{GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode};
 pub use plugin_config::{NamedConfig, device_plugin_config, device_plugin_config_yaml};
 pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku, check_eks_ami_type};
+pub use spec::PoolSpec;
 #[cfg(test)]
 use taints::DEFAULT_GPU_TAINT;
 pub use taints::{GKE_GPU_TAINT, Taint, TaintEffect, Toleration, TolerationOperator};
-pub use validate::{Derived, GkeAccelerator, Isolation, PoolSpec, validate};
-
-/// The node label the NVIDIA device plugin reads to pick its named config.
-pub const DEVICE_PLUGIN_CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
-/// The node label the GPU operator's MIG manager reads to partition a node's GPUs.
-pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
+pub use validate::validate;

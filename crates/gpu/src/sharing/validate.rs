@@ -4,90 +4,15 @@
 
 use std::collections::BTreeMap;
 
+use super::Taint;
+use super::derived::{Derived, GkeAccelerator};
+use super::labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
 use super::mode_facts::{check_mode, mig_config_name};
 use super::rules::check_pool_name;
+use super::spec::PoolSpec;
 use super::taints::{check_unique, default_taints, node_taints};
-use super::{
-    DEVICE_PLUGIN_CONFIG_LABEL, GkeSharing, MIG_CONFIG_LABEL, NamedConfig, SharingMode, Taint,
-    Toleration,
-};
-use crate::catalog::{
-    AksGpuInstanceProfile, Cloud, GpuModel, Hardware, MigProfile, all_gpu_models,
-};
+use crate::catalog::{Cloud, all_gpu_models};
 use crate::error::{DomainError, Field, list, summary};
-
-/// A GPU node pool as the user declares it, with its hardware already resolved
-/// ([`crate::resolve_hardware`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PoolSpec {
-    pub cloud: Cloud,
-    pub pool_name: String,
-    pub hardware: Hardware,
-    pub sharing: SharingMode,
-    /// `None` gives the pool the default GPU taint: `nvidia.com/gpu=Present:NoSchedule` on AKS and EKS,
-    /// GKE's own `nvidia.com/gpu=present:NoSchedule` on GKE; `Some(vec![])` means no taint of the pool's
-    /// (GKE's own GPU taint stays on GKE nodes whatever the pool says).
-    pub taints: Option<Vec<Taint>>,
-    /// The user's own node labels.
-    pub labels: BTreeMap<String, String>,
-}
-
-/// What GKE's node pool accelerator block must say.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct GkeAccelerator {
-    pub accelerator_type: &'static str,
-    pub accelerator_count: u32,
-    pub gpu_partition_size: Option<&'static str>,
-    pub sharing: Option<GkeSharing>,
-}
-
-/// How well a workload on the pool is walled off from its neighbours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Isolation {
-    /// A whole GPU per request.
-    WholeGpu,
-    /// MIG: separate compute and memory in hardware.
-    Hardware,
-    /// MPS: memory capped per client, faults shared.
-    MemoryLimit,
-    /// Time-slicing: nothing; each workload must keep to its share by itself.
-    None,
-}
-
-/// The facts that follow from a valid pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Derived {
-    pub cloud: Cloud,
-    pub gpu: &'static GpuModel,
-    pub gpus_per_node: u32,
-    /// The sharing mode with the MIG profile spelled as the catalog spells it.
-    pub sharing: SharingMode,
-    /// The MIG profile, for MIG pools.
-    pub mig_profile: Option<&'static MigProfile>,
-    /// The extended resource pods request.
-    pub resource_name: String,
-    /// Schedulable units per GPU: 1, the replicas, the MIG instances, or instances x GKE clients.
-    pub slices_per_gpu: u32,
-    pub slices_per_node: u32,
-    /// Memory of one unit (MiB, floor).
-    pub memory_per_slice_mib: u32,
-    pub isolation: Isolation,
-    /// Selects the pool's nodes.
-    pub node_selector: BTreeMap<String, String>,
-    /// The pool's taints (the default when the user named none). On GKE this may include GKE's own GPU
-    /// taint, which the cloud layer never sends: GKE puts it on the nodes itself.
-    pub taints: Vec<Taint>,
-    /// What a pod needs to tolerate those taints.
-    pub tolerations: Vec<Toleration>,
-    /// Labels the provider must set on the pool's nodes (beside the user's own).
-    pub node_labels: BTreeMap<String, String>,
-    /// The NVIDIA device plugin config the nodes select (AKS and EKS; GKE's own plugin reads none).
-    pub device_plugin_config: Option<NamedConfig>,
-    /// AKS's `gpuInstanceProfile`, for MIG pools on AKS.
-    pub aks_gpu_instance_profile: Option<AksGpuInstanceProfile>,
-    /// GKE's accelerator block, for pools on GKE.
-    pub gke_accelerator: Option<GkeAccelerator>,
-}
 
 /// Validates a pool, collecting every problem, and derives its placement facts.
 pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {

@@ -1,7 +1,7 @@
 //! Every example under examples/ is applied, planned empty and destroyed by the real terraform,
 //! so no example in the docs can rot. Modules (examples/modules/*) are not root configurations:
 //! they are applied through the examples that call them and by their own `terraform test`
-//! (tests/module_tftest.rs).
+//! (tests/acceptance/module_tftest.rs).
 
 use std::path::{Path, PathBuf};
 

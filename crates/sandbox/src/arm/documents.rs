@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::validate::{effective_disk, parse_taint};
-use super::{AgentPool, AksCluster};
+use super::world::{AgentPool, AksCluster};
 use crate::catalog;
 use crate::nodes::PoolNodes;
 

@@ -8,11 +8,10 @@ use axum::response::Response;
 use serde_json::json;
 
 use super::documents::{pool_json, pool_nodes};
-use super::routes::find_cluster;
+use super::error::{ArmError, err, error_body};
 use super::validate::{immutable_changes, parse_props};
-use super::{
-    AgentPool, AksCluster, AksWorld, ArmError, ArmOp, MAX_AGENT_POOLS, Pending, cluster_key, err,
-    error_body,
+use super::world::{
+    AgentPool, AksCluster, AksWorld, ArmOp, MAX_AGENT_POOLS, Pending, cluster_key, find_cluster,
 };
 use crate::api::ApiRequest;
 use crate::dates::rfc3339_millis;
@@ -152,14 +151,14 @@ pub(super) fn put_pool(
     let base = req.base();
     sb.with_world_opts(req.fail, |w, ctx| {
         let key = cluster_key(sub, rg, cluster);
-        let c = find_cluster(w, sub, rg, cluster)?;
+        let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         let existing = c.pools.get(name).cloned();
         // A PUT of a pool not yet made (or whose creation is pending or failed) asks for a create.
         if existing.as_ref().is_none_or(|p| matches!(p.provisioning_state.as_str(), "Creating" | "Failed")) {
             let cluster_name = c.name.clone();
             w.count_create_request("aks", &cluster_name, name);
         }
-        let c = find_cluster(w, sub, rg, cluster)?;
+        let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         if let Some(p) = &existing
             && let Some(pending) = &p.pending {
                 let what = pending.kind.in_progress();
@@ -216,7 +215,7 @@ pub(super) fn delete_pool(
     let base = req.base();
     sb.with_world_opts(req.fail, |w, ctx| {
         let key = cluster_key(sub, rg, cluster);
-        let c = find_cluster(w, sub, rg, cluster)?;
+        let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         let Some(p) = c.pools.get(name) else {
             // ARM DELETE is idempotent: a missing resource is 204.
             return Ok(Response::builder().status(StatusCode::NO_CONTENT).body(axum::body::Body::empty()).unwrap_or_default());

@@ -7,13 +7,12 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::documents::pool_json;
+use super::error::{ArmError, err};
 use super::operations::{delete_pool, operation, put_pool};
-use super::{
-    AksCluster, ArmError, KUBERNETES_VERSION, MAX_AGENT_POOLS, MIN_API_VERSION, cluster_key, err,
-};
+use super::world::{KUBERNETES_VERSION, MAX_AGENT_POOLS, MIN_API_VERSION, find_cluster};
+use crate::Sandbox;
 use crate::api::{ApiRequest, CloudApi};
 use crate::util::{json_response, query_get, segments};
-use crate::{Sandbox, World};
 
 /// The ARM agentPools API.
 pub(crate) struct Arm;
@@ -179,47 +178,6 @@ fn check_api_version(v: &str, rtype: &str) -> Result<(), ArmError> {
     Ok(())
 }
 
-pub(super) fn find_cluster<'a>(
-    w: &'a mut World,
-    sub: &str,
-    rg: &str,
-    cluster: &str,
-) -> Result<&'a mut AksCluster, ArmError> {
-    let key = cluster_key(sub, rg, cluster);
-    if !w.aks.clusters.contains_key(&key) {
-        let rg_exists = w.aks.clusters.values().any(|c| {
-            c.subscription.eq_ignore_ascii_case(sub) && c.resource_group.eq_ignore_ascii_case(rg)
-        });
-        if !rg_exists {
-            if !w
-                .aks
-                .clusters
-                .values()
-                .any(|c| c.subscription.eq_ignore_ascii_case(sub))
-            {
-                return Err(err(
-                    StatusCode::NOT_FOUND,
-                    "SubscriptionNotFound",
-                    format!("The subscription '{sub}' could not be found."),
-                ));
-            }
-            return Err(err(
-                StatusCode::NOT_FOUND,
-                "ResourceGroupNotFound",
-                format!("Resource group '{rg}' could not be found."),
-            ));
-        }
-        return Err(err(
-            StatusCode::NOT_FOUND,
-            "ResourceNotFound",
-            format!(
-                "The Resource 'Microsoft.ContainerService/managedClusters/{cluster}' under resource group '{rg}' was not found."
-            ),
-        ));
-    }
-    Ok(w.aks.clusters.get_mut(&key).expect("checked above"))
-}
-
 fn pool_not_found(name: &str) -> ArmError {
     err(
         StatusCode::NOT_FOUND,
@@ -230,7 +188,7 @@ fn pool_not_found(name: &str) -> ArmError {
 
 fn get_cluster(sb: &Sandbox, sub: &str, rg: &str, cluster: &str) -> Result<Response, ArmError> {
     sb.with_world(|w, _| {
-        let c = find_cluster(w, sub, rg, cluster)?;
+        let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         let profiles: Vec<Value> = c.pools.values().map(|p| {
             let mut v = pool_json(c, p)["properties"].clone();
             v["name"] = json!(p.name);
@@ -276,7 +234,7 @@ fn list(
         })?,
     };
     sb.with_world(|w, _| {
-        let c = find_cluster(w, sub, rg, cluster)?;
+        let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         let value: Vec<Value> = c
             .pools
             .values()
@@ -306,7 +264,7 @@ fn get_pool(
     name: &str,
 ) -> Result<Response, ArmError> {
     sb.with_world(|w, _| {
-        let c = find_cluster(w, sub, rg, cluster)?;
+        let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         let p = c.pools.get(name).ok_or_else(|| pool_not_found(name))?;
         Ok(json_response(StatusCode::OK, &pool_json(c, p)))
     })

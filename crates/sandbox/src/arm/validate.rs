@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use super::{ArmError, KUBERNETES_VERSION, PoolProps, err, invalid};
+use super::error::{ArmError, err, invalid};
+use super::world::{KUBERNETES_VERSION, PoolProps};
 use crate::catalog;
 use crate::nodes::{valid_label_key, valid_label_value};
 

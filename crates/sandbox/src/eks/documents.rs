@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{EKS_VERSION, EksCluster, EksUpdate, Nodegroup};
+use super::world::{EKS_VERSION, EksCluster, EksUpdate, Nodegroup};
 use crate::AWS_ACCOUNT;
 use crate::catalog;
 use crate::dates::epoch_secs;

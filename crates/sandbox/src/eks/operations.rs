@@ -8,14 +8,14 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::documents::{nodegroup_json, pool_nodes, update_json};
-use super::routes::{cluster, in_use, ng_missing};
+use super::error::{AwsError, aws, invalid};
 use super::validate::{
     check_ami_version, check_labels, check_scaling, opt_int, opt_str, parse_body, parse_create,
     parse_taints, str_list, str_map,
 };
-use super::{
-    AwsError, EKS_VERSION, EksUpdate, EksWorld, MAX_NODEGROUPS, NgSpec, Nodegroup, Pending,
-    RELEASE_VERSION, aws, invalid,
+use super::world::{
+    EKS_VERSION, EksUpdate, EksWorld, MAX_NODEGROUPS, NgSpec, Nodegroup, Pending, RELEASE_VERSION,
+    cluster, in_use, ng_missing,
 };
 use crate::api::ApiRequest;
 use crate::nodes::NodeEvent;
@@ -99,10 +99,10 @@ pub(super) fn create(
 ) -> Result<Response, AwsError> {
     let req = parse_body(&request.body)?;
     sb.with_world_opts(request.fail, |w, ctx| {
-        cluster(w, region, c)?;
+        cluster(&w.eks, region, c)?;
         let (name, spec, token) = parse_create(&req)?;
         w.count_create_request("eks", c, &name);
-        let cl = cluster(w, region, c)?;
+        let cl = cluster(&w.eks, region, c)?;
         if let Some(existing) = cl.nodegroups.get(&name) {
             // Same clientRequestToken: an idempotent retry, answered with the node group.
             if token.is_some() && existing.client_request_token == token {
@@ -183,7 +183,7 @@ pub(super) fn delete(
     ng: &str,
 ) -> Result<Response, AwsError> {
     sb.with_world_opts(request.fail, |w, ctx| {
-        let cl = cluster(w, region, c)?;
+        let cl = cluster(&w.eks, region, c)?;
         let n = cl.nodegroups.get(ng).ok_or_else(|| ng_missing(c, ng))?;
         if n.pending.is_some() {
             return Err(in_use(c, n));
@@ -272,7 +272,7 @@ pub(super) fn update_config(
 ) -> Result<Response, AwsError> {
     let req = parse_body(&request.body)?;
     sb.with_world_opts(request.fail, |w, ctx| {
-        let cl = cluster(w, region, c)?;
+        let cl = cluster(&w.eks, region, c)?;
         let n = cl.nodegroups.get(ng).ok_or_else(|| ng_missing(c, ng))?;
         if n.status != "ACTIVE" && n.status != "DEGRADED" {
             return Err(in_use(c, n));
@@ -383,7 +383,7 @@ pub(super) fn update_version(
 ) -> Result<Response, AwsError> {
     let req = parse_body(&request.body)?;
     sb.with_world_opts(request.fail, |w, ctx| {
-        let cl = cluster(w, region, c)?;
+        let cl = cluster(&w.eks, region, c)?;
         let n = cl.nodegroups.get(ng).ok_or_else(|| ng_missing(c, ng))?;
         if n.status != "ACTIVE" && n.status != "DEGRADED" {
             return Err(in_use(c, n));

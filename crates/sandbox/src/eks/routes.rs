@@ -6,12 +6,13 @@ use axum::response::Response;
 use serde_json::json;
 
 use super::documents::{cluster_json, nodegroup_json, update_json};
+use super::error::{AwsError, aws, invalid};
 use super::operations::{create, delete, update_config, update_version};
 use super::sigv4::sigv4_region;
-use super::{AwsError, EksCluster, Nodegroup, aws, invalid};
+use super::world::{cluster, ng_missing};
+use crate::Sandbox;
 use crate::api::{ApiRequest, CloudApi};
 use crate::util::{json_response, query_get, segments};
-use crate::{Sandbox, World};
 
 /// The EKS API.
 pub(crate) struct Eks;
@@ -59,13 +60,13 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, AwsError> {
         (&Method::GET, ["clusters", c]) => sb.with_world(|w, _| {
             Ok(json_response(
                 StatusCode::OK,
-                &json!({"cluster": cluster_json(cluster(w, &region, c)?)}),
+                &json!({"cluster": cluster_json(cluster(&w.eks, &region, c)?)}),
             ))
         }),
         (&Method::POST, ["clusters", c, "node-groups"]) => create(sb, req, &region, c),
         (&Method::GET, ["clusters", c, "node-groups"]) => list(sb, &region, c, uri),
         (&Method::GET, ["clusters", c, "node-groups", ng]) => sb.with_world(|w, _| {
-            let cl = cluster(w, &region, c)?;
+            let cl = cluster(&w.eks, &region, c)?;
             let n = cl.nodegroups.get(*ng).ok_or_else(|| ng_missing(c, ng))?;
             Ok(json_response(
                 StatusCode::OK,
@@ -80,7 +81,7 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, AwsError> {
             update_version(sb, req, &region, c, ng)
         }
         (&Method::GET, ["clusters", c, "updates"]) => sb.with_world(|w, _| {
-            let cl = cluster(w, &region, c)?;
+            let cl = cluster(&w.eks, &region, c)?;
             let key = format!("{}/{}", cl.region, cl.name);
             let ng = query_get(uri.query(), "nodegroupName");
             let ids: Vec<&String> = w
@@ -93,7 +94,7 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, AwsError> {
             Ok(json_response(StatusCode::OK, &json!({ "updateIds": ids })))
         }),
         (&Method::GET, ["clusters", c, "updates", id]) => sb.with_world(|w, _| {
-            let cl = cluster(w, &region, c)?;
+            let cl = cluster(&w.eks, &region, c)?;
             let key = format!("{}/{}", cl.region, cl.name);
             let ng = query_get(uri.query(), "nodegroupName");
             let u =
@@ -117,47 +118,6 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, AwsError> {
     }
 }
 
-pub(super) fn cluster<'a>(
-    w: &'a World,
-    region: &str,
-    name: &str,
-) -> Result<&'a EksCluster, AwsError> {
-    w.eks
-        .clusters
-        .get(&format!("{region}/{name}"))
-        .ok_or_else(|| {
-            aws(
-                StatusCode::NOT_FOUND,
-                "ResourceNotFoundException",
-                format!("No cluster found for name: {name}."),
-            )
-            .with("clusterName", name)
-        })
-}
-
-pub(super) fn ng_missing(cluster: &str, ng: &str) -> AwsError {
-    aws(
-        StatusCode::NOT_FOUND,
-        "ResourceNotFoundException",
-        format!("No node group found for name: {ng}."),
-    )
-    .with("clusterName", cluster)
-    .with("nodegroupName", ng)
-}
-
-pub(super) fn in_use(cluster: &str, ng: &Nodegroup) -> AwsError {
-    aws(
-        StatusCode::CONFLICT,
-        "ResourceInUseException",
-        format!(
-            "Nodegroup {} is currently in {} state and cannot be modified.",
-            ng.name, ng.status
-        ),
-    )
-    .with("clusterName", cluster)
-    .with("nodegroupName", &ng.name)
-}
-
 fn list(sb: &Sandbox, region: &str, c: &str, uri: &Uri) -> Result<Response, AwsError> {
     let max = match query_get(uri.query(), "maxResults") {
         None => 100,
@@ -177,7 +137,7 @@ fn list(sb: &Sandbox, region: &str, c: &str, uri: &Uri) -> Result<Response, AwsE
             .map_err(|_| invalid("The nextToken is invalid."))?,
     };
     sb.with_world(|w, _| {
-        let cl = cluster(w, region, c)?;
+        let cl = cluster(&w.eks, region, c)?;
         let names: Vec<&String> = cl.nodegroups.keys().skip(start).take(max).collect();
         let mut v = json!({ "nodegroups": names });
         if start + max < cl.nodegroups.len() {

@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderMap, StatusCode};
 
-use super::{AwsError, aws};
+use super::error::{AwsError, aws};
 
 /// Check the shape of a SigV4 Authorization header and return the credential scope's region.
 pub(super) fn sigv4_region(headers: &HeaderMap) -> Result<String, AwsError> {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use super::{AwsError, EKS_VERSION, MAX_NODES, NgSpec, RELEASE_VERSION, aws, invalid};
+use super::error::{AwsError, aws, invalid};
+use super::world::{EKS_VERSION, MAX_NODES, NgSpec, RELEASE_VERSION};
 use crate::catalog;
 use crate::nodes::{valid_label_key, valid_label_value};
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{GKE_VERSION, GkeCluster, GkeOp, NodePool, PoolSpec};
+use super::world::{GKE_VERSION, GkeCluster, GkeOp, NodePool, PoolSpec, cluster_path};
 use crate::catalog;
 use crate::dates::rfc3339_millis;
 use crate::nodes::{PoolNodes, gke_group_id, k8s_effect};
@@ -152,13 +152,6 @@ pub(crate) fn pool_nodes(cluster: &str, cluster_zones: &[String], pool: &NodePoo
         gke_sharing: sharing,
         os_image: None,
     }
-}
-
-pub(super) fn cluster_path(c: &GkeCluster) -> String {
-    format!(
-        "projects/{}/locations/{}/clusters/{}",
-        c.project, c.location, c.name
-    )
 }
 
 pub(crate) fn pool_json(c: &GkeCluster, p: &NodePool) -> Value {

@@ -8,12 +8,14 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::documents::{cluster_path, op_json, pool_nodes};
-use super::routes::{cluster, pool_missing};
+use super::documents::{op_json, pool_nodes};
+use super::error::{GError, gerr, invalid};
 use super::validate::{
     apply_update, boolean, int, object, parse_autoscaling, parse_body, parse_pool, string,
 };
-use super::{GError, GkeCluster, GkeOp, GkeWorld, NodePool, Pending, gerr, invalid};
+use super::world::{
+    GkeCluster, GkeOp, GkeWorld, NodePool, Pending, cluster, cluster_path, pool_missing,
+};
 use crate::api::ApiRequest;
 use crate::nodes::NodeEvent;
 use crate::operations::{Kind, Operations, Queue};
@@ -210,12 +212,12 @@ pub(super) fn create(
         ));
     };
     sb.with_world_opts(fail, |w, ctx| {
-        let full = cluster(w, p, l, c)?;
+        let full = cluster(&w.gke, p, l, c)?;
         // The pool's zones and what they offer are the cluster's business.
         let (name, spec) = parse_pool(np, full)?;
         let cluster_name = full.name.clone();
         w.count_create_request("gke", &cluster_name, &name);
-        let full = cluster(w, p, l, c)?;
+        let full = cluster(&w.gke, p, l, c)?;
         if full.pools.contains_key(&name) {
             return Err(gerr(
                 409,
@@ -288,7 +290,7 @@ pub(super) fn mutate(
         parse_body(body)?
     };
     sb.with_world_opts(fail, |w, ctx| {
-        let cl = cluster(w, p, l, c)?;
+        let cl = cluster(&w.gke, p, l, c)?;
         let pool = cl.pools.get(name).ok_or_else(|| pool_missing(cl, name))?;
         // One operation at a time on a pool.
         if let Some(op) = pool.pending.as_ref().and_then(|p| w.gke.ops.get(&p.op)) {
@@ -393,7 +395,7 @@ pub(super) fn update_cluster(
         );
     }
     sb.with_world_opts(fail, |w, ctx| {
-        let cl = cluster(w, p, l, c)?.clone_shallow();
+        let cl = cluster(&w.gke, p, l, c)?.clone_shallow();
         check_cluster_ops(w, &cl, true)?;
         let op = new_op(w, ctx, &cl, None, "UPDATE_CLUSTER");
         Ok(json_response(StatusCode::OK, &op_json(base, &op)))

@@ -7,11 +7,10 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::documents::{
-    cluster_json, cluster_path, instance_group_name, op_json, pool_json, zone_sizes,
-};
+use super::documents::{cluster_json, instance_group_name, op_json, pool_json, zone_sizes};
+use super::error::{GError, gerr};
 use super::operations::{Mutation, create, mutate, update_cluster};
-use super::{GError, GkeCluster, gerr};
+use super::world::{cluster, pool_missing};
 use crate::api::{ApiRequest, CloudApi};
 use crate::util::{json_response, segments};
 use crate::{Sandbox, World};
@@ -55,7 +54,7 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, GError> {
                 (&Method::GET, None) => sb.with_world(|w, _| {
                     Ok(json_response(
                         StatusCode::OK,
-                        &cluster_json(cluster(w, p, l, cname)?),
+                        &cluster_json(cluster(&w.gke, p, l, cname)?),
                     ))
                 }),
                 (&Method::PUT, None) => update_cluster(sb, req, p, l, cname),
@@ -76,7 +75,7 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, GError> {
             "nodePools",
         ] => match *method {
             Method::GET => sb.with_world(|w, _| {
-                let c = cluster(w, p, l, c)?;
+                let c = cluster(&w.gke, p, l, c)?;
                 let list: Vec<Value> = c.pools.values().map(|np| pool_json(c, np)).collect();
                 Ok(json_response(StatusCode::OK, &json!({ "nodePools": list })))
             }),
@@ -100,7 +99,7 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, GError> {
             let (name, verb) = split_verb(np);
             match (method, verb) {
                 (&Method::GET, None) => sb.with_world(|w, _| {
-                    let c = cluster(w, p, l, c)?;
+                    let c = cluster(&w.gke, p, l, c)?;
                     let pool = c.pools.get(name).ok_or_else(|| pool_missing(c, name))?;
                     Ok(json_response(StatusCode::OK, &pool_json(c, pool)))
                 }),
@@ -152,27 +151,6 @@ fn split_verb(seg: &str) -> (&str, Option<&str>) {
         Some((n, v)) => (n, Some(v)),
         None => (seg, None),
     }
-}
-
-pub(super) fn cluster<'a>(
-    w: &'a World,
-    p: &str,
-    l: &str,
-    c: &str,
-) -> Result<&'a GkeCluster, GError> {
-    w.gke.clusters.get(&format!("{p}/{l}/{c}")).ok_or_else(|| {
-        gerr(
-            404,
-            format!("Not found: projects/{p}/locations/{l}/clusters/{c}."),
-        )
-    })
-}
-
-pub(super) fn pool_missing(c: &GkeCluster, name: &str) -> GError {
-    gerr(
-        404,
-        format!("Not found: {}/nodePools/{name}.", cluster_path(c)),
-    )
 }
 
 /// Compute Engine's instance group managers of the pools, one per zone of a pool, reduced to what

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    Accelerator, Autoscaling, GError, GKE_VERSION, GkeCluster, PoolSpec, invalid, is_zone,
-    region_of,
+use super::error::{GError, invalid};
+use super::world::{
+    Accelerator, Autoscaling, GKE_VERSION, GkeCluster, PoolSpec, is_zone, region_of,
 };
 use crate::catalog;
 use crate::nodes::{valid_label_key, valid_label_value};

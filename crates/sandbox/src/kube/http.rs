@@ -8,6 +8,7 @@ use super::select::{FieldReq, Selector};
 use super::status::ApiError;
 use super::store::{Validation, WriteCtx};
 use super::table;
+use super::tls::TlsListener;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
@@ -51,6 +52,23 @@ fn err(e: ApiError) -> Response {
             .into_response();
     }
     reply(e.code, &e.to_json())
+}
+
+impl KubeApi {
+    /// Serves `/k8s/{cloud}/{cluster}/...`; the sandbox's main app nests or merges it.
+    pub(crate) fn router(self: &Arc<Self>) -> Router {
+        router(self.clone())
+    }
+
+    /// Serves [`KubeApi::router`] over HTTPS on `listener` until the task is dropped.
+    pub async fn serve_tls(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<()> {
+        let tls =
+            TlsListener::new(listener, &self.tls_identity()).map_err(std::io::Error::other)?;
+        axum::serve(tls, self.router()).await
+    }
 }
 
 /// An injected failure (the sandbox's fault layer) as this API server answers errors.
@@ -485,7 +503,7 @@ async fn watch(
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(timeout);
         let matches = |o: &Value| {
-            sel.matches(&super::store::labels_of(o)) && fields.iter().all(|f| f.matches(o))
+            sel.matches(&super::meta::labels_of(o)) && fields.iter().all(|f| f.matches(o))
         };
         let line = |t: &str, o: &Value| {
             Ok(Bytes::from(format!(

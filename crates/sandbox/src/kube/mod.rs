@@ -26,8 +26,11 @@
 //! kube-apiserver and lists each difference kept.
 
 mod discovery;
-mod http;
+// The HTTP face uses the API's state; the state does not know its face (the sandbox's fault layer
+// reaches `http::injected` directly, and `KubeApi::router` is defined there).
+pub(crate) mod http;
 mod kinds;
+mod meta;
 mod patch;
 mod proto;
 pub mod remote_twin;
@@ -41,7 +44,6 @@ mod twin;
 mod util;
 mod validate;
 
-pub(crate) use http::injected;
 pub(crate) use status::ApiError;
 pub(crate) use store::Cluster;
 pub use tls::TlsIdentity;
@@ -233,26 +235,11 @@ impl KubeApi {
         self.tls.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Serves [`KubeApi::router`] over HTTPS on `listener` until the task is dropped.
-    pub async fn serve_tls(
-        self: Arc<Self>,
-        listener: tokio::net::TcpListener,
-    ) -> std::io::Result<()> {
-        let tls =
-            TlsListener::new(listener, &self.tls_identity()).map_err(std::io::Error::other)?;
-        axum::serve(tls, self.router()).await
-    }
-
     /// The bearer token of a cluster (what the kubeconfig carries).
     pub fn token(&self, cloud: &str, cluster: &str) -> Option<String> {
         self.lock()
             .get(&cluster_key(cloud, cluster))
             .map(|c| c.token.clone())
-    }
-
-    /// Serves `/k8s/{cloud}/{cluster}/...`; the sandbox's main app nests or merges it.
-    pub(crate) fn router(self: &Arc<Self>) -> axum::Router {
-        http::router(self.clone())
     }
 
     fn authorize(&self, cloud: &str, cluster: &str, headers: &HeaderMap) -> Result<(), ApiError> {

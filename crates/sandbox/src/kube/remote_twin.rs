@@ -28,7 +28,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, OPERATOR_NS, labels_of};
+use super::meta::labels_of;
+use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, OPERATOR_NS};
 use super::twin::{self, NodeTwin};
 
 /// The annotation keeping the hardware GPU feature discovery's labels first named.

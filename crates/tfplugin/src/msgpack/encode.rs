@@ -1,7 +1,7 @@
 //! Values to bytes. The schema's type decides the shape, so a value that does not fit its type
 //! is refused here rather than sent for terraform to reject with a less helpful message.
 
-use super::{CodecError, err};
+use super::error::{CodecError, err};
 use crate::types::Type;
 use crate::value::{Number, Value};
 

@@ -7,22 +7,10 @@
 
 mod decode;
 mod encode;
+mod error;
 #[cfg(test)]
 mod tests;
 
 pub use decode::decode;
 pub use encode::encode;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct CodecError(pub String);
-
-impl std::fmt::Display for CodecError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for CodecError {}
-
-fn err<T>(msg: impl Into<String>) -> Result<T, CodecError> {
-    Err(CodecError(msg.into()))
-}
+pub use error::CodecError;

@@ -1,5 +1,5 @@
 //! Unit tests of the AKS mapping and configuration; the client itself is tested against the
-//! sandbox in tests/cloud_aks.rs.
+//! sandbox in tests/clients/cloud_aks.rs.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! Unit tests of the EKS mapping and configuration; the client itself is tested against the
-//! sandbox and moto in tests/cloud_eks.rs.
+//! sandbox and moto in tests/clients/cloud_eks.rs.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! Unit tests of the GKE mapping, error classification and configuration; the client itself is
-//! tested against the sandbox in tests/cloud_gke.rs.
+//! tested against the sandbox in tests/clients/cloud_gke.rs.
 
 use std::collections::BTreeMap;
 

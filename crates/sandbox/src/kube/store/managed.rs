@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::meta_mut;
+use crate::kube::meta::meta_mut;
 use crate::kube::patch::{self, FieldPath};
 use crate::kube::status::ApiError;
 

@@ -11,6 +11,7 @@ mod tests;
 mod write;
 
 use super::kinds::{self, Kind};
+use super::meta::{labels_of, meta_mut, meta_str};
 use super::patch::FieldPath;
 use super::select::{FieldReq, Selector};
 use super::status::ApiError;
@@ -67,30 +68,6 @@ const MAX_EVENTS: usize = 1024;
 
 pub(crate) fn key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
-}
-
-pub(super) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-}
-
-pub(crate) fn labels_of(obj: &Value) -> BTreeMap<String, String> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = json!({});
-    }
-    obj["metadata"].as_object_mut().expect("metadata")
 }
 
 /// What a write is: who does it, and whether it is an update or a server-side apply.

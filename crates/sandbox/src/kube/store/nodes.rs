@@ -1,13 +1,14 @@
 //! The digital twin's side of the store: Node objects for the clouds' pools, named and labelled as
 //! each cloud names them, and every node's advertisement brought up to date after a write, as the
-//! GPU operator's device plugin would (see `twin.rs` for what a node advertises and why).
+//! GPU operator's device plugin would (see `kube/twin.rs` for what a node advertises and why).
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS, labels_of, meta_mut};
+use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS};
 use crate::kube::kinds;
+use crate::kube::meta::{labels_of, meta_mut};
 use crate::kube::twin::{self, ERROR_ANNOTATION, NodeTwin, PluginInputs};
 use crate::kube::util;
 use crate::kube::validate::validate_object;

@@ -9,8 +9,9 @@ use serde_json::{Map, Value, json};
 use super::managed::{
     Managed, apply_conflict, managed_entries, set_managed, strip_meta_status, without_volatile,
 };
-use super::{Cluster, WriteCtx, meta_mut, meta_str};
+use super::{Cluster, WriteCtx};
 use crate::kube::kinds::{self, Kind};
+use crate::kube::meta::{meta_mut, meta_str};
 use crate::kube::patch::{self, FieldPath, PatchType};
 use crate::kube::schema;
 use crate::kube::status::{ApiError, FieldError};

@@ -63,7 +63,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::validate_provider_config::Request>,
     ) -> Result<Response<pb::validate_provider_config::Response>, Status> {
         let handler = provider::validate(self.registry.clone(), req.into_inner());
-        self.guarded("ValidateProviderConfig", handler).await
+        template::guarded(&self.registry, "ValidateProviderConfig", handler).await
     }
 
     async fn validate_resource_config(
@@ -71,7 +71,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::validate_resource_config::Request>,
     ) -> Result<Response<pb::validate_resource_config::Response>, Status> {
         let handler = resource::validate(self.registry.clone(), req.into_inner());
-        self.guarded("ValidateResourceConfig", handler).await
+        template::guarded(&self.registry, "ValidateResourceConfig", handler).await
     }
 
     async fn validate_data_resource_config(
@@ -79,7 +79,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::validate_data_resource_config::Request>,
     ) -> Result<Response<pb::validate_data_resource_config::Response>, Status> {
         let handler = data_source::validate(self.registry.clone(), req.into_inner());
-        self.guarded("ValidateDataResourceConfig", handler).await
+        template::guarded(&self.registry, "ValidateDataResourceConfig", handler).await
     }
 
     async fn upgrade_resource_state(
@@ -87,7 +87,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::upgrade_resource_state::Request>,
     ) -> Result<Response<pb::upgrade_resource_state::Response>, Status> {
         let handler = resource::upgrade_state(self.registry.clone(), req.into_inner());
-        self.guarded("UpgradeResourceState", handler).await
+        template::guarded(&self.registry, "UpgradeResourceState", handler).await
     }
 
     async fn get_resource_identity_schemas(
@@ -102,7 +102,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::upgrade_resource_identity::Request>,
     ) -> Result<Response<pb::upgrade_resource_identity::Response>, Status> {
         let handler = identity::upgrade(self.registry.clone(), req.into_inner());
-        self.guarded("UpgradeResourceIdentity", handler).await
+        template::guarded(&self.registry, "UpgradeResourceIdentity", handler).await
     }
 
     async fn configure_provider(
@@ -110,7 +110,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::configure_provider::Request>,
     ) -> Result<Response<pb::configure_provider::Response>, Status> {
         let handler = provider::configure(self.registry.clone(), req.into_inner());
-        self.guarded("ConfigureProvider", handler).await
+        template::guarded(&self.registry, "ConfigureProvider", handler).await
     }
 
     async fn read_resource(
@@ -118,7 +118,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::read_resource::Request>,
     ) -> Result<Response<pb::read_resource::Response>, Status> {
         let handler = resource::read(self.registry.clone(), req.into_inner());
-        self.guarded("ReadResource", handler).await
+        template::guarded(&self.registry, "ReadResource", handler).await
     }
 
     async fn plan_resource_change(
@@ -126,7 +126,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::plan_resource_change::Request>,
     ) -> Result<Response<pb::plan_resource_change::Response>, Status> {
         let handler = resource::plan(self.registry.clone(), req.into_inner());
-        self.guarded("PlanResourceChange", handler).await
+        template::guarded(&self.registry, "PlanResourceChange", handler).await
     }
 
     async fn apply_resource_change(
@@ -135,7 +135,7 @@ impl pb::provider_server::Provider for ProviderService {
     ) -> Result<Response<pb::apply_resource_change::Response>, Status> {
         let type_name = req.get_ref().type_name.clone();
         let handler = resource::apply(self.registry.clone(), req.into_inner());
-        let r = self.guarded("ApplyResourceChange", handler).await;
+        let r = template::guarded(&self.registry, "ApplyResourceChange", handler).await;
         if let Some(at) = self.stopped_at.get() {
             tracing::info!(
                 tf_resource_type = %type_name,
@@ -151,7 +151,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::import_resource_state::Request>,
     ) -> Result<Response<pb::import_resource_state::Response>, Status> {
         let handler = resource::import(self.registry.clone(), req.into_inner());
-        self.guarded("ImportResourceState", handler).await
+        template::guarded(&self.registry, "ImportResourceState", handler).await
     }
 
     async fn move_resource_state(
@@ -169,7 +169,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::read_data_source::Request>,
     ) -> Result<Response<pb::read_data_source::Response>, Status> {
         let handler = data_source::read(self.registry.clone(), req.into_inner());
-        self.guarded("ReadDataSource", handler).await
+        template::guarded(&self.registry, "ReadDataSource", handler).await
     }
 
     async fn validate_ephemeral_resource_config(
@@ -244,7 +244,7 @@ impl pb::provider_server::Provider for ProviderService {
         req: Request<pb::validate_list_resource_config::Request>,
     ) -> Result<Response<pb::validate_list_resource_config::Response>, Status> {
         let handler = list::validate(self.registry.clone(), req.into_inner());
-        self.guarded("ValidateListResourceConfig", handler).await
+        template::guarded(&self.registry, "ValidateListResourceConfig", handler).await
     }
 
     async fn stop_provider(

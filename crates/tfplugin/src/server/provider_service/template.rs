@@ -6,7 +6,6 @@ use std::future::Future;
 
 use tonic::{Response, Status};
 
-use super::ProviderService;
 use super::registry::Registry;
 use crate::server::convert::diagnostics;
 use crate::server::proto::tfplugin6 as pb;
@@ -61,25 +60,23 @@ macro_rules! try_diag {
 }
 pub(super) use try_diag;
 
-impl ProviderService {
-    /// Runs a handler in its own task: a panic becomes an error diagnostic on the response.
-    pub(super) async fn guarded<T, F>(
-        &self,
-        rpc: &'static str,
-        handler: F,
-    ) -> Result<Response<T>, Status>
-    where
-        T: WithDiagnostics + Send + 'static,
-        F: Future<Output = T> + Send + 'static,
-    {
-        match tokio::spawn(handler).await {
-            Ok(r) => Ok(Response::new(r)),
-            Err(e) => Ok(Response::new(T::from_diagnostics(&panic_diagnostic(
-                &self.registry,
-                rpc,
-                e,
-            )))),
-        }
+/// Runs a handler in its own task: a panic becomes an error diagnostic on the response. A free
+/// function of the registry rather than a method of the service, so that the service (mod.rs)
+/// uses this module and not the other way round.
+pub(super) async fn guarded<T, F>(
+    registry: &Registry,
+    rpc: &'static str,
+    handler: F,
+) -> Result<Response<T>, Status>
+where
+    T: WithDiagnostics + Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    match tokio::spawn(handler).await {
+        Ok(r) => Ok(Response::new(r)),
+        Err(e) => Ok(Response::new(T::from_diagnostics(&panic_diagnostic(
+            registry, rpc, e,
+        )))),
     }
 }
 

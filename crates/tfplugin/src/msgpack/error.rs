@@ -1,0 +1,16 @@
+//! The one error of the codec, apart from `mod.rs` so that the encoder and the decoder, which
+//! `mod.rs` re-exports, need nothing from it.
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodecError(pub String);
+
+impl std::fmt::Display for CodecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for CodecError {}
+
+pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, CodecError> {
+    Err(CodecError(msg.into()))
+}
