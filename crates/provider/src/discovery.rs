@@ -10,7 +10,7 @@ use crate::cloud::{Location, Pool};
 use crate::provider::{ProviderState, Settings};
 use crate::resources::nodepool;
 use gpu::SharingMode;
-use tfplugin::object::{FromValue, SingleBlock};
+use tfplugin::object::{Decoded, FromValue, SingleBlock};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::{ExactlyOneOf, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
@@ -275,12 +275,5 @@ fn describe(loc: &Location) -> String {
 /// Reads a query from a configuration; a configuration that does not fit the schema (which
 /// terraform checked already) is reported rather than trusted.
 pub fn query_of(config: &Value, diags: &mut Diagnostics) -> Option<Query> {
-    let q = Query::from_value(config);
-    if q.is_none() {
-        diags.push(Diagnostic::error(
-            "Invalid configuration",
-            "The configuration does not name one cluster with an `aks`, `gke` or `eks` block and its required attributes.",
-        ));
-    }
-    q
+    Query::from_value(config).or_report(diags)
 }

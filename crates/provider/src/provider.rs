@@ -251,7 +251,13 @@ impl Provider for FracGpu {
         provider_schema()
     }
 
-    async fn configure(&self, _terraform_version: &str, config: &Value, _diags: &mut Diagnostics) {
+    async fn configure(&self, _terraform_version: &str, config: &Value, diags: &mut Diagnostics) {
+        // Settings read a configuration with unknowns as unset; one that does not fit is a bug.
+        if let Err(e) = ProviderArgs::from_value(config)
+            && !e.is_unknown()
+        {
+            diags.push(e.diagnostic());
+        }
         let settings = Settings::from_config(config);
         tracing::info!(
             sandbox = settings.cloud.sandbox.is_some(),

@@ -24,6 +24,7 @@ pub mod value;
 
 pub use diag::{AttrPath, Diagnostic, Diagnostics, Severity, Step};
 pub use msgpack::CodecError;
+pub use object::DecodeError;
 pub use schema::{Attribute, Block, Nesting, Schema};
 pub use types::Type;
 pub use value::{Number, Value};

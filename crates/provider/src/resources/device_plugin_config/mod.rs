@@ -20,14 +20,14 @@ use async_trait::async_trait;
 use crate::cluster::{self as k, Cluster};
 use crate::provider::ProviderState;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{Decoded, FromValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Type, Value};
 
 use crate::operation::bounded;
 use delivery::kube_diagnostic;
-use model::{Args, Delivery, Takeover, resolve};
+use model::{Args, Delivery, REIMPORT, Takeover, resolve};
 use ops::Op;
 use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, DNS_LABEL_RE, DNS_SUBDOMAIN_RE, TIMEOUTS};
 
@@ -71,7 +71,7 @@ impl DevicePluginConfigResource {
 
 /// Fills what depends on other arguments (the namespace follows the helm block), then what the
 /// configs derive; the restart is planned only when something the cluster sees changes.
-fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
+fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {
     let st = &mut planned.state;
     if st.is_null() {
         return;
@@ -79,7 +79,7 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
     // With helm delivery the chart creates the ConfigMap in the release's namespace; with a
     // GitOps one in the namespace the Application or HelmRelease installs into, which only the
     // cluster knows: unknown until the apply reads it, then kept.
-    let how = Delivery::from_value(req.config);
+    let how = Delivery::from_value(req.config).or_report_mismatch(diags);
     let gitops = how
         .as_ref()
         .is_some_and(|d| is_gitops(d.delivery.as_deref()));
@@ -112,7 +112,7 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
     if !namespace_known && let Some(slot) = known.get_mut("namespace") {
         *slot = Value::Null;
     }
-    let Some(args) = Args::from_value(&known) else {
+    let Some(args) = Args::from_value(&known).or_report_mismatch(diags) else {
         return;
     };
     if namespace_known {
@@ -130,9 +130,15 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
     };
     let computed = d.computed();
     // Nothing the cluster sees changes: no restart, keep the prior time.
-    let prior = Args::from_value(req.prior);
+    // Null on create.
+    let prior = Option::<Args>::from_value(req.prior)
+        .or_report_state(diags, REIMPORT)
+        .flatten();
     let unchanged = prior.as_ref().is_some_and(|p| {
-        BTreeMap::<String, String>::from_value(req.prior.get("data")).as_ref()
+        Option::<BTreeMap<String, String>>::from_value(req.prior.get("data"))
+            .ok()
+            .flatten()
+            .as_ref()
             == Some(&computed.data)
             && p.default_config == args.default_config
             && p.mig_strategy == args.mig_strategy
@@ -162,7 +168,7 @@ impl Resource for DevicePluginConfigResource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(args) = Args::from_value(config) {
+        if let Some(args) = Args::from_value(config).or_report_mismatch(diags) {
             resolve(&args, diags);
         }
     }
@@ -171,9 +177,9 @@ impl Resource for DevicePluginConfigResource {
         &self,
         req: &PlanRequest<'_>,
         planned: &mut Planned,
-        _diags: &mut Diagnostics,
+        diags: &mut Diagnostics,
     ) {
-        modify_plan(req, planned);
+        modify_plan(req, planned, diags);
     }
 
     async fn create(
@@ -315,7 +321,9 @@ mod tests {
     }
 
     fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<model::Desired> {
-        Args::from_value(v).and_then(|a| model::resolve(&a, diags))
+        Args::from_value(v)
+            .ok()
+            .and_then(|a| model::resolve(&a, diags))
     }
 
     #[test]

@@ -104,6 +104,10 @@ tfplugin::object! {
     }
 }
 
+/// The last fix for a state that does not read.
+pub const REIMPORT: &str =
+    "re-import it (`terraform import` with `namespace/name` of the ConfigMap)";
+
 impl Args {
     pub fn namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE)

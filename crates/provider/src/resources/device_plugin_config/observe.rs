@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use crate::cluster::Cluster;
 use crate::cluster::helm::{self, ReleaseState};
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{Decoded, FromValue, merge};
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
 use super::DevicePluginConfigResource;
 use super::delivery::{kube_diagnostic, operator_reads, warn_operator_mismatch};
-use super::model::{Args, Computed, config_blocks, mig_strategy_path, reconcile, resolve};
+use super::model::{
+    Args, Computed, REIMPORT, config_blocks, mig_strategy_path, reconcile, resolve,
+};
 
 /// What the cluster says about this resource's delivery.
 #[derive(Default)]
@@ -208,13 +210,7 @@ impl DevicePluginConfigResource {
     /// The refreshed state; None when the delivery is gone (terraform plans to create it
     /// again) or after an error diagnostic.
     pub(super) async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let Some(mut args) = Args::from_value(state) else {
-            diags.push(Diagnostic::error(
-                "Unreadable state",
-                "The device plugin config's state lacks a value the provider needs; re-import it (`terraform import` with `namespace/name`).",
-            ));
-            return None;
-        };
+        let mut args = Args::from_value(state).or_report_state(diags, REIMPORT)?;
         let c = self.connect(&args, diags).await?;
         let seen = if args.by_gitops() {
             self.observe_gitops(&c, &args, diags).await?
@@ -225,8 +221,9 @@ impl DevicePluginConfigResource {
         };
         // A vanished ConfigMap: the resource is gone and will be created again.
         let cluster_data = seen.data.clone()?;
-        let prior_data =
-            BTreeMap::<String, String>::from_value(state.get("data")).unwrap_or_default();
+        let prior_data = Option::<BTreeMap<String, String>>::from_value(state.get("data"))
+            .or_report_state(diags, REIMPORT)?
+            .unwrap_or_default();
         // The operator reads our data only while the pointer names our ConfigMap.
         let data = if seen.pointer_name.as_deref() == Some(args.name()) {
             reconcile(&prior_data, &cluster_data)

@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cluster::{self as k, KubeError, helm};
 use crate::operation::{Cut, StopSignal, bounded};
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{Decoded, FromValue, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::delivery::{Writing, kube_diagnostic};
-use super::model::{Args, Restarted, Takeover, resolve};
+use super::model::{Args, REIMPORT, Restarted, Takeover, resolve};
 use super::schema::{DEFAULT_NAMESPACE, TIMEOUTS};
 use super::{DevicePluginConfigResource, TYPE_NAME};
 
@@ -52,6 +52,7 @@ pub(super) struct Op {
 
 impl Op {
     pub(super) fn start(name: &'static str, value: &Value, stop: &StopSignal) -> Op {
+        // For the log only: the operation reports a value that does not read.
         let config_map = Args::from_value(value)
             .map(|a| format!("{}/{}", a.namespace(), a.name()))
             .unwrap_or_default();
@@ -106,13 +107,7 @@ impl DevicePluginConfigResource {
             }
             Args::from_value(&known)
         };
-        if args.is_none() {
-            diags.push(Diagnostic::error(
-                "Configuration not known at apply",
-                "Part of the config blocks is still unknown at apply time; this is a bug in the provider's plan.",
-            ));
-        }
-        args
+        args.or_report(diags)
     }
 
     /// The state of a create cut short (timeout or stop) while writing: the plan (tainted) when
@@ -124,7 +119,8 @@ impl DevicePluginConfigResource {
         limit: std::time::Duration,
     ) -> Value {
         let mut quiet = Diagnostics::new();
-        let Some(args) = Args::from_value(planned) else {
+        // The create read this plan already, and reported what does not fit.
+        let Ok(args) = Args::from_value(planned) else {
             return Value::Null;
         };
         let Some(d) = resolve(&args, &mut quiet) else {
@@ -280,7 +276,7 @@ impl DevicePluginConfigResource {
         diags: &mut Diagnostics,
         limit: std::time::Duration,
     ) {
-        let Some(args) = Args::from_value(state) else {
+        let Some(args) = Args::from_value(state).or_report_state(diags, REIMPORT) else {
             return;
         };
         let access = args.access();

@@ -15,7 +15,7 @@ use crate::model::{Sharing, TaintArgs};
 use crate::provider::{ProviderState, Settings};
 use gpu::Cloud;
 use tfplugin::api::PlanRequest;
-use tfplugin::object::{FromValue, ToValue, merge};
+use tfplugin::object::{Decoded, FromValue, ToValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
@@ -41,7 +41,9 @@ pub async fn modify(
     fill_provider_defaults(&mut planned.state, req.config, settings);
     let zones = plan_gke_zones(req, &mut planned.state, state, diags).await;
     fill_node_count(&mut planned.state, req, &zones);
-    let Some(new) = Args::from_value(&planned.state).and_then(|a| resolve(&a, settings, diags))
+    let Some(new) = Args::from_value(&planned.state)
+        .or_report_mismatch(diags)
+        .and_then(|a| resolve(&a, settings, diags))
     else {
         return;
     };
@@ -55,8 +57,9 @@ pub async fn modify(
     if req.prior.is_null() {
         return;
     }
-    let old =
-        Args::from_value(req.prior).and_then(|a| resolve(&a, settings, &mut Diagnostics::new()));
+    let old = Args::from_value(req.prior)
+        .or_report_state(diags, super::REIMPORT)
+        .and_then(|a| resolve(&a, settings, &mut Diagnostics::new()));
     if let Some(old) = old {
         planned.requires_replace.extend(gpu_replacement(
             new.cloud,

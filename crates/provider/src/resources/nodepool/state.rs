@@ -8,7 +8,7 @@ use crate::cloud::{self, Location, Pool, PoolTaint, Scaling};
 use crate::model::{Sharing, TaintArgs, domain_diagnostic};
 use crate::provider::Settings;
 use gpu::{Cloud, DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
-use tfplugin::object::{FromValue, Known, SingleBlock, merge};
+use tfplugin::object::{Decoded, FromValue, Known, SingleBlock, merge};
 use tfplugin::{Diagnostics, Value};
 
 use super::model::{
@@ -26,7 +26,8 @@ pub fn state_from_pool(
     settings: &Settings,
     diags: &mut Diagnostics,
 ) -> Option<Value> {
-    let before = Args::from_value(prior);
+    // Null on import.
+    let before = Option::<Args>::from_value(prior).or_report(diags).flatten();
     let spec = &pool.spec;
     let cloud = cloud_of(&spec.location);
     let mut gpu_model = before.as_ref().and_then(|a| a.gpu_model.clone());
