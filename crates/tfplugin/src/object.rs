@@ -12,6 +12,9 @@
 //!   labels, no override).
 //! - [`Known<T>`]: null and unknown are both `None`. For optional + computed arguments, where an
 //!   unknown value in a plan means "the provider decides", as an absent one does.
+//! - [`MaybeUnknown<T>`]: unknown is [`MaybeUnknown::Unknown`], anything else reads as `T`; written
+//!   back as it came. For what a plan derives or leaves to the apply, and arguments that may
+//!   depend on other resources.
 //! - [`SingleBlock<T>`]: a block of at most one (a list of zero or one objects; null is none).
 //! - [`Value`]: anything, carried through untouched.
 //!
@@ -35,7 +38,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::diag::{AttrPath, Diagnostic, Diagnostics, Step};
-use crate::value::{Number, Value};
+use crate::value::{Number, Refinements, Value};
 
 /// A type read from a value.
 pub trait FromValue: Sized {
@@ -308,6 +311,61 @@ impl Parts {
 /// An optional + computed argument: the value when known, `None` when null or unknown.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Known<T>(pub Option<T>);
+
+/// A value a plan may not know yet, kept as it is: unlike [`Known`], an unknown is written back
+/// unknown, with what terraform knows of it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MaybeUnknown<T> {
+    /// Known; `T = Option<_>` where null is allowed.
+    Known(T),
+    /// Unknown, with the refinements terraform gave (none for one the provider plans).
+    Unknown(Option<Box<Refinements>>),
+}
+
+impl<T> MaybeUnknown<T> {
+    /// Unknown, nothing more said: what a plan gives an attribute the apply decides.
+    pub const UNKNOWN: MaybeUnknown<T> = MaybeUnknown::Unknown(None);
+
+    /// Whether the value is known.
+    pub fn is_known(&self) -> bool {
+        matches!(self, MaybeUnknown::Known(_))
+    }
+
+    /// The value when known.
+    pub fn known(&self) -> Option<&T> {
+        match self {
+            MaybeUnknown::Known(t) => Some(t),
+            MaybeUnknown::Unknown(_) => None,
+        }
+    }
+}
+
+/// Known and empty (null for an `Option`), as an attribute nobody set.
+impl<T: Default> Default for MaybeUnknown<T> {
+    fn default() -> Self {
+        MaybeUnknown::Known(T::default())
+    }
+}
+
+impl<T: FromValue> FromValue for MaybeUnknown<T> {
+    const EXPECTED: &'static str = T::EXPECTED;
+    fn from_value(v: &Value) -> Result<Self, DecodeError> {
+        match v {
+            Value::Unknown(r) => Ok(MaybeUnknown::Unknown(r.clone())),
+            _ if !v.is_known() => Ok(MaybeUnknown::UNKNOWN),
+            _ => T::from_value(v).map(MaybeUnknown::Known),
+        }
+    }
+}
+
+impl<T: ToValue> ToValue for MaybeUnknown<T> {
+    fn to_value(&self) -> Value {
+        match self {
+            MaybeUnknown::Known(t) => t.to_value(),
+            MaybeUnknown::Unknown(r) => Value::Unknown(r.clone()),
+        }
+    }
+}
 
 /// A block of at most one: `None` when absent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -893,6 +951,31 @@ mod tests {
             map([("a", Value::UNKNOWN), ("b", Value::int(1))]),
         );
         assert_eq!(failure(&labels).0, "labels[\"b\"]");
+    }
+
+    crate::object! {
+        struct Later {
+            at: MaybeUnknown<Option<String>>,
+        }
+    }
+
+    #[test]
+    fn maybe_unknown_keeps_what_it_read() {
+        let refined = Value::Unknown(Some(Box::new(crate::value::Refinements {
+            not_null: true,
+            ..Default::default()
+        })));
+        for v in [Value::Null, Value::string("t"), Value::UNKNOWN, refined] {
+            let o = Value::object([("at", v)]);
+            assert_eq!(Later::from_value(&o).unwrap().to_value(), o);
+        }
+        let l = Later::from_value(&Value::object([("at", Value::UNKNOWN)])).unwrap();
+        assert!(!l.at.is_known());
+        assert_eq!(l.at, MaybeUnknown::UNKNOWN);
+        assert_eq!(
+            failure_of::<Later>(&Value::object([("at", Value::int(1))])),
+            ("at".into(), "a string", Found::Other("the number 1".into()))
+        );
     }
 
     fn failure_of<T: FromValue + std::fmt::Debug>(v: &Value) -> (String, &'static str, Found) {
