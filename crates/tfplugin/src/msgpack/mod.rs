@@ -13,6 +13,7 @@ mod tests;
 pub use decode::decode;
 pub use encode::encode;
 
+/// Why bytes are no value of the type, or a value does not fit its type: what is wrong, in words.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodecError(pub String);
 
