@@ -12,7 +12,7 @@ use gpu::{
     self, DomainError, Field, GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode, Taint,
     TaintEffect,
 };
-use tfplugin::object::{FromValue, Known, SingleBlock};
+use tfplugin::object::{Known, SingleBlock};
 use tfplugin::schema::{Attribute, Block, Nesting};
 use tfplugin::validators::{ConflictsWith, IntBetween, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Value};
@@ -388,19 +388,10 @@ impl KubernetesArgs {
     }
 }
 
-/// The settings a `kubernetes` block value (a list of at most one object) names; empty when
-/// there is none.
-pub fn kubernetes_settings(block: &Value) -> KubernetesSettings {
-    SingleBlock::<KubernetesArgs>::from_value(block)
-        .and_then(|b| b.0)
-        .map(|k| k.settings())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tfplugin::object::ToValue;
+    use tfplugin::object::{FromValue, ToValue};
 
     #[test]
     fn field_paths_index_blocks() {
@@ -437,7 +428,7 @@ mod tests {
             ]),
         );
         assert_eq!(
-            Sharing::from_value(&ts).map(|s| s.mode()),
+            Sharing::from_value(&ts).ok().map(|s| s.mode()),
             Some(SharingMode::TimeSlicing {
                 replicas: 10,
                 rename_by_default: true,
@@ -458,7 +449,7 @@ mod tests {
             ]),
         );
         assert_eq!(
-            Sharing::from_value(&mig).map(|s| s.mode()),
+            Sharing::from_value(&mig).ok().map(|s| s.mode()),
             Some(SharingMode::Mig {
                 profile: "1g.5gb".into(),
                 strategy: MigStrategy::Mixed,
@@ -469,11 +460,15 @@ mod tests {
             })
         );
         assert_eq!(
-            Sharing::from_value(&Value::object([("mps", Value::UNKNOWN)])).map(|s| s.mode()),
+            Sharing::from_value(&Value::object([("mps", Value::UNKNOWN)]))
+                .ok()
+                .map(|s| s.mode()),
             None
         );
         assert_eq!(
-            Sharing::from_value(&Value::Object(Default::default())).map(|s| s.mode()),
+            Sharing::from_value(&Value::Object(Default::default()))
+                .ok()
+                .map(|s| s.mode()),
             Some(SharingMode::None)
         );
         // Written back with every optional spelled out, a mode reads as itself.

@@ -55,7 +55,8 @@ impl Provider for FracGpu {
         provider_schema()
     }
 
-    async fn configure(&self, _terraform_version: &str, config: &Value, _diags: &mut Diagnostics) {
+    async fn configure(&self, _terraform_version: &str, config: &Value, diags: &mut Diagnostics) {
+        Settings::check(config, diags);
         let settings = Settings::from_config(config);
         tracing::info!(
             sandbox = settings.cloud.sandbox.is_some(),

@@ -14,8 +14,8 @@ use crate::cloud::{CloudError, CloudSettings, NodePools, SharedReads};
 use crate::cluster::KubernetesSettings;
 use crate::model;
 use crate::operation::StopSignal;
-use tfplugin::Value;
 use tfplugin::object::{FromValue, Known, SingleBlock};
+use tfplugin::{Diagnostics, Value};
 
 /// The provider block as configured, with environment fallbacks applied where a default is
 /// needed at plan time (subscription, project, region). The cloud part is the targets' own
@@ -36,6 +36,16 @@ tfplugin::object! {
 }
 
 impl Settings {
+    /// Settings read a configuration with unknowns as unset; one that does not fit is a bug,
+    /// reported here.
+    pub fn check(config: &Value, diags: &mut Diagnostics) {
+        if let Err(e) = ProviderArgs::from_value(config)
+            && !e.is_unknown()
+        {
+            diags.push(e.diagnostic());
+        }
+    }
+
     pub fn from_config(config: &Value) -> Settings {
         let args = ProviderArgs::from_value(config).unwrap_or_default();
         let sandbox = args

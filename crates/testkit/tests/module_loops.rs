@@ -42,19 +42,6 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-/// The loops the provider may still have while it is being restructured (issue 22). This goes to
-/// 0 with that restructuring; until then the test fails only if the provider has more.
-const PROVIDER_LOOPS_LEFT: usize = 3;
-
-/// How many loops a crate may have: none, but for the provider while it is restructured.
-fn loops_left(krate: &str) -> usize {
-    if krate == "provider" {
-        PROVIDER_LOOPS_LEFT
-    } else {
-        0
-    }
-}
-
 #[test]
 fn no_module_imports_a_module_that_imports_it_back() {
     let root = repo_root();
@@ -88,26 +75,13 @@ fn no_module_imports_a_module_that_imports_it_back() {
         );
     }
     let mut failures = String::new();
+    // No crate may have one.
     for (krate, loops) in &found {
-        let left = loops_left(krate);
-        if left > 0 {
-            for l in loops {
-                println!("{l}");
-            }
-        }
-        if loops.len() > left {
-            failures.push_str(&format!(
-                "{krate} has {} module loops, {left} allowed:\n",
-                loops.len()
-            ));
+        if !loops.is_empty() {
+            failures.push_str(&format!("{krate} has {} module loops:\n", loops.len()));
             for l in loops {
                 failures.push_str(l);
             }
-        } else if loops.len() < left {
-            println!(
-                "{krate} has {} module loops, fewer than the {left} allowed: lower its ceiling",
-                loops.len()
-            );
         }
     }
     assert!(

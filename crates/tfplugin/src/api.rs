@@ -12,16 +12,24 @@ use super::schema::Schema;
 use super::types::Type;
 use super::value::Value;
 
+/// The provider as a whole: its own configuration block and the registry of what it offers.
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
     /// The type in the provider's registry address `<host>/<namespace>/<type>` (resource names
     /// start with it).
     fn type_name(&self) -> &'static str;
+    /// The schema of the `provider` block.
     fn schema(&self) -> Schema;
+    /// Checks of the `provider` block beyond its schema's validators.
     fn validate_config(&self, _config: &Value, _diags: &mut Diagnostics) {}
+    /// Takes the `provider` block (values may still be unknown at plan time) before any
+    /// resource or data source is used.
     async fn configure(&self, terraform_version: &str, config: &Value, diags: &mut Diagnostics);
+    /// Every data source, each answering for its type name.
     fn data_sources(&self) -> Vec<Arc<dyn DataSource>>;
+    /// Every managed resource, each answering for its type name.
     fn resources(&self) -> Vec<Arc<dyn Resource>>;
+    /// Every provider-defined function.
     fn functions(&self) -> Vec<Arc<dyn Function>>;
     /// The list resources `terraform query` reads (protocol 6.10); none by default.
     fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
@@ -31,25 +39,37 @@ pub trait Provider: Send + Sync + 'static {
     fn stop(&self) {}
 }
 
+/// A data source: reads something that exists, from its configuration alone.
 #[async_trait]
 pub trait DataSource: Send + Sync {
+    /// The name configurations use, e.g. `fracgpu_machine_type`.
     fn type_name(&self) -> &'static str;
+    /// The data source's schema.
     fn schema(&self) -> Schema;
     /// Checks beyond the schema's own validators (which run first).
     fn validate(&self, _config: &Value, _diags: &mut Diagnostics) {}
+    /// The whole object: the configuration with the computed attributes filled; null after an
+    /// error diagnostic.
     async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value;
 }
 
 /// What a resource's plan hook sees besides the framework's plan.
 pub struct PlanRequest<'a> {
+    /// The state before the plan; null on create.
     pub prior: &'a Value,
+    /// The configuration as written, null where the user set nothing.
     pub config: &'a Value,
 }
 
+/// A managed resource: planned from its configuration, then created, read, updated, deleted and
+/// imported.
 #[async_trait]
 pub trait Resource: Send + Sync {
+    /// The name configurations use, e.g. `fracgpu_nodepool`.
     fn type_name(&self) -> &'static str;
+    /// The resource's schema.
     fn schema(&self) -> Schema;
+    /// Checks beyond the schema's own validators (which run first); values may be unknown.
     fn validate(&self, _config: &Value, _diags: &mut Diagnostics) {}
     /// Adjusts the framework's plan: fill values derivable at plan time, add replace paths. Async,
     /// because a default may come from the remote API (read once, at plan time).
@@ -75,6 +95,8 @@ pub trait Resource: Send + Sync {
         private: &mut Private,
         diags: &mut Diagnostics,
     ) -> Option<Value>;
+    /// Changes the object in place to the plan; returns the new state (the prior one when
+    /// nothing changed).
     async fn update(
         &self,
         prior: &Value,
@@ -82,6 +104,7 @@ pub trait Resource: Send + Sync {
         private: &mut Private,
         diags: &mut Diagnostics,
     ) -> Value;
+    /// Deletes the object; an error diagnostic keeps it in state.
     async fn delete(&self, state: &Value, private: &Private, diags: &mut Diagnostics);
     /// A state skeleton for the ID; terraform then calls read to fill it.
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value>;
@@ -108,15 +131,23 @@ pub trait Resource: Send + Sync {
 
 /// A resource's identity schema: named attributes of plain types, one object.
 pub struct IdentitySchema {
+    /// Raised when the attributes change, as a schema's version is.
     pub version: i64,
+    /// The attributes, in the order terraform shows them.
     pub attributes: Vec<IdentityAttribute>,
 }
 
+/// One attribute of an identity.
 pub struct IdentityAttribute {
+    /// The attribute's name.
     pub name: &'static str,
+    /// Its type: a plain one (string, number, bool, or a list of them).
     pub ty: Type,
+    /// An `import { identity = ... }` block must give it.
     pub required_for_import: bool,
+    /// An `import { identity = ... }` block may give it; the provider's defaults fill it else.
     pub optional_for_import: bool,
+    /// What it names, for the docs.
     pub description: &'static str,
 }
 
@@ -134,6 +165,7 @@ impl IdentitySchema {
 
 /// One object a list resource found.
 pub struct ListItem {
+    /// The object's identity, shaped as the resource's identity schema.
     pub identity: Value,
     /// What a person reads in `terraform query`'s output.
     pub display_name: String,
@@ -189,6 +221,7 @@ impl ListSink {
 /// those no terraform made, for `terraform query`.
 #[async_trait]
 pub trait ListResource: Send + Sync {
+    /// The managed resource's type name, which the `list` block names.
     fn type_name(&self) -> &'static str;
     /// The schema of the `list` block's `config`.
     fn schema(&self) -> Schema;
@@ -205,28 +238,43 @@ pub trait ListResource: Send + Sync {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Private(pub Vec<u8>);
 
+/// One parameter of a function.
 pub struct Parameter {
+    /// Its name, as error messages and the docs give it.
     pub name: &'static str,
+    /// The type terraform converts the argument to before the call.
     pub ty: Type,
+    /// What the argument means, for the docs.
     pub description: &'static str,
 }
 
+/// What a function takes and returns, as terraform checks a call against it.
 pub struct FunctionSignature {
+    /// The parameters, in call order.
     pub parameters: Vec<Parameter>,
+    /// The type of the result.
     pub returns: Type,
+    /// One line, for the docs' index.
     pub summary: &'static str,
+    /// The whole description, for the function's page.
     pub description: &'static str,
 }
 
 /// A function error as terraform shows it: the text, and the argument it concerns.
 #[derive(Debug, PartialEq)]
 pub struct FunctionError {
+    /// The index of the argument at fault; None when the call as a whole is.
     pub argument: Option<usize>,
+    /// What is wrong and how to fix it.
     pub text: String,
 }
 
+/// A provider-defined function (`provider::fracgpu::<name>(...)`): pure, from its arguments alone.
 pub trait Function: Send + Sync {
+    /// The name a call uses after `provider::<provider>::`.
     fn name(&self) -> &'static str;
+    /// What the function takes and returns.
     fn signature(&self) -> FunctionSignature;
+    /// The result of a call whose arguments have the signature's types.
     fn call(&self, args: &[Value]) -> Result<Value, FunctionError>;
 }

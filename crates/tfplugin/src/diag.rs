@@ -5,8 +5,11 @@ use std::fmt;
 /// One step of an attribute path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// An attribute or nested block of an object.
     Attr(String),
+    /// An element of a map, by key.
     Key(String),
+    /// An element of a list, by position (a block nested as a list included).
     Index(i64),
 }
 
@@ -15,9 +18,11 @@ pub enum Step {
 pub struct AttrPath(pub Vec<Step>);
 
 impl AttrPath {
+    /// The object itself.
     pub fn root() -> AttrPath {
         AttrPath(Vec::new())
     }
+    /// A top-level attribute.
     pub fn attr(name: &str) -> AttrPath {
         AttrPath(vec![Step::Attr(name.to_string())])
     }
@@ -35,6 +40,7 @@ impl AttrPath {
                 .collect(),
         )
     }
+    /// This path, then an attribute of the object it leads to.
     pub fn with_attr(&self, name: &str) -> AttrPath {
         let mut p = self.clone();
         p.0.push(Step::Attr(name.to_string()));
@@ -45,6 +51,7 @@ impl AttrPath {
         p.0.push(Step::Key(key.to_string()));
         p
     }
+    /// This path, then an element of the list it leads to.
     pub fn with_index(&self, i: usize) -> AttrPath {
         let mut p = self.clone();
         p.0.push(Step::Index(i as i64));
@@ -66,23 +73,30 @@ impl fmt::Display for AttrPath {
     }
 }
 
+/// How terraform takes a diagnostic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
+    /// The operation failed; terraform stops.
     Error,
+    /// Shown, and the operation goes on.
     Warning,
 }
 
+/// A problem for the user, pointing at the attribute at fault where there is one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
+    /// Error or warning.
     pub severity: Severity,
     /// A short fixed sentence, e.g. "Invalid port range".
     pub summary: String,
     /// The cause and the fix, listing valid values where there are few.
     pub detail: String,
+    /// The attribute at fault; terraform shows the configuration line that sets it.
     pub path: Option<AttrPath>,
 }
 
 impl Diagnostic {
+    /// An error not yet tied to an attribute (see [`Diagnostic::at`]).
     pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
@@ -91,12 +105,14 @@ impl Diagnostic {
             path: None,
         }
     }
+    /// A warning not yet tied to an attribute.
     pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(summary, detail)
         }
     }
+    /// The same diagnostic on the attribute at `path`.
     pub fn at(mut self, path: AttrPath) -> Diagnostic {
         self.path = Some(path);
         self
@@ -108,18 +124,23 @@ impl Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// None yet.
     pub fn new() -> Diagnostics {
         Diagnostics(Vec::new())
     }
+    /// Adds one after those found before.
     pub fn push(&mut self, d: Diagnostic) {
         self.0.push(d);
     }
+    /// Adds those of another call (e.g. an operation's own) after these.
     pub fn extend(&mut self, other: Diagnostics) {
         self.0.extend(other.0);
     }
+    /// Whether any is an error, so the operation failed.
     pub fn has_errors(&self) -> bool {
         self.0.iter().any(|d| d.severity == Severity::Error)
     }
+    /// Whether there is none, not even a warning.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -25,6 +25,7 @@ enum Json {
     Obj(Vec<(String, Json)>),
 }
 
+/// A JSON document (a stored state, a DynamicValue's JSON form) read as a value of `ty`.
 pub fn decode(bytes: &[u8], ty: &Type) -> Result<Value, CodecError> {
     let mut p = Parser { b: bytes, i: 0 };
     let doc = p.document()?;

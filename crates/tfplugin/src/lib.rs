@@ -8,6 +8,8 @@
 //! - [`server`]: the go-plugin handshake and AutoMTLS, the tfplugin6 gRPC service and go-plugin's
 //!   companion services, and the conversions between protobuf messages and the model.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod diag;
 pub mod json;
@@ -24,6 +26,7 @@ pub mod value;
 
 pub use diag::{AttrPath, Diagnostic, Diagnostics, Severity, Step};
 pub use msgpack::CodecError;
+pub use object::DecodeError;
 pub use schema::{Attribute, Block, Nesting, Schema};
 pub use types::Type;
 pub use value::{Number, Value};

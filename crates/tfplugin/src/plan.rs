@@ -18,8 +18,11 @@ use super::diag::{AttrPath, Diagnostic, Diagnostics};
 use super::schema::{Attribute, Block, Nesting, PlanModifier, Validator};
 use super::value::Value;
 
+/// A plan as the resource's hook sees and adjusts it.
 pub struct Planned {
+    /// The planned state: unknown where the apply decides.
     pub state: Value,
+    /// The attributes whose change replaces the object.
     pub requires_replace: Vec<AttrPath>,
 }
 

@@ -10,6 +10,7 @@ use super::value::Value;
 
 /// Checks one known, non-null attribute value. Validators never see null or unknown values.
 pub trait Validator: Send + Sync {
+    /// Adds an error diagnostic at `path` for a value the attribute refuses.
     fn validate(&self, value: &Value, path: &AttrPath, diags: &mut Diagnostics);
     /// One sentence for the generated docs, e.g. "One of `read`, `write`."
     fn describe(&self) -> String;
@@ -17,6 +18,8 @@ pub trait Validator: Send + Sync {
 
 /// Checks relations between the attributes and blocks of one block (exactly one of, conflicts).
 pub trait BlockValidator: Send + Sync {
+    /// Adds an error diagnostic (on `path` or one of its attributes) for a block the relation
+    /// refuses.
     fn validate(&self, block: &Value, path: &AttrPath, diags: &mut Diagnostics);
 }
 
@@ -29,27 +32,44 @@ pub enum PlanModifier {
     UseStateForUnknown,
 }
 
+/// How often a nested block or nested attribute's object appears, and how it is addressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Nesting {
+    /// One object, addressed by the name alone.
     Single,
+    /// Objects in order, addressed by index.
     List,
+    /// Objects without order.
     Set,
+    /// Objects by string key.
     Map,
 }
 
+/// An attribute of a block: its type, whether the user or the provider sets it, how it is
+/// checked, planned and documented.
 #[derive(Clone)]
 pub struct Attribute {
+    /// The name configurations use.
     pub name: String,
+    /// The type of its value.
     pub ty: Type,
     /// Set for nested attributes: the nesting and the inner attributes (the type above is derived).
     pub nested: Option<(Nesting, Vec<Attribute>)>,
+    /// Markdown, for terraform's and the registry's docs.
     pub description: String,
+    /// The configuration must set it.
     pub required: bool,
+    /// The configuration may set it.
     pub optional: bool,
+    /// The provider sets it (when the configuration does not, for an optional one).
     pub computed: bool,
+    /// Terraform hides it in plans and output.
     pub sensitive: bool,
+    /// Why and how to stop using it, shown when a configuration sets it.
     pub deprecated: Option<String>,
+    /// Checks of a known, non-null value.
     pub validators: Vec<Arc<dyn Validator>>,
+    /// What a change means for the plan.
     pub modifiers: Vec<PlanModifier>,
     /// The value an optional + computed attribute is planned with when the configuration leaves
     /// it null (see [`plan`](crate::plan::plan)).
@@ -57,6 +77,7 @@ pub struct Attribute {
 }
 
 impl Attribute {
+    /// An attribute of `ty`, neither required, optional nor computed yet.
     pub fn new(name: &str, ty: Type) -> Attribute {
         Attribute {
             name: name.to_string(),
@@ -73,12 +94,15 @@ impl Attribute {
             default: None,
         }
     }
+    /// A string attribute.
     pub fn string(name: &str) -> Attribute {
         Attribute::new(name, Type::String)
     }
+    /// A number attribute.
     pub fn number(name: &str) -> Attribute {
         Attribute::new(name, Type::Number)
     }
+    /// A bool attribute.
     pub fn bool(name: &str) -> Attribute {
         Attribute::new(name, Type::Bool)
     }
@@ -101,30 +125,37 @@ impl Attribute {
             ..Attribute::new(name, ty)
         }
     }
+    /// The configuration must set it.
     pub fn required(mut self) -> Self {
         self.required = true;
         self
     }
+    /// The configuration may set it.
     pub fn optional(mut self) -> Self {
         self.optional = true;
         self
     }
+    /// The provider sets it.
     pub fn computed(mut self) -> Self {
         self.computed = true;
         self
     }
+    /// Hidden in plans and output.
     pub fn sensitive(mut self) -> Self {
         self.sensitive = true;
         self
     }
+    /// Deprecated, with what to use instead.
     pub fn deprecated(mut self, message: &str) -> Self {
         self.deprecated = Some(message.to_string());
         self
     }
+    /// Its description, in Markdown.
     pub fn describe(mut self, markdown: &str) -> Self {
         self.description = markdown.to_string();
         self
     }
+    /// One more check of its value.
     pub fn validate(mut self, v: impl Validator + 'static) -> Self {
         self.validators.push(Arc::new(v));
         self
@@ -142,29 +173,39 @@ impl Attribute {
         self
     }
 
+    /// A change replaces the object ([`PlanModifier::RequiresReplace`]).
     pub fn requires_replace(mut self) -> Self {
         self.modifiers.push(PlanModifier::RequiresReplace);
         self
     }
+    /// Keeps its prior value in a plan ([`PlanModifier::UseStateForUnknown`]).
     pub fn use_state_for_unknown(mut self) -> Self {
         self.modifiers.push(PlanModifier::UseStateForUnknown);
         self
     }
+    /// Whether the plan modifier is declared.
     pub fn has(&self, m: PlanModifier) -> bool {
         self.modifiers.contains(&m)
     }
 }
 
+/// A block nested in another (`config { ... }`), with how often it may appear.
 #[derive(Clone)]
 pub struct NestedBlock {
+    /// The block's name in configurations.
     pub name: String,
+    /// How its objects are held.
     pub nesting: Nesting,
+    /// What it contains.
     pub block: Block,
+    /// The fewest objects terraform accepts (0: none needed).
     pub min_items: i64,
+    /// The most objects terraform accepts (0: no limit).
     pub max_items: i64,
 }
 
 impl NestedBlock {
+    /// The type of its value in the enclosing object.
     pub fn ty(&self) -> Type {
         let obj = self.block.ty();
         match self.nesting {
@@ -176,26 +217,35 @@ impl NestedBlock {
     }
 }
 
+/// A block: the attributes and nested blocks of one object, and the checks across them.
 #[derive(Clone, Default)]
 pub struct Block {
+    /// Markdown, for the docs.
     pub description: String,
+    /// Shown as deprecated where a configuration uses it.
     pub deprecated: bool,
+    /// Its attributes, in the order the docs list them.
     pub attributes: Vec<Attribute>,
+    /// Its nested blocks.
     pub blocks: Vec<NestedBlock>,
+    /// Checks across its attributes and blocks.
     pub validators: Vec<Arc<dyn BlockValidator>>,
 }
 
 impl Block {
+    /// An empty block with its description.
     pub fn new(description: &str) -> Block {
         Block {
             description: description.to_string(),
             ..Block::default()
         }
     }
+    /// One more attribute.
     pub fn attr(mut self, a: Attribute) -> Self {
         self.attributes.push(a);
         self
     }
+    /// One more nested block, any number of times.
     pub fn block(mut self, name: &str, nesting: Nesting, block: Block) -> Self {
         self.blocks.push(NestedBlock {
             name: name.to_string(),
@@ -218,6 +268,7 @@ impl Block {
         });
         self
     }
+    /// One more check across its attributes and blocks.
     pub fn validate(mut self, v: impl BlockValidator + 'static) -> Self {
         self.validators.push(Arc::new(v));
         self
@@ -248,9 +299,11 @@ impl Block {
         n
     }
 
+    /// The attribute of that name.
     pub fn attribute(&self, name: &str) -> Option<&Attribute> {
         self.attributes.iter().find(|a| a.name == name)
     }
+    /// The nested block of that name.
     pub fn nested_block(&self, name: &str) -> Option<&NestedBlock> {
         self.blocks.iter().find(|b| b.name == name)
     }
@@ -259,14 +312,18 @@ impl Block {
 /// A versioned schema: a later version can keep the old schema function to decode old states.
 #[derive(Clone)]
 pub struct Schema {
+    /// Raised with every change of shape; a state of a lower version is upgraded.
     pub version: i64,
+    /// The top-level block.
     pub block: Block,
 }
 
 impl Schema {
+    /// The schema of `block` at `version`.
     pub fn new(version: i64, block: Block) -> Schema {
         Schema { version, block }
     }
+    /// The object type of a value of this schema (configuration, plan, state).
     pub fn ty(&self) -> Type {
         self.block.ty()
     }

@@ -8,14 +8,23 @@ use std::fmt;
 /// type alongside the value on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
+    /// `true` or `false`.
     Bool,
+    /// An arbitrary-precision number.
     Number,
+    /// Unicode text.
     String,
+    /// Any value, its type travelling with it.
     Dynamic,
+    /// Ordered elements of one type.
     List(Box<Type>),
+    /// Unordered, distinct elements of one type.
     Set(Box<Type>),
+    /// Values of one type by string key.
     Map(Box<Type>),
+    /// Named attributes, each of its own type.
     Object(BTreeMap<String, Type>),
+    /// Ordered elements, each of its own type.
     Tuple(Vec<Type>),
 }
 
@@ -23,15 +32,19 @@ pub enum Type {
 const MAX_TYPE_DEPTH: usize = 64;
 
 impl Type {
+    /// A list of `t`.
     pub fn list(t: Type) -> Type {
         Type::List(Box::new(t))
     }
+    /// A set of `t`.
     pub fn set(t: Type) -> Type {
         Type::Set(Box::new(t))
     }
+    /// A map of `t`.
     pub fn map(t: Type) -> Type {
         Type::Map(Box::new(t))
     }
+    /// An object of the named attribute types.
     pub fn object<I: IntoIterator<Item = (S, Type)>, S: Into<String>>(attrs: I) -> Type {
         Type::Object(attrs.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }

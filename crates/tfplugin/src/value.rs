@@ -11,13 +11,16 @@ use super::types::Type;
 /// (terraform numbers are arbitrary-precision).
 #[derive(Clone, Debug)]
 pub enum Number {
+    /// A whole number that fits an i64.
     Int(i64),
+    /// A number an f64 holds exactly, as its decimal text reads.
     Float(f64),
     /// A decimal literal that fits neither an i64 nor exactly an f64, kept verbatim.
     Big(String),
 }
 
 impl Number {
+    /// The number as an i64 when it is whole and fits.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Number::Int(i) => Some(*i),
@@ -117,41 +120,62 @@ impl fmt::Display for Number {
 /// it arrived so the value is re-emitted byte for byte; the parsed fields serve validation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Refinements {
+    /// The msgpack extension's payload as terraform sent it.
     pub raw: Vec<u8>,
+    /// The value will not be null.
     pub not_null: bool,
+    /// A string value will start with this.
     pub string_prefix: Option<String>,
+    /// A number will be at least this (`true`: inclusive).
     pub number_lower: Option<(Number, bool)>,
+    /// A number will be at most this (`true`: inclusive).
     pub number_upper: Option<(Number, bool)>,
+    /// A collection will have at least this many elements.
     pub length_min: Option<u64>,
+    /// A collection will have at most this many elements.
     pub length_max: Option<u64>,
 }
 
+/// A terraform value (cty's), shaped by a type the value does not carry.
 #[derive(Clone, Debug)]
 pub enum Value {
+    /// Absent: what an attribute nobody set holds.
     Null,
+    /// Not known until apply, with what terraform knows of it when it says.
     Unknown(Option<Box<Refinements>>),
+    /// A bool.
     Bool(bool),
+    /// A number.
     Number(Number),
+    /// A string.
     String(String),
+    /// The elements of a list, in order.
     List(Vec<Value>),
     /// Elements in arrival order; equality ignores order.
     Set(Vec<Value>),
+    /// The entries of a map.
     Map(BTreeMap<String, Value>),
+    /// The attributes of an object.
     Object(BTreeMap<String, Value>),
+    /// The elements of a tuple, in order.
     Tuple(Vec<Value>),
     /// A value in a dynamically typed slot, with the concrete type it was given.
     Dynamic(Box<Type>, Box<Value>),
 }
 
 impl Value {
+    /// Unknown, nothing more said: what a plan gives an attribute the apply decides.
     pub const UNKNOWN: Value = Value::Unknown(None);
 
+    /// A string value.
     pub fn string(s: impl Into<String>) -> Value {
         Value::String(s.into())
     }
+    /// A whole number.
     pub fn int(i: i64) -> Value {
         Value::Number(Number::Int(i))
     }
+    /// An object of the named attributes.
     pub fn object<I: IntoIterator<Item = (S, Value)>, S: Into<String>>(attrs: I) -> Value {
         Value::Object(attrs.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
@@ -160,6 +184,7 @@ impl Value {
         s.map(|s| Value::String(s.into())).unwrap_or(Value::Null)
     }
 
+    /// Null (also in a dynamic slot).
     pub fn is_null(&self) -> bool {
         match self {
             Value::Null => true,
@@ -225,6 +250,7 @@ impl Value {
         }
     }
 
+    /// An attribute of a known object, to change in place; None for anything else.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
         match self {
             Value::Object(m) => m.get_mut(name),
@@ -232,6 +258,7 @@ impl Value {
         }
     }
 
+    /// The text of a string.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
@@ -239,6 +266,7 @@ impl Value {
             _ => None,
         }
     }
+    /// A bool's value.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Value::Bool(b) => Some(*b),
@@ -246,6 +274,7 @@ impl Value {
             _ => None,
         }
     }
+    /// A number's value.
     pub fn as_number(&self) -> Option<&Number> {
         match self {
             Value::Number(n) => Some(n),
@@ -253,6 +282,7 @@ impl Value {
             _ => None,
         }
     }
+    /// A number's value as an i64 when it is whole and fits.
     pub fn as_i64(&self) -> Option<i64> {
         self.as_number().and_then(Number::as_i64)
     }

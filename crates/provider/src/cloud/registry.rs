@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use gpu::Cloud;
-use tfplugin::Value;
 use tfplugin::object::{FromValue, ToValue};
+use tfplugin::{DecodeError, Step, Value};
 
 use super::aks::Aks;
 use super::eks::Eks;
@@ -162,22 +162,28 @@ impl PartialEq for TargetBlock {
 }
 
 impl FromValue for TargetBlock {
-    fn from_value(v: &Value) -> Option<TargetBlock> {
+    const EXPECTED: &'static str = "a block of at most one";
+
+    fn from_value(v: &Value) -> Result<TargetBlock, DecodeError> {
         let mut found = None;
         for t in TARGETS {
-            let list = v.get(t.cloud().as_str());
+            let name = t.cloud().as_str();
+            let list = v.get(name);
+            let under = |e: DecodeError| e.under(Step::Attr(name.to_string()));
             if !list.is_known() {
-                return None;
+                return Err(under(DecodeError::new(Self::EXPECTED, list)));
             }
             match list.elements() {
                 [] => {}
-                [one] if t.block_decodes(one) => {
+                [one] => {
+                    t.decode_block(one)
+                        .map_err(|e| under(e.under(Step::Index(0))))?;
                     found = found.or(Some((t, one.clone())));
                 }
-                _ => return None,
+                _ => return Err(under(DecodeError::new(Self::EXPECTED, list))),
             }
         }
-        Some(TargetBlock(found))
+        Ok(TargetBlock(found))
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use gpu::{Cloud, GpuModel, Observed, SharingMode};
 use tfplugin::schema::Block;
-use tfplugin::{AttrPath, Diagnostic, Value};
+use tfplugin::{AttrPath, DecodeError, Diagnostic, Value};
 
 use super::error::CloudError;
 use super::pool::{Location, NodePools, Pool, PoolSpec, Scaling};
@@ -129,8 +129,9 @@ pub trait Target: Send + Sync {
     // A pool's block of `fracgpu_nodepool` (`block` is its value, one element of the list) and
     // the target's part of the spec. What the target does not have, it leaves to the defaults.
 
-    /// Whether the block reads as the target's arguments: every attribute a pool needs known.
-    fn block_decodes(&self, block: &Value) -> bool;
+    /// Whether the block reads as the target's arguments, or why not (the path is the block's
+    /// own: `os_sku`, not `aks[0].os_sku`).
+    fn decode_block(&self, block: &Value) -> Result<(), DecodeError>;
 
     /// Problems the sharing mode has with the block (AKS's OS SKU, EKS's AMI type), as
     /// diagnostics on its attribute; reported beside the domain's own validation.

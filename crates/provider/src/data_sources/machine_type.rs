@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use crate::model::domain_diagnostic;
 use gpu::{self, Cloud, Field};
 use tfplugin::api::DataSource;
-use tfplugin::object::{FromValue, ToValue};
+use tfplugin::object::{Decoded, FromValue, ToValue};
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 use tfplugin::validators::OneOf;
 use tfplugin::{Diagnostics, Value};
@@ -119,13 +119,13 @@ impl DataSource for MachineTypeDataSource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(a) = Args::from_value(config) {
+        if let Some(a) = Args::from_value(config).or_report_mismatch(diags) {
             lookup(&a.cloud, &a.name, diags);
         }
     }
 
     async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value {
-        let Some(args) = Args::from_value(config) else {
+        let Some(args) = Args::from_value(config).or_report(diags) else {
             return Value::Null;
         };
         match lookup(&args.cloud, &args.name, diags) {

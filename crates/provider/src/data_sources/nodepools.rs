@@ -2,16 +2,18 @@
 //! one (sharing, resource name, slices, node selector, tolerations). For modules, and for
 //! terraform before 1.14, which has no `terraform query`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use crate::cloud::Scaling;
-use crate::model;
+use crate::model::{self, TolerationOut};
 use crate::resources::nodepool::discovery::{self, Found, query_block, query_of, sharing_name};
 use crate::state::ProviderState;
 use gpu::SharingMode;
 use tfplugin::api::DataSource;
+use tfplugin::object::{Decoded, FromValue, merge};
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 use tfplugin::{AttrPath, Diagnostics, Type, Value};
 
@@ -94,6 +96,62 @@ fn pool_attributes() -> Vec<Attribute> {
     ]
 }
 
+tfplugin::object! {
+    /// One entry of `pools`.
+    struct PoolOut {
+        name: String,
+        id: String,
+        machine_type: String,
+        status: String,
+        gpu_model: Option<String>,
+        gpu_count: Option<u32>,
+        gpu_memory_mb: Option<u32>,
+        node_count: Option<u32>,
+        min_nodes: Option<u32>,
+        max_nodes: Option<u32>,
+        spot: bool,
+        sharing: Option<String>,
+        mig_profile: Option<String>,
+        replicas: Option<u32>,
+        resource_name: Option<String>,
+        slices_per_node: Option<u32>,
+        memory_per_slice_mb: Option<u32>,
+        node_selector: Option<BTreeMap<String, String>>,
+        tolerations: Option<Vec<TolerationOut>>,
+        device_plugin_config_name: Option<String>,
+        node_labels: BTreeMap<String, String>,
+    }
+}
+
+tfplugin::object! {
+    /// The data source's answer.
+    struct Pools {
+        pools: Vec<PoolOut>,
+    }
+}
+
+tfplugin::object! {
+    /// The `gpu` attribute of a `fracgpu_nodepool` state.
+    struct StateGpu {
+        model: String,
+        count: u32,
+        memory_mb: u32,
+    }
+}
+
+tfplugin::object! {
+    /// What a `fracgpu_nodepool` state derives from the pool.
+    struct Derived {
+        gpu: StateGpu,
+        resource_name: String,
+        slices_per_node: u32,
+        memory_per_slice_mb: u32,
+        node_selector: BTreeMap<String, String>,
+        tolerations: Vec<TolerationOut>,
+        device_plugin_config_name: Option<String>,
+    }
+}
+
 pub fn schema() -> Schema {
     let block = query_block(Block::new(
         "The node pools one AKS, GKE or EKS cluster already has, those no terraform made included, with what a workload needs to run on each: its sharing, the extended resource and slices, the node selector and tolerations. GPU pools only, unless `gpu_only = false`.",
@@ -124,66 +182,77 @@ impl DataSource for NodePoolsDataSource {
         else {
             return Value::Null;
         };
+        let pools = Pools {
+            pools: found.iter().map(|f| pool_out(f, diags)).collect(),
+        };
         let mut out = config.clone();
-        if let Some(pools) = out.get_mut("pools") {
-            *pools = Value::List(found.iter().map(pool_value).collect());
-        }
+        merge(&mut out, &pools);
         out
     }
 }
 
 /// One pool's object: what the cloud reports, and what the provider derives from it (taken from
 /// the state an import would give it, so both always agree).
-fn pool_value(f: &Found) -> Value {
+fn pool_out(f: &Found, diags: &mut Diagnostics) -> PoolOut {
     let spec = &f.pool.spec;
-    let from_state = |k: &str| f.state.as_ref().map_or(Value::Null, |s| s.get(k).clone());
-    let gpu = from_state("gpu");
-    let (node_count, min, max) = match spec.scaling {
-        Scaling::Fixed { nodes } => (Value::int(nodes.into()), Value::Null, Value::Null),
-        Scaling::Auto { min, max } => (Value::Null, Value::int(min.into()), Value::int(max.into())),
+    // The provider made this state itself: one that does not read is its bug.
+    let derived = f
+        .state
+        .as_ref()
+        .and_then(|s| Derived::from_value(s).or_report(diags));
+    let (node_count, min_nodes, max_nodes) = match spec.scaling {
+        Scaling::Fixed { nodes } => (Some(nodes), None, None),
+        Scaling::Auto { min, max } => (None, Some(min), Some(max)),
     };
     let (mig_profile, replicas) = match &f.mode {
-        Some(SharingMode::Mig { profile, .. }) => (Value::string(profile), Value::Null),
+        Some(SharingMode::Mig { profile, .. }) => (Some(profile.clone()), None),
         Some(SharingMode::TimeSlicing { replicas, .. } | SharingMode::Mps { replicas }) => {
-            (Value::Null, Value::int((*replicas).into()))
+            (None, Some(*replicas))
         }
-        _ => (Value::Null, Value::Null),
+        _ => (None, None),
     };
-    Value::object([
-        ("name", Value::string(&spec.name)),
-        ("id", Value::string(&f.pool.id)),
-        ("machine_type", Value::string(&spec.machine_type)),
-        ("status", Value::string(&f.pool.status)),
-        ("gpu_model", gpu.get("model").clone()),
-        ("gpu_count", gpu.get("count").clone()),
-        ("gpu_memory_mb", gpu.get("memory_mb").clone()),
-        ("node_count", node_count),
-        ("min_nodes", min),
-        ("max_nodes", max),
-        ("spot", Value::Bool(spec.spot)),
-        (
-            "sharing",
-            Value::opt_string(f.mode.as_ref().map(sharing_name)),
-        ),
-        ("mig_profile", mig_profile),
-        ("replicas", replicas),
-        ("resource_name", from_state("resource_name")),
-        ("slices_per_node", from_state("slices_per_node")),
-        ("memory_per_slice_mb", from_state("memory_per_slice_mb")),
-        ("node_selector", from_state("node_selector")),
-        ("tolerations", from_state("tolerations")),
-        (
-            "device_plugin_config_name",
-            from_state("device_plugin_config_name"),
-        ),
-        (
-            "node_labels",
-            Value::Map(
-                spec.labels
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::string(v)))
-                    .collect(),
-            ),
-        ),
-    ])
+    let d = derived.as_ref();
+    PoolOut {
+        name: spec.name.clone(),
+        id: f.pool.id.clone(),
+        machine_type: spec.machine_type.clone(),
+        status: f.pool.status.clone(),
+        gpu_model: d.map(|d| d.gpu.model.clone()),
+        gpu_count: d.map(|d| d.gpu.count),
+        gpu_memory_mb: d.map(|d| d.gpu.memory_mb),
+        node_count,
+        min_nodes,
+        max_nodes,
+        spot: spec.spot,
+        sharing: f.mode.as_ref().map(|m| sharing_name(m).to_string()),
+        mig_profile,
+        replicas,
+        resource_name: d.map(|d| d.resource_name.clone()),
+        slices_per_node: d.map(|d| d.slices_per_node),
+        memory_per_slice_mb: d.map(|d| d.memory_per_slice_mb),
+        node_selector: d.map(|d| d.node_selector.clone()),
+        tolerations: d.map(|d| d.tolerations.clone()),
+        device_plugin_config_name: d.and_then(|d| d.device_plugin_config_name.clone()),
+        node_labels: spec.labels.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_models_name_what_the_schemas_declare() {
+        let mut names: Vec<String> = pool_attributes().into_iter().map(|a| a.name).collect();
+        names.sort_unstable();
+        assert_eq!(PoolOut::attribute_names(), names);
+        let pool = crate::resources::nodepool::schema().block;
+        let state = pool.names();
+        for n in Derived::attribute_names() {
+            assert!(
+                state.contains(&n),
+                "{n} is not an attribute of a pool's state"
+            );
+        }
+    }
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use crate::model::{self, Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use gpu::{self, Cloud, Field, PoolSpec, WorkloadNeed};
 use tfplugin::api::DataSource;
-use tfplugin::object::{FromValue, ToValue};
+use tfplugin::object::{Decoded, FromValue, ToValue};
 use tfplugin::schema::{Attribute, Block, Schema};
 use tfplugin::validators::{ExactlyOneOf, IntBetween, OneOf};
 use tfplugin::{Diagnostic, Diagnostics, Value};
@@ -177,13 +177,16 @@ impl DataSource for WorkloadDataSource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(q) = Args::from_value(config).and_then(|a| question(&a, diags)) {
+        if let Some(q) = Args::from_value(config)
+            .or_report_mismatch(diags)
+            .and_then(|a| question(&a, diags))
+        {
             answer(&q, diags);
         }
     }
 
     async fn read(&self, config: &Value, diags: &mut Diagnostics) -> Value {
-        let Some(args) = Args::from_value(config) else {
+        let Some(args) = Args::from_value(config).or_report(diags) else {
             return Value::Null;
         };
         let Some(q) = question(&args, diags) else {

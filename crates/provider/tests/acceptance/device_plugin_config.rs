@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::sandbox::{RunningStack, start_stack};
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 use serde_json::Value;
 
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
@@ -331,6 +331,50 @@ fn cluster_policy_delivery_lifecycle() {
         "default-mig-parted-config"
     );
     assert_ne!(restart_annotation(&st).unwrap(), before);
+}
+
+/// A state the provider cannot read (another provider version's, or one edited by hand) fails the
+/// refresh with a diagnostic on the attribute that does not fit, what it should be and the fixes;
+/// the resource stays in state, and the state put right plans empty again.
+#[test]
+fn a_state_that_does_not_fit_is_refused_on_its_attribute() {
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    let ws = Workspace::new(&config(&kc, 10));
+    ws.init();
+    ws.apply();
+    let good: Value = serde_json::from_str(&ws.ok(&["state", "pull"]).stdout).unwrap();
+    // -force: the pushed state is what the test says, whatever serial terraform keeps.
+    let push = |state: &Value| {
+        ws.write("pushed.tfstate", &state.to_string());
+        ws.ok(&["state", "push", "-force", "pushed.tfstate"]);
+    };
+    let mut bad = good.clone();
+    // config[2] is "time-sliced-10": a fraction of a replica fits no u32.
+    let replicas = "/resources/0/instances/0/attributes/config/2/time_slicing/0/replicas";
+    *bad.pointer_mut(replicas).expect("the replicas attribute") = serde_json::json!(2.5);
+    push(&bad);
+
+    let out = ws.run(&["plan", "-no-color", "-input=false"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    let text = flat(&out.text());
+    for phrase in [
+        "Unreadable state",
+        "The state's `config[2].time_slicing[0].replicas` should be a whole number from 0 to 4294967295, but is the number 2.5",
+        "`terraform apply -refresh-only` with the provider version that wrote it",
+        "`terraform import` with `namespace/name` of the ConfigMap",
+    ] {
+        assert!(text.contains(phrase), "{phrase:?} not in:\n{}", out.text());
+    }
+    let listed = ws.ok(&["state", "list"]).stdout;
+    assert!(
+        listed.contains("fracgpu_device_plugin_config.this"),
+        "{listed}"
+    );
+
+    push(&good);
+    let (code, out) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", out.text());
 }
 
 /// Applies the config with a 5 s create limit while the first `method` request to a path

@@ -18,6 +18,7 @@ const EXT_REFINED_UNKNOWN: i8 = 12;
 /// Deeper nesting than this is refused (terraform's own values are far shallower).
 const MAX_DEPTH: usize = 100;
 
+/// A msgpack value from terraform read as a value of `ty`; the whole of `bytes` must be it.
 pub fn decode(bytes: &[u8], ty: &Type) -> Result<Value, CodecError> {
     let mut r = Reader { buf: bytes, pos: 0 };
     let v = r.value(ty, 0)?;

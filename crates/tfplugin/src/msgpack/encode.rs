@@ -5,6 +5,7 @@ use super::error::{CodecError, err};
 use crate::types::Type;
 use crate::value::{Number, Value};
 
+/// A value as msgpack of `ty`, for terraform.
 pub fn encode(value: &Value, ty: &Type) -> Result<Vec<u8>, CodecError> {
     let mut out = Vec::with_capacity(64);
     write_value(&mut out, value, ty)?;

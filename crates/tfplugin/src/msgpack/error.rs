@@ -1,6 +1,7 @@
 //! The one error of the codec, apart from `mod.rs` so that the encoder and the decoder, which
 //! `mod.rs` re-exports, need nothing from it.
 
+/// Why bytes are no value of the type, or a value does not fit its type: what is wrong, in words.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodecError(pub String);
 

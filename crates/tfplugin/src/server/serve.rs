@@ -31,6 +31,7 @@ const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 /// A client that has not finished its TLS handshake by then is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How the provider serves.
 pub struct Options {
     /// Serve without TLS and print TF_REATTACH_PROVIDERS for a terraform started by hand.
     pub debug: bool,
@@ -231,6 +232,8 @@ fn accept_loop(
     });
 }
 
+/// Serves `provider` to the terraform that started it (the go-plugin handshake, AutoMTLS, the
+/// tfplugin6 service) until terraform hangs up or stops it.
 pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), StartError> {
     if !opts.debug {
         check_started_by_terraform(opts.address)?;

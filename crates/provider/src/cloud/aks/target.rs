@@ -9,7 +9,7 @@ use gpu::{Cloud, GpuModel, Observed, SharingMode};
 use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::OneOf;
-use tfplugin::{AttrPath, Diagnostic, Value};
+use tfplugin::{AttrPath, DecodeError, Diagnostic, Value};
 
 use super::config::{AksConfig, AzureSettings};
 use super::mapping::{AKS_DEFAULT_OS_SKU, os_sku_changes_in_place};
@@ -244,12 +244,12 @@ impl Target for Aks {
             .attr(Attribute::string("cluster_name").required().describe("Name of the AKS cluster."))
     }
 
-    fn block_decodes(&self, block: &Value) -> bool {
-        PoolArgs::from_value(block).is_some()
+    fn decode_block(&self, block: &Value) -> Result<(), DecodeError> {
+        PoolArgs::from_value(block).map(|_| ())
     }
 
     fn check_sharing(&self, block: &Value, sharing: &SharingMode) -> Vec<Diagnostic> {
-        let sku = PoolArgs::from_value(block).and_then(|b| b.os_sku.0);
+        let sku = PoolArgs::from_value(block).ok().and_then(|b| b.os_sku.0);
         sku.and_then(|sku| gpu::check_aks_os_sku(sharing, &sku).err())
             .map(|e| Diagnostic::error(e.summary, e.detail).at(block_path(self, "os_sku")))
             .into_iter()

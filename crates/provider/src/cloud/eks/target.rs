@@ -9,7 +9,7 @@ use gpu::{Cloud, SharingMode};
 use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::OneOf;
-use tfplugin::{Diagnostic, Type, Value};
+use tfplugin::{DecodeError, Diagnostic, Type, Value};
 
 use super::config::EksConfig;
 use crate::cloud::error::CloudError;
@@ -216,12 +216,12 @@ impl Target for Eks {
             .attr(Attribute::string("cluster_name").required().describe("Name of the EKS cluster."))
     }
 
-    fn block_decodes(&self, block: &Value) -> bool {
-        PoolArgs::from_value(block).is_some()
+    fn decode_block(&self, block: &Value) -> Result<(), DecodeError> {
+        PoolArgs::from_value(block).map(|_| ())
     }
 
     fn check_sharing(&self, block: &Value, sharing: &SharingMode) -> Vec<Diagnostic> {
-        let Some(b) = PoolArgs::from_value(block) else {
+        let Ok(b) = PoolArgs::from_value(block) else {
             return Vec::new();
         };
         gpu::check_eks_ami_type(sharing, &b.ami_type())

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use gpu::{Cloud, GpuModel, Observed};
 use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
-use tfplugin::{AttrPath, Diagnostic, Type, Value};
+use tfplugin::{AttrPath, DecodeError, Diagnostic, Type, Value};
 
 use super::config::GkeConfig;
 use crate::cloud::error::CloudError;
@@ -202,12 +202,12 @@ impl Target for Gke {
             .attr(Attribute::string("cluster").required().describe("Name of the GKE cluster."))
     }
 
-    fn block_decodes(&self, block: &Value) -> bool {
-        PoolArgs::from_value(block).is_some()
+    fn decode_block(&self, block: &Value) -> Result<(), DecodeError> {
+        PoolArgs::from_value(block).map(|_| ())
     }
 
     fn check_block(&self, block: &Value) -> Vec<Diagnostic> {
-        let Some(b) = PoolArgs::from_value(block) else {
+        let Ok(b) = PoolArgs::from_value(block) else {
             return Vec::new();
         };
         match &b.node_locations.0 {

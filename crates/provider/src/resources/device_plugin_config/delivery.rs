@@ -12,8 +12,8 @@ use crate::cluster::{self as k, Cluster, KubeError};
 use crate::cluster::{chart, gitops};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics};
 
-use super::DevicePluginConfigResource;
 use super::model::{Desired, GitOpsSpec, HelmSpec, Takeover};
+use super::resource::DevicePluginConfigResource;
 
 impl DevicePluginConfigResource {
     /// Warns about nodes whose label names no config of this resource.

@@ -9,53 +9,38 @@ mod delivery;
 mod model;
 mod observe;
 mod ops;
+mod resource;
 mod schema;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 
 use crate::cluster::{self as k, Cluster};
-use crate::state::ProviderState;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{Decoded, FromValue, MaybeUnknown, ToValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Type, Value};
 
 use crate::operation::bounded;
 use delivery::kube_diagnostic;
-use model::{Args, Delivery, Takeover, resolve};
+use model::{
+    Args, Defaults, Delivery, Identity, Imported, ObjectIdentity, REIMPORT, Restarted, State,
+    Takeover, resolve,
+};
 use ops::Op;
 use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, DNS_LABEL_RE, DNS_SUBDOMAIN_RE, TIMEOUTS};
 
+pub use resource::{DevicePluginConfigResource, TYPE_NAME};
 pub use schema::{DEFAULT_VALUES_PATH, schema};
-
-pub const TYPE_NAME: &str = "fracgpu_device_plugin_config";
-
-tfplugin::object! {
-    /// The resource's ID: `namespace/name` of the ConfigMap.
-    struct Identity {
-        id: String,
-    }
-}
 
 /// Whether a delivery name is one of the GitOps controllers'.
 fn is_gitops(delivery: Option<&str>) -> bool {
     matches!(delivery, Some("argocd" | "flux"))
 }
 
-pub struct DevicePluginConfigResource {
-    state: Arc<ProviderState>,
-}
-
 impl DevicePluginConfigResource {
-    pub fn new(state: Arc<ProviderState>) -> Self {
-        DevicePluginConfigResource { state }
-    }
-
     /// A client for the cluster the resource's `kubernetes` block names, else the provider's.
     async fn connect(&self, args: &Args, diags: &mut Diagnostics) -> Option<Cluster> {
         let settings = args.kubernetes().or(&self.state.settings().kubernetes);
@@ -71,84 +56,83 @@ impl DevicePluginConfigResource {
 
 /// Fills what depends on other arguments (the namespace follows the helm block), then what the
 /// configs derive; the restart is planned only when something the cluster sees changes.
-fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned) {
+fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {
     let st = &mut planned.state;
     if st.is_null() {
         return;
     }
+    let (Some(set), Some(mut plan)) = (
+        Defaults::from_value(req.config).or_report(diags),
+        Defaults::from_value(st).or_report(diags),
+    ) else {
+        return;
+    };
+    // Null on create.
+    let prior = Option::<State>::from_value(req.prior)
+        .or_report_state(diags, REIMPORT)
+        .flatten();
     // With helm delivery the chart creates the ConfigMap in the release's namespace; with a
     // GitOps one in the namespace the Application or HelmRelease installs into, which only the
     // cluster knows: unknown until the apply reads it, then kept.
-    let how = Delivery::from_value(req.config);
+    let how = Delivery::from_value(req.config).or_report_mismatch(diags);
     let gitops = how
         .as_ref()
         .is_some_and(|d| is_gitops(d.delivery.as_deref()));
     let helm_ns = how
         .filter(|d| d.delivery.as_deref() == Some("helm"))
         .and_then(|d| d.helm.0.map(|h| h.namespace));
-    let namespace = match (helm_ns, gitops) {
-        (Some(ns), _) => Value::string(ns),
-        (None, true) if req.prior.get("namespace").as_str().is_some() => {
-            req.prior.get("namespace").clone()
-        }
-        (None, true) => Value::UNKNOWN,
-        (None, false) => Value::string(DEFAULT_NAMESPACE),
+    let prior_ns = prior.as_ref().and_then(|p| p.args.namespace.clone());
+    let namespace = match (helm_ns, gitops, prior_ns) {
+        (Some(ns), _, _) | (None, true, Some(ns)) => MaybeUnknown::Known(Some(ns)),
+        (None, true, None) => MaybeUnknown::UNKNOWN,
+        (None, false, _) => MaybeUnknown::Known(Some(DEFAULT_NAMESPACE.to_string())),
     };
-    let defaults = [
-        ("namespace", namespace),
-        ("name", Value::string(DEFAULT_NAME)),
-        ("delivery", Value::string("cluster_policy")),
-    ];
-    for (k, default) in defaults {
-        if req.config.get(k).is_null()
-            && let Some(slot) = st.get_mut(k)
-        {
-            *slot = default;
-        }
+    let unset = MaybeUnknown::Known(None);
+    if set.namespace == unset {
+        plan.namespace = namespace;
     }
-    let namespace_known = st.get("namespace").is_known();
-    // Validation already reported problems; here only the derived values.
-    let mut known = st.clone();
-    if !namespace_known && let Some(slot) = known.get_mut("namespace") {
-        *slot = Value::Null;
+    if set.name == unset {
+        plan.name = MaybeUnknown::Known(Some(DEFAULT_NAME.to_string()));
     }
-    let Some(args) = Args::from_value(&known) else {
+    if set.delivery == unset {
+        plan.delivery = MaybeUnknown::Known(Some("cluster_policy".to_string()));
+    }
+    merge(st, &plan);
+    let Some(args) = Args::of_plan(st).or_report_mismatch(diags) else {
         return;
     };
-    if namespace_known {
-        merge(
-            st,
-            &Identity {
-                id: format!("{}/{}", args.namespace(), args.name()),
-            },
-        );
-    } else if let Some(slot) = st.get_mut("id") {
-        *slot = Value::UNKNOWN;
-    }
+    let id = Identity {
+        id: if plan.namespace.is_known() {
+            MaybeUnknown::Known(format!("{}/{}", args.namespace(), args.name()))
+        } else {
+            MaybeUnknown::UNKNOWN
+        },
+    };
+    merge(st, &id);
+    // Validation already reported problems; here only the derived values.
     let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
         return;
     };
     let computed = d.computed();
     // Nothing the cluster sees changes: no restart, keep the prior time.
-    let prior = Args::from_value(req.prior);
-    let unchanged = prior.as_ref().is_some_and(|p| {
-        BTreeMap::<String, String>::from_value(req.prior.get("data")).as_ref()
-            == Some(&computed.data)
-            && p.default_config == args.default_config
-            && p.mig_strategy == args.mig_strategy
-            && p.delivery == args.delivery
+    let kept = prior.filter(|p| {
+        p.delivered.data.as_ref() == Some(&computed.data)
+            && p.args.default_config == args.default_config
+            && p.args.mig_strategy == args.mig_strategy
+            && p.args.delivery == args.delivery
     });
     merge(st, &computed);
-    if !namespace_known && let Some(slot) = st.get_mut("id") {
-        *slot = Value::UNKNOWN;
-    }
-    if let Some(slot) = st.get_mut("restarted_at") {
-        *slot = if unchanged {
-            req.prior.get("restarted_at").clone()
-        } else {
-            Value::UNKNOWN
-        };
-    }
+    // The computed ID names the default namespace while the real one is unknown.
+    merge(st, &id);
+    merge(
+        st,
+        &kept.map_or(
+            Restarted {
+                restarted_at: MaybeUnknown::UNKNOWN,
+            },
+            |p| p.restarted,
+        ),
+    );
 }
 
 #[async_trait]
@@ -162,7 +146,7 @@ impl Resource for DevicePluginConfigResource {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(args) = Args::from_value(config) {
+        if let Some(args) = Args::from_value(config).or_report_mismatch(diags) {
             resolve(&args, diags);
         }
     }
@@ -171,9 +155,9 @@ impl Resource for DevicePluginConfigResource {
         &self,
         req: &PlanRequest<'_>,
         planned: &mut Planned,
-        _diags: &mut Diagnostics,
+        diags: &mut Diagnostics,
     ) {
-        modify_plan(req, planned);
+        modify_plan(req, planned, diags);
     }
 
     async fn create(
@@ -257,17 +241,19 @@ impl Resource for DevicePluginConfigResource {
         let mut st = model::null_state();
         merge(
             &mut st,
-            &Args {
-                namespace: Some(ns.to_string()),
-                name: Some(name.to_string()),
-                delivery: Some("cluster_policy".to_string()),
-                ..Args::default()
+            &Imported {
+                timeouts: Value::List(vec![]),
+                args: Args {
+                    namespace: Some(ns.to_string()),
+                    name: Some(name.to_string()),
+                    delivery: Some("cluster_policy".to_string()),
+                    ..Args::default()
+                },
+                identity: Identity {
+                    id: MaybeUnknown::Known(id.to_string()),
+                },
             },
         );
-        merge(&mut st, &Identity { id: id.to_string() });
-        if let Some(t) = st.get_mut("timeouts") {
-            *t = Value::List(vec![]);
-        }
         Some(st)
     }
 
@@ -289,15 +275,25 @@ impl Resource for DevicePluginConfigResource {
     }
 
     fn identity(&self, state: &Value) -> Option<Value> {
-        let (ns, name) = (state.get("namespace"), state.get("name"));
-        (ns.as_str().is_some() && name.as_str().is_some())
-            .then(|| Value::object([("namespace", ns.clone()), ("name", name.clone())]))
+        // None while a plan leaves the namespace unknown; a state that does not fit is
+        // reported by read and plan.
+        let at = Defaults::from_value(state).ok()?;
+        let known = |v: MaybeUnknown<Option<String>>| v.known().cloned().flatten();
+        let identity = ObjectIdentity {
+            namespace: Some(known(at.namespace)?),
+            name: Some(known(at.name)?),
+        };
+        Some(identity.to_value())
     }
 
     async fn import_identity(&self, given: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let part = |k: &str| given.get(k).as_str().unwrap_or_default().to_string();
-        self.import(&format!("{}/{}", part("namespace"), part("name")), diags)
-            .await
+        let given = ObjectIdentity::from_value(given).or_report(diags)?;
+        let part = |p: Option<String>| p.unwrap_or_default();
+        self.import(
+            &format!("{}/{}", part(given.namespace), part(given.name)),
+            diags,
+        )
+        .await
     }
 }
 
@@ -306,6 +302,7 @@ mod tests {
     use super::model::{Args, Computed, ConfigArgs, HelmArgs, Restarted, config_blocks, reconcile};
     use super::*;
     use gpu::{self, SharingMode};
+    use std::collections::BTreeMap;
     use tfplugin::object::ToValue;
 
     fn set(v: &mut Value, k: &str, new: Value) {
@@ -315,7 +312,9 @@ mod tests {
     }
 
     fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<model::Desired> {
-        Args::from_value(v).and_then(|a| model::resolve(&a, diags))
+        Args::from_value(v)
+            .ok()
+            .and_then(|a| model::resolve(&a, diags))
     }
 
     #[test]
@@ -508,5 +507,165 @@ mod tests {
             Some("kubernetes.0.config_path")
         );
         assert_eq!(access(&resource(vec![], vec![])), None);
+    }
+
+    /// The plan of `config` over `prior` (null on create), as terraform and the framework give
+    /// it to the hook, and the hook's diagnostics.
+    fn plan_of(config: &Value, prior: &Value) -> (Value, Diagnostics) {
+        let mut planned = tfplugin::plan::plan(&schema().block, prior, config, config);
+        let mut diags = Diagnostics::new();
+        modify_plan(&PlanRequest { prior, config }, &mut planned, &mut diags);
+        (planned.state, diags)
+    }
+
+    #[test]
+    fn the_plan_fills_the_defaults_and_leaves_a_gitops_namespace_to_the_apply() {
+        let configs = || vec![cfg("ts", vec![("time_slicing", ts(4))])];
+        let (plan, diags) = plan_of(&resource(configs(), vec![]), &Value::Null);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(plan.get("namespace"), &Value::string(DEFAULT_NAMESPACE));
+        assert_eq!(plan.get("name"), &Value::string(DEFAULT_NAME));
+        assert_eq!(plan.get("delivery"), &Value::string("cluster_policy"));
+        assert_eq!(
+            plan.get("id"),
+            &Value::string(format!("{DEFAULT_NAMESPACE}/{DEFAULT_NAME}"))
+        );
+        assert!(plan.get("data").is_fully_known());
+        assert!(!plan.get("restarted_at").is_known(), "a create restarts");
+
+        let flux = || {
+            resource(
+                configs(),
+                vec![
+                    ("delivery", Value::string("flux")),
+                    (
+                        "flux",
+                        Value::List(vec![Value::object([
+                            ("helm_release", Value::string("gpu-operator")),
+                            ("namespace", Value::Null),
+                            ("values_path", Value::Null),
+                        ])]),
+                    ),
+                ],
+            )
+        };
+        let (plan, diags) = plan_of(&flux(), &Value::Null);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert!(!plan.get("namespace").is_known());
+        assert!(!plan.get("id").is_known());
+        assert!(
+            plan.get("data").is_fully_known(),
+            "the configs derive anyway"
+        );
+
+        // Applied: the namespace read from the object is kept, and so is the restart time
+        // while nothing the cluster sees changes.
+        let mut state = plan.unknowns_as_null();
+        set(&mut state, "namespace", Value::string("operators"));
+        set(
+            &mut state,
+            "id",
+            Value::string("operators/time-slicing-config"),
+        );
+        set(
+            &mut state,
+            "restarted_at",
+            Value::string("2025-01-01T00:00:00Z"),
+        );
+        let (again, diags) = plan_of(&flux(), &state);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(again.get("namespace"), &Value::string("operators"));
+        assert_eq!(again.get("id"), state.get("id"));
+        assert_eq!(again.get("restarted_at"), state.get("restarted_at"));
+    }
+
+    #[test]
+    fn an_unknown_configuration_plans_quietly_and_a_mismatch_names_its_attribute() {
+        let unknown = resource(vec![cfg("x", vec![("yaml", Value::UNKNOWN)])], vec![]);
+        let mut diags = Diagnostics::new();
+        DevicePluginConfigResource::new(Default::default()).validate(&unknown, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        let (plan, diags) = plan_of(&unknown, &Value::Null);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert!(!plan.get("data").is_known(), "left to the apply");
+
+        let nameless = resource(vec![cfg("x", vec![("name", Value::Null)])], vec![]);
+        let mut diags = Diagnostics::new();
+        DevicePluginConfigResource::new(Default::default()).validate(&nameless, &mut diags);
+        assert_eq!(diags.0.len(), 1, "{diags:?}");
+        assert_eq!(diags.0[0].summary, "Unexpected value");
+        assert_eq!(
+            diags.0[0].path.as_ref().map(ToString::to_string).as_deref(),
+            Some("config[0].name")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_state_that_does_not_fit_is_unreadable_on_its_attribute() {
+        let replicas = Value::Number(tfplugin::Number::Float(2.5));
+        let mut state = resource(
+            vec![cfg(
+                "ts",
+                vec![(
+                    "time_slicing",
+                    Value::List(vec![Value::object([
+                        ("replicas", replicas),
+                        ("rename_by_default", Value::Bool(false)),
+                        ("fail_requests_greater_than_one", Value::Bool(false)),
+                    ])]),
+                )],
+            )],
+            vec![],
+        );
+        set(&mut state, "namespace", Value::string(DEFAULT_NAMESPACE));
+        set(&mut state, "name", Value::string(DEFAULT_NAME));
+        let r = DevicePluginConfigResource::new(Default::default());
+        let mut diags = Diagnostics::new();
+        assert_eq!(
+            r.read(&state, &mut Private::default(), &mut diags).await,
+            None
+        );
+        assert_eq!(diags.0.len(), 1, "{diags:?}");
+        let d = &diags.0[0];
+        assert_eq!(d.summary, "Unreadable state");
+        assert_eq!(
+            d.path.as_ref().map(ToString::to_string).as_deref(),
+            Some("config[0].time_slicing[0].replicas")
+        );
+        assert!(
+            d.detail
+                .contains("should be a whole number from 0 to 4294967295, but is the number 2.5")
+                && d.detail
+                    .contains("`terraform import` with `namespace/name`"),
+            "{}",
+            d.detail
+        );
+    }
+
+    #[test]
+    fn chart_values_read_as_the_chart_reads_them() {
+        use super::model::ChartConfig;
+        let c = ChartConfig::of(&serde_json::json!({
+            "create": true,
+            "name": "cfg",
+            "default": "",
+            "data": {"a": "text", "b": 3},
+            "other": {"ignored": true},
+        }));
+        assert!(c.created());
+        assert_eq!(c.name().as_deref(), Some("cfg"));
+        assert_eq!(c.default_config(), None, "empty is unset");
+        assert_eq!(
+            c.data(),
+            BTreeMap::from([("a".to_string(), "text".to_string())])
+        );
+        let odd = ChartConfig::of(&serde_json::json!({"create": "true", "name": 1, "data": []}));
+        assert!(!odd.created());
+        assert_eq!(odd.name(), None);
+        assert!(odd.data().is_empty());
+        assert_eq!(
+            ChartConfig::of(&serde_json::json!("x")),
+            ChartConfig::default()
+        );
     }
 }

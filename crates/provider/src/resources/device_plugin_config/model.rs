@@ -1,6 +1,9 @@
 //! The typed model of `fracgpu_device_plugin_config` and what it resolves to: [`Desired`], the
 //! configs as documents, where they go (a ConfigMap of ours or a Helm release's values) and how
-//! to reach the cluster. Also what the resource keeps in private state to give back on destroy.
+//! to reach the cluster. The handlers read configurations, plans and states only through these
+//! models: the arguments, what a plan defaults or leaves to the apply, what a state records the
+//! cluster was given. Also what the resource keeps in private state to give back on destroy, and
+//! the chart values a GitOps object holds.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +15,7 @@ use crate::model::{self, KubernetesArgs, Sharing};
 use gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
 use gpu::{self, SharingMode};
 use tfplugin::api::Private;
-use tfplugin::object::SingleBlock;
+use tfplugin::object::{DecodeError, FromValue, MaybeUnknown, SingleBlock, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::schema::{
@@ -98,13 +101,89 @@ tfplugin::object! {
 }
 
 tfplugin::object! {
-    /// When this resource last restarted the device plugin.
+    /// When this resource last restarted the device plugin: unknown in a plan that restarts it.
     pub struct Restarted {
-        pub restarted_at: Option<String>,
+        pub restarted_at: MaybeUnknown<Option<String>>,
     }
 }
 
+tfplugin::object! {
+    /// The arguments a plan fills when the configuration leaves them null, as a configuration or
+    /// plan holds them: unknown while they depend on another resource, and a GitOps delivery's
+    /// namespace (the destination of the object that holds the values) until the apply reads it.
+    pub struct Defaults {
+        pub namespace: MaybeUnknown<Option<String>>,
+        pub name: MaybeUnknown<Option<String>>,
+        pub delivery: MaybeUnknown<Option<String>>,
+    }
+}
+
+tfplugin::object! {
+    /// The resource's ID: `namespace/name` of the ConfigMap, unknown while the namespace is.
+    pub struct Identity {
+        pub id: MaybeUnknown<String>,
+    }
+}
+
+tfplugin::object! {
+    /// What a state records the cluster was given; null until an apply or a read sets it.
+    pub struct Delivered {
+        pub data: Option<BTreeMap<String, String>>,
+        pub helm_values: Option<String>,
+    }
+}
+
+tfplugin::object! {
+    /// A state, as a refresh and the next plan compare it with the cluster and the configuration.
+    pub struct State {}
+    flatten {
+        pub args: Args,
+        pub delivered: Delivered,
+        pub restarted: Restarted,
+    }
+}
+
+tfplugin::object! {
+    /// The state `terraform import` starts from, which the read after it fills.
+    pub struct Imported {
+        pub timeouts: Value,
+    }
+    flatten {
+        pub args: Args,
+        pub identity: Identity,
+    }
+}
+
+tfplugin::object! {
+    /// The resource identity (terraform 1.12+): which ConfigMap, by namespace and name.
+    pub struct ObjectIdentity {
+        pub namespace: Option<String>,
+        pub name: Option<String>,
+    }
+}
+
+/// The last fix for a state that does not read.
+pub const REIMPORT: &str =
+    "re-import it (`terraform import` with `namespace/name` of the ConfigMap)";
+
 impl Args {
+    /// The arguments of a plan; a namespace still unknown (see [`Defaults`]) reads as unset.
+    pub fn of_plan(planned: &Value) -> Result<Args, DecodeError> {
+        let defaults = Defaults::from_value(planned)?;
+        if defaults.namespace.is_known() {
+            return Args::from_value(planned);
+        }
+        let mut known = planned.clone();
+        merge(
+            &mut known,
+            &Defaults {
+                namespace: MaybeUnknown::Known(None),
+                ..defaults
+            },
+        );
+        Args::from_value(&known)
+    }
+
     pub fn namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE)
     }
@@ -638,6 +717,60 @@ impl Takeover {
 
 // ---------------------------------------------------------------------------------------------
 // Documents read back
+
+/// The device plugin's `config` values of the operator chart (`<values_path>.config`), as the
+/// values a GitOps object holds give them. Read as the chart's templates read them: a value of
+/// another type (or values that are no map) is as good as unset, and so is an empty name.
+#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct ChartConfig {
+    #[serde(deserialize_with = "lenient")]
+    create: Option<bool>,
+    #[serde(deserialize_with = "lenient")]
+    name: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    default: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    data: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// A value of the type asked for, else none.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = <serde_json::Value as serde::Deserialize>::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+impl ChartConfig {
+    pub fn of(values: &serde_json::Value) -> ChartConfig {
+        <ChartConfig as serde::Deserialize>::deserialize(values).unwrap_or_default()
+    }
+
+    /// Whether the chart makes the ConfigMap (only then does it point the operator at it).
+    pub fn created(&self) -> bool {
+        self.create == Some(true)
+    }
+
+    pub fn name(&self) -> Option<String> {
+        self.name.clone().filter(|s| !s.is_empty())
+    }
+
+    pub fn default_config(&self) -> Option<String> {
+        self.default.clone().filter(|s| !s.is_empty())
+    }
+
+    /// The configs, by name; an entry that is no text is none.
+    pub fn data(&self) -> BTreeMap<String, String> {
+        self.data
+            .iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
+    }
+}
 
 /// Keeps the state's text for every key whose meaning the cluster still has, and the cluster's
 /// own text where it differs, so a hand edit shows as drift and re-formatting does not.

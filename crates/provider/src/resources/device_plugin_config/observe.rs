@@ -6,12 +6,15 @@ use std::collections::BTreeMap;
 
 use crate::cluster::Cluster;
 use crate::cluster::helm::{self, ReleaseState};
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{Decoded, FromValue, merge};
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
-use super::DevicePluginConfigResource;
 use super::delivery::{kube_diagnostic, operator_reads, warn_operator_mismatch};
-use super::model::{Args, Computed, config_blocks, mig_strategy_path, reconcile, resolve};
+use super::model::{
+    Args, ChartConfig, Computed, REIMPORT, State, config_blocks, mig_strategy_path, reconcile,
+    resolve,
+};
+use super::resource::DevicePluginConfigResource;
 
 /// What the cluster says about this resource's delivery.
 #[derive(Default)]
@@ -135,29 +138,14 @@ impl DevicePluginConfigResource {
         };
         let vp = &g.values_path;
         let cfg = helm::value_at(&held.effective, &format!("{vp}.config"))
-            .cloned()
+            .map(ChartConfig::of)
             .unwrap_or_default();
-        let s = |k: &str| {
-            cfg.get(k)
-                .and_then(|v| v.as_str())
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        };
-        let created = cfg.get("create").and_then(|v| v.as_bool()) == Some(true);
         // Every config these values give is rendered; there are no chart defaults to tell
         // apart here (the chart is not read).
-        let data: BTreeMap<String, String> = cfg
-            .get("data")
-            .and_then(|v| v.as_object())
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let data = cfg.data();
         Some(ClusterView {
-            pointer_name: if created { s("name") } else { None },
-            default: s("default"),
+            pointer_name: if cfg.created() { cfg.name() } else { None },
+            default: cfg.default_config(),
             mig_strategy: helm::value_at(&held.effective, &mig_strategy_path(vp))
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
@@ -208,13 +196,11 @@ impl DevicePluginConfigResource {
     /// The refreshed state; None when the delivery is gone (terraform plans to create it
     /// again) or after an error diagnostic.
     pub(super) async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let Some(mut args) = Args::from_value(state) else {
-            diags.push(Diagnostic::error(
-                "Unreadable state",
-                "The device plugin config's state lacks a value the provider needs; re-import it (`terraform import` with `namespace/name`).",
-            ));
-            return None;
-        };
+        let State {
+            mut args,
+            delivered,
+            ..
+        } = State::from_value(state).or_report_state(diags, REIMPORT)?;
         let c = self.connect(&args, diags).await?;
         let seen = if args.by_gitops() {
             self.observe_gitops(&c, &args, diags).await?
@@ -225,8 +211,7 @@ impl DevicePluginConfigResource {
         };
         // A vanished ConfigMap: the resource is gone and will be created again.
         let cluster_data = seen.data.clone()?;
-        let prior_data =
-            BTreeMap::<String, String>::from_value(state.get("data")).unwrap_or_default();
+        let prior_data = delivered.data.unwrap_or_default();
         // The operator reads our data only while the pointer names our ConfigMap.
         let data = if seen.pointer_name.as_deref() == Some(args.name()) {
             reconcile(&prior_data, &cluster_data)
@@ -263,13 +248,7 @@ impl DevicePluginConfigResource {
                 );
                 self.warn_unknown_labels(&c, &d, diags).await;
             }
-            None => {
-                computed.helm_values = state
-                    .get("helm_values")
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            }
+            None => computed.helm_values = delivered.helm_values.unwrap_or_default(),
         }
         merge(&mut st, &computed);
         Some(st)

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cluster::{self as k, KubeError, helm};
 use crate::operation::{Cut, StopSignal, bounded};
-use tfplugin::object::{FromValue, merge};
+use tfplugin::object::{Decoded, FromValue, MaybeUnknown, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::delivery::{Writing, kube_diagnostic};
-use super::model::{Args, Restarted, Takeover, resolve};
+use super::model::{Args, Defaults, Identity, REIMPORT, Restarted, Takeover, resolve};
+use super::resource::{DevicePluginConfigResource, TYPE_NAME};
 use super::schema::{DEFAULT_NAMESPACE, TIMEOUTS};
-use super::{DevicePluginConfigResource, TYPE_NAME};
 
 /// What the user reads when an operation is cut short, and how long a create cut short may look
 /// for what it wrote.
@@ -52,6 +52,7 @@ pub(super) struct Op {
 
 impl Op {
     pub(super) fn start(name: &'static str, value: &Value, stop: &StopSignal) -> Op {
+        // For the log only: the operation reports a value that does not read.
         let config_map = Args::from_value(value)
             .map(|a| format!("{}/{}", a.namespace(), a.name()))
             .unwrap_or_default();
@@ -94,25 +95,10 @@ impl Op {
 }
 
 impl DevicePluginConfigResource {
-    /// The arguments of a plan at apply, when everything is known; a diagnostic otherwise.
+    /// The arguments of a plan at apply, when everything is known (but a GitOps delivery's
+    /// namespace, the object's destination, read at apply); a diagnostic otherwise.
     fn planned_args(planned: &Value, diags: &mut Diagnostics) -> Option<Args> {
-        // A GitOps delivery's namespace is the object's destination, read at apply.
-        let args = if planned.get("namespace").is_known() {
-            Args::from_value(planned)
-        } else {
-            let mut known = planned.clone();
-            if let Some(slot) = known.get_mut("namespace") {
-                *slot = Value::Null;
-            }
-            Args::from_value(&known)
-        };
-        if args.is_none() {
-            diags.push(Diagnostic::error(
-                "Configuration not known at apply",
-                "Part of the config blocks is still unknown at apply time; this is a bug in the provider's plan.",
-            ));
-        }
-        args
+        Args::of_plan(planned).or_report(diags)
     }
 
     /// The state of a create cut short (timeout or stop) while writing: the plan (tainted) when
@@ -124,7 +110,10 @@ impl DevicePluginConfigResource {
         limit: std::time::Duration,
     ) -> Value {
         let mut quiet = Diagnostics::new();
-        let Some(args) = Args::from_value(planned) else {
+        // The create read this plan already and reported what does not fit. Read whole, not
+        // with `Args::of_plan`: a GitOps plan whose namespace is still unknown reads as nothing
+        // here, so such a create cut short keeps no state.
+        let Ok(args) = Args::from_value(planned) else {
             return Value::Null;
         };
         let Some(d) = resolve(&args, &mut quiet) else {
@@ -132,7 +121,7 @@ impl DevicePluginConfigResource {
         };
         let tainted = || {
             let mut st = planned.unknowns_as_null();
-            merge(&mut st, &Restarted { restarted_at: None });
+            merge(&mut st, &Restarted::default());
             st
         };
         if d.helm.is_some() || d.gitops.is_some() {
@@ -158,7 +147,10 @@ impl DevicePluginConfigResource {
         writing: &AtomicBool,
         limit: std::time::Duration,
     ) -> Value {
-        let Some(args) = Self::planned_args(planned, diags) else {
+        let (Some(args), Some(mut placed)) = (
+            Self::planned_args(planned, diags),
+            Defaults::from_value(planned).or_report(diags),
+        ) else {
             return Value::Null;
         };
         let Some(d) = resolve(&args, diags) else {
@@ -168,7 +160,7 @@ impl DevicePluginConfigResource {
             return Value::Null;
         };
         let mut st = planned.clone();
-        merge(&mut st, &Restarted { restarted_at: None });
+        merge(&mut st, &Restarted::default());
         if d.helm.is_none() && d.gitops.is_none() {
             // Adopting a ConfigMap someone else made would silently take its keys over.
             match c.configmap(&d.namespace, &d.name).await {
@@ -206,8 +198,13 @@ impl DevicePluginConfigResource {
             };
         };
         self.warn_unknown_labels(&c, &d, diags).await;
-        merge(&mut st, &Restarted { restarted_at });
-        if !st.get("namespace").is_known() {
+        merge(
+            &mut st,
+            &Restarted {
+                restarted_at: MaybeUnknown::Known(restarted_at),
+            },
+        );
+        if !placed.namespace.is_known() {
             // Where the chart installs the operator, as the GitOps object says.
             let ns = w.operator_namespace.clone().unwrap_or_else(|| {
                 diags.push(Diagnostic::warning(
@@ -218,13 +215,12 @@ impl DevicePluginConfigResource {
             });
             merge(
                 &mut st,
-                &super::Identity {
-                    id: format!("{ns}/{}", d.name),
+                &Identity {
+                    id: MaybeUnknown::Known(format!("{ns}/{}", d.name)),
                 },
             );
-            if let Some(slot) = st.get_mut("namespace") {
-                *slot = Value::string(ns);
-            }
+            placed.namespace = MaybeUnknown::Known(Some(ns));
+            merge(&mut st, &placed);
         }
         st
     }
@@ -237,7 +233,10 @@ impl DevicePluginConfigResource {
         diags: &mut Diagnostics,
         limit: std::time::Duration,
     ) -> Value {
-        let Some(args) = Self::planned_args(planned, diags) else {
+        let (Some(args), Some(restarted)) = (
+            Self::planned_args(planned, diags),
+            Restarted::from_value(planned).or_report(diags),
+        ) else {
             return prior.clone();
         };
         let Some(d) = resolve(&args, diags) else {
@@ -246,14 +245,19 @@ impl DevicePluginConfigResource {
         let Some(c) = self.connect(&args, diags).await else {
             return prior.clone();
         };
-        let restart_needed = !planned.get("restarted_at").is_known();
+        let restart_needed = !restarted.restarted_at.is_known();
         let mut st = planned.clone();
         if restart_needed {
             let mut w = Writing::new(limit);
             let Some(restarted_at) = self.deliver(&c, &d, taken, false, &mut w, diags).await else {
                 return prior.clone();
             };
-            merge(&mut st, &Restarted { restarted_at });
+            merge(
+                &mut st,
+                &Restarted {
+                    restarted_at: MaybeUnknown::Known(restarted_at),
+                },
+            );
         } else {
             // Only the access changed: prove the new credentials work before they are saved.
             let proof = match &d.gitops {
@@ -280,7 +284,7 @@ impl DevicePluginConfigResource {
         diags: &mut Diagnostics,
         limit: std::time::Duration,
     ) {
-        let Some(args) = Args::from_value(state) else {
+        let Some(args) = Args::from_value(state).or_report_state(diags, REIMPORT) else {
             return;
         };
         let access = args.access();

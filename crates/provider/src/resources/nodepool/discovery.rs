@@ -11,7 +11,7 @@ use crate::cloud::registry::{self, Located, TARGETS};
 use crate::cloud::{Location, Pool};
 use crate::state::{ProviderState, Settings};
 use gpu::SharingMode;
-use tfplugin::object::FromValue;
+use tfplugin::object::{Decoded, FromValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::{ExactlyOneOf, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
@@ -189,18 +189,17 @@ pub async fn find(
 /// Reads a query from a configuration; a configuration that does not fit the schema (which
 /// terraform checked already) is reported rather than trusted.
 pub fn query_of(config: &Value, diags: &mut Diagnostics) -> Option<Query> {
-    let q = Filters::from_value(config)
-        .filter(|_| registry::names_cluster(config))
-        .map(|f| Query {
-            gpu_only: f.gpu_only,
-            sharing: f.sharing,
-            cluster: config.clone(),
-        });
-    if q.is_none() {
+    let filters = Filters::from_value(config).or_report(diags)?;
+    if !registry::names_cluster(config) {
         diags.push(Diagnostic::error(
             "Invalid configuration",
             "The configuration does not name one cluster with an `aks`, `gke` or `eks` block and its required attributes.",
         ));
+        return None;
     }
-    q
+    Some(Query {
+        gpu_only: filters.gpu_only,
+        sharing: filters.sharing,
+        cluster: config.clone(),
+    })
 }

@@ -20,13 +20,13 @@ use crate::cloud::{self, Location};
 use crate::operation::OpCtx;
 use crate::state::{ProviderState, Settings};
 use tfplugin::api::{IdentitySchema, PlanRequest, Private, Resource};
-use tfplugin::object::{FromValue, Known, ToValue};
+use tfplugin::object::{Decoded, FromValue, Known, ToValue};
 use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Value};
 
 use failure::{cloud_diagnostic, may_have_created, read_after_failure};
-use model::{Args, resolve};
+use model::{Args, REIMPORT, resolve};
 use schema::TIMEOUTS;
 use state::{state_from_pool, unread_pool};
 
@@ -47,7 +47,14 @@ pub fn state_of_pool(
 
 /// How the pool a state describes shares its GPUs.
 pub fn sharing_of_state(state: &Value) -> Option<gpu::SharingMode> {
-    Args::from_value(state).map(|a| a.sharing.mode())
+    match Args::from_value(state) {
+        Ok(a) => Some(a.sharing.mode()),
+        Err(e) => {
+            // Only states this provider made come here: the model disagrees with them.
+            tracing::error!(error = %e, "a node pool state does not read back");
+            None
+        }
+    }
 }
 
 pub struct NodePool {
@@ -131,14 +138,7 @@ impl NodePool {
     /// The arguments of a state: it is known, so only a state this provider cannot read fails,
     /// and that is an error (a read that returned nothing would make terraform forget the pool).
     fn args_of_state(state: &Value, diags: &mut Diagnostics) -> Option<Args> {
-        let args = Args::from_value(state);
-        if args.is_none() {
-            diags.push(Diagnostic::error(
-                "Unreadable state",
-                "The node pool's state lacks a value the provider needs; run `terraform apply -refresh-only` with the provider version that wrote it, or re-import the pool.",
-            ));
-        }
-        args
+        Args::from_value(state).or_report_state(diags, REIMPORT)
     }
 }
 
@@ -162,7 +162,7 @@ impl Resource for NodePool {
     }
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(args) = Args::from_value(config) {
+        if let Some(args) = Args::from_value(config).or_report_mismatch(diags) {
             resolve(&args, &validation_settings(), diags);
         }
         plan::warn_on_target(config, diags);
@@ -179,7 +179,7 @@ impl Resource for NodePool {
 
     async fn create(&self, planned: &Value, _: &mut Private, diags: &mut Diagnostics) -> Value {
         let settings = self.state.settings();
-        let Some(mut args) = Args::from_value(planned) else {
+        let Some(mut args) = Args::from_value(planned).or_report(diags) else {
             return Value::Null;
         };
         if !self.zones_now(&mut args, planned, &settings, diags).await {
@@ -257,7 +257,10 @@ impl Resource for NodePool {
         diags: &mut Diagnostics,
     ) -> Value {
         let settings = self.state.settings();
-        let Some(r) = Args::from_value(planned).and_then(|a| resolve(&a, &settings, diags)) else {
+        let Some(r) = Args::from_value(planned)
+            .or_report(diags)
+            .and_then(|a| resolve(&a, &settings, diags))
+        else {
             return prior.clone();
         };
         let Some(client) = self.client(&r.spec.location, diags).await else {
@@ -355,7 +358,9 @@ impl Resource for NodePool {
     /// From the state's own coordinates; the provider's defaults fill what the state leaves
     /// out, as they do for every call to the cloud.
     fn identity(&self, state: &Value) -> Option<Value> {
-        let args = Args::from_value(state)?;
+        // None while a create plan leaves part unknown; a state that does not fit is
+        // reported by read.
+        let args = Args::from_value(state).ok()?;
         let loc = args.location(&self.state.settings(), &mut Diagnostics::new())?;
         Some(identity(&loc, &args.name))
     }

@@ -13,6 +13,9 @@ use gpu;
 use tfplugin::object::{FromValue, Known, SingleBlock, ToValue};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
+/// The last fix for a state that does not read.
+pub(super) const REIMPORT: &str = "re-import the pool (`terraform import` with its cloud ID)";
+
 tfplugin::object! {
     /// The `autoscaling` block.
     pub struct AutoscalingArgs {
@@ -151,7 +154,7 @@ impl Args {
     /// The pool's zones, where its target's pools have zones and they are known.
     pub fn zones(&self) -> Option<Vec<String>> {
         let (t, block) = self.target.0.as_ref()?;
-        Vec::<String>::from_value(block.get(t.zones_attr()?))
+        Vec::<String>::from_value(block.get(t.zones_attr()?)).ok()
     }
 
     /// The pool's size, a total on every cloud. Without `node_count`, one node, or on GKE one in

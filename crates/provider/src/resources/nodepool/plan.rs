@@ -17,11 +17,11 @@ use crate::cloud::target::block_path;
 use crate::model::{Sharing, TaintArgs};
 use crate::state::{ProviderState, Settings};
 use tfplugin::api::PlanRequest;
-use tfplugin::object::{FromValue, ToValue, merge};
+use tfplugin::object::{Decoded, FromValue, ToValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::model::{Args, Derived, NodeLabels, resolve};
+use super::model::{Args, Derived, NodeLabels, REIMPORT, resolve};
 use super::schema::TIMEOUTS;
 
 /// What the plan knows of a pool's zones.
@@ -43,7 +43,9 @@ pub async fn modify(
     fill_provider_defaults(&mut planned.state, req.config, settings);
     let zones = plan_zones(req, &mut planned.state, state, diags).await;
     fill_node_count(&mut planned.state, req, &zones);
-    let Some(new) = Args::from_value(&planned.state).and_then(|a| resolve(&a, settings, diags))
+    let Some(new) = Args::from_value(&planned.state)
+        .or_report_mismatch(diags)
+        .and_then(|a| resolve(&a, settings, diags))
     else {
         return;
     };
@@ -57,8 +59,9 @@ pub async fn modify(
     if req.prior.is_null() {
         return;
     }
-    let old =
-        Args::from_value(req.prior).and_then(|a| resolve(&a, settings, &mut Diagnostics::new()));
+    let old = Args::from_value(req.prior)
+        .or_report_state(diags, REIMPORT)
+        .and_then(|a| resolve(&a, settings, &mut Diagnostics::new()));
     if let Some(old) = old {
         let target = new.spec.location.target();
         if target.gpu_change_replaces(&old.spec, &new.spec) {

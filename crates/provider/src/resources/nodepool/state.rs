@@ -9,7 +9,7 @@ use crate::cloud::{self, Pool, PoolTaint, Scaling, Target};
 use crate::model::{Sharing, TaintArgs, domain_diagnostic};
 use crate::state::Settings;
 use gpu::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
-use tfplugin::object::{FromValue, Known, SingleBlock, merge};
+use tfplugin::object::{Decoded, FromValue, Known, SingleBlock, merge};
 use tfplugin::{Diagnostics, Value};
 
 use super::model::{Args, AutoscalingArgs, Derived, Identity, NodeLabels, Reported, resolve};
@@ -24,7 +24,8 @@ pub fn state_from_pool(
     settings: &Settings,
     diags: &mut Diagnostics,
 ) -> Option<Value> {
-    let before = Args::from_value(prior);
+    // Null on import.
+    let before = Option::<Args>::from_value(prior).or_report(diags).flatten();
     let spec = &pool.spec;
     let target = spec.location.target();
     let cloud = target.cloud();
