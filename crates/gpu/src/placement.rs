@@ -51,7 +51,8 @@ pub fn slices_for(
             Field::TimeSlicingReplicas,
             summary::INVALID_REPLICAS,
             format!(
-                "Cannot cut {gpu_total_memory_mb} MiB into {replicas} slices: both must be at least 1."
+                "Cannot cut {gpu_total_memory_mb} MiB into {replicas} slices: both must be at \
+                    least 1."
             ),
         ));
     }
@@ -61,7 +62,8 @@ pub fn slices_for(
             Field::TimeSlicingReplicas,
             summary::INVALID_REPLICAS,
             format!(
-                "{replicas} slices of {gpu_total_memory_mb} MiB leave less than 1 MiB each; use fewer replicas."
+                "{replicas} slices of {gpu_total_memory_mb} MiB leave less than 1 MiB each; use \
+                    fewer replicas."
             ),
         ));
     }

@@ -101,7 +101,8 @@ fn block_schema(out: &mut String, b: &Block, anchor: &str) {
             };
             let _ = writeln!(
                 out,
-                "- `{}` (Block {}{max}) {} (see [below for nested schema](#nestedblock--{anchor}{}))",
+                "- `{}` (Block {}{max}) {} (see [below for nested \
+                    schema](#nestedblock--{anchor}{}))",
                 nb.name,
                 nesting_name(nb.nesting),
                 nb.block.description,
@@ -207,7 +208,10 @@ fn resource_page(root: &Path, r: &dyn Resource) -> Result<Page, String> {
         ));
     }
     if let Ok(blocks) = by_identity {
-        content.push_str(&format!("\nWith terraform 1.12 and later, an `import` block can name the object by its identity instead:\n\n```terraform\n{blocks}```\n"));
+        content.push_str(&format!(
+            "\nWith terraform 1.12 and later, an `import` block can name the \
+            object by its identity instead:\n\n```terraform\n{blocks}```\n"
+        ));
     }
     Ok(Page {
         path: format!("docs/resources/{}.md", name.trim_start_matches("fracgpu_")),
@@ -218,7 +222,11 @@ fn resource_page(root: &Path, r: &dyn Resource) -> Result<Page, String> {
 /// The identity a resource keeps beside its state (terraform 1.12 and later), as the registry
 /// shows it: the attributes an import by identity requires, then the optional ones.
 fn identity_section(out: &mut String, identity: &IdentitySchema) {
-    out.push_str("\n## Identity Schema\n\nThe attributes that name one object for as long as it lives: terraform keeps them beside the state, `import` blocks can name the object by them, and `terraform query` returns them.\n");
+    out.push_str(
+        "\n## Identity Schema\n\nThe attributes that name one object for as long as it \
+        lives: terraform keeps them beside the state, `import` blocks can name the object by them, \
+        and `terraform query` returns them.\n",
+    );
     for (title, required) in [("Required", true), ("Optional", false)] {
         let attrs: Vec<_> = identity
             .attributes
@@ -254,7 +262,13 @@ fn list_resource_page(root: &Path, l: &dyn ListResource) -> Result<Page, String>
     );
     let _ = writeln!(
         out,
-        "# {name} (List Resource)\n\n{}\n\nA list resource is read by `terraform query` (terraform 1.14 and later) from the `list` blocks of `.tfquery.hcl` files; `terraform query -generate-config-out=FILE` writes a resource and an `import` block for each object it finds. See the guide [Adopting existing GPU pools](../guides/adopting-existing-gpu-pools.md).\n\n## Example Usage\n\n```terraform\n{example}```\n\n## Schema\n\nThe arguments of the `list` block's `config` block.\n",
+        "# {name} (List Resource)\n\n{}\n\nA list resource is read by `terraform query` (terraform \
+            1.14 and later) from the `list` blocks of `.tfquery.hcl` files; `terraform query \
+            -generate-config-out=FILE` writes a resource and an `import` block for each object it \
+            finds. See the guide [Adopting existing GPU \
+            pools](../guides/adopting-existing-gpu-pools.md).\n\n## Example \
+            Usage\n\n```terraform\n{example}```\n\n## Schema\n\nThe arguments of the `list` \
+            block's `config` block.\n",
         schema.block.description
     );
     block_schema(&mut out, &schema.block, "");
@@ -279,7 +293,8 @@ fn function_page(root: &Path, f: &dyn Function) -> Result<Page, String> {
     let mut out = frontmatter(&format!("{name} function - fracgpu"), sig.summary);
     let _ = writeln!(
         out,
-        "# function: {name}\n\n{}\n\n## Example Usage\n\n```terraform\n{}```\n\n## Signature\n\n```text\n{name}({}) {}\n```\n\n## Arguments\n",
+        "# function: {name}\n\n{}\n\n## Example Usage\n\n```terraform\n{}```\n\n## \
+            Signature\n\n```text\n{name}({}) {}\n```\n\n## Arguments\n",
         sig.description,
         example,
         params.join(", "),
@@ -307,7 +322,9 @@ fn index_page(root: &Path, provider: &dyn Provider) -> Result<Page, String> {
     let mut out = frontmatter("Provider: fracgpu", &schema.block.description);
     let _ = writeln!(
         out,
-        "# fracgpu Provider\n\n{}\n\nThe provider validates every sharing setup at plan time against its GPU catalog (see the [GPU catalog guide](guides/gpu-catalog.md)).\n\n## Example Usage\n\n```terraform\n{}```\n\n## Schema\n",
+        "# fracgpu Provider\n\n{}\n\nThe provider validates every sharing setup at plan time \
+            against its GPU catalog (see the [GPU catalog guide](guides/gpu-catalog.md)).\n\n## \
+            Example Usage\n\n```terraform\n{}```\n\n## Schema\n",
         schema.block.description, example
     );
     block_schema(&mut out, &schema.block, "");
@@ -322,7 +339,12 @@ fn catalog_page() -> Page {
         "GPU catalog - fracgpu",
         "The machine types, GPUs and MIG profiles the provider knows.",
     );
-    out.push_str("# GPU catalog\n\nThe machine types, GPU models and MIG profiles the provider validates against, generated from its catalog. Memory figures marked `nvidia-smi` are what the driver reports; `nominal` ones are the marketing size. A pool can describe a machine type missing here with `gpu_model` and `gpu_count`.\n\n");
+    out.push_str(
+        "# GPU catalog\n\nThe machine types, GPU models and MIG profiles the provider \
+        validates against, generated from its catalog. Memory figures marked `nvidia-smi` are what \
+        the driver reports; `nominal` ones are the marketing size. A pool can describe a machine \
+        type missing here with `gpu_model` and `gpu_count`.\n\n",
+    );
     out.push_str(&gpu::catalog_markdown());
     Page {
         path: "docs/guides/gpu-catalog.md".into(),
@@ -345,7 +367,8 @@ fn fence_language(rel: &str) -> &'static str {
 /// largest profiles, and the memory share of 4 and 10 time-slicing replicas or MPS clients.
 fn sharing_comparison() -> String {
     let mut out = String::from(
-        "| GPU | Memory (MiB) | MIG, smallest profile | MIG, largest profile | 4 slices or MPS clients | 10 slices or MPS clients |\n|---|---|---|---|---|---|\n",
+        "| GPU | Memory (MiB) | MIG, smallest profile | MIG, largest profile | 4 slices or MPS \
+            clients | 10 slices or MPS clients |\n|---|---|---|---|---|---|\n",
     );
     for g in gpu::all_gpu_models() {
         // `+me` variants are the same size as their base profile and no cloud API can ask for them.

@@ -57,11 +57,14 @@ impl Function for MigProfiles {
             parameters: vec![Parameter {
                 name: "gpu_model",
                 ty: Type::String,
-                description: "A GPU model id (`A100-40GB`) or GKE accelerator name (`nvidia-tesla-a100`).",
+                description: "A GPU model id (`A100-40GB`) or GKE accelerator name \
+                    (`nvidia-tesla-a100`).",
             }],
             returns: Type::list(profile_type()),
             summary: "The MIG profiles of a GPU model",
-            description: "Returns the MIG profiles the GPU can be partitioned into, each with the number of instances one GPU holds, the memory of one instance in MiB and its share of the GPU's compute. Empty for GPUs without MIG.",
+            description: "Returns the MIG profiles the GPU can be partitioned into, each with the \
+                number of instances one GPU holds, the memory of one instance in MiB and its share \
+                of the GPU's compute. Empty for GPUs without MIG.",
         }
     }
     fn call(&self, args: &[Value]) -> Result<Value, FunctionError> {
@@ -114,7 +117,8 @@ impl Function for SlicesFor {
             ],
             returns: Type::Number,
             summary: "Time-sliced replicas a workload must request for its memory",
-            description: "The smallest number of slices of a GPU cut into `replicas` whose memory share holds `gpu_memory_mb`: 4000 MiB on a 15360 MiB T4 cut in 10 takes 3 slices.",
+            description: "The smallest number of slices of a GPU cut into `replicas` whose memory \
+                share holds `gpu_memory_mb`: 4000 MiB on a 15360 MiB T4 cut in 10 takes 3 slices.",
         }
     }
     fn call(&self, args: &[Value]) -> Result<Value, FunctionError> {
@@ -156,17 +160,21 @@ impl Function for DevicePluginConfig {
                 Parameter {
                     name: "mode",
                     ty: Type::String,
-                    description: "`none`, `time-slicing`, `time-slicing-renamed` (advertise `nvidia.com/gpu.shared`), `mps`, `mig-single` or `mig-mixed`.",
+                    description: "`none`, `time-slicing`, `time-slicing-renamed` (advertise \
+                        `nvidia.com/gpu.shared`), `mps`, `mig-single` or `mig-mixed`.",
                 },
                 Parameter {
                     name: "replicas",
                     ty: Type::Number,
-                    description: "Replicas per GPU for time-slicing and MPS (2 to 48); 0 for the other modes.",
+                    description: "Replicas per GPU for time-slicing and MPS (2 to 48); 0 for the \
+                        other modes.",
                 },
             ],
             returns: Type::String,
             summary: "The NVIDIA device plugin config document for one sharing mode",
-            description: "Renders the YAML the NVIDIA device plugin reads (version v1) for one sharing mode, exactly as `fracgpu_nodepool` and `fracgpu_device_plugin_config` render it, e.g. to paste into the GPU operator's Helm values.",
+            description: "Renders the YAML the NVIDIA device plugin reads (version v1) for one \
+                sharing mode, exactly as `fracgpu_nodepool` and `fracgpu_device_plugin_config` \
+                render it, e.g. to paste into the GPU operator's Helm values.",
         }
     }
     fn call(&self, args: &[Value]) -> Result<Value, FunctionError> {

@@ -37,6 +37,8 @@
 //! - `bounded`: a size and time bound on HTTP answer bodies, for the clients (kube, the AWS SDK)
 //!   that read bodies whole without one.
 
+#![warn(unreachable_pub)]
+
 pub mod bounded;
 pub mod cloud;
 pub mod cluster;

@@ -45,15 +45,21 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
     block
         .single_block(
             "mig",
-            Block::new("Split each GPU into hardware-isolated MIG instances of one profile. On a node pool, changing the profile replaces the pool on AKS and GKE (the partitions are set when nodes are made) and changes in place on EKS (the GPU operator's MIG manager relabels nodes).")
+            Block::new("Split each GPU into hardware-isolated MIG instances of one profile. On a \
+                node pool, changing the profile replaces the pool on AKS and GKE (the partitions \
+                are set when nodes are made) and changes in place on EKS (the GPU operator's MIG \
+                manager relabels nodes).")
                 .attr(rr(Attribute::string("profile").required().describe(
-                    "The MIG profile, e.g. `1g.10gb`; it must be a profile of the machine type's GPU (see `data.fracgpu_machine_type`).",
+                    "The MIG profile, e.g. `1g.10gb`; it must be a profile of the machine type's \
+                        GPU (see `data.fracgpu_machine_type`).",
                 )))
                 .attr(
                     Attribute::string("strategy")
                         .optional()
                         .computed()
-                        .describe("How the device plugin advertises instances: `mixed` (default; `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`). It is part of the device plugin config: on a node pool a change applies in place.")
+                        .describe("How the device plugin advertises instances: `mixed` (default; \
+                            `nvidia.com/mig-<profile>`) or `single` (`nvidia.com/gpu`). It is part \
+                            of the device plugin config: on a node pool a change applies in place.")
                         .validate(OneOf(&["single", "mixed"]))
                         .default_value(Value::string("mixed")),
                 )
@@ -61,7 +67,10 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
         )
         .single_block(
             "time_slicing",
-            Block::new("Advertise each GPU `replicas` times. No memory or fault isolation: each workload must keep under its share of GPU memory by itself. On a node pool, changes apply in place on AKS and EKS (a node label selects the device plugin config) and replace the pool on GKE (its sharing config is fixed at creation).")
+            Block::new("Advertise each GPU `replicas` times. No memory or fault isolation: each \
+                workload must keep under its share of GPU memory by itself. On a node pool, \
+                changes apply in place on AKS and EKS (a node label selects the device plugin \
+                config) and replace the pool on GKE (its sharing config is fixed at creation).")
                 .attr(
                     Attribute::number("replicas")
                         .required()
@@ -69,15 +78,20 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
                         .validate(IntBetween(2, 48)),
                 )
                 .attr(Attribute::bool("rename_by_default").optional().computed().describe(
-                    "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
+                    "Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu` (AKS/EKS). \
+                        Default `false`. Part of the device plugin config: on a node pool a change \
+                        applies in place.",
                 ).default_value(Value::Bool(false)))
                 .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
-                    "Refuse pods that request more than one slice (AKS/EKS). Default `false`. Part of the device plugin config: on a node pool a change applies in place.",
+                    "Refuse pods that request more than one slice (AKS/EKS). Default `false`. Part \
+                        of the device plugin config: on a node pool a change applies in place.",
                 ).default_value(Value::Bool(false))),
         )
         .single_block(
             "mps",
-            Block::new("Share each GPU between `replicas` CUDA MPS clients, each capped at 1/replicas of its memory. On a node pool, changes apply in place on AKS and EKS and replace the pool on GKE.").attr(
+            Block::new("Share each GPU between `replicas` CUDA MPS clients, each capped at \
+                1/replicas of its memory. On a node pool, changes apply in place on AKS and EKS \
+                and replace the pool on GKE.").attr(
                 Attribute::number("replicas")
                     .required()
                     .describe("Clients per GPU, 2 to 48 (16 on GPUs below compute capability 7.5).")
@@ -331,18 +345,65 @@ pub fn domain_diagnostic(e: &DomainError, rename: &[(Field, &str)]) -> Diagnosti
 
 /// The `kubernetes` block (the provider's, and `fracgpu_device_plugin_config`'s own).
 pub fn kubernetes_block(description: &str) -> Block {
-    let exec = Block::new("A client-go credential plugin, as EKS (`aws eks get-token`), GKE (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) hand out credentials.")
-        .attr(Attribute::string("api_version").required().describe("e.g. `client.authentication.k8s.io/v1beta1`."))
-        .attr(Attribute::string("command").required().describe("The plugin executable."))
-        .attr(Attribute::new("args", tfplugin::Type::list(tfplugin::Type::String)).optional().describe("Its arguments."))
-        .attr(Attribute::new("env", tfplugin::Type::map(tfplugin::Type::String)).optional().sensitive().describe("Extra environment variables for the plugin; sensitive, since they may carry credentials."));
+    let exec = Block::new(
+        "A client-go credential plugin, as EKS (`aws eks get-token`), GKE \
+        (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) hand out credentials.",
+    )
+    .attr(
+        Attribute::string("api_version")
+            .required()
+            .describe("e.g. `client.authentication.k8s.io/v1beta1`."),
+    )
+    .attr(
+        Attribute::string("command")
+            .required()
+            .describe("The plugin executable."),
+    )
+    .attr(
+        Attribute::new("args", tfplugin::Type::list(tfplugin::Type::String))
+            .optional()
+            .describe("Its arguments."),
+    )
+    .attr(
+        Attribute::new("env", tfplugin::Type::map(tfplugin::Type::String))
+            .optional()
+            .sensitive()
+            .describe(
+                "Extra environment variables for the plugin; sensitive, since they may carry \
+            credentials.",
+            ),
+    );
     Block::new(description)
-        .attr(Attribute::string("config_path").optional().describe("Path of a kubeconfig file. Default: `KUBECONFIG`, then `~/.kube/config`."))
-        .attr(Attribute::string("config_context").optional().describe("Context of the kubeconfig. Default: its current context."))
-        .attr(Attribute::string("host").optional().describe("API server URL, e.g. `https://1.2.3.4`; used with `token`, `exec` and `cluster_ca_certificate` instead of a kubeconfig."))
-        .attr(Attribute::string("token").optional().sensitive().describe("Bearer token."))
-        .attr(Attribute::string("cluster_ca_certificate").optional().describe("PEM of the CA that signed the API server's certificate."))
-        .attr(Attribute::bool("insecure").optional().describe("Skip verifying the API server's certificate (tests only). Default `false`."))
+        .attr(
+            Attribute::string("config_path").optional().describe(
+                "Path of a kubeconfig file. Default: `KUBECONFIG`, then `~/.kube/config`.",
+            ),
+        )
+        .attr(
+            Attribute::string("config_context")
+                .optional()
+                .describe("Context of the kubeconfig. Default: its current context."),
+        )
+        .attr(Attribute::string("host").optional().describe(
+            "API server URL, e.g. `https://1.2.3.4`; used with `token`, `exec` and \
+            `cluster_ca_certificate` instead of a kubeconfig.",
+        ))
+        .attr(
+            Attribute::string("token")
+                .optional()
+                .sensitive()
+                .describe("Bearer token."),
+        )
+        .attr(
+            Attribute::string("cluster_ca_certificate")
+                .optional()
+                .describe("PEM of the CA that signed the API server's certificate."),
+        )
+        .attr(
+            Attribute::bool("insecure").optional().describe(
+                "Skip verifying the API server's certificate (tests only). Default `false`.",
+            ),
+        )
         .single_block("exec", exec)
 }
 

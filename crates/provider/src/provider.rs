@@ -26,11 +26,14 @@ impl FracGpu {
 }
 
 pub fn provider_schema() -> Schema {
-    let block = Block::new("Declares fractional NVIDIA GPUs (MIG, time-slicing, MPS) on AKS, GKE and EKS.")
-            .attr(Attribute::string("sandbox").optional().describe(
-                "Base URL of a running `fracgpu-sandbox`; every cloud and Kubernetes API is then served by it and no cloud account is needed. Also read from `FRACGPU_SANDBOX`.",
-            ))
-            ;
+    let block = Block::new(
+        "Declares fractional NVIDIA GPUs (MIG, time-slicing, MPS) on AKS, GKE \
+        and EKS.",
+    )
+    .attr(Attribute::string("sandbox").optional().describe(
+        "Base URL of a running `fracgpu-sandbox`; every cloud and Kubernetes API is then \
+                    served by it and no cloud account is needed. Also read from `FRACGPU_SANDBOX`.",
+    ));
     let block = TARGETS.iter().fold(block, |b, t| {
         b.single_block(t.provider_block_name(), t.provider_block())
     });
@@ -39,7 +42,9 @@ pub fn provider_schema() -> Schema {
         block.single_block(
             "kubernetes",
             model::kubernetes_block(
-                "Default cluster access of `fracgpu_device_plugin_config` (a resource's own `kubernetes` block wins). Unset: `KUBECONFIG`, `~/.kube/config`, then in-cluster.",
+                "Default cluster access of `fracgpu_device_plugin_config` (a resource's own \
+                    `kubernetes` block wins). Unset: `KUBECONFIG`, `~/.kube/config`, then \
+                    in-cluster.",
             ),
         ),
     )

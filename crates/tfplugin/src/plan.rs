@@ -277,7 +277,10 @@ impl Validator for DurationString {
             diags.push(
                 Diagnostic::error(
                     "Invalid duration",
-                    format!("{path} is {s:?}; write a duration such as \"90s\", \"45m\" or \"1h30m\" (units ms, s, m, h)."),
+                    format!(
+                        "{path} is {s:?}; write a duration such as \"90s\", \"45m\" or \
+                        \"1h30m\" (units ms, s, m, h)."
+                    ),
                 )
                 .at(path.clone()),
             );

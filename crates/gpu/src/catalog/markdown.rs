@@ -25,7 +25,8 @@ pub fn catalog_markdown() -> String {
     }
     out.push_str(
         "\nGKE n1 machine types (`n1-standard-*`, `n1-highmem-*`, `n1-highcpu-*`) take 1, 2 or 4 T4s as \
-         attached accelerators: set `gpu_model = \"nvidia-tesla-t4\"` and `gpu_count` on the pool.\n",
+         attached accelerators: set `gpu_model = \"nvidia-tesla-t4\"` and `gpu_count` on the \
+             pool.\n",
     );
     out.push_str("\n## GPU models\n\n");
     out.push_str(

@@ -122,7 +122,8 @@ pub(super) fn check_mode(spec: &PoolSpec, errors: &mut Vec<DomainError>) -> Opti
                             Field::MigGkeSharing,
                             summary::INVALID_SHARING,
                             "GKE cannot run MPS on MIG partitions: MPS shares whole GPUs only. Use \
-                             gke_sharing strategy \"time-sharing\" on the partitions, or mps without mig.",
+                             gke_sharing strategy \"time-sharing\" on the partitions, or mps \
+                                 without mig.",
                         ));
                     }
                 }

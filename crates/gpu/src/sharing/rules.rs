@@ -72,7 +72,8 @@ pub(super) fn check_mig_profile(
             Field::MigProfile,
             summary::INVALID_MIG_PROFILE,
             format!(
-                "\"{profile}\" is not a MIG profile of the {} on {}.{whose} Valid values: {allowed_text}.",
+                "\"{profile}\" is not a MIG profile of the {} on {}.{whose} Valid values: \
+                    {allowed_text}.",
                 gpu.id, spec.hardware.machine_type
             ),
         ));
@@ -207,7 +208,8 @@ pub(super) fn check_pool_name(cloud: Cloud, name: &str) -> Result<(), DomainErro
                 && b[0].is_ascii_alphanumeric()
                 && b.iter()
                     .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_'),
-            "EKS node group names are 1 to 63 letters, digits, '-' and '_', starting with a letter or digit",
+            "EKS node group names are 1 to 63 letters, digits, '-' and '_', starting with a letter \
+                or digit",
         ),
     };
     if ok {
@@ -245,7 +247,13 @@ pub fn check_eks_ami_type(sharing: &SharingMode, ami_type: &str) -> Result<(), D
         Field::EksAmiType,
         summary::SHARING_NOT_ON_BOTTLEROCKET,
         format!(
-            "On {ami_type} the NVIDIA device plugin is a Bottlerocket host service configured through              Bottlerocket settings (settings.kubelet-device-plugins.nvidia), not by the GPU operator, so the              node label and device plugin config this pool relies on for {how} would have no effect and              the nodes would advertise whole GPUs. Use ami_type = \"{instead}\" for a shared pool, or              remove the sharing block to keep whole GPUs on Bottlerocket."
+            "On {ami_type} the NVIDIA device plugin is a Bottlerocket host service configured \
+                through              Bottlerocket settings \
+                (settings.kubelet-device-plugins.nvidia), not by the GPU operator, so \
+                the              node label and device plugin config this pool relies on for {how} \
+                would have no effect and              the nodes would advertise whole GPUs. Use \
+                ami_type = \"{instead}\" for a shared pool, or              remove the sharing \
+                block to keep whole GPUs on Bottlerocket."
         ),
     ))
 }

@@ -44,7 +44,10 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
             errors.push(DomainError::new(
                 Field::Taints,
                 summary::INVALID_TAINT,
-                format!("The taint \"{t}\" has an empty or blank key. Give every taint a key, e.g. nvidia.com/gpu."),
+                format!(
+                    "The taint \"{t}\" has an empty or blank key. Give every taint a key, e.g. \
+                    nvidia.com/gpu."
+                ),
             ));
         }
     }

@@ -78,11 +78,15 @@ impl SharedReads {
                             "listed the cluster's pools for this refresh"
                         );
                         Some(Arc::new(
-                            pools.into_iter().map(|p| (p.spec.name.clone(), p)).collect(),
+                            pools
+                                .into_iter()
+                                .map(|p| (p.spec.name.clone(), p))
+                                .collect(),
                         ))
                     }
                     Err(e) => {
-                        tracing::warn!(cloud = location.cloud().as_str(), error = %e, "listing the cluster's pools failed; reading each pool on its own");
+                        tracing::warn!(cloud = location.cloud().as_str(), error = %e, "listing the \
+                            cluster's pools failed; reading each pool on its own");
                         None
                     }
                 }

@@ -155,7 +155,8 @@ pub trait Target: Send + Sync {
         Diagnostic::error(
             "Node count does not split over the zones",
             format!(
-                "node_count = {nodes} does not split evenly over the pool's {} zones; use a multiple of {}.",
+                "node_count = {nodes} does not split evenly over the pool's {} zones; use a \
+                    multiple of {}.",
                 zones.len(),
                 zones.len()
             ),

@@ -47,11 +47,13 @@ impl std::fmt::Display for KubeError {
             } => write!(f, "{code} {reason}: {message}"),
             KubeError::MissingCrd => write!(
                 f,
-                "the API server does not serve clusterpolicies.nvidia.com/v1: the NVIDIA GPU operator (its ClusterPolicy CRD) is not installed"
+                "the API server does not serve clusterpolicies.nvidia.com/v1: the NVIDIA GPU \
+                    operator (its ClusterPolicy CRD) is not installed"
             ),
             KubeError::MissingClusterPolicy(n) => write!(
                 f,
-                "the ClusterPolicy {n:?} does not exist (the GPU operator chart creates it as `cluster-policy`)"
+                "the ClusterPolicy {n:?} does not exist (the GPU operator chart creates it as \
+                    `cluster-policy`)"
             ),
             KubeError::Helm(m) => write!(f, "{m}"),
         }

@@ -132,7 +132,8 @@ fn managed_by(obj: &DynamicObject) -> Option<String> {
     let annotation = |k: &str| m.annotations.as_ref().and_then(|a| a.get(k)).cloned();
     if let Some(id) = annotation("argocd.argoproj.io/tracking-id") {
         return Some(format!(
-            "the Argo CD Application that tracks it ({id}, annotation argocd.argoproj.io/tracking-id)"
+            "the Argo CD Application that tracks it ({id}, annotation \
+                argocd.argoproj.io/tracking-id)"
         ));
     }
     if let Some(app) = label("app.kubernetes.io/instance") {

@@ -14,32 +14,84 @@ pub struct MachineTypeDataSource;
 
 pub fn schema() -> Schema {
     let profile = vec![
-        Attribute::string("name").computed().describe("MIG profile name, e.g. `1g.10gb`."),
-        Attribute::number("instances_per_gpu").computed().describe("How many instances of this profile one GPU holds."),
-        Attribute::number("memory_mb").computed().describe("Memory of one instance, in MiB."),
-        Attribute::string("compute_share").computed().describe("Share of the GPU's streaming multiprocessors, e.g. `1/7`."),
+        Attribute::string("name")
+            .computed()
+            .describe("MIG profile name, e.g. `1g.10gb`."),
+        Attribute::number("instances_per_gpu")
+            .computed()
+            .describe("How many instances of this profile one GPU holds."),
+        Attribute::number("memory_mb")
+            .computed()
+            .describe("Memory of one instance, in MiB."),
+        Attribute::string("compute_share")
+            .computed()
+            .describe("Share of the GPU's streaming multiprocessors, e.g. `1/7`."),
         Attribute::string("aks_gpu_instance_profile")
             .computed()
-            .describe("The AKS `gpuInstanceProfile` that creates this profile (`MIG1g`...), or null when AKS cannot express it."),
-        Attribute::bool("gke_partition_size").computed().describe("Whether GKE accepts this profile as `gpu_partition_size`."),
+            .describe(
+                "The AKS `gpuInstanceProfile` that creates this profile (`MIG1g`...), or \
+                null when AKS cannot express it.",
+            ),
+        Attribute::bool("gke_partition_size")
+            .computed()
+            .describe("Whether GKE accepts this profile as `gpu_partition_size`."),
     ];
     Schema::new(
         0,
-        Block::new("The GPUs of a cloud machine type (VM size, instance type) and the MIG profiles they can be split into, from the provider's catalog.")
-            .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&crate::cloud::registry::BLOCK_NAMES)))
-            .attr(
-                Attribute::string("name")
-                    .required()
-                    .describe("The machine type as the cloud names it, e.g. `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`."),
-            )
-            .attr(Attribute::string("gpu_model").computed().describe("The provider's GPU model id, e.g. `A100-80GB`."))
-            .attr(Attribute::string("gpu_name").computed().describe("NVIDIA's name for the GPU."))
-            .attr(Attribute::number("gpu_count").computed().describe("GPUs per machine."))
-            .attr(Attribute::number("gpu_memory_mb").computed().describe("Memory per GPU in MiB, as `nvidia-smi` reports it where known."))
-            .attr(Attribute::bool("mig_capable").computed().describe("Whether the GPU supports Multi-Instance GPU partitions."))
-            .attr(Attribute::string("compute_capability").computed().describe("CUDA compute capability, e.g. `8.0`."))
-            .attr(Attribute::string("gpu_product").computed().describe("The `nvidia.com/gpu.product` node label GPU feature discovery sets."))
-            .attr(Attribute::nested("mig_profiles", Nesting::List, profile).computed().describe("The MIG profiles of the GPU; empty when it has none.")),
+        Block::new(
+            "The GPUs of a cloud machine type (VM size, instance type) and the MIG profiles \
+            they can be split into, from the provider's catalog.",
+        )
+        .attr(
+            Attribute::string("cloud")
+                .required()
+                .describe("The cloud the machine type belongs to.")
+                .validate(OneOf(&crate::cloud::registry::BLOCK_NAMES)),
+        )
+        .attr(Attribute::string("name").required().describe(
+            "The machine type as the cloud names it, e.g. \
+                        `Standard_NC24ads_A100_v4`, `a2-highgpu-1g`, `p4d.24xlarge`.",
+        ))
+        .attr(
+            Attribute::string("gpu_model")
+                .computed()
+                .describe("The provider's GPU model id, e.g. `A100-80GB`."),
+        )
+        .attr(
+            Attribute::string("gpu_name")
+                .computed()
+                .describe("NVIDIA's name for the GPU."),
+        )
+        .attr(
+            Attribute::number("gpu_count")
+                .computed()
+                .describe("GPUs per machine."),
+        )
+        .attr(
+            Attribute::number("gpu_memory_mb")
+                .computed()
+                .describe("Memory per GPU in MiB, as `nvidia-smi` reports it where known."),
+        )
+        .attr(
+            Attribute::bool("mig_capable")
+                .computed()
+                .describe("Whether the GPU supports Multi-Instance GPU partitions."),
+        )
+        .attr(
+            Attribute::string("compute_capability")
+                .computed()
+                .describe("CUDA compute capability, e.g. `8.0`."),
+        )
+        .attr(
+            Attribute::string("gpu_product")
+                .computed()
+                .describe("The `nvidia.com/gpu.product` node label GPU feature discovery sets."),
+        )
+        .attr(
+            Attribute::nested("mig_profiles", Nesting::List, profile)
+                .computed()
+                .describe("The MIG profiles of the GPU; empty when it has none."),
+        ),
     )
 }
 

@@ -76,7 +76,8 @@ fn pool_attributes() -> Vec<Attribute> {
         n("replicas", "Clients per GPU of a time-sliced or MPS pool."),
         s(
             "resource_name",
-            "The extended resource workloads request, e.g. `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`.",
+            "The extended resource workloads request, e.g. `nvidia.com/gpu` or \
+                `nvidia.com/mig-1g.10gb`.",
         ),
         n("slices_per_node", "Schedulable GPU units per node."),
         n("memory_per_slice_mb", "GPU memory of one unit in MiB."),
@@ -154,7 +155,9 @@ tfplugin::object! {
 
 pub fn schema() -> Schema {
     let block = query_block(Block::new(
-        "The node pools one AKS, GKE or EKS cluster already has, those no terraform made included, with what a workload needs to run on each: its sharing, the extended resource and slices, the node selector and tolerations. GPU pools only, unless `gpu_only = false`.",
+        "The node pools one AKS, GKE or EKS cluster already has, those no terraform made included, \
+            with what a workload needs to run on each: its sharing, the extended resource and \
+            slices, the node selector and tolerations. GPU pools only, unless `gpu_only = false`.",
     ))
     .attr(
         Attribute::nested("pools", Nesting::List, pool_attributes())

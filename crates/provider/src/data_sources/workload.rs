@@ -22,28 +22,46 @@ const PLACEHOLDER_POOL: &str = "gpupool";
 
 pub fn schema() -> Schema {
     let block = Block::new(
-        "Answers, before anything is deployed, whether a workload fits a GPU pool shared by MIG, time-slicing or MPS, and what it must put in its pod spec: the extended resource and quantity, the memory it must stay under, the node selector and the tolerations.",
+        "Answers, before anything is deployed, whether a workload fits a GPU pool shared by MIG, \
+            time-slicing or MPS, and what it must put in its pod spec: the extended resource and \
+            quantity, the memory it must stay under, the node selector and the tolerations.",
     )
     .attr(Attribute::string("cloud").required().describe("The cloud the machine type belongs to.").validate(OneOf(&crate::cloud::registry::BLOCK_NAMES)))
-    .attr(Attribute::string("machine_type").optional().describe("The pool's machine type, e.g. `Standard_NC24ads_A100_v4`. Give this or `gpu_model`."))
-    .attr(Attribute::string("gpu_model").optional().describe("The GPU model (e.g. `A100-40GB`, `nvidia-tesla-t4`), to override the catalog or describe a machine type it lacks."))
-    .attr(Attribute::number("gpu_count").optional().describe("GPUs per node, to override the catalog. Default: the machine type's count, or 1.").validate(IntBetween(1, 16)))
-    .attr(Attribute::string("pool_name").optional().describe("The node pool's name; adds the pool's own label to the node selector."))
+    .attr(Attribute::string("machine_type").optional().describe(
+        "The pool's machine type, e.g. `Standard_NC24ads_A100_v4`. Give this or `gpu_model`."))
+    .attr(Attribute::string("gpu_model").optional().describe(
+        "The GPU model (e.g. `A100-40GB`, `nvidia-tesla-t4`), to override the catalog or describe \
+        a machine type it lacks."))
+    .attr(Attribute::number("gpu_count").optional().describe(
+        "GPUs per node, to override the catalog. Default: the machine type's count, or 1.").validate(IntBetween(1, 16)))
+    .attr(Attribute::string("pool_name").optional().describe(
+        "The node pool's name; adds the pool's own label to the node selector."))
     .attr(model::taints_attribute("The pool's taints. Default: `nvidia.com/gpu=Present:NoSchedule`.").optional())
-    .attr(Attribute::number("gpu_memory_mb").optional().describe("GPU memory the workload needs, in MiB. Give this or `mig_profile`.").validate(IntBetween(1, 10_000_000)))
-    .attr(Attribute::string("mig_profile").optional().describe("The MIG instance the workload needs, e.g. `1g.10gb` (MIG pools)."))
-    .attr(Attribute::bool("fits").computed().describe("Whether the workload fits one node of the pool."))
-    .attr(Attribute::string("reason").computed().describe("Why it does not fit and what to change; null when it fits."))
-    .attr(Attribute::string("resource_name").computed().describe("The extended resource to request, e.g. `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`."))
+    .attr(Attribute::number("gpu_memory_mb").optional().describe(
+        "GPU memory the workload needs, in MiB. Give this or `mig_profile`.").validate(IntBetween(1, 10_000_000)))
+    .attr(Attribute::string("mig_profile").optional().describe(
+        "The MIG instance the workload needs, e.g. `1g.10gb` (MIG pools)."))
+    .attr(Attribute::bool("fits").computed().describe(
+        "Whether the workload fits one node of the pool."))
+    .attr(Attribute::string("reason").computed().describe(
+        "Why it does not fit and what to change; null when it fits."))
+    .attr(Attribute::string("resource_name").computed().describe(
+        "The extended resource to request, e.g. `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`."))
     .attr(Attribute::number("quantity").computed().describe("How many of that resource to request."))
-    .attr(Attribute::number("memory_limit_mb").computed().describe("The GPU memory (MiB) the workload must stay under: quantity x memory per slice."))
+    .attr(Attribute::number("memory_limit_mb").computed().describe(
+        "The GPU memory (MiB) the workload must stay under: quantity x memory per slice."))
     .attr(Attribute::number("slices_per_node").computed().describe("Schedulable units per node."))
     .attr(Attribute::number("memory_per_slice_mb").computed().describe("GPU memory of one unit, in MiB."))
-    .attr(Attribute::new("resources", tfplugin::Type::map(tfplugin::Type::String)).computed().describe("A ready-to-use resource limits map, e.g. `{\"nvidia.com/gpu\" = \"3\"}`."))
-    .attr(Attribute::new("node_selector", tfplugin::Type::map(tfplugin::Type::String)).computed().describe("Labels that pin the workload to the pool's nodes."))
+    .attr(Attribute::new("resources", tfplugin::Type::map(tfplugin::Type::String)).computed().describe(
+        "A ready-to-use resource limits map, e.g. `{\"nvidia.com/gpu\" = \"3\"}`."))
+    .attr(Attribute::new("node_selector", tfplugin::Type::map(tfplugin::Type::String)).computed().describe(
+        "Labels that pin the workload to the pool's nodes."))
     .attr(model::tolerations_attribute("Tolerations for the pool's taints."))
-    .attr(Attribute::string("device_plugin_config_name").computed().describe("The NVIDIA device plugin config the pool's nodes select (AKS and EKS; null on GKE)."))
-    .attr(Attribute::string("warning").computed().describe("What nothing enforces, e.g. the memory limit under time-slicing; null when there is nothing to say."))
+    .attr(Attribute::string("device_plugin_config_name").computed().describe(
+        "The NVIDIA device plugin config the pool's nodes select (AKS and EKS; null on GKE)."))
+    .attr(Attribute::string("warning").computed().describe(
+        "What nothing enforces, e.g. the memory limit under time-slicing; null when there is \
+        nothing to say."))
     .validate(ExactlyOneOf(&["gpu_memory_mb", "mig_profile"]));
     Schema::new(0, model::sharing_blocks(block, false))
 }
@@ -101,10 +119,14 @@ fn question(args: &Args, diags: &mut Diagnostics) -> Option<Question> {
         (Some(m), _) => (m, args.gpu_count),
         (None, Some(_)) => ("custom", Some(args.gpu_count.unwrap_or(1))),
         (None, None) => {
-            diags.push(Diagnostic::error(
-                "Missing machine type",
-                "Set machine_type (e.g. \"Standard_NC24ads_A100_v4\") or gpu_model (e.g. \"A100-40GB\") so the provider knows the pool's GPUs.",
-            ).at(tfplugin::AttrPath::attr("machine_type")));
+            diags.push(
+                Diagnostic::error(
+                    "Missing machine type",
+                    "Set machine_type (e.g. \"Standard_NC24ads_A100_v4\") or gpu_model (e.g. \
+                    \"A100-40GB\") so the provider knows the pool's GPUs.",
+                )
+                .at(tfplugin::AttrPath::attr("machine_type")),
+            );
             return None;
         }
     };

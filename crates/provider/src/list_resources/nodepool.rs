@@ -27,7 +27,10 @@ pub fn schema() -> Schema {
     Schema::new(
         0,
         query_block(Block::new(
-            "Finds the node pools of one cluster on AKS, GKE or EKS, including pools no terraform made, for `terraform query`: each with its identity and, with `include_resource = true` or `-generate-config-out`, the configuration an import of it would have. GPU pools only, unless `gpu_only = false`.",
+            "Finds the node pools of one cluster on AKS, GKE or EKS, including pools no terraform \
+                made, for `terraform query`: each with its identity and, with `include_resource = \
+                true` or `-generate-config-out`, the configuration an import of it would have. GPU \
+                pools only, unless `gpu_only = false`.",
         )),
     )
 }
@@ -72,7 +75,9 @@ impl ListResource for NodePoolList {
             diags.push(tfplugin::Diagnostic::warning(
                 "Pools without GPUs left out",
                 format!(
-                    "{} carry no GPU this provider knows, so fracgpu_nodepool cannot manage them and there is no configuration to generate. They are listed without `include_resource` or `-generate-config-out`.",
+                    "{} carry no GPU this provider knows, so fracgpu_nodepool cannot manage them \
+                        and there is no configuration to generate. They are listed without \
+                        `include_resource` or `-generate-config-out`.",
                     without_state.join(", ")
                 ),
             ).at(AttrPath::attr("gpu_only")));

@@ -57,7 +57,8 @@ impl Operations for AksWorld {
             op.error = Some((
                 "AllocationFailed".into(),
                 format!(
-                    "Allocation failed. We do not have sufficient capacity for the requested VM size {} in this region (sandbox fault injection).",
+                    "Allocation failed. We do not have sufficient capacity for the requested VM \
+                        size {} in this region (sandbox fault injection).",
                     pool.props.vm_size
                 ),
             ));
@@ -154,40 +155,58 @@ pub(super) fn put_pool(
         let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         let existing = c.pools.get(name).cloned();
         // A PUT of a pool not yet made (or whose creation is pending or failed) asks for a create.
-        if existing.as_ref().is_none_or(|p| matches!(p.provisioning_state.as_str(), "Creating" | "Failed")) {
+        if existing
+            .as_ref()
+            .is_none_or(|p| matches!(p.provisioning_state.as_str(), "Creating" | "Failed"))
+        {
             let cluster_name = c.name.clone();
             w.count_create_request("aks", &cluster_name, name);
         }
         let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
         if let Some(p) = &existing
-            && let Some(pending) = &p.pending {
-                let what = pending.kind.in_progress();
-                return Err(err(
-                    StatusCode::CONFLICT,
-                    "OperationNotAllowed",
-                    format!("Operation is not allowed because there's an in progress {what} agent pool operation on agent pool '{name}'. Please wait for it to finish before starting a new operation."),
-                ));
-            }
+            && let Some(pending) = &p.pending
+        {
+            let what = pending.kind.in_progress();
+            return Err(err(
+                StatusCode::CONFLICT,
+                "OperationNotAllowed",
+                format!(
+                    "Operation is not allowed because there's an in progress {what} agent \
+                        pool operation on agent pool '{name}'. Please wait for it to finish before \
+                        starting a new operation."
+                ),
+            ));
+        }
         // The documented limit of node pools per cluster. AKS does not publish the error it answers
         // a create past it with; this is ARM's code for a limit reached (QuotaExceeded), in ARM's shape.
         if existing.is_none() && c.pools.len() >= MAX_AGENT_POOLS {
             return Err(err(
                 StatusCode::BAD_REQUEST,
                 "QuotaExceeded",
-                format!("Cannot add agent pool '{name}': managed cluster '{}' already has {} agent pools, the maximum (maxAgentPools) a cluster can have.", c.name, c.pools.len()),
+                format!(
+                    "Cannot add agent pool '{name}': managed cluster '{}' already has {} agent \
+                    pools, the maximum (maxAgentPools) a cluster can have.",
+                    c.name,
+                    c.pools.len()
+                ),
             ));
         }
         let props = parse_props(name, &req.body, existing.as_ref().map(|p| &p.props))?;
         if let Some(old) = &existing
-            && let Some((field, a, b)) = immutable_changes(&old.props, &props) {
-                return Err(ArmError {
-                    status: StatusCode::BAD_REQUEST,
-                    code: "PropertyChangeNotAllowed",
-                    message: format!("Changing property '{field}' is not allowed (from {a} to {b})."),
-                    target: Some(field.into()),
-                });
-            }
-        let (kind, status, state) = if existing.is_some() { (Kind::Update, StatusCode::OK, "Updating") } else { (Kind::Create, StatusCode::CREATED, "Creating") };
+            && let Some((field, a, b)) = immutable_changes(&old.props, &props)
+        {
+            return Err(ArmError {
+                status: StatusCode::BAD_REQUEST,
+                code: "PropertyChangeNotAllowed",
+                message: format!("Changing property '{field}' is not allowed (from {a} to {b})."),
+                target: Some(field.into()),
+            });
+        }
+        let (kind, status, state) = if existing.is_some() {
+            (Kind::Update, StatusCode::OK, "Updating")
+        } else {
+            (Kind::Create, StatusCode::CREATED, "Creating")
+        };
         if kind == Kind::Create {
             let cluster_name = c.name.clone();
             w.count_create("aks", &cluster_name, name);
@@ -195,10 +214,23 @@ pub(super) fn put_pool(
         let pending = new_op(w, ctx, &key, name, kind);
         let op = pending.op.clone();
         let c = w.aks.clusters.get_mut(&key).expect("found above");
-        let pool = AgentPool { name: name.to_string(), props, provisioning_state: state.into(), pending: Some(pending) };
+        let pool = AgentPool {
+            name: name.to_string(),
+            props,
+            provisioning_state: state.into(),
+            pending: Some(pending),
+        };
         let mut r = json_response(status, &pool_json(c, &pool));
         c.pools.insert(name.to_string(), pool);
-        async_headers(&mut r, &base, c, &op, api_version, retry_after_secs(ctx.now, ctx.deadline()), false);
+        async_headers(
+            &mut r,
+            &base,
+            c,
+            &op,
+            api_version,
+            retry_after_secs(ctx.now, ctx.deadline()),
+            false,
+        );
         Ok(r)
     })
 }
@@ -229,7 +261,9 @@ pub(super) fn delete_pool(
                 return Ok(r);
             }
         if p.props.mode == "System" && !c.pools.values().any(|o| o.name != name && o.props.mode == "System") {
-            return Err(err(StatusCode::BAD_REQUEST, "OperationNotAllowed", format!("Cannot delete agent pool '{name}': it is the last System mode agent pool of the cluster.")));
+            return Err(err(StatusCode::BAD_REQUEST, "OperationNotAllowed", format!(
+                "Cannot delete agent pool '{name}': it is the last System mode agent pool of the \
+                cluster.")));
         }
         let pending = new_op(w, ctx, &key, name, Kind::Delete);
         let op = pending.op.clone();
@@ -272,7 +306,8 @@ pub(super) fn operation(
         // Location polling: 202 while running, then the final result.
         if op.end.is_none() {
             let mut r = Response::builder().status(StatusCode::ACCEPTED).body(axum::body::Body::empty()).unwrap_or_default();
-            if let Ok(v) = HeaderValue::from_str(&format!("{base}/subscriptions/{}/providers/Microsoft.ContainerService/locations/{}/operationresults/{}?api-version={api_version}", segs[1], segs[5], op.id)) {
+            if let Ok(v) = HeaderValue::from_str(&format!(
+                "{base}/subscriptions/{}/providers/Microsoft.ContainerService/locations/{}/operationresults/{}?api-version={api_version}", segs[1], segs[5], op.id)) {
                 r.headers_mut().insert("location", v);
             }
             r.headers_mut().insert("retry-after", HeaderValue::from(retry_after_secs(ctx.now, op.deadline)));

@@ -162,7 +162,8 @@ fn check_api_version(v: &str, rtype: &str) -> Result<(), ArmError> {
             StatusCode::BAD_REQUEST,
             "InvalidApiVersionParameter",
             format!(
-                "The api-version '{v}' is invalid. The supported versions are '{MIN_API_VERSION}' and later."
+                "The api-version '{v}' is invalid. The supported versions are '{MIN_API_VERSION}' \
+                    and later."
             ),
         ));
     }
@@ -171,7 +172,9 @@ fn check_api_version(v: &str, rtype: &str) -> Result<(), ArmError> {
             StatusCode::BAD_REQUEST,
             "NoRegisteredProviderFound",
             format!(
-                "No registered resource provider found for location 'eastus' and API version '{v}' for type '{rtype}'. The supported api-versions are '{MIN_API_VERSION}' and later."
+                "No registered resource provider found for location 'eastus' and API version '{v}' \
+                    for type '{rtype}'. The supported api-versions are '{MIN_API_VERSION}' and \
+                    later."
             ),
         ));
     }

@@ -23,7 +23,8 @@ pub(crate) async fn token(
     if method != Method::POST {
         return json_response(
             StatusCode::METHOD_NOT_ALLOWED,
-            &json!({"error": "invalid_request", "error_description": "AADSTS900561: The endpoint only accepts POST requests.", "error_codes": [900561]}),
+            &json!({"error": "invalid_request", "error_description": "AADSTS900561: The endpoint \
+                only accepts POST requests.", "error_codes": [900561]}),
         );
     }
     let form = parse_pairs(&String::from_utf8_lossy(&body), true);
@@ -72,7 +73,8 @@ pub(crate) async fn token(
             StatusCode::UNAUTHORIZED,
             "invalid_client",
             7000218,
-            "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.",
+            "The request body must contain the following parameter: 'client_assertion' or \
+                'client_secret'.",
         );
     }
     if secret == Some("invalid") || assertion == Some("invalid") {
@@ -89,7 +91,8 @@ pub(crate) async fn token(
             StatusCode::BAD_REQUEST,
             "invalid_scope",
             1002012,
-            "The provided value for scope is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.",
+            "The provided value for scope is not valid. Client credential flows must have a scope \
+                value with /.default suffixed to the resource identifier.",
         );
     }
     let now = now_ms() / 1000;

@@ -52,7 +52,8 @@ fn bad_content(name: &str, v: &Value) -> ArmError {
         status: StatusCode::BAD_REQUEST,
         code: "InvalidRequestContent",
         message: format!(
-            "The request content was invalid and could not be deserialized: 'Error converting value {v} for property 'properties.{name}''."
+            "The request content was invalid and could not be deserialized: 'Error converting \
+                value {v} for property 'properties.{name}''."
         ),
         target: None,
     }
@@ -164,7 +165,9 @@ pub(super) fn parse_props(
             status: StatusCode::BAD_REQUEST,
             code: "InvalidParameter",
             message: format!(
-                "The value of parameter agentPoolProfile.name is invalid. Error details: Agent pool name '{name}' must start with a lowercase letter, contain only lowercase letters and numbers, and be at most {max} characters long."
+                "The value of parameter agentPoolProfile.name is invalid. Error details: Agent \
+                    pool name '{name}' must start with a lowercase letter, contain only lowercase \
+                    letters and numbers, and be at most {max} characters long."
             ),
             target: Some("agentPoolProfile.name".into()),
         });
@@ -196,13 +199,14 @@ pub(super) fn parse_props(
             .map(|e| e.vm_size.clone())
             .unwrap_or_else(|| "Standard_D2s_v3".into()),
     };
-    let machine = catalog::azure_vm_size(&vm_size).ok_or_else(|| {
-        ArmError {
-            status: StatusCode::BAD_REQUEST,
-            code: "VMSizeNotSupported",
-            message: format!("The VM size of {vm_size} is not supported for creation of VMs and Virtual Machine Scale Set in this region."),
-            target: Some("properties.vmSize".into()),
-        }
+    let machine = catalog::azure_vm_size(&vm_size).ok_or_else(|| ArmError {
+        status: StatusCode::BAD_REQUEST,
+        code: "VMSizeNotSupported",
+        message: format!(
+            "The VM size of {vm_size} is not supported for creation of VMs and \
+                Virtual Machine Scale Set in this region."
+        ),
+        target: Some("properties.vmSize".into()),
     })?;
     let vm_size = machine.name.to_string();
     let mode = enum_field(o, "mode", &["System", "User", "Gateway"])?
@@ -220,7 +224,8 @@ pub(super) fn parse_props(
             Err(invalid(
                 &format!("properties.{f}"),
                 format!(
-                    "The value of parameter properties.{f} is invalid: {v}. It must be in the range of 0 to 1000 (inclusive)."
+                    "The value of parameter properties.{f} is invalid: {v}. It must be in the \
+                        range of 0 to 1000 (inclusive)."
                 ),
             ))
         }
@@ -250,7 +255,8 @@ pub(super) fn parse_props(
             return Err(invalid(
                 "properties.count",
                 format!(
-                    "count ({c}) must be between minCount ({min}) and maxCount ({max}) when autoscaling is enabled."
+                    "count ({c}) must be between minCount ({min}) and maxCount ({max}) when \
+                        autoscaling is enabled."
                 ),
             ));
         }
@@ -283,7 +289,8 @@ pub(super) fn parse_props(
         return Err(invalid(
             "properties.osDiskSizeGB",
             format!(
-                "osDiskSizeGB {os_disk_size_gb} is invalid: it must be 0 (VM default) or between 30 and 2048."
+                "osDiskSizeGB {os_disk_size_gb} is invalid: it must be 0 (VM default) or between \
+                    30 and 2048."
             ),
         ));
     }
@@ -293,7 +300,8 @@ pub(super) fn parse_props(
             return Err(invalid(
                 "properties.nodeTaints",
                 format!(
-                    "Taint '{t}' is invalid: expected key=value:effect with effect NoSchedule, PreferNoSchedule or NoExecute."
+                    "Taint '{t}' is invalid: expected key=value:effect with effect NoSchedule, \
+                        PreferNoSchedule or NoExecute."
                 ),
             ));
         }
@@ -339,7 +347,8 @@ pub(super) fn parse_props(
             return Err(invalid(
                 "properties.spotMaxPrice",
                 format!(
-                    "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price greater than 0."
+                    "spotMaxPrice {p} is invalid: use -1 (up to the on-demand price) or a price \
+                        greater than 0."
                 ),
             ));
         }
@@ -364,7 +373,8 @@ pub(super) fn parse_props(
             return Err(invalid(
                 "properties.gpuInstanceProfile",
                 format!(
-                    "GPU instance profile {gip} is not supported on VM size {vm_size}: it has no MIG-capable GPU."
+                    "GPU instance profile {gip} is not supported on VM size {vm_size}: it has no \
+                        MIG-capable GPU."
                 ),
             ));
         }
@@ -406,7 +416,8 @@ pub(super) fn parse_props(
                     StatusCode::BAD_REQUEST,
                     "AgentPoolK8sVersionNotSupported",
                     format!(
-                        "Version {v} is not supported in this region. Supported minor versions: 1.31, 1.32, 1.33, 1.34."
+                        "Version {v} is not supported in this region. Supported minor versions: \
+                            1.31, 1.32, 1.33, 1.34."
                     ),
                 ));
             }

@@ -157,7 +157,8 @@ pub(super) fn find_cluster<'a>(
             StatusCode::NOT_FOUND,
             "ResourceNotFound",
             format!(
-                "The Resource 'Microsoft.ContainerService/managedClusters/{cluster}' under resource group '{rg}' was not found."
+                "The Resource 'Microsoft.ContainerService/managedClusters/{cluster}' under \
+                    resource group '{rg}' was not found."
             ),
         ));
     }

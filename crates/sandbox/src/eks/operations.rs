@@ -48,7 +48,10 @@ impl Operations for EksWorld {
         ng.modified_at = now;
         let update = p.update_id.as_ref().and_then(|id| self.updates.get_mut(id));
         if p.fail {
-            let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!("Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient {} capacity in the Availability Zone you requested (sandbox fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
+            let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!(
+                "Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently \
+                do not have sufficient {} capacity in the Availability Zone you requested (sandbox \
+                fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
             match p.kind {
                 Kind::Create => {
                     ng.status = "CREATE_FAILED".into();
@@ -391,13 +394,24 @@ pub(super) fn update_version(
         let mut spec = n.spec.clone();
         let version = opt_str(&req, "version")?.unwrap_or(EKS_VERSION);
         if !["1.31", "1.32", EKS_VERSION].contains(&version) {
-            return Err(invalid(format!("Requested Nodegroup version {version} is invalid. Nodegroup version cannot be newer than the cluster version {EKS_VERSION}.")));
+            return Err(invalid(format!(
+                "Requested Nodegroup version {version} is invalid. \
+                Nodegroup version cannot be newer than the cluster version {EKS_VERSION}."
+            )));
         }
         if version < spec.version.as_str() {
-            return Err(invalid(format!("Requested version {version} is older than the node group's version {}; downgrades are not supported.", spec.version)));
+            return Err(invalid(format!(
+                "Requested version {version} is older than the node group's \
+                version {}; downgrades are not supported.",
+                spec.version
+            )));
         }
         let release = match opt_str(&req, "releaseVersion")? {
-            Some(r) if !r.starts_with(&format!("{version}.")) => return Err(invalid(format!("Requested release version {r} is not valid for kubernetes version {version}."))),
+            Some(r) if !r.starts_with(&format!("{version}.")) => {
+                return Err(invalid(format!(
+                    "Requested release version {r} is not valid for kubernetes version {version}."
+                )));
+            }
             Some(r) => r.to_string(),
             None if version == EKS_VERSION => RELEASE_VERSION.to_string(),
             None => format!("{version}.10-20251120"),
@@ -405,7 +419,10 @@ pub(super) fn update_version(
         check_ami_version(&spec.ami_type, version)?;
         spec.version = version.to_string();
         spec.release_version = release.clone();
-        let params = vec![("Version".to_string(), version.to_string()), ("ReleaseVersion".to_string(), release)];
+        let params = vec![
+            ("Version".to_string(), version.to_string()),
+            ("ReleaseVersion".to_string(), release),
+        ];
         let key = format!("{region}/{c}");
         let doc = start_update(w, ctx, &key, ng, spec, "VersionUpdate", params);
         Ok(json_response(StatusCode::OK, &json!({ "update": doc })))

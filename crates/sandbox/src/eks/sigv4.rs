@@ -37,7 +37,8 @@ pub(super) fn sigv4_region(headers: &HeaderMap) -> Result<String, AwsError> {
     }
     let (Some(credential), Some(signed), Some(signature)) = (credential, signed, signature) else {
         return Err(incomplete(
-            "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters.",
+            "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' \
+                parameters.",
         ));
     };
     let scope: Vec<&str> = credential.split('/').collect();

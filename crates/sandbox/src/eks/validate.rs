@@ -116,12 +116,17 @@ pub(super) fn parse_taints(
     }
     list.iter()
         .map(|t| {
-            let t = t.as_object().ok_or_else(|| invalid(format!("{field} entries must be objects.")))?;
+            let t = t
+                .as_object()
+                .ok_or_else(|| invalid(format!("{field} entries must be objects.")))?;
             let key = opt_str(t, "key")?.unwrap_or("");
             let value = opt_str(t, "value")?.unwrap_or("");
             let effect = opt_str(t, "effect")?.unwrap_or("");
             if !TAINT_EFFECTS.contains(&effect) {
-                return Err(invalid(format!("Taint effect '{effect}' is invalid; valid effects: NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE.")));
+                return Err(invalid(format!(
+                    "Taint effect '{effect}' is invalid; valid effects: \
+                    NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE."
+                )));
             }
             if key.is_empty() || key.len() > 63 + 254 || !valid_label_key(key) {
                 return Err(invalid(format!("Taint key '{key}' is invalid.")));
@@ -210,7 +215,8 @@ pub(super) fn parse_create(
         opt_str(req, "nodegroupName")?.ok_or_else(|| invalid("nodegroupName is required."))?;
     if !valid_ng_name(name) {
         return Err(invalid(format!(
-            "Nodegroup name '{name}' is invalid: it must be 1-63 characters, start with a letter or digit, and contain only letters, digits, hyphens and underscores."
+            "Nodegroup name '{name}' is invalid: it must be 1-63 characters, start with a letter \
+                or digit, and contain only letters, digits, hyphens and underscores."
         )));
     }
     let node_role = opt_str(req, "nodeRole")?.ok_or_else(|| invalid("nodeRole is required."))?;
@@ -249,7 +255,8 @@ pub(super) fn parse_create(
     let capacity_type = opt_str(req, "capacityType")?.unwrap_or("ON_DEMAND");
     if !["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"].contains(&capacity_type) {
         return Err(invalid(format!(
-            "Capacity type '{capacity_type}' is invalid; valid values: ON_DEMAND, SPOT, CAPACITY_BLOCK."
+            "Capacity type '{capacity_type}' is invalid; valid values: ON_DEMAND, SPOT, \
+                CAPACITY_BLOCK."
         )));
     }
     let instance_types = instance_types.filter(|t| !t.is_empty()).unwrap_or_else(|| {
@@ -306,7 +313,8 @@ pub(super) fn parse_create(
     let version = opt_str(req, "version")?.unwrap_or(EKS_VERSION);
     if version != EKS_VERSION && !["1.31", "1.32"].contains(&version) {
         return Err(invalid(format!(
-            "Requested Nodegroup version {version} is invalid. Nodegroup version cannot be newer than the cluster version {EKS_VERSION} and at most 2 minor versions older."
+            "Requested Nodegroup version {version} is invalid. Nodegroup version cannot be newer \
+                than the cluster version {EKS_VERSION} and at most 2 minor versions older."
         )));
     }
     check_ami_version(ami_type, version)?;
@@ -341,7 +349,8 @@ pub(super) fn parse_create(
                     k.to_ascii_lowercase().starts_with("aws:") || k.is_empty() || k.len() > 128
                 }) {
                     return Err(invalid(format!(
-                        "Tag key '{k}' is invalid: keys are 1-128 characters and the aws: prefix is reserved."
+                        "Tag key '{k}' is invalid: keys are 1-128 characters and the aws: prefix \
+                            is reserved."
                     )));
                 }
                 if tags.len() > 50 {

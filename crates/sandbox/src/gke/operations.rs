@@ -60,7 +60,8 @@ impl Operations for GkeWorld {
             op.error = Some((
                 8,
                 format!(
-                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for {} in {zone} (sandbox fault injection).",
+                    "Insufficient quota to satisfy the request: ZONE_RESOURCE_POOL_EXHAUSTED for \
+                        {} in {zone} (sandbox fault injection).",
                     pool.spec.machine_type
                 ),
             ));
@@ -145,7 +146,8 @@ fn check_cluster_ops(w: &mut World, c: &GkeCluster, on_cluster: bool) -> Result<
         Some(gerr(
             429,
             format!(
-                "Too many operations: cluster \"{}\" hits the concurrent operations quota {MAX_CONCURRENT_OPS}, please try again later.",
+                "Too many operations: cluster \"{}\" hits the concurrent operations quota \
+                    {MAX_CONCURRENT_OPS}, please try again later.",
                 c.name
             ),
         ))

@@ -250,7 +250,8 @@ pub(crate) async fn instance_group_manager(State(sb): State<Sandbox>, uri: Uri) 
                         let entry = if here.is_empty() {
                             json!({"warning": {
                                 "code": "NO_RESULTS_ON_PAGE",
-                                "message": format!("There are no results for scope '{scope}' on this page."),
+                                "message": format!(
+                                    "There are no results for scope '{scope}' on this page."),
                                 "data": [{"key": "scope", "value": scope}],
                             }})
                         } else {
@@ -351,7 +352,8 @@ fn page(
                 return Err(gerr(
                     400,
                     format!(
-                        "Invalid value for field 'maxResults': '{m}'. Must be less than or equal to 500"
+                        "Invalid value for field 'maxResults': '{m}'. Must be less than or equal \
+                            to 500"
                     ),
                 ));
             }

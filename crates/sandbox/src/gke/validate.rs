@@ -164,7 +164,8 @@ fn parse_locations(v: Option<&Value>, cluster: &GkeCluster) -> Result<Vec<String
         if !known {
             // The rule is GKE's; the wording is the sandbox's.
             return Err(invalid(format!(
-                "Location \"{z}\" is not a zone of region {region}: node pool locations must be zones of the cluster's region."
+                "Location \"{z}\" is not a zone of region {region}: node pool locations must be \
+                    zones of the cluster's region."
             )));
         }
         if !zones.contains(&z) {
@@ -228,12 +229,14 @@ fn parse_taints(v: Option<&Value>) -> Result<Vec<(String, String, String)>, GErr
         let value = string(t, "value")?.unwrap_or("");
         let Some(effect) = enumv(t, "effect", EFFECT)? else {
             return Err(invalid(format!(
-                "Taint \"{key}\" must have an effect: NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE."
+                "Taint \"{key}\" must have an effect: NO_SCHEDULE, PREFER_NO_SCHEDULE or \
+                    NO_EXECUTE."
             )));
         };
         if !valid_label_key(key) || !valid_label_value(value) {
             return Err(invalid(format!(
-                "Invalid taint \"{key}={value}\": key and value must be valid Kubernetes label key and value."
+                "Invalid taint \"{key}={value}\": key and value must be valid Kubernetes label key \
+                    and value."
             )));
         }
         out.push((key.to_string(), value.to_string(), effect.to_string()));
@@ -255,7 +258,8 @@ pub(super) fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autosca
     let total = tmin.is_some() || tmax.is_some();
     if per_zone && total {
         return Err(invalid(
-            "Autoscaling config can have either per-zone limits (minNodeCount, maxNodeCount) or total limits (totalMinNodeCount, totalMaxNodeCount), not both.",
+            "Autoscaling config can have either per-zone limits (minNodeCount, maxNodeCount) or \
+                total limits (totalMinNodeCount, totalMaxNodeCount), not both.",
         ));
     }
     let (lo, hi) = if total {
@@ -265,7 +269,8 @@ pub(super) fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autosca
     };
     if lo < 0 || !(1..=1000).contains(&hi) {
         return Err(invalid(format!(
-            "Autoscaling max node count must be between 1 and 1000 and min node count must not be negative (got min {lo}, max {hi})."
+            "Autoscaling max node count must be between 1 and 1000 and min node count must not be \
+                negative (got min {lo}, max {hi})."
         )));
     }
     if lo > hi {
@@ -325,7 +330,8 @@ fn parse_accelerators(
             Some(b) => {
                 if b.name != ty || count != machine_gpus {
                     return Err(invalid(format!(
-                        "Machine type {machine_type} comes with {machine_gpus} {} GPUs; accelerator {count} x {ty} does not match.",
+                        "Machine type {machine_type} comes with {machine_gpus} {} GPUs; \
+                            accelerator {count} x {ty} does not match.",
                         b.name
                     )));
                 }
@@ -338,7 +344,8 @@ fn parse_accelerators(
                 }
                 if ![1, 2, 4, 8].contains(&count) {
                     return Err(invalid(format!(
-                        "{count} x {ty} is not a supported accelerator count for {machine_type}: use 1, 2, 4 or 8."
+                        "{count} x {ty} is not a supported accelerator count for {machine_type}: \
+                            use 1, 2, 4 or 8."
                     )));
                 }
             }
@@ -355,7 +362,8 @@ fn parse_accelerators(
                 info.partitions.join(", ")
             };
             return Err(invalid(format!(
-                "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: {valid}."
+                "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: \
+                    {valid}."
             )));
         }
         let sharing = match object(a, "gpuSharingConfig")? {
@@ -367,7 +375,8 @@ fn parse_accelerators(
                     None if max == 0 => None,
                     None => {
                         return Err(invalid(
-                            "gpuSharingConfig.gpuSharingStrategy must be TIME_SHARING or MPS when maxSharedClientsPerGpu is set.",
+                            "gpuSharingConfig.gpuSharingStrategy must be TIME_SHARING or MPS when \
+                                maxSharedClientsPerGpu is set.",
                         ));
                     }
                     Some(s) => {
@@ -378,7 +387,8 @@ fn parse_accelerators(
                         }
                         if s == "MPS" && partition.is_some() {
                             return Err(invalid(
-                                "The MPS GPU sharing strategy cannot be combined with GPU partitions.",
+                                "The MPS GPU sharing strategy cannot be combined with GPU \
+                                    partitions.",
                             ));
                         }
                         Some((s.to_string(), max))
@@ -408,7 +418,9 @@ pub(super) fn parse_pool(
     let name = string(np, "name")?.unwrap_or("");
     if !valid_pool_name(name) {
         return Err(invalid(format!(
-            "Invalid node pool name \"{name}\": it must be 1-40 characters, start with a lowercase letter, contain only lowercase letters, digits and hyphens, and end with a letter or digit."
+            "Invalid node pool name \"{name}\": it must be 1-40 characters, start with a lowercase \
+                letter, contain only lowercase letters, digits and hyphens, and end with a letter \
+                or digit."
         )));
     }
     let empty = Map::new();
@@ -575,7 +587,8 @@ pub(super) fn apply_update(
             .ne(spec.accelerators.iter().map(fixed))
         {
             return Err(invalid(
-                "Accelerator type, count and GPU partition size of a node pool cannot be updated; create a new node pool.",
+                "Accelerator type, count and GPU partition size of a node pool cannot be updated; \
+                    create a new node pool.",
             ));
         }
         spec.accelerators = new;

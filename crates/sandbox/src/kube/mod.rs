@@ -197,7 +197,11 @@ impl KubeApi {
             String::new()
         };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}-admin\n    namespace: default\ncurrent-context: {name}\nusers:\n- name: {name}-admin\n  user:\n    token: {token}\npreferences: {{}}\n"
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: \
+                {server}{ca}\ncontexts:\n- name: {name}\n  context:\n    cluster: \
+                {name}\n    user: {name}-admin\n    namespace: default\ncurrent-context: \
+                {name}\nusers:\n- name: {name}-admin\n  user:\n    token: {token}\npreferences: \
+                {{}}\n"
         )
     }
 

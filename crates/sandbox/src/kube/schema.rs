@@ -83,7 +83,8 @@ pub(crate) fn clusterpolicy_schema() -> Value {
             "gds": open(),
             "gfd": open(),
             "hostPaths": open(),
-            "kataManager": open_with(json!({"config": open_with(json!({"artifactsDir": string_default("/opt/nvidia-gpu-operator/artifacts/runtimeclasses")}))})),
+            "kataManager": open_with(json!({"config": open_with(json!({"artifactsDir": string_default(
+                "/opt/nvidia-gpu-operator/artifacts/runtimeclasses")}))})),
             "mig": {"type": "object", "properties": {"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}},
             "migManager": component(json!({
                 "config": {"type": "object", "properties": {

@@ -78,7 +78,8 @@ impl ApiError {
         Self::conflict(
             qualified_resource,
             name,
-            "the object has been modified; please apply your changes to the latest version and try again",
+            "the object has been modified; please apply your changes to the latest version and try \
+                again",
         )
     }
 
@@ -122,7 +123,10 @@ impl ApiError {
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})"
+                "the body of the request was in an unknown format - accepted media types include: \
+                    application/json-patch+json, application/merge-patch+json, \
+                    application/apply-patch+yaml, application/strategic-merge-patch+json (got \
+                    {ct:?})"
             ),
         )
     }

@@ -8,11 +8,23 @@ use super::kinds::{self, Kind};
 use super::meta::meta_str;
 use super::status::{ApiError, FieldError};
 
-const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
-const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
+    alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. \
+    'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+    alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
+    (e.g. 'example.com', regex used for validation is \
+    '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' \
+    or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is \
+    '[-._a-zA-Z0-9]+')";
+const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or \
+    '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
+    '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric \
+    characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
+    'MyValue',  or 'my_value',  or '12345', regex used for validation is \
+    '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
 pub(crate) fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
@@ -155,9 +167,13 @@ pub(super) fn fold_string_data(obj: &mut Value) -> Result<(), ApiError> {
     let b64 = base64::engine::general_purpose::STANDARD;
     if let Some(Value::Object(data)) = obj.get("data") {
         for (k, v) in data {
-            let s = v.as_str().ok_or_else(|| ApiError::bad_request(format!("Secret in version \"v1\" cannot be handled as a Secret: data[{k}] must be a string")))?;
+            let s = v.as_str().ok_or_else(|| ApiError::bad_request(format!(
+                "Secret in version \"v1\" cannot be handled as a Secret: data[{k}] must be a string")))?;
             b64.decode(s).map_err(|e| {
-                ApiError::bad_request(format!("Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in data[{k}]: {e}"))
+                ApiError::bad_request(format!(
+                    "Secret in version \"v1\" cannot be handled as a \
+                    Secret: illegal base64 data in data[{k}]: {e}"
+                ))
             })?;
         }
     }
@@ -202,7 +218,8 @@ pub(super) fn validate_object(
                         Some(_) => {}
                         None => {
                             return Err(ApiError::bad_request(format!(
-                                "{} in version \"{}\" cannot be handled as a {}: {field}[{k}] must be a string",
+                                "{} in version \"{}\" cannot be handled as a {}: {field}[{k}] must \
+                                    be a string",
                                 kind.kind, kind.version, kind.kind
                             )));
                         }
@@ -216,28 +233,31 @@ pub(super) fn validate_object(
             }
         }
     }
-    let data_keys = |field: &str, errs: &mut Vec<FieldError>| -> Result<usize, ApiError> {
-        let mut size = 0;
-        match obj.get(field) {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    errs.extend(config_key(&format!("{field}[{k}]"), k));
-                    let s = v.as_str().ok_or_else(|| {
-                        ApiError::bad_request(format!("{} in version \"v1\" cannot be handled as a {}: {field}[{k}] must be a string", kind.kind, kind.kind))
+    let data_keys =
+        |field: &str, errs: &mut Vec<FieldError>| -> Result<usize, ApiError> {
+            let mut size = 0;
+            match obj.get(field) {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(m)) => {
+                    for (k, v) in m {
+                        errs.extend(config_key(&format!("{field}[{k}]"), k));
+                        let s = v.as_str().ok_or_else(|| {
+                        ApiError::bad_request(format!(
+                            "{} in version \"v1\" cannot be handled as a {}: {field}[{k}] must be \
+                            a string", kind.kind, kind.kind))
                     })?;
-                    size += k.len() + s.len();
+                        size += k.len() + s.len();
+                    }
+                }
+                Some(_) => {
+                    return Err(ApiError::bad_request(format!(
+                        "{} in version \"v1\" cannot be handled as a {}: {field} must be a map",
+                        kind.kind, kind.kind
+                    )));
                 }
             }
-            Some(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "{} in version \"v1\" cannot be handled as a {}: {field} must be a map",
-                    kind.kind, kind.kind
-                )));
-            }
-        }
-        Ok(size)
-    };
+            Ok(size)
+        };
     if kind == kinds::CONFIGMAPS || kind == kinds::SECRETS {
         let mut size = data_keys("data", &mut errs)?;
         if kind == kinds::CONFIGMAPS {

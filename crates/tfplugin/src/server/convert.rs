@@ -62,7 +62,10 @@ pub(crate) fn diagnostics(d: &Diagnostics) -> Vec<pb::Diagnostic> {
 pub(crate) fn codec_diag(what: &str, e: &CodecError) -> Diagnostics {
     Diagnostic::error(
         "Invalid value from terraform",
-        format!("The provider could not decode the {what}: {e}. This is a bug or a terraform/provider version mismatch; please report it."),
+        format!(
+            "The provider could not decode the {what}: {e}. This is a bug or a \
+            terraform/provider version mismatch; please report it."
+        ),
     )
     .into()
 }

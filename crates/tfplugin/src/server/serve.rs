@@ -59,7 +59,8 @@ fn check_started_by_terraform(address: &str) -> Result<(), StartError> {
             .any(|v| v.trim() == PROTOCOL_VERSION.to_string())
     {
         return Err(StartError(format!(
-            "Terraform offered plugin protocol versions {versions}, but this provider speaks only version {PROTOCOL_VERSION} (Terraform 1.0 or later)."
+            "Terraform offered plugin protocol versions {versions}, but this provider speaks only \
+                version {PROTOCOL_VERSION} (Terraform 1.0 or later)."
         )));
     }
     Ok(())
@@ -129,7 +130,8 @@ async fn listen(type_name: &str) -> Result<Listener, StartError> {
         match unix_listener(type_name) {
             Ok((l, p)) => return Ok(Listener::Unix(l, p)),
             Err(e) => {
-                tracing::warn!(error = %e, "unix socket unavailable; falling back to TCP on 127.0.0.1")
+                tracing::warn!(error = %e, "unix socket unavailable; falling back to TCP on \
+                    127.0.0.1")
             }
         }
     }
@@ -219,7 +221,8 @@ fn accept_loop(
                         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, a.accept(stream)).await {
                             Ok(Ok(s)) => Conn(Box::new(s)),
                             Ok(Err(e)) => {
-                                tracing::warn!(error = %e, "refused a connection: TLS handshake failed");
+                                tracing::warn!(error = %e, "refused a connection: TLS handshake \
+                                    failed");
                                 return;
                             }
                             Err(_) => return,
@@ -284,7 +287,8 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
             }
         });
         println!(
-            "terraform-provider-{type_name} is running in debug mode. In the shell where you run terraform, set:\n\n\tTF_REATTACH_PROVIDERS='{reattach}'\n\nStop it with Ctrl-C."
+            "terraform-provider-{type_name} is running in debug mode. In the shell where you run \
+                terraform, set:\n\n\tTF_REATTACH_PROVIDERS='{reattach}'\n\nStop it with Ctrl-C."
         );
     } else {
         println!("1|{PROTOCOL_VERSION}|{network}|{address}|grpc|{cert_field}");

@@ -22,7 +22,13 @@ const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
 const SANDBOX_AUTHORITY_HOST: &str = "login.sandbox.invalid";
 const SANDBOX_TENANT: &str = "00000000-0000-0000-0000-000000000000";
 
-const NO_CREDENTIALS: &str = "no Azure credentials are configured. Set ARM_TENANT_ID, ARM_CLIENT_ID and ARM_CLIENT_SECRET (a service principal); or ARM_USE_OIDC=true with ARM_TENANT_ID, ARM_CLIENT_ID and ARM_OIDC_TOKEN or ARM_OIDC_TOKEN_FILE_PATH; or ARM_USE_AKS_WORKLOAD_IDENTITY=true (with the AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID and AZURE_TENANT_ID the pod gets); or ARM_USE_MSI=true (with ARM_CLIENT_ID for a user-assigned identity); or log in with `az login` and leave ARM_USE_CLI unset or true. The same settings exist as arguments of the provider's azure {} block";
+const NO_CREDENTIALS: &str = "no Azure credentials are configured. Set ARM_TENANT_ID, \
+    ARM_CLIENT_ID and ARM_CLIENT_SECRET (a service principal); or ARM_USE_OIDC=true with \
+    ARM_TENANT_ID, ARM_CLIENT_ID and ARM_OIDC_TOKEN or ARM_OIDC_TOKEN_FILE_PATH; or \
+    ARM_USE_AKS_WORKLOAD_IDENTITY=true (with the AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID and \
+    AZURE_TENANT_ID the pod gets); or ARM_USE_MSI=true (with ARM_CLIENT_ID for a user-assigned \
+    identity); or log in with `az login` and leave ARM_USE_CLI unset or true. The same settings \
+    exist as arguments of the provider's azure {} block";
 
 fn parse_base(url: &str, what: &str) -> Result<Url, CloudError> {
     let u = Url::parse(url.trim()).map_err(|e| {

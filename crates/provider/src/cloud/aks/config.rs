@@ -134,7 +134,8 @@ impl AksConfig {
                 ),
                 other => {
                     return Err(CloudError::Auth(format!(
-                        "ARM_ENVIRONMENT \"{other}\" is not supported: use public, usgovernment or china, or set the ARM endpoint and authority host explicitly"
+                        "ARM_ENVIRONMENT \"{other}\" is not supported: use public, usgovernment or \
+                            china, or set the ARM endpoint and authority host explicitly"
                     ).into()));
                 }
             },

@@ -108,18 +108,67 @@ impl Target for Aks {
     }
 
     fn provider_block(&self) -> Block {
-        Block::new("Azure (AKS). Unset arguments fall back to the `ARM_*` environment variables, as the azurerm provider reads them.")
-            .attr(Attribute::string("subscription_id").optional().describe("Default subscription of `aks` blocks (`ARM_SUBSCRIPTION_ID`)."))
-            .attr(Attribute::string("tenant_id").optional().describe("Tenant of the service principal (`ARM_TENANT_ID`)."))
-            .attr(Attribute::string("client_id").optional().describe("Client ID of the service principal (`ARM_CLIENT_ID`)."))
-            .attr(Attribute::string("client_secret").optional().sensitive().describe("Client secret (`ARM_CLIENT_SECRET`)."))
-            .attr(Attribute::bool("use_cli").optional().describe("Use the Azure CLI's login (`ARM_USE_CLI`)."))
-            .attr(Attribute::bool("use_msi").optional().describe("Use a managed identity (`ARM_USE_MSI`)."))
-            .attr(Attribute::bool("use_oidc").optional().describe("Use an OIDC token as client assertion (`ARM_USE_OIDC`)."))
-            .attr(Attribute::string("oidc_token").optional().sensitive().describe("The OIDC token (`ARM_OIDC_TOKEN`)."))
-            .attr(Attribute::string("oidc_token_file_path").optional().describe("A file holding the OIDC token (`ARM_OIDC_TOKEN_FILE_PATH`)."))
-            .attr(Attribute::bool("use_aks_workload_identity").optional().describe("Use AKS workload identity (`ARM_USE_AKS_WORKLOAD_IDENTITY`)."))
-            .attr(Attribute::string("endpoint").optional().describe("Azure Resource Manager endpoint. Default `https://management.azure.com`."))
+        Block::new(
+            "Azure (AKS). Unset arguments fall back to the `ARM_*` environment variables, \
+            as the azurerm provider reads them.",
+        )
+        .attr(
+            Attribute::string("subscription_id")
+                .optional()
+                .describe("Default subscription of `aks` blocks (`ARM_SUBSCRIPTION_ID`)."),
+        )
+        .attr(
+            Attribute::string("tenant_id")
+                .optional()
+                .describe("Tenant of the service principal (`ARM_TENANT_ID`)."),
+        )
+        .attr(
+            Attribute::string("client_id")
+                .optional()
+                .describe("Client ID of the service principal (`ARM_CLIENT_ID`)."),
+        )
+        .attr(
+            Attribute::string("client_secret")
+                .optional()
+                .sensitive()
+                .describe("Client secret (`ARM_CLIENT_SECRET`)."),
+        )
+        .attr(
+            Attribute::bool("use_cli")
+                .optional()
+                .describe("Use the Azure CLI's login (`ARM_USE_CLI`)."),
+        )
+        .attr(
+            Attribute::bool("use_msi")
+                .optional()
+                .describe("Use a managed identity (`ARM_USE_MSI`)."),
+        )
+        .attr(
+            Attribute::bool("use_oidc")
+                .optional()
+                .describe("Use an OIDC token as client assertion (`ARM_USE_OIDC`)."),
+        )
+        .attr(
+            Attribute::string("oidc_token")
+                .optional()
+                .sensitive()
+                .describe("The OIDC token (`ARM_OIDC_TOKEN`)."),
+        )
+        .attr(
+            Attribute::string("oidc_token_file_path")
+                .optional()
+                .describe("A file holding the OIDC token (`ARM_OIDC_TOKEN_FILE_PATH`)."),
+        )
+        .attr(
+            Attribute::bool("use_aks_workload_identity")
+                .optional()
+                .describe("Use AKS workload identity (`ARM_USE_AKS_WORKLOAD_IDENTITY`)."),
+        )
+        .attr(
+            Attribute::string("endpoint").optional().describe(
+                "Azure Resource Manager endpoint. Default `https://management.azure.com`.",
+            ),
+        )
     }
 
     fn settings(&self, block: &Value, sandbox: Option<&str>) -> Arc<dyn TargetSettings> {
@@ -229,19 +278,41 @@ impl Target for Aks {
     }
 
     fn pool_block(&self) -> Block {
-        Block::new("Azure Kubernetes Service: the cluster the pool joins. Changing any argument replaces the pool.")
-            .attr(Attribute::string("subscription_id").optional().computed().requires_replace().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
+        Block::new("Azure Kubernetes Service: the cluster the pool joins. Changing any argument \
+            replaces the pool.")
+            .attr(Attribute::string("subscription_id").optional().computed().requires_replace().describe(
+                "Subscription of the cluster. Default: the provider's `azure.subscription_id` or \
+                `ARM_SUBSCRIPTION_ID`."))
             .attr(Attribute::string("resource_group").required().requires_replace().describe("Resource group of the cluster."))
             .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the AKS cluster."))
-            .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe(&format!("Node OS image (`osSKU`). Default: AKS's ({AKS_DEFAULT_OS_SKU}). A change between the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any other change replaces the pool. MIG is not available on Azure Linux.")).validate(OneOf(AKS_OS_SKUS)))
-            .attr(Attribute::string("gpu_driver").optional().computed().use_state_for_unknown().requires_replace().describe("Whether AKS installs the NVIDIA driver on the nodes (`gpuProfile.driver`): `Install`, or `None` when the GPU operator installs it (its chart's `driver.enabled=true`, the default); with `Install`, run the operator with `driver.enabled=false`. Default: AKS's (`Install`). AKS sets it up when it creates the nodes, so a change replaces the pool.").validate(OneOf(AKS_GPU_DRIVERS)))
+            .attr(Attribute::string("os_sku").optional().computed().use_state_for_unknown().describe(&format!(
+                "Node OS image (`osSKU`). Default: AKS's ({AKS_DEFAULT_OS_SKU}). A change between \
+                the Ubuntu and Azure Linux families applies in place (AKS reimages the nodes); any \
+                other change replaces the pool. MIG is not available on Azure Linux.")).validate(OneOf(AKS_OS_SKUS)))
+            .attr(Attribute::string("gpu_driver").optional().computed().use_state_for_unknown().requires_replace().describe(
+                "Whether AKS installs the NVIDIA driver on the nodes (`gpuProfile.driver`): \
+                `Install`, or `None` when the GPU operator installs it (its chart's \
+                `driver.enabled=true`, the default); with `Install`, run the operator with \
+                `driver.enabled=false`. Default: AKS's (`Install`). AKS sets it up when it creates \
+                the nodes, so a change replaces the pool.").validate(OneOf(AKS_GPU_DRIVERS)))
     }
 
     fn query_block(&self) -> Block {
         Block::new("An AKS cluster.")
-            .attr(Attribute::string("subscription_id").optional().describe("Subscription of the cluster. Default: the provider's `azure.subscription_id` or `ARM_SUBSCRIPTION_ID`."))
-            .attr(Attribute::string("resource_group").required().describe("Resource group of the cluster."))
-            .attr(Attribute::string("cluster_name").required().describe("Name of the AKS cluster."))
+            .attr(Attribute::string("subscription_id").optional().describe(
+                "Subscription of the cluster. Default: the provider's `azure.subscription_id` or \
+                `ARM_SUBSCRIPTION_ID`.",
+            ))
+            .attr(
+                Attribute::string("resource_group")
+                    .required()
+                    .describe("Resource group of the cluster."),
+            )
+            .attr(
+                Attribute::string("cluster_name")
+                    .required()
+                    .describe("Name of the AKS cluster."),
+            )
     }
 
     fn decode_block(&self, block: &Value) -> Result<(), DecodeError> {

@@ -95,7 +95,8 @@ impl EksClient {
                 (None, None) => {}
                 _ => {
                     return Err(CloudError::Auth(
-                        "aws: access_key and secret_key must be given together (or neither, to use the AWS default credential chain)".into(),
+                        "aws: access_key and secret_key must be given together (or neither, to use \
+                            the AWS default credential chain)".into(),
                     ));
                 }
             }
@@ -154,11 +155,16 @@ impl EksClient {
 
     pub(super) fn client(&self, region: &str) -> Result<Client, CloudError> {
         let region = if region.is_empty() {
-            self.default_region.as_deref().ok_or_else(|| CloudError::Api {
-                status: 0,
-                code: "MissingRegion".into(),
-                message: "no AWS region: set eks location's region or the provider's aws.region (AWS_REGION)".into(),
-            })?
+            self.default_region
+                .as_deref()
+                .ok_or_else(|| CloudError::Api {
+                    status: 0,
+                    code: "MissingRegion".into(),
+                    message:
+                        "no AWS region: set eks location's region or the provider's aws.region \
+                    (AWS_REGION)"
+                            .into(),
+                })?
         } else {
             region
         };

@@ -102,12 +102,37 @@ impl Target for Eks {
     }
 
     fn provider_block(&self) -> Block {
-        Block::new("AWS (EKS). Credentials default to the AWS default chain (environment, shared config and credentials files, web identity, ECS, IMDSv2).")
-            .attr(Attribute::string("region").optional().describe("Default region of `eks` blocks (`AWS_REGION`, `AWS_DEFAULT_REGION`)."))
-            .attr(Attribute::string("profile").optional().describe("A profile of the shared config files (`AWS_PROFILE`)."))
-            .attr(Attribute::string("access_key").optional().sensitive().describe("Static access key ID."))
-            .attr(Attribute::string("secret_key").optional().sensitive().describe("Static secret access key."))
-            .attr(Attribute::string("endpoint").optional().describe("EKS API endpoint override."))
+        Block::new(
+            "AWS (EKS). Credentials default to the AWS default chain (environment, shared \
+            config and credentials files, web identity, ECS, IMDSv2).",
+        )
+        .attr(
+            Attribute::string("region")
+                .optional()
+                .describe("Default region of `eks` blocks (`AWS_REGION`, `AWS_DEFAULT_REGION`)."),
+        )
+        .attr(
+            Attribute::string("profile")
+                .optional()
+                .describe("A profile of the shared config files (`AWS_PROFILE`)."),
+        )
+        .attr(
+            Attribute::string("access_key")
+                .optional()
+                .sensitive()
+                .describe("Static access key ID."),
+        )
+        .attr(
+            Attribute::string("secret_key")
+                .optional()
+                .sensitive()
+                .describe("Static secret access key."),
+        )
+        .attr(
+            Attribute::string("endpoint")
+                .optional()
+                .describe("EKS API endpoint override."),
+        )
     }
 
     fn settings(&self, block: &Value, sandbox: Option<&str>) -> Arc<dyn TargetSettings> {
@@ -194,26 +219,67 @@ impl Target for Eks {
     }
 
     fn pool_block(&self) -> Block {
-        Block::new("Amazon EKS: the cluster the managed node group joins. Changing any argument replaces the node group.")
-            .attr(Attribute::string("region").optional().computed().requires_replace().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
-            .attr(Attribute::string("cluster_name").required().requires_replace().describe("Name of the EKS cluster."))
-            .attr(Attribute::string("node_role_arn").required().requires_replace().describe("IAM role of the nodes."))
-            .attr(Attribute::new("subnet_ids", Type::list(Type::String)).required().requires_replace().describe("Subnets of the nodes."))
-            .attr(
-                Attribute::string("ami_type")
-                    .optional()
-                    .computed()
-                    .requires_replace()
-                    .describe(&format!("GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service set up by Bottlerocket's own settings, which the GPU operator cannot reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs for Kubernetes 1.33 and later, and a plan warns."))
-                    .validate(OneOf(EKS_GPU_AMIS))
-                    .default_value(Value::string(DEFAULT_EKS_AMI)),
-            )
+        Block::new(
+            "Amazon EKS: the cluster the managed node group joins. Changing any argument \
+            replaces the node group.",
+        )
+        .attr(
+            Attribute::string("region")
+                .optional()
+                .computed()
+                .requires_replace()
+                .describe(
+                    "Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or \
+                `AWS_DEFAULT_REGION`.",
+                ),
+        )
+        .attr(
+            Attribute::string("cluster_name")
+                .required()
+                .requires_replace()
+                .describe("Name of the EKS cluster."),
+        )
+        .attr(
+            Attribute::string("node_role_arn")
+                .required()
+                .requires_replace()
+                .describe("IAM role of the nodes."),
+        )
+        .attr(
+            Attribute::new("subnet_ids", Type::list(Type::String))
+                .required()
+                .requires_replace()
+                .describe("Subnets of the nodes."),
+        )
+        .attr(
+            Attribute::string("ami_type")
+                .optional()
+                .computed()
+                .requires_replace()
+                .describe(&format!(
+                    "GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The \
+                        Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service \
+                        set up by Bottlerocket's own settings, which the GPU operator cannot \
+                        reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA \
+                        AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs \
+                        for Kubernetes 1.33 and later, and a plan warns."
+                ))
+                .validate(OneOf(EKS_GPU_AMIS))
+                .default_value(Value::string(DEFAULT_EKS_AMI)),
+        )
     }
 
     fn query_block(&self) -> Block {
         Block::new("An EKS cluster.")
-            .attr(Attribute::string("region").optional().describe("Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or `AWS_DEFAULT_REGION`."))
-            .attr(Attribute::string("cluster_name").required().describe("Name of the EKS cluster."))
+            .attr(Attribute::string("region").optional().describe(
+                "Region of the cluster. Default: the provider's `aws.region`, `AWS_REGION` or \
+                `AWS_DEFAULT_REGION`.",
+            ))
+            .attr(
+                Attribute::string("cluster_name")
+                    .required()
+                    .describe("Name of the EKS cluster."),
+            )
     }
 
     fn decode_block(&self, block: &Value) -> Result<(), DecodeError> {
@@ -281,7 +347,11 @@ impl Target for Eks {
             Diagnostic::warning(
                 "Amazon Linux 2 GPU AMI is retired",
                 format!(
-                    "{RETIRED_EKS_AMI} reached end of support on 2025-11-26 and EKS publishes no AL2 AMIs for Kubernetes 1.33 and later: creating this node group on such a cluster fails. Use ami_type = \"{DEFAULT_EKS_AMI}\" (the default), whose AMIs carry the NVIDIA driver; changing the AMI type replaces the node group."
+                    "{RETIRED_EKS_AMI} reached end of support on 2025-11-26 and EKS publishes no \
+                        AL2 AMIs for Kubernetes 1.33 and later: creating this node group on such a \
+                        cluster fails. Use ami_type = \"{DEFAULT_EKS_AMI}\" (the default), whose \
+                        AMIs carry the NVIDIA driver; changing the AMI type replaces the node \
+                        group."
                 ),
             )
             .at(block_path(self, "ami_type")),

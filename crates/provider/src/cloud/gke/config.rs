@@ -74,7 +74,8 @@ pub(super) fn credentials_from(
         "impersonated_service_account" => c::impersonated::Builder::new(json).build(),
         other => {
             return Err(CloudError::Auth(format!(
-                "unsupported credentials type {other:?}: use a service_account, authorized_user, external_account or impersonated_service_account document"
+                "unsupported credentials type {other:?}: use a service_account, authorized_user, \
+                    external_account or impersonated_service_account document"
             ).into()));
         }
     };

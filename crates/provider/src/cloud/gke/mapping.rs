@@ -158,7 +158,8 @@ pub(super) fn per_zone(total: u32, zones: &[String], pool: &str) -> Result<u32, 
             status: 400,
             code: "INVALID_ARGUMENT".into(),
             message: format!(
-                "node pool {pool}: {total} nodes cannot be split evenly over its {n} zones ({}); GKE runs the same number of nodes in every zone of a pool",
+                "node pool {pool}: {total} nodes cannot be split evenly over its {n} zones ({}); \
+                    GKE runs the same number of nodes in every zone of a pool",
                 zones.join(", ")
             ),
         });

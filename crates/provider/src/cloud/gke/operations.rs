@@ -175,7 +175,8 @@ impl GkeClient {
         for project in projects {
             let listed = self.aggregated_sizes(project, &mut sizes, ctx).await;
             if let Err(e) = listed {
-                tracing::debug!(project, error = %e, "cannot list the instance group managers; reading each pool's groups");
+                tracing::debug!(project, error = %e, "cannot list the instance group managers; \
+                    reading each pool's groups");
                 return None;
             }
         }
@@ -245,7 +246,8 @@ impl GkeClient {
             .collect::<Option<Vec<String>>>()?;
         let sizes = futures_util::future::join_all(urls.iter().map(|url| async move {
             self.target_size(url).await.map_err(|e| {
-                tracing::debug!(url = %url, error = %e, "cannot read the instance group size; using initialNodeCount");
+                tracing::debug!(url = %url, error = %e, "cannot read the instance group size; \
+                    using initialNodeCount");
             })
         }))
         .await;
@@ -322,7 +324,8 @@ impl GkeClient {
                     status: 409,
                     code: "ALREADY_EXISTS".into(),
                     message: format!(
-                        "GKE reported node pool {id} as existing but it is gone now; retry the apply"
+                        "GKE reported node pool {id} as existing but it is gone now; retry the \
+                            apply"
                     ),
                 });
             };
@@ -333,7 +336,8 @@ impl GkeClient {
                     status: 409,
                     code: "ALREADY_EXISTS".into(),
                     message: format!(
-                        "node pool {id} already exists with a different configuration; import it with `terraform import <address> {id}` or choose another name"
+                        "node pool {id} already exists with a different configuration; import it \
+                            with `terraform import <address> {id}` or choose another name"
                     ),
                 });
             }

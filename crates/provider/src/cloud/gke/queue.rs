@@ -50,10 +50,12 @@ impl Queues {
         tracing::debug!(
             cluster,
             call = what,
-            "{MAX_OPERATIONS_PER_CLUSTER} operations of this provider run on the cluster; waiting for a turn"
+            "{MAX_OPERATIONS_PER_CLUSTER} operations of this provider run on the cluster; waiting \
+                for a turn"
         );
         let waiting_for = format!(
-            "a turn among the operations on {cluster} (GKE runs {MAX_OPERATIONS_PER_CLUSTER} at once) to {what}"
+            "a turn among the operations on {cluster} (GKE runs {MAX_OPERATIONS_PER_CLUSTER} at \
+                once) to {what}"
         );
         ctx.run(&waiting_for, slots.acquire_owned())
             .await?

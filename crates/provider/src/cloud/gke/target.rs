@@ -87,11 +87,30 @@ impl Target for Gke {
     }
 
     fn provider_block(&self) -> Block {
-        Block::new("Google Cloud (GKE). Credentials default to Application Default Credentials (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's ADC file, the metadata server).")
-            .attr(Attribute::string("project").optional().describe("Default project of `gke` blocks (`GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`)."))
-            .attr(Attribute::string("credentials").optional().sensitive().describe("A service account key: the JSON itself or a path to it."))
-            .attr(Attribute::string("access_token").optional().sensitive().describe("An OAuth2 access token to use instead."))
-            .attr(Attribute::string("endpoint").optional().describe("GKE API endpoint. Default `https://container.googleapis.com`."))
+        Block::new(
+            "Google Cloud (GKE). Credentials default to Application Default Credentials \
+            (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's ADC file, the metadata server).",
+        )
+        .attr(Attribute::string("project").optional().describe(
+            "Default project of `gke` blocks (`GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`).",
+        ))
+        .attr(
+            Attribute::string("credentials")
+                .optional()
+                .sensitive()
+                .describe("A service account key: the JSON itself or a path to it."),
+        )
+        .attr(
+            Attribute::string("access_token")
+                .optional()
+                .sensitive()
+                .describe("An OAuth2 access token to use instead."),
+        )
+        .attr(
+            Attribute::string("endpoint")
+                .optional()
+                .describe("GKE API endpoint. Default `https://container.googleapis.com`."),
+        )
     }
 
     fn settings(&self, block: &Value, sandbox: Option<&str>) -> Arc<dyn TargetSettings> {
@@ -188,18 +207,39 @@ impl Target for Gke {
     }
 
     fn pool_block(&self) -> Block {
-        Block::new("Google Kubernetes Engine: the cluster the pool joins, and the pool's zones. Changing the project, location or cluster replaces the pool.")
-            .attr(Attribute::string("project").optional().computed().requires_replace().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
-            .attr(Attribute::string("location").required().requires_replace().describe("Region or zone of the cluster, e.g. `us-central1`."))
+        Block::new("Google Kubernetes Engine: the cluster the pool joins, and the pool's zones. \
+            Changing the project, location or cluster replaces the pool.")
+            .attr(Attribute::string("project").optional().computed().requires_replace().describe(
+                "Project of the cluster. Default: the provider's `google.project`, \
+                `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
+            .attr(Attribute::string("location").required().requires_replace().describe(
+                "Region or zone of the cluster, e.g. `us-central1`."))
             .attr(Attribute::string("cluster").required().requires_replace().describe("Name of the GKE cluster."))
-            .attr(Attribute::new("node_locations", Type::list(Type::String)).optional().computed().describe("Zones of the pool's nodes (GKE's `locations`, gcloud's `--node-locations`), e.g. `[\"us-central1-a\", \"us-central1-b\"]`: zones of the cluster's region. Default: the cluster's zones (three for a regional cluster), which the plan reads from GKE once per cluster. GKE runs the same number of nodes in each zone, so `node_count` must be a multiple of their number; every zone must offer the pool's GPU. Changes in place (nodes are added and removed)."))
+            .attr(Attribute::new("node_locations", Type::list(Type::String)).optional().computed().describe(
+                "Zones of the pool's nodes (GKE's `locations`, gcloud's `--node-locations`), e.g. \
+                `[\"us-central1-a\", \"us-central1-b\"]`: zones of the cluster's region. Default: \
+                the cluster's zones (three for a regional cluster), which the plan reads from GKE \
+                once per cluster. GKE runs the same number of nodes in each zone, so `node_count` \
+                must be a multiple of their number; every zone must offer the pool's GPU. Changes \
+                in place (nodes are added and removed)."))
     }
 
     fn query_block(&self) -> Block {
         Block::new("A GKE cluster.")
-            .attr(Attribute::string("project").optional().describe("Project of the cluster. Default: the provider's `google.project`, `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`."))
-            .attr(Attribute::string("location").required().describe("Region or zone of the cluster, e.g. `us-central1`."))
-            .attr(Attribute::string("cluster").required().describe("Name of the GKE cluster."))
+            .attr(Attribute::string("project").optional().describe(
+                "Project of the cluster. Default: the provider's `google.project`, \
+                `GOOGLE_PROJECT` or `GOOGLE_CLOUD_PROJECT`.",
+            ))
+            .attr(
+                Attribute::string("location")
+                    .required()
+                    .describe("Region or zone of the cluster, e.g. `us-central1`."),
+            )
+            .attr(
+                Attribute::string("cluster")
+                    .required()
+                    .describe("Name of the GKE cluster."),
+            )
     }
 
     fn decode_block(&self, block: &Value) -> Result<(), DecodeError> {
@@ -326,7 +366,9 @@ pub(super) fn uneven_split(nodes: u32, zones: &[String]) -> Diagnostic {
     Diagnostic::error(
         "Node count does not split over the zones",
         format!(
-            "node_count = {nodes} is the pool's total, and GKE runs the same number of nodes in each of its zones; it cannot split {nodes} over the pool's {z} zones ({}). Use a multiple of {z} ({counts}){lists}.",
+            "node_count = {nodes} is the pool's total, and GKE runs the same number of nodes in \
+                each of its zones; it cannot split {nodes} over the pool's {z} zones ({}). Use a \
+                multiple of {z} ({counts}){lists}.",
             zones.join(", ")
         ),
     )
@@ -347,7 +389,8 @@ pub(super) fn check_node_locations(location: &str, zones: &[String]) -> Option<D
         return Some(
             Diagnostic::error(
                 "Invalid node locations",
-                "gke.node_locations is empty; name at least one zone, or leave it unset for the cluster's zones.",
+                "gke.node_locations is empty; name at least one zone, or leave it unset for the \
+                    cluster's zones.",
             )
             .at(path),
         );
@@ -357,8 +400,12 @@ pub(super) fn check_node_locations(location: &str, zones: &[String]) -> Option<D
             Diagnostic::error(
                 "Invalid node locations",
                 format!(
-                    "{} {} not a zone of the cluster's region {region}. A pool's nodes must be in zones of its cluster's region, e.g. \"{region}-a\".",
-                    bad.iter().map(|z| format!("{z:?}")).collect::<Vec<_>>().join(", "),
+                    "{} {} not a zone of the cluster's region {region}. A pool's nodes must be in \
+                        zones of its cluster's region, e.g. \"{region}-a\".",
+                    bad.iter()
+                        .map(|z| format!("{z:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     if bad.len() == 1 { "is" } else { "are" }
                 ),
             )

@@ -37,7 +37,10 @@ impl DevicePluginConfigResource {
                 Diagnostic::warning(
                     "Node label names no config",
                     format!(
-                        "{} node(s) ({}) carry nvidia.com/device-plugin.config={value:?}, which is not a config of this resource; the device plugin on them keeps its previous config. Add `config {{ name = {value:?} ... }}` or relabel the nodes.",
+                        "{} node(s) ({}) carry nvidia.com/device-plugin.config={value:?}, which is \
+                            not a config of this resource; the device plugin on them keeps its \
+                            previous config. Add `config {{ name = {value:?} ... }}` or relabel \
+                            the nodes.",
                         nodes.len(),
                         nodes.join(", ")
                     ),
@@ -120,7 +123,10 @@ impl DevicePluginConfigResource {
             Ok(None) => {
                 diags.push(Diagnostic::warning(
                     "Device plugin daemonset not found",
-                    format!("No daemonset {operand_ns}/nvidia-device-plugin-daemonset to restart; nodes pick the config up when the operator starts the device plugin."),
+                    format!(
+                        "No daemonset {operand_ns}/nvidia-device-plugin-daemonset to restart; \
+                        nodes pick the config up when the operator starts the device plugin."
+                    ),
                 ));
                 Some(None)
             }
@@ -167,7 +173,12 @@ impl DevicePluginConfigResource {
                     Diagnostic::error(
                         "ClusterPolicy field managed by server-side apply",
                         format!(
-                            "{path} of the ClusterPolicy {} is {now}, set by \"{}\" with server-side apply (a Helm 4 release of the GPU operator does that). Setting it to {want} here would make that manager's next apply fail with a conflict, e.g. the next `helm upgrade` of the operator. Set it in the operator release's values instead (delivery = \"helm\" does that for you), or leave `{attr}` unset.",
+                            "{path} of the ClusterPolicy {} is {now}, set by \"{}\" with \
+                                server-side apply (a Helm 4 release of the GPU operator does \
+                                that). Setting it to {want} here would make that manager's next \
+                                apply fail with a conflict, e.g. the next `helm upgrade` of the \
+                                operator. Set it in the operator release's values instead \
+                                (delivery = \"helm\" does that for you), or leave `{attr}` unset.",
                             k::CLUSTER_POLICY,
                             appliers.join("\", \""),
                         ),
@@ -395,7 +406,16 @@ impl DevicePluginConfigResource {
                 diags.push(
                     Diagnostic::error(
                         format!("{} not found", h.kind.noun()),
-                        format!("There is no {} {}/{} (or its CRD is not installed), so there are no values to write the configs into. Check {}.{name_attr} and {}.namespace.", h.kind.noun(), h.namespace, h.name, g.block, g.block),
+                        format!(
+                            "There is no {} {}/{} (or its CRD is not installed), so there are \
+                            no values to write the configs into. Check {}.{name_attr} and \
+                            {}.namespace.",
+                            h.kind.noun(),
+                            h.namespace,
+                            h.name,
+                            g.block,
+                            g.block
+                        ),
                     )
                     .at(AttrPath::attr(g.block).with_index(0).with_attr(name_attr)),
                 );
@@ -481,7 +501,10 @@ impl DevicePluginConfigResource {
         Diagnostic::error(
             "Helm hook did not finish",
             format!(
-                "Release {}/{} (helm.release): `helm upgrade` waits for the chart's hooks, and one did not finish in time (helm was given --timeout {}s of this operation's {}s).{named} Check why the Job's pods do not complete (`kubectl -n {} describe job ...`), or raise the resource's `timeouts`. helm said: {e}",
+                "Release {}/{} (helm.release): `helm upgrade` waits for the chart's hooks, and one \
+                    did not finish in time (helm was given --timeout {}s of this operation's \
+                    {}s).{named} Check why the Job's pods do not complete (`kubectl -n {} describe \
+                    job ...`), or raise the resource's `timeouts`. helm said: {e}",
                 h.namespace,
                 h.release,
                 w.helm_given.as_secs(),
@@ -522,9 +545,16 @@ impl DevicePluginConfigResource {
         diags.push(
             Diagnostic::error(
                 "GPU operator does not read these configs",
-                format!("The release was upgraded, but {problem}. The values under helm.values_path ({vp:?}) do not reach the operator's ClusterPolicy: check that the path names the chart (or the subchart, by its alias) that renders the ClusterPolicy `cluster-policy` on this cluster."),
+                format!(
+                    "The release was upgraded, but {problem}. The values under \
+                    helm.values_path ({vp:?}) do not reach the operator's ClusterPolicy: check \
+                    that the path names the chart (or the subchart, by its alias) that renders the \
+                    ClusterPolicy `cluster-policy` on this cluster."
+                ),
             )
-            .at(AttrPath::attr("helm").with_index(0).with_attr("values_path")),
+            .at(AttrPath::attr("helm")
+                .with_index(0)
+                .with_attr("values_path")),
         );
         None
     }
@@ -540,11 +570,18 @@ impl DevicePluginConfigResource {
         match helm::read_release(c, &h.namespace, &h.release).await {
             Ok(ReleaseState::Deployed(r)) => Some(r),
             Ok(ReleaseState::Pending(r)) => {
-                diags.push(helm_diagnostic(h, &format!("revision {} is {}: another helm operation is in progress or was interrupted. Wait for it, or `helm rollback` it, then apply again.", r.revision, r.status)));
+                diags.push(helm_diagnostic(h, &format!(
+                    "revision {} is {}: another helm operation is in progress or was interrupted. \
+                    Wait for it, or `helm rollback` it, then apply again.", r.revision, r.status)));
                 None
             }
             Ok(ReleaseState::Missing) => {
-                diags.push(helm_diagnostic(h, "no deployed revision found (no Secret sh.helm.release.v1.<release>.v<N> with status deployed). Check helm.release and helm.namespace."));
+                diags.push(helm_diagnostic(
+                    h,
+                    "no deployed revision found (no Secret \
+                    sh.helm.release.v1.<release>.v<N> with status deployed). Check helm.release \
+                    and helm.namespace.",
+                ));
                 None
             }
             Err(e) => {
@@ -574,13 +611,20 @@ impl DevicePluginConfigResource {
                 Diagnostic::warning(
                     "Chart defines more configs",
                     format!(
-                        "The chart {} {} defines {} in its own values ({}.config.data), so the ConfigMap keeps {}: helm renders a chart's defaults unless a value replaces them. Nodes labelled with {} get the chart's version. To manage one, add a `config` block of that name.",
+                        "The chart {} {} defines {} in its own values ({}.config.data), so the \
+                            ConfigMap keeps {}: helm renders a chart's defaults unless a value \
+                            replaces them. Nodes labelled with {} get the chart's version. To \
+                            manage one, add a `config` block of that name.",
                         r.chart,
                         r.chart_version,
                         quoted(&extra),
                         h.values_path,
                         if extra.len() == 1 { "it" } else { "them" },
-                        if extra.len() == 1 { "it" } else { "one of them" },
+                        if extra.len() == 1 {
+                            "it"
+                        } else {
+                            "one of them"
+                        },
                     ),
                 )
                 .at(AttrPath::attr("config")),
@@ -664,7 +708,7 @@ pub(super) struct Writing {
 }
 
 impl Writing {
-    pub fn new(limit: std::time::Duration) -> Writing {
+    pub(super) fn new(limit: std::time::Duration) -> Writing {
         Writing {
             deadline: std::time::Instant::now() + limit,
             limit,
@@ -676,7 +720,7 @@ impl Writing {
 
     /// What helm may take: the time left, less a margin for the provider to read the outcome
     /// and report it before the operation's own deadline cuts it short.
-    pub fn helm_timeout(&mut self) -> std::time::Duration {
+    pub(super) fn helm_timeout(&mut self) -> std::time::Duration {
         let left = self
             .deadline
             .saturating_duration_since(std::time::Instant::now());
@@ -701,7 +745,7 @@ pub(super) struct OperatorReads {
 
 impl OperatorReads {
     /// What keeps these configs from the nodes, None when the operator reads them all.
-    pub fn mismatch(&self, d: &Desired) -> Option<String> {
+    pub(super) fn mismatch(&self, d: &Desired) -> Option<String> {
         let ns = &self.namespace;
         let Some(k::PolicyPointer { name, default, .. }) = &self.pointer else {
             return Some(format!(
@@ -772,15 +816,24 @@ fn managed_warning(g: &GitOpsSpec, by: &str) -> Diagnostic {
     let h = &g.holder;
     let how = match h.kind {
         gitops::Kind::ArgoCd => {
-            "Change the values in the parent's source instead, or have the parent ignore them (`ignoreDifferences` on `/spec/source/helm/valuesObject`, with `RespectIgnoreDifferences=true`)"
+            "Change the values in the parent's source instead, or have the parent ignore them \
+                (`ignoreDifferences` on `/spec/source/helm/valuesObject`, with \
+                `RespectIgnoreDifferences=true`)"
         }
         gitops::Kind::Flux => {
-            "Change the values in the Kustomization's source instead, or move these values out of what it applies"
+            "Change the values in the Kustomization's source instead, or move these values out of \
+                what it applies"
         }
     };
     Diagnostic::warning(
         format!("{} managed by a parent", h.kind.noun()),
-        format!("The {} {}/{} is itself managed by {by}: its next sync puts the parent's version of the object back and undoes what this resource wrote. {how}.", h.kind.noun(), h.namespace, h.name),
+        format!(
+            "The {} {}/{} is itself managed by {by}: its next sync puts the parent's version \
+            of the object back and undoes what this resource wrote. {how}.",
+            h.kind.noun(),
+            h.namespace,
+            h.name
+        ),
     )
     .at(AttrPath::attr(g.block))
 }
@@ -802,11 +855,17 @@ fn disabled_diagnostic(h: &HelmSpec, r: &helm::Release, off: &chart::Disabled) -
     Diagnostic::error(
         "Values path names a disabled subchart",
         format!(
-            "helm.values_path is {:?}, under the subchart {:?} of the chart {} {}, which renders nothing on this cluster: its condition `{}` is false in the release's values, so neither the ConfigMap nor the ClusterPolicy pointer would reach the operator. Nothing was changed. Set values_path under the subchart this cluster enables, or set `{}` to true in the release.{instead}",
+            "helm.values_path is {:?}, under the subchart {:?} of the chart {} {}, which renders \
+                nothing on this cluster: its condition `{}` is false in the release's values, so \
+                neither the ConfigMap nor the ClusterPolicy pointer would reach the operator. \
+                Nothing was changed. Set values_path under the subchart this cluster enables, or \
+                set `{}` to true in the release.{instead}",
             h.values_path, off.subchart, r.chart, r.chart_version, off.condition, off.condition,
         ),
     )
-    .at(AttrPath::attr("helm").with_index(0).with_attr("values_path"))
+    .at(AttrPath::attr("helm")
+        .with_index(0)
+        .with_attr("values_path"))
 }
 
 fn quoted(names: &[&String]) -> String {
@@ -852,7 +911,11 @@ pub(super) fn warn_operator_mismatch(
             Diagnostic::warning(
                 "MIG strategy overridden by the ClusterPolicy",
                 format!(
-                    "Config {} asks for the mixed MIG strategy (resources nvidia.com/mig-<profile>), but the GPU operator's spec.mig.strategy is {theirs}, and the operator hands it to the device plugin, overriding the config's own flag: nodes advertise no nvidia.com/mig-* resource and pods asking for one never schedule. Set mig_strategy = \"mixed\".",
+                    "Config {} asks for the mixed MIG strategy (resources \
+                        nvidia.com/mig-<profile>), but the GPU operator's spec.mig.strategy is \
+                        {theirs}, and the operator hands it to the device plugin, overriding the \
+                        config's own flag: nodes advertise no nvidia.com/mig-* resource and pods \
+                        asking for one never schedule. Set mig_strategy = \"mixed\".",
                     quoted(&mixed),
                 ),
             )
@@ -866,7 +929,9 @@ pub(super) fn warn_operator_mismatch(
             Diagnostic::warning(
                 "ConfigMap outside the operator's namespace",
                 format!(
-                    "The GPU operator runs in namespace {ns:?} and reads its device plugin config from a ConfigMap there only; this one goes to {:?}, so no node gets these configs. Set namespace = {ns:?}.",
+                    "The GPU operator runs in namespace {ns:?} and reads its device plugin config \
+                        from a ConfigMap there only; this one goes to {:?}, so no node gets these \
+                        configs. Set namespace = {ns:?}.",
                     d.namespace
                 ),
             )
@@ -890,17 +955,25 @@ pub(super) fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError)
         ),
         KubeError::BadResponse { .. } => (
             "Unreadable Kubernetes API answer",
-            "The API server (or a proxy in front of it) answered with something that is not a Kubernetes object of a sane size; check what serves that address.".to_string(),
+            "The API server (or a proxy in front of it) answered with something that is not a \
+                Kubernetes object of a sane size; check what serves that address."
+                .to_string(),
             access.map(AttrPath::parse),
         ),
         KubeError::Config(_) => (
             "Invalid Kubernetes settings",
-            format!("{check}: the kubeconfig path, its context, or host/token/cluster_ca_certificate."),
+            format!(
+                "{check}: the kubeconfig path, its context, or \
+                host/token/cluster_ca_certificate."
+            ),
             access.map(AttrPath::parse),
         ),
         KubeError::MissingCrd | KubeError::MissingClusterPolicy(_) => (
             "NVIDIA GPU operator not installed",
-            "delivery = \"cluster_policy\" needs the GPU operator (its ClusterPolicy `cluster-policy`). Install the operator chart first, or use delivery = \"helm\" with its release.".to_string(),
+            "delivery = \"cluster_policy\" needs the GPU operator (its ClusterPolicy \
+                `cluster-policy`). Install the operator chart first, or use delivery = \"helm\" \
+                with its release."
+                .to_string(),
             Some(AttrPath::attr("delivery")),
         ),
         KubeError::Helm(_) => (
@@ -910,12 +983,28 @@ pub(super) fn kube_diagnostic(action: &str, access: Option<&str>, e: &KubeError)
         ),
         // The API server's message (kept above) names the verb, the resource and the namespace
         // it refused; the hint lists the whole set, as the guide's manifests grant it.
-        KubeError::Api { code: 401 | 403, .. } => (
+        KubeError::Api {
+            code: 401 | 403, ..
+        } => (
             "Kubernetes permission denied",
             if matches!(e, KubeError::Api { code: 401, .. }) {
-                format!("{check}: the API server did not accept the credentials (an expired or revoked token, or a certificate it does not trust).")
+                format!(
+                    "{check}: the API server did not accept the credentials (an expired or \
+                    revoked token, or a certificate it does not trust)."
+                )
             } else {
-                format!("{check}: the credentials lack the permission named above. delivery = \"cluster_policy\" needs, in the ConfigMap's namespace, configmaps get, create, patch, delete and daemonsets patch (nvidia-device-plugin-daemonset), and cluster-wide clusterpolicies.nvidia.com get, patch (cluster-policy) and nodes list. delivery = \"helm\" needs secrets list and daemonsets patch in the release's namespace, nodes list, and what `helm upgrade` of the operator's chart needs. delivery = \"argocd\" and \"flux\" need get and update on the Application or HelmRelease in its namespace, and nodes list. The guide \"Where your GPU operator lives\" (Least privilege) has them as Role and ClusterRole manifests.")
+                format!(
+                    "{check}: the credentials lack the permission named above. delivery = \
+                    \"cluster_policy\" needs, in the ConfigMap's namespace, configmaps get, \
+                    create, patch, delete and daemonsets patch (nvidia-device-plugin-daemonset), \
+                    and cluster-wide clusterpolicies.nvidia.com get, patch (cluster-policy) and \
+                    nodes list. delivery = \"helm\" needs secrets list and daemonsets patch in the \
+                    release's namespace, nodes list, and what `helm upgrade` of the operator's \
+                    chart needs. delivery = \"argocd\" and \"flux\" need get and update on the \
+                    Application or HelmRelease in its namespace, and nodes list. The guide \"Where \
+                    your GPU operator lives\" (Least privilege) has them as Role and ClusterRole \
+                    manifests."
+                )
             },
             access.map(AttrPath::parse),
         ),

@@ -232,7 +232,10 @@ impl Resource for DevicePluginConfigResource {
         if !re.is_match(id) {
             diags.push(Diagnostic::error(
                 "Invalid import ID",
-                format!("{id:?} is not `namespace/name` of the ConfigMap, e.g. `gpu-operator/time-slicing-config`."),
+                format!(
+                    "{id:?} is not `namespace/name` of the ConfigMap, e.g. \
+                    `gpu-operator/time-slicing-config`."
+                ),
             ));
             return None;
         }

@@ -163,12 +163,12 @@ tfplugin::object! {
 }
 
 /// The last fix for a state that does not read.
-pub const REIMPORT: &str =
+pub(super) const REIMPORT: &str =
     "re-import it (`terraform import` with `namespace/name` of the ConfigMap)";
 
 impl Args {
     /// The arguments of a plan; a namespace still unknown (see [`Defaults`]) reads as unset.
-    pub fn of_plan(planned: &Value) -> Result<Args, DecodeError> {
+    pub(super) fn of_plan(planned: &Value) -> Result<Args, DecodeError> {
         let defaults = Defaults::from_value(planned)?;
         if defaults.namespace.is_known() {
             return Args::from_value(planned);
@@ -184,26 +184,26 @@ impl Args {
         Args::from_value(&known)
     }
 
-    pub fn namespace(&self) -> &str {
+    pub(super) fn namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE)
     }
 
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(DEFAULT_NAME)
     }
 
-    pub fn by_helm(&self) -> bool {
+    pub(super) fn by_helm(&self) -> bool {
         self.delivery.as_deref() == Some("helm")
     }
 
     /// Delivered through an Argo CD Application or a Flux HelmRelease.
-    pub fn by_gitops(&self) -> bool {
+    pub(super) fn by_gitops(&self) -> bool {
         matches!(self.delivery.as_deref(), Some("argocd" | "flux"))
     }
 
     /// The attribute that says how to reach the cluster, as `kubernetes.0.host`; None when the
     /// provider's block or the environment does.
-    pub fn access(&self) -> Option<&'static str> {
+    pub(super) fn access(&self) -> Option<&'static str> {
         let b = self.kubernetes.as_ref()?;
         [
             (b.host.is_some(), "kubernetes.0.host"),
@@ -217,7 +217,7 @@ impl Args {
     }
 
     /// The resource's own cluster settings (empty: the provider's apply).
-    pub fn kubernetes(&self) -> KubernetesSettings {
+    pub(super) fn kubernetes(&self) -> KubernetesSettings {
         self.kubernetes
             .as_ref()
             .map(KubernetesArgs::settings)
@@ -227,7 +227,7 @@ impl Args {
 
 /// What a known configuration, plan or state asks for.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Desired {
+pub(super) struct Desired {
     pub namespace: String,
     pub name: String,
     pub default: Option<String>,
@@ -243,7 +243,7 @@ pub struct Desired {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct HelmSpec {
+pub(super) struct HelmSpec {
     pub release: String,
     pub namespace: String,
     pub chart: String,
@@ -254,7 +254,7 @@ pub struct HelmSpec {
 
 /// An Argo CD Application or Flux HelmRelease that holds the operator's values.
 #[derive(Clone, Debug, PartialEq)]
-pub struct GitOpsSpec {
+pub(super) struct GitOpsSpec {
     pub holder: k::gitops::Holder,
     pub values_path: String,
     /// The block's name, for diagnostics: `argocd` or `flux`.
@@ -412,7 +412,11 @@ fn config_of(
         diags.push(
             Diagnostic::error(
                 "MPS with the mixed MIG strategy",
-                format!("{at} (config {name:?}) shares GPUs by MPS, but mig_strategy is \"mixed\": the device plugin runs MPS on full GPUs only and refuses it with the mixed strategy. Set mig_strategy to \"none\" or \"single\", or use time_slicing."),
+                format!(
+                    "{at} (config {name:?}) shares GPUs by MPS, but mig_strategy is \"mixed\": \
+                    the device plugin runs MPS on full GPUs only and refuses it with the mixed \
+                    strategy. Set mig_strategy to \"none\" or \"single\", or use time_slicing."
+                ),
             )
             .at(at),
         );
@@ -430,13 +434,14 @@ fn quoted_keys<V>(m: &BTreeMap<String, V>) -> String {
 
 /// Resolves the arguments; problems become diagnostics on the attribute, `None` means the
 /// configs cannot be delivered as written.
-pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
+pub(super) fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
     let mig = args.mig_strategy.as_deref();
     if args.config.is_empty() {
         diags.push(
             Diagnostic::error(
                 "Missing config",
-                "At least one `config` block is needed: the device plugin needs a config to select. Add e.g. `config { name = \"all\" }` for whole GPUs.",
+                "At least one `config` block is needed: the device plugin needs a config to \
+                    select. Add e.g. `config { name = \"all\" }` for whole GPUs.",
             )
             .at(AttrPath::attr("config")),
         );
@@ -450,7 +455,11 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
             diags.push(
                 Diagnostic::error(
                     "Duplicate config name",
-                    format!("{p} is {:?}, which an earlier config block already uses; ConfigMap keys are unique. Rename one of them.", c.name),
+                    format!(
+                        "{p} is {:?}, which an earlier config block already uses; ConfigMap \
+                        keys are unique. Rename one of them.",
+                        c.name
+                    ),
                 )
                 .at(p),
             );
@@ -473,7 +482,8 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
             Diagnostic::error(
                 "Default config does not exist",
                 format!(
-                    "default_config is {d:?}, which names no config of this resource; nodes without the label would fail to load a config. Valid values: {}.",
+                    "default_config is {d:?}, which names no config of this resource; nodes \
+                        without the label would fail to load a config. Valid values: {}.",
                     quoted_keys(&configs)
                 ),
             )
@@ -487,7 +497,9 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
             Diagnostic::warning(
                 "No default config",
                 format!(
-                    "default_config is not set and there is no config named \"default\": nodes without the nvidia.com/device-plugin.config label get no config. Set default_config to one of: {}.",
+                    "default_config is not set and there is no config named \"default\": nodes \
+                        without the nvidia.com/device-plugin.config label get no config. Set \
+                        default_config to one of: {}.",
                     quoted_keys(&configs)
                 ),
             )
@@ -500,7 +512,8 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
             diags.push(
                 Diagnostic::error(
                     "Missing helm block",
-                    "delivery is \"helm\" but there is no `helm` block naming the release; add `helm { release = ..., namespace = ..., chart = ... }`.",
+                    "delivery is \"helm\" but there is no `helm` block naming the release; add \
+                        `helm { release = ..., namespace = ..., chart = ... }`.",
                 )
                 .at(AttrPath::attr("delivery")),
             );
@@ -530,7 +543,10 @@ pub fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
             diags.push(
                 Diagnostic::error(
                     format!("Missing {block} block"),
-                    format!("delivery is \"{block}\" but there is no `{block}` block naming the object that holds the operator's values; add `{example}`."),
+                    format!(
+                        "delivery is \"{block}\" but there is no `{block}` block naming the \
+                        object that holds the operator's values; add `{example}`."
+                    ),
                 )
                 .at(AttrPath::attr("delivery")),
             );
@@ -562,7 +578,10 @@ fn unused_block(block: &str, args: &Args) -> Diagnostic {
     let delivery = args.delivery.as_deref().unwrap_or("cluster_policy");
     Diagnostic::error(
         format!("Unused {block} block"),
-        format!("A `{block}` block is set but delivery is \"{delivery}\"; set delivery = \"{block}\" or remove the block."),
+        format!(
+            "A `{block}` block is set but delivery is \"{delivery}\"; set delivery = \
+            \"{block}\" or remove the block."
+        ),
     )
     .at(AttrPath::attr(block))
 }
@@ -591,14 +610,21 @@ fn names_stay_strings(args: &Args, diags: &mut Diagnostics) -> bool {
             "so the ClusterPolicy gets no value there at all".to_string()
         } else {
             format!(
-                "so the API server refuses the ClusterPolicy (\"{}: in body must be of type string\") in the middle of the upgrade",
+                "so the API server refuses the ClusterPolicy (\"{}: in body must be of type \
+                    string\") in the middle of the upgrade",
                 key.replace("devicePlugin", "spec.devicePlugin")
             )
         };
         diags.push(
             Diagnostic::error(
                 "Name the chart would not keep a string",
-                format!("{attr} is {v:?}: the GPU operator chart writes {key} into its ClusterPolicy without quotes (templates/clusterpolicy.yaml of gpu-operator v25.10.1), where YAML reads {v} as {kind}, {effect}. Choose a name YAML reads as a string, e.g. \"ts-{v}\", or use delivery = \"cluster_policy\", which writes the pointer itself."),
+                format!(
+                    "{attr} is {v:?}: the GPU operator chart writes {key} into its \
+                    ClusterPolicy without quotes (templates/clusterpolicy.yaml of gpu-operator \
+                    v25.10.1), where YAML reads {v} as {kind}, {effect}. Choose a name YAML reads \
+                    as a string, e.g. \"ts-{v}\", or use delivery = \"cluster_policy\", which \
+                    writes the pointer itself."
+                ),
             )
             .at(AttrPath::attr(attr)),
         );
@@ -609,14 +635,14 @@ fn names_stay_strings(args: &Args, diags: &mut Diagnostics) -> bool {
 
 impl Desired {
     /// The ConfigMap data: every config rendered in our fixed layout.
-    pub fn data(&self) -> BTreeMap<String, String> {
+    pub(super) fn data(&self) -> BTreeMap<String, String> {
         self.configs
             .iter()
             .map(|(k, c)| (k.clone(), c.render().unwrap_or_default()))
             .collect()
     }
 
-    pub fn values_path(&self) -> &str {
+    pub(super) fn values_path(&self) -> &str {
         match (&self.helm, &self.gitops) {
             (Some(h), _) => &h.values_path,
             (None, Some(g)) => &g.values_path,
@@ -626,7 +652,7 @@ impl Desired {
 
     /// The operator chart's values this resource sets, as (dotted path, value): the whole
     /// `config` under `values_path`, and the MIG strategy beside it when one is set.
-    pub fn helm_owned(&self, values_path: &str) -> Vec<(String, serde_json::Value)> {
+    pub(super) fn helm_owned(&self, values_path: &str) -> Vec<(String, serde_json::Value)> {
         let data: serde_json::Map<String, serde_json::Value> = self
             .data()
             .into_iter()
@@ -644,7 +670,7 @@ impl Desired {
     }
 
     /// The same as one values tree, for the `helm_values` attribute.
-    pub fn helm_values(&self, values_path: &str) -> serde_json::Value {
+    pub(super) fn helm_values(&self, values_path: &str) -> serde_json::Value {
         let mut root = json!({});
         for (path, v) in self.helm_owned(values_path) {
             helm::set_value_at(&mut root, &path, Some(v));
@@ -653,7 +679,7 @@ impl Desired {
     }
 
     /// What the resource computes from what it asks for.
-    pub fn computed(&self) -> Computed {
+    pub(super) fn computed(&self) -> Computed {
         Computed {
             id: format!("{}/{}", self.namespace, self.name),
             data: self.data(),
@@ -662,7 +688,7 @@ impl Desired {
     }
 
     /// The ClusterPolicy fields this resource sets, with the attribute that sets each.
-    pub fn policy_fields(&self) -> Vec<(&'static str, serde_json::Value, &'static str)> {
+    pub(super) fn policy_fields(&self) -> Vec<(&'static str, serde_json::Value, &'static str)> {
         let mut f = vec![("spec.devicePlugin.config.name", json!(self.name), "name")];
         if let Some(default) = &self.default {
             f.push((
@@ -679,7 +705,7 @@ impl Desired {
 }
 
 /// `mig.strategy` beside the `devicePlugin` values (`x.devicePlugin` -> `x.mig.strategy`).
-pub fn mig_strategy_path(values_path: &str) -> String {
+pub(super) fn mig_strategy_path(values_path: &str) -> String {
     match values_path.rsplit_once('.') {
         Some((parent, _)) => format!("{parent}.mig.strategy"),
         None => "mig.strategy".to_string(),
@@ -689,7 +715,7 @@ pub fn mig_strategy_path(values_path: &str) -> String {
 /// What this resource took over from others, kept in its private state and given back on
 /// destroy, so a destroy leaves the operator as it was before the resource existed.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Takeover {
+pub(super) struct Takeover {
     /// Helm delivery: dotted value path -> the release's user value there before the first
     /// write (None: the user had none, so the chart's default comes back).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -702,11 +728,11 @@ pub struct Takeover {
 impl Takeover {
     /// An unreadable record (from another provider version) reads as empty: destroy then
     /// gives the chart's defaults back, as for an imported config.
-    pub fn load(private: &Private) -> Takeover {
+    pub(super) fn load(private: &Private) -> Takeover {
         serde_json::from_slice(&private.0).unwrap_or_default()
     }
 
-    pub fn store(&self, private: &mut Private) {
+    pub(super) fn store(&self, private: &mut Private) {
         private.0 = if *self == Takeover::default() {
             Vec::new()
         } else {
@@ -723,7 +749,7 @@ impl Takeover {
 /// another type (or values that are no map) is as good as unset, and so is an empty name.
 #[derive(Debug, Default, PartialEq, serde::Deserialize)]
 #[serde(default)]
-pub struct ChartConfig {
+pub(super) struct ChartConfig {
     #[serde(deserialize_with = "lenient")]
     create: Option<bool>,
     #[serde(deserialize_with = "lenient")]
@@ -745,25 +771,25 @@ where
 }
 
 impl ChartConfig {
-    pub fn of(values: &serde_json::Value) -> ChartConfig {
+    pub(super) fn of(values: &serde_json::Value) -> ChartConfig {
         <ChartConfig as serde::Deserialize>::deserialize(values).unwrap_or_default()
     }
 
     /// Whether the chart makes the ConfigMap (only then does it point the operator at it).
-    pub fn created(&self) -> bool {
+    pub(super) fn created(&self) -> bool {
         self.create == Some(true)
     }
 
-    pub fn name(&self) -> Option<String> {
+    pub(super) fn name(&self) -> Option<String> {
         self.name.clone().filter(|s| !s.is_empty())
     }
 
-    pub fn default_config(&self) -> Option<String> {
+    pub(super) fn default_config(&self) -> Option<String> {
         self.default.clone().filter(|s| !s.is_empty())
     }
 
     /// The configs, by name; an entry that is no text is none.
-    pub fn data(&self) -> BTreeMap<String, String> {
+    pub(super) fn data(&self) -> BTreeMap<String, String> {
         self.data
             .iter()
             .flatten()
@@ -774,7 +800,7 @@ impl ChartConfig {
 
 /// Keeps the state's text for every key whose meaning the cluster still has, and the cluster's
 /// own text where it differs, so a hand edit shows as drift and re-formatting does not.
-pub fn reconcile(
+pub(super) fn reconcile(
     state: &BTreeMap<String, String>,
     cluster: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
@@ -792,7 +818,7 @@ pub fn reconcile(
 
 /// Config blocks that read back to the same documents (for import): a document we render for
 /// a time_slicing or mps block becomes that block, anything else a `yaml` attribute.
-pub fn config_blocks(data: &BTreeMap<String, String>) -> Vec<ConfigArgs> {
+pub(super) fn config_blocks(data: &BTreeMap<String, String>) -> Vec<ConfigArgs> {
     use crate::model::{MpsArgs, TimeSlicingArgs};
     let block = |name: &str, yaml: Option<&String>, sharing: Sharing| ConfigArgs {
         name: name.to_string(),
@@ -844,6 +870,6 @@ pub fn config_blocks(data: &BTreeMap<String, String>) -> Vec<ConfigArgs> {
 }
 
 /// An unset value of the model, for a state built from nothing (import).
-pub fn null_state() -> Value {
+pub(super) fn null_state() -> Value {
     Value::null_object(&super::schema::schema().ty())
 }

@@ -18,7 +18,7 @@ use super::resource::DevicePluginConfigResource;
 
 /// What the cluster says about this resource's delivery.
 #[derive(Default)]
-pub struct ClusterView {
+pub(super) struct ClusterView {
     /// The ConfigMap the operator is pointed at.
     pointer_name: Option<String>,
     default: Option<String>,
@@ -50,7 +50,11 @@ impl DevicePluginConfigResource {
             Ok(ReleaseState::Pending(r)) => {
                 diags.push(Diagnostic::warning(
                     "Helm release operation pending",
-                    format!("Release {rns}/{rel} revision {} is {}; its values are compared, and an apply waits until the operation is finished or rolled back.", r.revision, r.status),
+                    format!(
+                        "Release {rns}/{rel} revision {} is {}; its values are compared, and \
+                        an apply waits until the operation is finished or rolled back.",
+                        r.revision, r.status
+                    ),
                 ));
                 r
             }
@@ -179,9 +183,13 @@ impl DevicePluginConfigResource {
         };
         if let Some(other) = pointer.name.as_deref().filter(|n| *n != name) {
             diags.push(Diagnostic::warning(
-                    "ClusterPolicy points elsewhere",
-                    format!("The ClusterPolicy cluster-policy points the device plugin at the ConfigMap {other:?}, not {ns}/{name}: none of this resource's configs reach the nodes. Apply to point it back."),
-                ));
+                "ClusterPolicy points elsewhere",
+                format!(
+                    "The ClusterPolicy cluster-policy points the device plugin at the \
+                        ConfigMap {other:?}, not {ns}/{name}: none of this resource's configs \
+                        reach the nodes. Apply to point it back."
+                ),
+            ));
         }
         Some(ClusterView {
             pointer_name: pointer.name,

@@ -20,12 +20,19 @@ impl Cut {
         match self {
             Cut::Timeout => Diagnostic::error(
                 "Operation timed out",
-                format!("The {op} did not finish within {}s; raise timeouts.{op} or check the cluster. Nothing is lost: the next plan shows what is left to do.", limit.as_secs()),
+                format!(
+                    "The {op} did not finish within {}s; raise timeouts.{op} or check the \
+                    cluster. Nothing is lost: the next plan shows what is left to do.",
+                    limit.as_secs()
+                ),
             )
             .at(AttrPath::attr("timeouts")),
             Cut::Stop => Diagnostic::error(
                 "Interrupted",
-                format!("The {op} stopped because terraform was interrupted. Nothing is lost: the next plan shows what is left to do."),
+                format!(
+                    "The {op} stopped because terraform was interrupted. Nothing is lost: the \
+                    next plan shows what is left to do."
+                ),
             ),
         }
     }
@@ -169,7 +176,11 @@ impl DevicePluginConfigResource {
                     diags.push(
                         Diagnostic::error(
                             "ConfigMap already exists",
-                            format!("The ConfigMap {}/{} exists already. Import it (`terraform import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.", d.namespace, d.name, d.namespace, d.name),
+                            format!(
+                                "The ConfigMap {}/{} exists already. Import it (`terraform \
+                                import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.",
+                                d.namespace, d.name, d.namespace, d.name
+                            ),
                         )
                         .at(AttrPath::attr("name")),
                     );
@@ -209,7 +220,11 @@ impl DevicePluginConfigResource {
             let ns = w.operator_namespace.clone().unwrap_or_else(|| {
                 diags.push(Diagnostic::warning(
                     "Operator namespace not found",
-                    format!("The object that holds the operator's values names no namespace to install into; this resource records {DEFAULT_NAMESPACE:?}. Set `namespace` to the operator's."),
+                    format!(
+                        "The object that holds the operator's values names no namespace to \
+                        install into; this resource records {DEFAULT_NAMESPACE:?}. Set `namespace` \
+                        to the operator's."
+                    ),
                 ));
                 DEFAULT_NAMESPACE.to_string()
             });

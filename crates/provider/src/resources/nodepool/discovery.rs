@@ -25,8 +25,13 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(300);
 /// The cluster blocks and the filters, added to `block`.
 pub fn query_block(block: Block) -> Block {
     let block = block
-        .attr(Attribute::bool("gpu_only").optional().describe("Only pools whose machine type carries GPUs the provider knows (the pools `fracgpu_nodepool` can manage). Default `true`; `false` adds the cluster's other pools, without GPU details."))
-        .attr(Attribute::string("sharing").optional().describe("Only pools shared this way: `mig`, `time_slicing`, `mps`, or `none` (whole GPUs). Default: every pool.").validate(OneOf(SHARING_MODES)));
+        .attr(Attribute::bool("gpu_only").optional().describe(
+            "Only pools whose machine type carries GPUs the provider knows (the pools \
+            `fracgpu_nodepool` can manage). Default `true`; `false` adds the cluster's other \
+            pools, without GPU details."))
+        .attr(Attribute::string("sharing").optional().describe(
+            "Only pools shared this way: `mig`, `time_slicing`, `mps`, or `none` (whole GPUs). \
+            Default: every pool.").validate(OneOf(SHARING_MODES)));
     TARGETS
         .iter()
         .fold(block, |b, t| {
@@ -148,7 +153,8 @@ pub async fn find(
             diags.push(Diagnostic::error(
                 "Cloud client unavailable",
                 format!(
-                    "Could not set up the {} client: {e}. Configure the provider's credentials for it (or `sandbox`).",
+                    "Could not set up the {} client: {e}. Configure the provider's credentials for \
+                        it (or `sandbox`).",
                     location.target().title()
                 ),
             ));
@@ -193,7 +199,8 @@ pub fn query_of(config: &Value, diags: &mut Diagnostics) -> Option<Query> {
     if !registry::names_cluster(config) {
         diags.push(Diagnostic::error(
             "Invalid configuration",
-            "The configuration does not name one cluster with an `aks`, `gke` or `eks` block and its required attributes.",
+            "The configuration does not name one cluster with an `aks`, `gke` or `eks` block and \
+                its required attributes.",
         ));
         return None;
     }

@@ -24,21 +24,26 @@ fn limit_fix(e: &CloudError) -> Option<(&'static str, &'static str)> {
     match code.as_str() {
         "ResourceLimitExceededException" => Some((
             "Node pool limit reached",
-            "EKS allows 30 managed node groups per cluster unless the \"Managed node groups per cluster\" quota (L-6D54EA21) was raised: request a quota increase in Service Quotas, or Delete node groups this cluster no longer needs, then apply again.",
+            "EKS allows 30 managed node groups per cluster unless the \"Managed node groups per \
+                cluster\" quota (L-6D54EA21) was raised: request a quota increase in Service \
+                Quotas, or Delete node groups this cluster no longer needs, then apply again.",
         )),
         "QuotaExceeded" if message.to_ascii_lowercase().contains("agent pool") => Some((
             "Node pool limit reached",
-            "AKS allows at most 100 node pools per cluster, a limit that cannot be raised: Delete node pools this cluster no longer needs, or put this pool in another cluster, then apply again.",
+            "AKS allows at most 100 node pools per cluster, a limit that cannot be raised: Delete \
+                node pools this cluster no longer needs, or put this pool in another cluster, then \
+                apply again.",
         )),
         "QuotaExceeded" => Some((
             "Cloud quota reached",
-            "Request a quota increase for what the message names (Azure portal: Quotas), or ask for less, then apply again.",
+            "Request a quota increase for what the message names (Azure portal: Quotas), or ask \
+                for less, then apply again.",
         )),
         _ => None,
     }
 }
 
-pub fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
+pub(super) fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic {
     let (summary, fix) = match e {
         _ if let Some(limit) = limit_fix(e) => limit,
         CloudError::Api {
@@ -54,15 +59,18 @@ pub fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic 
         ),
         CloudError::Api { status: 409, .. } => (
             "Pool conflict",
-            "A pool of this name exists or is busy; import it with `terraform import`, or wait and retry.",
+            "A pool of this name exists or is busy; import it with `terraform import`, or wait and \
+                retry.",
         ),
         CloudError::Api { status: 429, .. } => (
             "Cloud API throttled",
-            "The cloud kept answering \"too many requests\" after the provider's retries. Apply again later, or with a lower -parallelism.",
+            "The cloud kept answering \"too many requests\" after the provider's retries. Apply \
+                again later, or with a lower -parallelism.",
         ),
         CloudError::Api { status: 500.., .. } => (
             "Cloud API error",
-            "The cloud failed on its side and kept failing after the provider's retries; nothing in the configuration needs to change. Apply again; what exists is kept in state.",
+            "The cloud failed on its side and kept failing after the provider's retries; nothing \
+                in the configuration needs to change. Apply again; what exists is kept in state.",
         ),
         CloudError::Api { .. } => (
             "Cloud API refused the request",
@@ -70,11 +78,13 @@ pub fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic 
         ),
         CloudError::OperationFailed { .. } => (
             "Cloud operation failed",
-            "The pool is kept in state (tainted); the next apply replaces it. Check quotas and the message.",
+            "The pool is kept in state (tainted); the next apply replaces it. Check quotas and the \
+                message.",
         ),
         CloudError::Timeout { .. } => (
             "Timed out",
-            "Raise the limit in the resource's timeouts block, or apply again: the provider picks up where the cloud is.",
+            "Raise the limit in the resource's timeouts block, or apply again: the provider picks \
+                up where the cloud is.",
         ),
         CloudError::Stopped => (
             "Interrupted",
@@ -98,7 +108,7 @@ pub fn cloud_diagnostic(action: &str, name: &str, e: &CloudError) -> Diagnostic 
 
 /// The pool as the cloud holds it after a create or update failed with `e`, so that state can
 /// record it: Some(None) when the cloud has no such pool, None when the cloud could not say.
-pub async fn read_after_failure(
+pub(super) async fn read_after_failure(
     client: &dyn cloud::NodePools,
     loc: &Location,
     name: &str,
@@ -122,7 +132,7 @@ pub async fn read_after_failure(
 
 /// Whether a create that failed with `e` may still have made the pool: anything but a refusal
 /// (credentials, a request the API rejected, a pool that belongs to someone else).
-pub fn may_have_created(e: &CloudError) -> bool {
+pub(super) fn may_have_created(e: &CloudError) -> bool {
     match e {
         CloudError::Auth(_) => false,
         CloudError::Api { status, .. } => {

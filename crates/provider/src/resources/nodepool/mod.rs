@@ -80,7 +80,11 @@ impl NodePool {
             Err(e) => {
                 diags.push(Diagnostic::error(
                     "Cloud client unavailable",
-                    format!("Could not set up the {} client: {e}. Configure the provider's credentials for it (or `sandbox`).", loc.target().title()),
+                    format!(
+                        "Could not set up the {} client: {e}. Configure the provider's \
+                        credentials for it (or `sandbox`).",
+                        loc.target().title()
+                    ),
                 ));
                 None
             }
@@ -239,7 +243,8 @@ impl Resource for NodePool {
         match read {
             Ok(Some(pool)) => state_from_pool(&pool, state, &settings, diags),
             Ok(None) => {
-                tracing::info!(cloud = loc.cloud().as_str(), pool = %args.name, "node pool no longer exists; dropping it from state");
+                tracing::info!(cloud = loc.cloud().as_str(), pool = %args.name, "node pool no \
+                    longer exists; dropping it from state");
                 None
             }
             Err(e) => {
@@ -272,7 +277,11 @@ impl Resource for NodePool {
             Ok(None) => {
                 diags.push(Diagnostic::error(
                     "Node pool vanished",
-                    format!("Node pool {:?} no longer exists; run `terraform apply` again to create it.", spec.name),
+                    format!(
+                        "Node pool {:?} no longer exists; run `terraform apply` again to \
+                        create it.",
+                        spec.name
+                    ),
                 ));
                 return prior.clone();
             }

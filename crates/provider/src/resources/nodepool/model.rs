@@ -72,7 +72,7 @@ tfplugin::object! {
 }
 
 impl Derived {
-    pub fn of(d: &gpu::Derived) -> Derived {
+    pub(super) fn of(d: &gpu::Derived) -> Derived {
         let config = d.device_plugin_config.as_ref();
         Derived {
             gpu: GpuOut {
@@ -121,7 +121,7 @@ tfplugin::object! {
 
 /// Everything a pool value means: where it lives, what the domain derives from it, and the spec
 /// to hand to the cloud.
-pub struct Resolved {
+pub(super) struct Resolved {
     pub derived: gpu::Derived,
     pub spec: cloud::PoolSpec,
 }
@@ -130,7 +130,11 @@ impl Args {
     /// The cloud and location named by the target block (`aks`, `gke`, `eks`), with provider
     /// defaults applied; a missing subscription, project or region is a diagnostic on the
     /// attribute.
-    pub fn location(&self, settings: &Settings, diags: &mut Diagnostics) -> Option<Location> {
+    pub(super) fn location(
+        &self,
+        settings: &Settings,
+        diags: &mut Diagnostics,
+    ) -> Option<Location> {
         match registry::locate(&self.to_value(), &settings.cloud) {
             Located::At(loc) => Some(loc),
             Located::MissingScope(t) => {
@@ -152,7 +156,7 @@ impl Args {
     }
 
     /// The pool's zones, where its target's pools have zones and they are known.
-    pub fn zones(&self) -> Option<Vec<String>> {
+    pub(super) fn zones(&self) -> Option<Vec<String>> {
         let (t, block) = self.target.0.as_ref()?;
         Vec::<String>::from_value(block.get(t.zones_attr()?)).ok()
     }
@@ -178,9 +182,15 @@ impl Args {
             diags.push(
                 Diagnostic::error(
                     "Invalid autoscaling bounds",
-                    format!("autoscaling.min_nodes ({}) is above max_nodes ({}); make min_nodes at most max_nodes.", a.min_nodes, a.max_nodes),
+                    format!(
+                        "autoscaling.min_nodes ({}) is above max_nodes ({}); make min_nodes at \
+                        most max_nodes.",
+                        a.min_nodes, a.max_nodes
+                    ),
                 )
-                .at(AttrPath::attr("autoscaling").with_index(0).with_attr("min_nodes")),
+                .at(AttrPath::attr("autoscaling")
+                    .with_index(0)
+                    .with_attr("min_nodes")),
             );
             return None;
         }
@@ -193,7 +203,11 @@ impl Args {
 
 /// Resolves the arguments against the catalog and the sharing rules. Problems become
 /// diagnostics on the attribute the user wrote; `None` means the pool cannot be resolved.
-pub fn resolve(args: &Args, settings: &Settings, diags: &mut Diagnostics) -> Option<Resolved> {
+pub(super) fn resolve(
+    args: &Args,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> Option<Resolved> {
     let loc = args.location(settings, diags)?;
     let cloud = loc.cloud();
     let hardware = match gpu::resolve_hardware(

@@ -33,7 +33,7 @@ enum Zones {
     Unknown,
 }
 
-pub async fn modify(
+pub(super) async fn modify(
     req: &PlanRequest<'_>,
     planned: &mut Planned,
     state: &ProviderState,
@@ -191,7 +191,10 @@ async fn plan_zones(
                 Diagnostic::warning(
                     format!("{} cluster zones unknown at plan time", target.title()),
                     format!(
-                        "Could not read the zones of {} to plan {block}.{attr}: {e}. They are read again at apply; until then the plan cannot tell whether node_count splits evenly over them. Set {block}.{attr} to plan without reading the cluster.",
+                        "Could not read the zones of {} to plan {block}.{attr}: {e}. They are read \
+                            again at apply; until then the plan cannot tell whether node_count \
+                            splits evenly over them. Set {block}.{attr} to plan without reading \
+                            the cluster.",
                         loc.describe()
                     ),
                 )
@@ -257,7 +260,7 @@ fn sharing_changes(prior: &Value, planned: &Value) -> Vec<AttrPath> {
 }
 
 /// The target's warnings on a configuration (EKS's retired AMI type).
-pub fn warn_on_target(config: &Value, diags: &mut Diagnostics) {
+pub(super) fn warn_on_target(config: &Value, diags: &mut Diagnostics) {
     if let Some((target, block)) = registry::target_block(config) {
         diags.0.extend(target.warnings(block));
     }

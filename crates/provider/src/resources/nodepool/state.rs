@@ -18,7 +18,7 @@ use super::schema::schema;
 /// The state value for a pool as the cloud reports it. `prior` (state or plan, null on import)
 /// supplies what the cloud does not record: the spelling the user chose, GPU overrides, the
 /// sharing the labels came from, timeouts.
-pub fn state_from_pool(
+pub(super) fn state_from_pool(
     pool: &Pool,
     prior: &Value,
     settings: &Settings,
@@ -164,7 +164,7 @@ fn reported_taints(
 
 /// The state of a pool whose create may have reached the cloud but that could not be read back:
 /// the plan with its ID, and nothing unknown (terraform keeps unknowns out of state).
-pub fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
+pub(super) fn unread_pool(planned: &Value, spec: &cloud::PoolSpec) -> Value {
     let mut v = planned.unknowns_as_null();
     merge(
         &mut v,

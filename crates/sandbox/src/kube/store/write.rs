@@ -47,7 +47,8 @@ impl Cluster {
             Some(Value::String(v)) if *v == kind.api_version() => {}
             Some(other) => {
                 return Err(ApiError::bad_request(format!(
-                    "the API version in the data ({other}) does not match the expected API version ({})",
+                    "the API version in the data ({other}) does not match the expected API version \
+                        ({})",
                     kind.api_version()
                 )));
             }
@@ -75,7 +76,8 @@ impl Cluster {
             match m.get("namespace").and_then(Value::as_str) {
                 Some(n) if !n.is_empty() && n != ns => {
                     return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
+                        "the namespace of the provided object does not match the namespace sent on \
+                            the request",
                     ));
                 }
                 _ => {
@@ -363,7 +365,8 @@ impl Cluster {
                 &kind.qualified(),
                 name,
                 &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion \
+                        in object meta: {}",
                     meta_str(&old, "resourceVersion").unwrap_or_default()
                 ),
             ));
@@ -455,7 +458,8 @@ impl Cluster {
                     }
                     super::Validation::Strict => {
                         return Err(ApiError::bad_request(format!(
-                            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                            "{} in version \"{}\" cannot be handled as a {}: strict decoding \
+                                error: {}",
                             kind.kind,
                             kind.version,
                             kind.kind,

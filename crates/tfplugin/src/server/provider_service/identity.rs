@@ -60,7 +60,8 @@ pub(super) async fn upgrade(
             &Diagnostic::error(
                 "Resource has no identity",
                 format!(
-                    "{} declares no identity, yet terraform asked to upgrade one. Upgrade terraform or {} so both agree on the schema.",
+                    "{} declares no identity, yet terraform asked to upgrade one. Upgrade \
+                        terraform or {} so both agree on the schema.",
                     req.type_name,
                     reg.binary()
                 ),
@@ -69,13 +70,20 @@ pub(super) async fn upgrade(
         );
     };
     if req.version > identity.version {
-        return R::from_diagnostics(&Diagnostic::error(
-            "Identity written by a newer provider",
-            format!(
-                "The stored identity of this {} has version {}, newer than this provider's {}. Upgrade {}.",
-                req.type_name, req.version, identity.version, reg.binary()
-            ),
-        ).into());
+        return R::from_diagnostics(
+            &Diagnostic::error(
+                "Identity written by a newer provider",
+                format!(
+                    "The stored identity of this {} has version {}, newer than this provider's {}. \
+                    Upgrade {}.",
+                    req.type_name,
+                    req.version,
+                    identity.version,
+                    reg.binary()
+                ),
+            )
+            .into(),
+        );
     }
     let raw = req.raw_identity.map(|r| r.json).unwrap_or_default();
     let ty = identity.ty();

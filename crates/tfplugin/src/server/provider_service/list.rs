@@ -110,7 +110,8 @@ fn start(reg: &Registry, req: &pb::list_resource::Request) -> Result<(), Diagnos
         return Err(crate::Diagnostic::error(
             "List resource without identity",
             format!(
-                "{} lists objects but its resource declares no identity to name them. This is a bug in {}.",
+                "{} lists objects but its resource declares no identity to name them. This is a \
+                    bug in {}.",
                 req.type_name,
                 reg.binary()
             ),

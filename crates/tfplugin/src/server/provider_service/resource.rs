@@ -37,13 +37,20 @@ pub(super) async fn upgrade_state(
     type R = pb::upgrade_resource_state::Response;
     let (_, schema) = try_diag!(reg.resource(&req.type_name), R);
     if req.version > schema.version {
-        return R::from_diagnostics(&Diagnostic::error(
-            "State written by a newer provider",
-            format!(
-                "The state of this {} has schema version {}, newer than this provider's {}. Upgrade {}.",
-                req.type_name, req.version, schema.version, reg.binary()
-            ),
-        ).into());
+        return R::from_diagnostics(
+            &Diagnostic::error(
+                "State written by a newer provider",
+                format!(
+                    "The state of this {} has schema version {}, newer than this provider's {}. \
+                    Upgrade {}.",
+                    req.type_name,
+                    req.version,
+                    schema.version,
+                    reg.binary()
+                ),
+            )
+            .into(),
+        );
     }
     // Every schema version so far has the same shape, so older states decode as they are.
     let raw = req.raw_state.map(|r| r.json).unwrap_or_default();

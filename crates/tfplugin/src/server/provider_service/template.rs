@@ -95,7 +95,11 @@ pub(super) fn panic_diagnostic(
     };
     Diagnostic::error(
         "Provider internal error",
-        format!("The provider failed while handling {rpc}: {cause}. This is a bug in {}; please report it with the configuration that triggered it.", reg.binary()),
+        format!(
+            "The provider failed while handling {rpc}: {cause}. This is a bug in {}; please \
+            report it with the configuration that triggered it.",
+            reg.binary()
+        ),
     )
     .into()
 }
