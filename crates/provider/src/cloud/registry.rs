@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use gpu::Cloud;
 use tfplugin::object::{FromValue, ToValue};
-use tfplugin::{DecodeError, Step, Value};
+use tfplugin::{AttrPath, DecodeError, Diagnostic, Diagnostics, Step, Value};
 
 use super::aks::Aks;
 use super::eks::Eks;
@@ -236,6 +236,37 @@ pub fn locate(v: &Value, settings: &CloudSettings) -> Located {
     match scope {
         Some(scope) => Located::At(t.locate(scope, coordinates, cluster)),
         None => Located::MissingScope(t),
+    }
+}
+
+/// The location `v`'s target block names, or None: with an error on the scope attribute (under
+/// `prefix`) when the block names no scope and the provider has no default, quietly while the
+/// block's coordinates are unknown. `code` writes the names as code, as the queries' details do.
+pub fn locate_or_report(
+    v: &Value,
+    settings: &CloudSettings,
+    prefix: &AttrPath,
+    code: bool,
+    diags: &mut Diagnostics,
+) -> Option<Location> {
+    match locate(v, settings) {
+        Located::At(loc) => Some(loc),
+        Located::MissingScope(t) => {
+            let (block, scope) = (t.cloud().as_str(), t.scope());
+            let q = if code { "`" } else { "" };
+            diags.push(
+                Diagnostic::error(
+                    format!("Missing {}", scope.what),
+                    format!(
+                        "Set {q}{block}.{}{q}, the provider's {q}{}{q}, or {}.",
+                        scope.attr, scope.provider_attr, scope.env
+                    ),
+                )
+                .at(prefix.with_attr(block).with_index(0).with_attr(scope.attr)),
+            );
+            None
+        }
+        Located::Unknown => None,
     }
 }
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::{sharing_of_state, state_of_pool};
-use crate::cloud::registry::{self, Located, TARGETS};
+use crate::cloud::registry::{self, TARGETS};
 use crate::cloud::{Location, Pool};
 use crate::state::{ProviderState, Settings};
 use gpu::SharingMode;
@@ -65,24 +65,7 @@ impl Query {
         prefix: &AttrPath,
         diags: &mut Diagnostics,
     ) -> Option<Location> {
-        match registry::locate(&self.cluster, &settings.cloud) {
-            Located::At(loc) => Some(loc),
-            Located::MissingScope(t) => {
-                let (block, scope) = (t.cloud().as_str(), t.scope());
-                diags.push(
-                    Diagnostic::error(
-                        format!("Missing {}", scope.what),
-                        format!(
-                            "Set `{block}.{}`, the provider's `{}`, or {}.",
-                            scope.attr, scope.provider_attr, scope.env
-                        ),
-                    )
-                    .at(prefix.with_attr(block).with_index(0).with_attr(scope.attr)),
-                );
-                None
-            }
-            Located::Unknown => None,
-        }
+        registry::locate_or_report(&self.cluster, &settings.cloud, prefix, true, diags)
     }
 
     fn keeps(&self, found: &Found) -> bool {

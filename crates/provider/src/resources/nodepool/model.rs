@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cloud::registry::{self, Located, TargetBlock};
+use crate::cloud::registry::{self, TargetBlock};
 use crate::cloud::{self, Location, PoolGpu, PoolTaint, Scaling};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use crate::state::Settings;
@@ -135,24 +135,8 @@ impl Args {
         settings: &Settings,
         diags: &mut Diagnostics,
     ) -> Option<Location> {
-        match registry::locate(&self.to_value(), &settings.cloud) {
-            Located::At(loc) => Some(loc),
-            Located::MissingScope(t) => {
-                let (block, scope) = (t.cloud().as_str(), t.scope());
-                diags.push(
-                    Diagnostic::error(
-                        format!("Missing {}", scope.what),
-                        format!(
-                            "Set {block}.{}, the provider's {}, or {}.",
-                            scope.attr, scope.provider_attr, scope.env
-                        ),
-                    )
-                    .at(AttrPath::attr(block).with_index(0).with_attr(scope.attr)),
-                );
-                None
-            }
-            Located::Unknown => None,
-        }
+        let root = AttrPath::root();
+        registry::locate_or_report(&self.to_value(), &settings.cloud, &root, false, diags)
     }
 
     /// The pool's zones, where its target's pools have zones and they are known.
