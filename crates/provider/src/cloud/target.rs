@@ -1,8 +1,10 @@
 //! What the provider knows of one provisioning target (a cloud's managed node pools: AKS, GKE,
 //! EKS), written once in the target's own folder as a [`Target`] descriptor: its provider block
 //! and settings, how its clusters are named (the blocks of `fracgpu_nodepool` and of the pool
-//! queries, the resource identity, the import ID), and how its client is built. Everything outside
-//! the folders reaches a target through `registry`, by [`gpu::Cloud`], never by a string.
+//! queries, the resource identity, the import ID), how its client is built, and its part of a
+//! pool (its block's arguments, checks and defaults, its part of the spec and of the plan).
+//! Everything outside the folders reaches a target through `registry`, by [`gpu::Cloud`], never
+//! by a string.
 //!
 //! The fallback of a cluster's scope (subscription, project, region) to the provider's default
 //! lives here once, in [`Target::scope_or_default`]; the callers differ only in how they word a
