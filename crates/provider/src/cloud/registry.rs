@@ -218,38 +218,45 @@ pub fn target_block(v: &Value) -> Option<(&'static dyn Target, &Value)> {
     })
 }
 
-/// The location the target block of `v` names, the provider's default scope standing in for a
-/// block that names none.
-pub fn locate(v: &Value, settings: &CloudSettings) -> Located {
-    let Some((t, block)) = target_block(v) else {
-        return Located::Unknown;
-    };
+/// What a target block writes of its cluster: the scope if it names one, the coordinates and the
+/// cluster's name; None while any of them is not known yet.
+fn block_parts(t: &dyn Target, block: &Value) -> Option<(Option<String>, Vec<String>, String)> {
     let text = |attr: &str| block.get(attr).as_str().map(str::to_string);
     let coordinates: Option<Vec<String>> = t.coordinates().iter().map(|c| text(c.attr)).collect();
-    let (Some(coordinates), Some(cluster)) = (coordinates, text(t.cluster_attr())) else {
+    let scope = block.get(t.scope().attr);
+    scope.is_known().then_some(())?;
+    Some((text(t.scope().attr), coordinates?, text(t.cluster_attr())?))
+}
+
+/// The location a target's block names, the provider's default scope standing in for a block
+/// that names none.
+pub fn locate_block(t: &'static dyn Target, block: &Value, settings: &CloudSettings) -> Located {
+    let Some((scope, coordinates, cluster)) = block_parts(t, block) else {
         return Located::Unknown;
     };
-    if !block.get(t.scope().attr).is_known() {
-        return Located::Unknown;
-    }
-    let scope = t.scope_or_default(text(t.scope().attr), settings.of(t.cloud()).as_ref());
-    match scope {
+    match t.scope_or_default(scope, settings.of(t.cloud()).as_ref()) {
         Some(scope) => Located::At(t.locate(scope, coordinates, cluster)),
         None => Located::MissingScope(t),
     }
 }
 
-/// The location `v`'s target block names, or None: with an error on the scope attribute (under
-/// `prefix`) when the block names no scope and the provider has no default, quietly while the
-/// block's coordinates are unknown. `code` writes the names as code, as the queries' details do.
-pub fn locate_or_report(
-    v: &Value,
-    settings: &CloudSettings,
+/// The location the target block of `v` (a configuration, plan or state) names.
+pub fn locate(v: &Value, settings: &CloudSettings) -> Located {
+    target_block(v).map_or(Located::Unknown, |(t, block)| {
+        locate_block(t, block, settings)
+    })
+}
+
+/// A location, or None: with an error on the scope attribute (under `prefix`) when the block
+/// names no scope and the provider has no default, quietly while the block's coordinates are
+/// unknown. `code` writes the names as code, as the queries' details do.
+pub fn or_report(
+    located: Located,
     prefix: &AttrPath,
     code: bool,
     diags: &mut Diagnostics,
 ) -> Option<Location> {
-    match locate(v, settings) {
+    match located {
         Located::At(loc) => Some(loc),
         Located::MissingScope(t) => {
             let (block, scope) = (t.cloud().as_str(), t.scope());
@@ -273,13 +280,7 @@ pub fn locate_or_report(
 /// Whether `v` holds one target block whose cluster coordinates are all known (its scope may be
 /// left to the provider's default).
 pub fn names_cluster(v: &Value) -> bool {
-    let Some((t, block)) = target_block(v) else {
-        return false;
-    };
-    let known = |attr: &str| block.get(attr).as_str().is_some();
-    t.coordinates().iter().all(|c| known(c.attr))
-        && known(t.cluster_attr())
-        && block.get(t.scope().attr).is_known()
+    target_block(v).is_some_and(|(t, block)| block_parts(t, block).is_some())
 }
 
 /// The pool a cloud ID names, whichever target's form it has.

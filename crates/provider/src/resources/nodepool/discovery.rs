@@ -65,7 +65,8 @@ impl Query {
         prefix: &AttrPath,
         diags: &mut Diagnostics,
     ) -> Option<Location> {
-        registry::locate_or_report(&self.cluster, &settings.cloud, prefix, true, diags)
+        let located = registry::locate(&self.cluster, &settings.cloud);
+        registry::or_report(located, prefix, true, diags)
     }
 
     fn keeps(&self, found: &Found) -> bool {

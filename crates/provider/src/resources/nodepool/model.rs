@@ -10,7 +10,7 @@ use crate::cloud::{self, Location, PoolGpu, PoolTaint, Scaling};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use crate::state::Settings;
 use gpu;
-use tfplugin::object::{FromValue, Known, SingleBlock, ToValue};
+use tfplugin::object::{FromValue, Known, SingleBlock};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 /// The last fix for a state that does not read.
@@ -135,8 +135,9 @@ impl Args {
         settings: &Settings,
         diags: &mut Diagnostics,
     ) -> Option<Location> {
-        let root = AttrPath::root();
-        registry::locate_or_report(&self.to_value(), &settings.cloud, &root, false, diags)
+        let (target, block) = self.target.0.as_ref()?;
+        let located = registry::locate_block(*target, block, &settings.cloud);
+        registry::or_report(located, &AttrPath::root(), false, diags)
     }
 
     /// The pool's zones, where its target's pools have zones and they are known.
