@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use ::sandbox::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Sandbox};
 use fracgpu::cloud::{
-    EksPoolFields, GkeSharing, Location, NodePools, OpCtx, PoolGpu, PoolSpec, PoolTaint, Scaling,
-    StopSignal,
+    AksPoolFields, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, PoolSpec,
+    PoolTaint, Scaling, StopSignal, TargetFields,
 };
 use futures_util::stream::{self, StreamExt};
 use testkit::figures;
@@ -55,31 +55,27 @@ fn location(cloud: &str) -> Location {
 
 /// A time-sliced pool of one GPU on `cloud`, one node.
 fn spec(cloud: &str, i: usize) -> PoolSpec {
-    let (machine, gpu, eks, labels) = match cloud {
+    let (machine, gpu_count, target, labels) = match cloud {
         "aks" => (
             "Standard_NC4as_T4_v3",
-            PoolGpu {
-                count: 1,
-                ..PoolGpu::default()
-            },
-            None,
+            1,
+            TargetFields::Aks(AksPoolFields::default()),
             true,
         ),
         "gke" => (
             "g2-standard-4",
-            PoolGpu {
-                count: 1,
-                gke_accelerator_type: Some("nvidia-l4".into()),
-                gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
-                ..PoolGpu::default()
-            },
-            None,
+            1,
+            TargetFields::Gke(GkePoolFields {
+                accelerator_type: Some("nvidia-l4".into()),
+                sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
+                ..GkePoolFields::default()
+            }),
             false,
         ),
         _ => (
             "g4dn.xlarge",
-            PoolGpu::default(),
-            Some(EksPoolFields {
+            0,
+            TargetFields::Eks(EksPoolFields {
                 node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
                 subnet_ids: vec!["subnet-0a1".into()],
                 ami_type: "AL2023_x86_64_NVIDIA".into(),
@@ -116,10 +112,8 @@ fn spec(cloud: &str, i: usize) -> PoolSpec {
                 effect: "NoSchedule".into(),
             }]
         },
-        gpu,
-        os_sku: None,
-        gke: None,
-        eks,
+        gpu_count,
+        target,
     }
 }
 

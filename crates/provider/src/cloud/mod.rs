@@ -20,8 +20,8 @@ pub mod target;
 
 pub use error::{CloudError, Detail};
 pub use pool::{
-    EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolGpu, PoolSpec,
-    PoolTaint, Scaling,
+    AksPoolFields, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolSpec,
+    PoolTaint, Scaling, TargetFields,
 };
 pub use registry::CloudSettings;
 pub use shared::SharedReads;

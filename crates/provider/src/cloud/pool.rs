@@ -53,20 +53,28 @@ pub enum GkeSharing {
     Mps { max_clients: u32 },
 }
 
-/// The GPU part of a pool, as the cloud APIs express it.
+/// AKS fields that have no counterpart on the other clouds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PoolGpu {
-    /// GPUs per node (GKE's acceleratorCount; informational elsewhere).
-    pub count: u32,
-    /// GKE's acceleratorType, e.g. `nvidia-tesla-a100`.
-    pub gke_accelerator_type: Option<String>,
-    /// GKE's gpuPartitionSize, e.g. `1g.5gb`.
-    pub gke_partition_size: Option<String>,
-    pub gke_sharing: Option<GkeSharing>,
+pub struct AksPoolFields {
     /// AKS's gpuInstanceProfile, e.g. `MIG1g`.
-    pub aks_gpu_instance_profile: Option<String>,
+    pub gpu_instance_profile: Option<String>,
     /// AKS's gpuProfile.driver: `Install` or `None`; None leaves it to AKS (which installs).
-    pub aks_gpu_driver: Option<String>,
+    pub gpu_driver: Option<String>,
+    /// AKS's osSKU (e.g. `Ubuntu`, `AzureLinux`); None leaves the cloud's default.
+    pub os_sku: Option<String>,
+}
+
+/// GKE fields that have no counterpart on the other clouds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GkePoolFields {
+    /// GKE's acceleratorType, e.g. `nvidia-tesla-a100`.
+    pub accelerator_type: Option<String>,
+    /// GKE's gpuPartitionSize, e.g. `1g.5gb`.
+    pub partition_size: Option<String>,
+    pub sharing: Option<GkeSharing>,
+    /// The zones the pool's nodes run in (GKE's `locations`). Empty: the cluster's zones, which
+    /// the client reads.
+    pub node_locations: Vec<String>,
 }
 
 /// EKS fields that have no counterpart on the other clouds.
@@ -77,12 +85,14 @@ pub struct EksPoolFields {
     pub ami_type: String,
 }
 
-/// GKE fields that have no counterpart on the other clouds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GkePoolFields {
-    /// The zones the pool's nodes run in (GKE's `locations`). Empty: the cluster's zones, which
-    /// the client reads.
-    pub node_locations: Vec<String>,
+/// The part of a pool only its target has: one variant per target, the same as its
+/// [`Location`]'s. Each target's descriptor fills it and its client reads it; nothing
+/// cloud-neutral looks inside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetFields {
+    Aks(AksPoolFields),
+    Gke(GkePoolFields),
+    Eks(EksPoolFields),
 }
 
 /// A node pool as the user declared it, resolved for the cloud API.
@@ -99,11 +109,88 @@ pub struct PoolSpec {
     /// (e.g. `nvidia.com/device-plugin.config`). Labels the cloud adds itself are not here.
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<PoolTaint>,
-    pub gpu: PoolGpu,
-    /// AKS osSKU (e.g. `Ubuntu`, `AzureLinux`); None leaves the cloud's default.
-    pub os_sku: Option<String>,
-    pub eks: Option<EksPoolFields>,
-    pub gke: Option<GkePoolFields>,
+    /// GPUs per node (GKE's acceleratorCount; informational elsewhere).
+    pub gpu_count: u32,
+    /// What only the pool's target has.
+    pub target: TargetFields,
+}
+
+/// What a spec of another target reads as: a client only ever receives its own target's specs (the
+/// registry dispatches by the location's target, whose descriptor fills these fields).
+static NO_AKS: AksPoolFields = AksPoolFields {
+    gpu_instance_profile: None,
+    gpu_driver: None,
+    os_sku: None,
+};
+static NO_GKE: GkePoolFields = GkePoolFields {
+    accelerator_type: None,
+    partition_size: None,
+    sharing: None,
+    node_locations: Vec::new(),
+};
+static NO_EKS: EksPoolFields = EksPoolFields {
+    node_role_arn: String::new(),
+    subnet_ids: Vec::new(),
+    ami_type: String::new(),
+};
+
+impl PoolSpec {
+    /// The AKS fields (empty ones on a spec of another target).
+    pub fn aks(&self) -> &AksPoolFields {
+        match &self.target {
+            TargetFields::Aks(f) => f,
+            _ => &NO_AKS,
+        }
+    }
+
+    /// The GKE fields (empty ones on a spec of another target).
+    pub fn gke(&self) -> &GkePoolFields {
+        match &self.target {
+            TargetFields::Gke(f) => f,
+            _ => &NO_GKE,
+        }
+    }
+
+    /// The EKS fields (empty ones on a spec of another target).
+    pub fn eks(&self) -> &EksPoolFields {
+        match &self.target {
+            TargetFields::Eks(f) => f,
+            _ => &NO_EKS,
+        }
+    }
+
+    /// The AKS fields to change; a spec of another target becomes an AKS one with empty fields.
+    pub fn aks_mut(&mut self) -> &mut AksPoolFields {
+        if !matches!(self.target, TargetFields::Aks(_)) {
+            self.target = TargetFields::Aks(AksPoolFields::default());
+        }
+        match &mut self.target {
+            TargetFields::Aks(f) => f,
+            _ => unreachable!("set just above"),
+        }
+    }
+
+    /// The GKE fields to change, as [`PoolSpec::aks_mut`] gives AKS's.
+    pub fn gke_mut(&mut self) -> &mut GkePoolFields {
+        if !matches!(self.target, TargetFields::Gke(_)) {
+            self.target = TargetFields::Gke(GkePoolFields::default());
+        }
+        match &mut self.target {
+            TargetFields::Gke(f) => f,
+            _ => unreachable!("set just above"),
+        }
+    }
+
+    /// The EKS fields to change, as [`PoolSpec::aks_mut`] gives AKS's.
+    pub fn eks_mut(&mut self) -> &mut EksPoolFields {
+        if !matches!(self.target, TargetFields::Eks(_)) {
+            self.target = TargetFields::Eks(EksPoolFields::default());
+        }
+        match &mut self.target {
+            TargetFields::Eks(f) => f,
+            _ => unreachable!("set just above"),
+        }
+    }
 }
 
 /// A node pool as the cloud reports it.

@@ -18,7 +18,7 @@ use tfplugin::schema::Block;
 use tfplugin::{AttrPath, DecodeError, Diagnostic, Value};
 
 use super::error::CloudError;
-use super::pool::{Location, NodePools, Pool, PoolSpec, Scaling};
+use super::pool::{Location, NodePools, Pool, PoolSpec, Scaling, TargetFields};
 
 /// The attribute that places a cluster in an account: AKS's subscription, GKE's project, EKS's
 /// region. Optional in every block; the provider's setting (or its environment variable) stands in.
@@ -166,9 +166,9 @@ pub trait Target: Send + Sync {
         .at(AttrPath::attr("node_count"))
     }
 
-    /// Writes the target's part of the spec: what the block says and what the domain derived
-    /// for this target (AKS's GPU instance profile, GKE's accelerator).
-    fn fill_spec(&self, block: &Value, derived: &gpu::Derived, spec: &mut PoolSpec);
+    /// The target's part of the spec: what the block says and what the domain derived for this
+    /// target (AKS's GPU instance profile, GKE's accelerator).
+    fn fields(&self, block: &Value, derived: &gpu::Derived) -> TargetFields;
 
     /// The block as the cloud reports the pool, every attribute written.
     fn block_of(&self, pool: &Pool) -> Value;

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use ::sandbox::{Config, DEFAULT_SUBSCRIPTION, Sandbox};
 use fracgpu::cloud::aks::{AksClient, AksConfig, AzureSettings};
 use fracgpu::cloud::{
-    CloudError, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling, StopSignal,
+    AksPoolFields, CloudError, Location, NodePools, OpCtx, Pool, PoolSpec, PoolTaint, Scaling,
+    StopSignal, TargetFields,
 };
 use serde_json::{Value, json};
 
@@ -80,13 +81,8 @@ fn ts_spec(name: &str) -> PoolSpec {
             ),
         ]),
         taints: vec![gpu_taint()],
-        gpu: PoolGpu {
-            count: 1,
-            ..PoolGpu::default()
-        },
-        os_sku: None,
-        eks: None,
-        gke: None,
+        gpu_count: 1,
+        target: TargetFields::Aks(AksPoolFields::default()),
     }
 }
 
@@ -255,10 +251,10 @@ async fn mig_pool_with_explicit_disk_and_os_sku_round_trips() {
     let env = start(Duration::from_millis(300)).await;
     let mut spec = ts_spec("mig");
     spec.machine_type = "Standard_NC24ads_A100_v4".into();
-    spec.gpu.aks_gpu_instance_profile = Some("MIG1g".into());
+    spec.aks_mut().gpu_instance_profile = Some("MIG1g".into());
     spec.labels.remove("nvidia.com/device-plugin.config");
     spec.disk_size_gb = Some(128); // equal to AKS's default, but the user's own choice
-    spec.os_sku = Some("Ubuntu2204".into());
+    spec.aks_mut().os_sku = Some("Ubuntu2204".into());
     spec.scaling = Scaling::Auto { min: 0, max: 4 };
     let pool = env.client.create(&spec, &ctx(60)).await.expect("create");
     assert_eq!(pool.spec, spec);
@@ -268,7 +264,7 @@ async fn mig_pool_with_explicit_disk_and_os_sku_round_trips() {
     assert_eq!(props["enableAutoScaling"], true);
     let got = env.pool("mig").await.unwrap().unwrap();
     assert_eq!(got.spec, spec);
-    assert_eq!(got.spec.gpu.count, 1);
+    assert_eq!(got.spec.gpu_count, 1);
 }
 
 #[tokio::test]
@@ -317,7 +313,7 @@ async fn arm_validation_errors_surface_with_their_codes() {
     assert!(msg.contains("Bad_Name"), "{msg}");
 
     let mut mig_on_t4 = ts_spec("migt4");
-    mig_on_t4.gpu.aks_gpu_instance_profile = Some("MIG1g".into());
+    mig_on_t4.aks_mut().gpu_instance_profile = Some("MIG1g".into());
     let (status, code, msg) = api_code(env.client.create(&mig_on_t4, &ctx(30)).await);
     assert_eq!((status, code.as_str()), (400, "InvalidParameter"), "{msg}");
     assert!(msg.contains("MIG"), "{msg}");
@@ -1036,7 +1032,7 @@ async fn an_update_that_needs_a_new_pool_is_refused_before_any_request() {
     let gets_before = state.lock().unwrap().pools["plain"].1;
     let mut other = spec.clone();
     other.machine_type = "Standard_NC8as_T4_v3".into();
-    other.gpu.aks_gpu_instance_profile = Some("MIG1g".into());
+    other.aks_mut().gpu_instance_profile = Some("MIG1g".into());
     let (status, code, msg) = api_code(client.update(&pool, &other, &ctx(30)).await);
     assert_eq!((status, code.as_str()), (400, "PropertyChangeNotAllowed"));
     assert!(

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use ::sandbox::{Config, Sandbox};
 use fracgpu::cloud::eks::{EksClient, EksConfig, canonical_spec};
 use fracgpu::cloud::{
-    CloudError, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec, PoolTaint,
-    Scaling, StopSignal,
+    CloudError, EksPoolFields, Location, NodePools, OpCtx, Pool, PoolSpec, PoolTaint, Scaling,
+    StopSignal, TargetFields,
 };
 use serde_json::{Value, json};
 
@@ -168,10 +168,8 @@ fn time_sliced(name: &str) -> PoolSpec {
             ("team".into(), "ml".into()),
         ]),
         taints: vec![gpu_taint()],
-        gpu: PoolGpu::default(),
-        os_sku: None,
-        gke: None,
-        eks: Some(EksPoolFields {
+        gpu_count: 0,
+        target: TargetFields::Eks(EksPoolFields {
             node_role_arn: ROLE.into(),
             subnet_ids: vec!["subnet-0aaa".into(), "subnet-0bbb".into()],
             ami_type: "AL2023_x86_64_NVIDIA".into(),
@@ -351,8 +349,8 @@ async fn specs_eks_cannot_hold_exactly_read_back_canonical() {
     let mut spec = time_sliced("canon");
     spec.disk_size_gb = Some(20);
     spec.scaling = Scaling::Auto { min: 2, max: 2 };
-    spec.gpu.count = 1;
-    spec.eks.as_mut().unwrap().subnet_ids.reverse();
+    spec.gpu_count = 1;
+    spec.eks_mut().subnet_ids.reverse();
     spec.taints.push(PoolTaint {
         key: "a-first".into(),
         value: "x".into(),
@@ -1169,7 +1167,7 @@ async fn throttling_as_aws_usually_sends_it_is_retried() {
     // EKS's own additions (eks.amazonaws.com/* labels, remoteAccess, releaseVersion, diskSize 20)
     // do not reach the spec.
     let mut want = time_sliced("stubbed");
-    want.eks.as_mut().unwrap().subnet_ids.sort();
+    want.eks_mut().subnet_ids.sort();
     assert_eq!(pool.spec, want);
 }
 

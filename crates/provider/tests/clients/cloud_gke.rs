@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use ::sandbox::{Config, NodeEvent, PoolNodes, RecordingSink, Sandbox};
 use fracgpu::cloud::gke::{GkeClient, GkeConfig, GkeTiming, canonical_spec};
 use fracgpu::cloud::{
-    CloudError, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
-    PoolTaint, Scaling, StopSignal,
+    CloudError, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, Pool, PoolSpec, PoolTaint,
+    Scaling, StopSignal, TargetFields,
 };
 use serde_json::{Value, json};
 
@@ -170,18 +170,12 @@ fn time_sharing(name: &str) -> PoolSpec {
             ),
         ]),
         taints: vec![gpu_taint()],
-        gpu: PoolGpu {
-            count: 1,
-            gke_accelerator_type: Some("nvidia-l4".into()),
-            gke_partition_size: None,
-            gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 10 }),
-            aks_gpu_instance_profile: None,
-            aks_gpu_driver: None,
-        },
-        os_sku: None,
-        eks: None,
-        // Two of the regional cluster's three zones: one node in each.
-        gke: Some(GkePoolFields {
+        gpu_count: 1,
+        target: TargetFields::Gke(GkePoolFields {
+            accelerator_type: Some("nvidia-l4".into()),
+            partition_size: None,
+            sharing: Some(GkeSharing::TimeSharing { max_clients: 10 }),
+            // Two of the regional cluster's three zones: one node in each.
             node_locations: vec!["us-central1-a".into(), "us-central1-b".into()],
         }),
     }
@@ -250,13 +244,11 @@ async fn time_sharing_pool_lives_and_changes_in_place() {
     // A third zone and a total of six: the pool's locations change, then setSize makes it two
     // per zone.
     let before = p;
-    want.gke = Some(GkePoolFields {
-        node_locations: vec![
-            "us-central1-a".into(),
-            "us-central1-b".into(),
-            "us-central1-c".into(),
-        ],
-    });
+    want.gke_mut().node_locations = vec![
+        "us-central1-a".into(),
+        "us-central1-b".into(),
+        "us-central1-c".into(),
+    ];
     want.scaling = Scaling::Fixed { nodes: 6 };
     let p = env.gke.update(&before, &want, &long()).await.unwrap();
     assert_eq!(p.spec, want);
@@ -341,14 +333,11 @@ async fn partitioned_a100_with_time_sharing_on_top_round_trips() {
     let mut spec = time_sharing("mig");
     spec.machine_type = "a2-highgpu-1g".into();
     spec.disk_size_gb = Some(200);
-    spec.gpu = PoolGpu {
-        count: 1,
-        gke_accelerator_type: Some("nvidia-tesla-a100".into()),
-        gke_partition_size: Some("1g.5gb".into()),
-        gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 3 }),
-        aks_gpu_instance_profile: None,
-        aks_gpu_driver: None,
-    };
+    spec.gpu_count = 1;
+    let gke = spec.gke_mut();
+    gke.accelerator_type = Some("nvidia-tesla-a100".into());
+    gke.partition_size = Some("1g.5gb".into());
+    gke.sharing = Some(GkeSharing::TimeSharing { max_clients: 3 });
     let pool = env.gke.create(&spec, &long()).await.unwrap();
     assert_eq!(pool.spec, spec);
     assert_eq!(env.pool("mig").await.unwrap().unwrap(), pool);
@@ -367,7 +356,7 @@ async fn mps_on_spot_with_autoscaling_from_zero_round_trips() {
     let mut spec = time_sharing("mps");
     spec.spot = true;
     spec.scaling = Scaling::Auto { min: 0, max: 3 };
-    spec.gpu.gke_sharing = Some(GkeSharing::Mps { max_clients: 4 });
+    spec.gke_mut().sharing = Some(GkeSharing::Mps { max_clients: 4 });
     let pool = env.gke.create(&spec, &long()).await.unwrap();
     assert_eq!(pool.spec, spec);
     assert_eq!(env.pool("mps").await.unwrap().unwrap().spec, spec);
@@ -400,20 +389,20 @@ async fn emulator_validation_errors_surface_with_the_google_rpc_status() {
     let env = start(Duration::ZERO).await;
 
     let mut bad = time_sharing("badpart");
-    bad.gpu.gke_partition_size = Some("1g.5gb".into());
+    bad.gke_mut().partition_size = Some("1g.5gb".into());
     let msg = expect_api(env.gke.create(&bad, &long()).await, 400, "INVALID_ARGUMENT");
     assert!(msg.contains("partition size"), "{msg}");
 
     let mut bad = time_sharing("mpsmig");
     bad.machine_type = "a2-highgpu-1g".into();
-    bad.gpu.gke_accelerator_type = Some("nvidia-tesla-a100".into());
-    bad.gpu.gke_partition_size = Some("1g.5gb".into());
-    bad.gpu.gke_sharing = Some(GkeSharing::Mps { max_clients: 2 });
+    bad.gke_mut().accelerator_type = Some("nvidia-tesla-a100".into());
+    bad.gke_mut().partition_size = Some("1g.5gb".into());
+    bad.gke_mut().sharing = Some(GkeSharing::Mps { max_clients: 2 });
     let msg = expect_api(env.gke.create(&bad, &long()).await, 400, "INVALID_ARGUMENT");
     assert!(msg.contains("MPS"), "{msg}");
 
     let mut bad = time_sharing("toomany");
-    bad.gpu.gke_sharing = Some(GkeSharing::TimeSharing { max_clients: 49 });
+    bad.gke_mut().sharing = Some(GkeSharing::TimeSharing { max_clients: 49 });
     let msg = expect_api(env.gke.create(&bad, &long()).await, 400, "INVALID_ARGUMENT");
     assert!(msg.contains("48"), "{msg}");
 
@@ -661,7 +650,7 @@ async fn a_retried_create_adopts_its_own_pool_and_refuses_a_different_one() {
     assert_eq!(env.gke.create(&spec, &long()).await.unwrap(), pool);
 
     let mut other = spec.clone();
-    other.gpu.gke_sharing = Some(GkeSharing::TimeSharing { max_clients: 4 });
+    other.gke_mut().sharing = Some(GkeSharing::TimeSharing { max_clients: 4 });
     let msg = expect_api(env.gke.create(&other, &long()).await, 409, "ALREADY_EXISTS");
     assert!(msg.contains("terraform import"), "{msg}");
     assert!(msg.contains("nodePools/again"), "{msg}");
@@ -734,16 +723,12 @@ async fn a_fixed_size_is_read_from_the_instance_group_managers() {
 async fn a_pool_without_zones_gets_the_clusters_read_once() {
     let env = start(Duration::ZERO).await;
     let mut spec = time_sharing("default");
-    spec.gke = None;
+    spec.gke_mut().node_locations.clear();
     spec.scaling = Scaling::Fixed { nodes: 3 };
     let zones = env.gke.cluster_zones(&loc(), &long()).await.unwrap();
     assert_eq!(zones, ["us-central1-a", "us-central1-b", "us-central1-c"]);
     let pool = env.gke.create(&spec, &long()).await.unwrap();
-    assert_eq!(
-        pool.spec.gke.as_ref().unwrap().node_locations,
-        zones,
-        "the cluster's zones"
-    );
+    assert_eq!(pool.spec.gke().node_locations, zones, "the cluster's zones");
     assert_eq!(env.resource("default").await["initialNodeCount"], 1);
     // The cluster was read once: a fault armed on GKE reads now is never met.
     env.fault(json!({"match": {"method": "GET", "path_contains": "/clusters/sandbox-gke"}, "count": 1, "kind": "500"}))

@@ -14,8 +14,8 @@ use fracgpu::cloud::aks::{AksClient, AksConfig};
 use fracgpu::cloud::eks::{EksClient, EksConfig};
 use fracgpu::cloud::gke::{GkeClient, GkeConfig};
 use fracgpu::cloud::{
-    CloudError, EksPoolFields, GkeSharing, Location, NodePools, OpCtx, PoolGpu, PoolSpec,
-    PoolTaint, Scaling, StopSignal,
+    AksPoolFields, CloudError, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools,
+    OpCtx, PoolSpec, PoolTaint, Scaling, StopSignal, TargetFields,
 };
 use futures_util::future::join_all;
 
@@ -41,7 +41,13 @@ fn taint() -> PoolTaint {
     }
 }
 
-fn spec(location: Location, name: &str, machine_type: &str, gpu: PoolGpu) -> PoolSpec {
+fn spec(
+    location: Location,
+    name: &str,
+    machine_type: &str,
+    gpu_count: u32,
+    target: TargetFields,
+) -> PoolSpec {
     PoolSpec {
         location,
         name: name.into(),
@@ -54,10 +60,8 @@ fn spec(location: Location, name: &str, machine_type: &str, gpu: PoolGpu) -> Poo
             "time-sliced-4".to_string(),
         )]),
         taints: vec![taint()],
-        gpu,
-        os_sku: None,
-        gke: None,
-        eks: None,
+        gpu_count,
+        target,
     }
 }
 
@@ -74,10 +78,8 @@ fn aks_spec(name: &str) -> PoolSpec {
         aks_loc("sandbox-aks"),
         name,
         "Standard_NC4as_T4_v3",
-        PoolGpu {
-            count: 1,
-            ..PoolGpu::default()
-        },
+        1,
+        TargetFields::Aks(AksPoolFields::default()),
     )
 }
 
@@ -181,18 +183,17 @@ async fn eks_follows_every_page_of_the_list() {
     // 120 node groups: two pages of ListNodegroups' 100.
     let specs: Vec<PoolSpec> = (0..120)
         .map(|i| {
-            let mut s = spec(
+            spec(
                 loc.clone(),
                 &format!("ng{i:03}"),
                 "g4dn.xlarge",
-                PoolGpu::default(),
-            );
-            s.eks = Some(EksPoolFields {
-                node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
-                subnet_ids: vec!["subnet-0a1".into()],
-                ami_type: "AL2023_x86_64_NVIDIA".into(),
-            });
-            s
+                0,
+                TargetFields::Eks(EksPoolFields {
+                    node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
+                    subnet_ids: vec!["subnet-0a1".into()],
+                    ami_type: "AL2023_x86_64_NVIDIA".into(),
+                }),
+            )
         })
         .collect();
     create_all(&client, &specs).await;
@@ -222,14 +223,14 @@ async fn gke_lists_each_pool_as_get_reads_it() {
             loc.clone(),
             name,
             "g2-standard-4",
-            PoolGpu {
-                count: 1,
-                gke_accelerator_type: Some("nvidia-l4".into()),
-                gke_sharing: Some(GkeSharing::TimeSharing {
+            1,
+            TargetFields::Gke(GkePoolFields {
+                accelerator_type: Some("nvidia-l4".into()),
+                sharing: Some(GkeSharing::TimeSharing {
                     max_clients: clients,
                 }),
-                ..PoolGpu::default()
-            },
+                ..GkePoolFields::default()
+            }),
         );
         s.labels.clear();
         // GKE taints its GPU nodes itself, and runs as many nodes in each of the regional

@@ -17,7 +17,8 @@ use axum::response::Response;
 use fracgpu::cloud::eks::{EksClient, EksConfig};
 use fracgpu::cloud::gke::{GkeClient, GkeConfig};
 use fracgpu::cloud::{
-    EksPoolFields, GkeSharing, Location, NodePools, OpCtx, PoolGpu, PoolSpec, Scaling, StopSignal,
+    EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, PoolSpec, Scaling,
+    StopSignal, TargetFields,
 };
 
 /// The requests seen: method and path.
@@ -56,15 +57,12 @@ fn l4_pool(loc: &Location, name: &str) -> PoolSpec {
         disk_size_gb: None,
         labels: BTreeMap::new(),
         taints: Vec::new(),
-        gpu: PoolGpu {
-            count: 1,
-            gke_accelerator_type: Some("nvidia-l4".into()),
-            gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
-            ..PoolGpu::default()
-        },
-        os_sku: None,
-        gke: None,
-        eks: None,
+        gpu_count: 1,
+        target: TargetFields::Gke(GkePoolFields {
+            accelerator_type: Some("nvidia-l4".into()),
+            sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
+            ..GkePoolFields::default()
+        }),
     }
 }
 
@@ -157,10 +155,8 @@ async fn an_eks_create_is_not_described_at_once_and_the_second_is_described_once
         disk_size_gb: None,
         labels: BTreeMap::new(),
         taints: Vec::new(),
-        gpu: PoolGpu::default(),
-        os_sku: None,
-        gke: None,
-        eks: Some(EksPoolFields {
+        gpu_count: 0,
+        target: TargetFields::Eks(EksPoolFields {
             node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
             subnet_ids: vec!["subnet-0a1".into()],
             ami_type: "AL2023_x86_64_NVIDIA".into(),

@@ -18,8 +18,8 @@ use fracgpu::cloud::aks::{AksClient, AksConfig};
 use fracgpu::cloud::eks::{EksClient, EksConfig};
 use fracgpu::cloud::gke::{GkeClient, GkeConfig};
 use fracgpu::cloud::{
-    EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, Pool, PoolGpu, PoolSpec,
-    Scaling, SharedReads, StopSignal,
+    AksPoolFields, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, OpCtx, Pool,
+    PoolSpec, Scaling, SharedReads, StopSignal, TargetFields,
 };
 use futures_util::future::join_all;
 
@@ -107,13 +107,8 @@ fn aks_spec(name: &str) -> PoolSpec {
             "time-sliced-4".to_string(),
         )]),
         taints: Vec::new(),
-        gpu: PoolGpu {
-            count: 1,
-            ..PoolGpu::default()
-        },
-        os_sku: None,
-        gke: None,
-        eks: None,
+        gpu_count: 1,
+        target: TargetFields::Aks(AksPoolFields::default()),
     }
 }
 
@@ -251,7 +246,7 @@ fn eks_spec(name: &str) -> PoolSpec {
         cluster: "sandbox-eks".into(),
     };
     s.machine_type = "g4dn.xlarge".into();
-    s.eks = Some(EksPoolFields {
+    s.target = TargetFields::Eks(EksPoolFields {
         node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
         subnet_ids: vec!["subnet-0a1".into()],
         ami_type: "AL2023_x86_64_NVIDIA".into(),
@@ -291,13 +286,11 @@ fn gke_spec(i: usize) -> PoolSpec {
     s.location = gke_loc();
     s.machine_type = "g2-standard-4".into();
     s.labels = BTreeMap::new();
-    s.gpu = PoolGpu {
-        count: 1,
-        gke_accelerator_type: Some("nvidia-l4".into()),
-        gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
-        ..PoolGpu::default()
-    };
-    s.gke = Some(GkePoolFields {
+    s.gpu_count = 1;
+    s.target = TargetFields::Gke(GkePoolFields {
+        accelerator_type: Some("nvidia-l4".into()),
+        sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
+        partition_size: None,
         node_locations: vec![format!("us-central1-{}", ["a", "b", "c"][i % 3])],
     });
     s
@@ -374,7 +367,7 @@ async fn gke_pools_over_the_clusters_three_zones_share_the_aggregated_list() {
     let specs: Vec<PoolSpec> = (0..20)
         .map(|i| {
             let mut s = gke_spec(i);
-            s.gke = None;
+            s.gke_mut().node_locations.clear();
             s.scaling = Scaling::Fixed { nodes: 3 };
             s
         })

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 
 use super::client::AksClient;
 use crate::cloud::error::{CloudError, Detail};
-use crate::cloud::pool::{Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
+use crate::cloud::pool::{
+    AksPoolFields, Location, Pool, PoolSpec, PoolTaint, Scaling, TargetFields,
+};
 
 /// The pool tag listing the optional fields a create left to AKS's defaults.
 pub(super) const DEFAULTS_TAG: &str = "fracgpu-cloud-defaults";
@@ -137,7 +139,7 @@ pub(super) fn create_body(spec: &PoolSpec) -> Value {
     if spec.disk_size_gb.is_none() {
         defaults.push("osDiskSizeGB");
     }
-    if spec.os_sku.is_none() {
+    if spec.aks().os_sku.is_none() {
         defaults.push("osSKU");
     }
     let (count, auto, min, max) = match spec.scaling {
@@ -152,14 +154,14 @@ pub(super) fn create_body(spec: &PoolSpec) -> Value {
         max_count: max,
         os_disk_size_gb: spec.disk_size_gb,
         os_type: Some("Linux".into()),
-        os_sku: spec.os_sku.clone(),
+        os_sku: spec.aks().os_sku.clone(),
         node_labels: Some(spec.labels.clone()),
         node_taints: Some(spec.taints.iter().map(taint_string).collect()),
         scale_set_priority: Some(if spec.spot { "Spot" } else { "Regular" }.into()),
         scale_set_eviction_policy: spec.spot.then(|| "Delete".into()),
         spot_max_price: spec.spot.then_some(-1.0),
-        gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.clone(),
-        gpu_profile: spec.gpu.aks_gpu_driver.clone().map(|driver| GpuProfile {
+        gpu_instance_profile: spec.aks().gpu_instance_profile.clone(),
+        gpu_profile: spec.aks().gpu_driver.clone().map(|driver| GpuProfile {
             driver: Some(driver),
         }),
         mode: Some("User".into()),
@@ -195,7 +197,7 @@ pub(super) fn update_body(doc: &Value, spec: &PoolSpec) -> Value {
         // The size AKS chose is not ours to pin: leave it out, as the create did.
         props.remove("osDiskSizeGB");
     }
-    if let Some(sku) = &spec.os_sku {
+    if let Some(sku) = &spec.aks().os_sku {
         // An OS migration (a reimage); from now on the SKU is the user's, not AKS's default.
         props.insert("osSKU".into(), sku.clone().into());
         let kept: Vec<String> = defaulted_fields(&props)
@@ -377,15 +379,12 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
             disk_size_gb,
             labels,
             taints,
-            gpu: PoolGpu {
-                count: gpu_count,
-                aks_gpu_instance_profile: p.gpu_instance_profile,
-                aks_gpu_driver: p.gpu_profile.and_then(|g| g.driver),
-                ..PoolGpu::default()
-            },
-            os_sku,
-            eks: None,
-            gke: None,
+            gpu_count,
+            target: TargetFields::Aks(AksPoolFields {
+                gpu_instance_profile: p.gpu_instance_profile,
+                gpu_driver: p.gpu_profile.and_then(|g| g.driver),
+                os_sku,
+            }),
         },
     })
 }
@@ -431,20 +430,20 @@ pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
     if a.taints != b.taints {
         d.push("taints");
     }
-    if a.gpu.aks_gpu_instance_profile != b.gpu.aks_gpu_instance_profile {
+    if a.aks().gpu_instance_profile != b.aks().gpu_instance_profile {
         d.push("gpu_instance_profile");
     }
     // Not set means AKS's default, Install, which AKS may or may not report back.
     let driver = |s: &PoolSpec| {
-        s.gpu
-            .aks_gpu_driver
+        s.aks()
+            .gpu_driver
             .clone()
             .unwrap_or_else(|| "Install".into())
     };
     if driver(a) != driver(b) {
         d.push("gpu_driver");
     }
-    if a.os_sku != b.os_sku {
+    if a.aks().os_sku != b.aks().os_sku {
         d.push("os_sku");
     }
     d

@@ -154,8 +154,10 @@ impl NodePools for AksClient {
     ) -> Result<Pool, CloudError> {
         let location = &spec.location;
         let name = spec.name.as_str();
-        let os_sku_in_place =
-            os_sku_changes_in_place(current.spec.os_sku.as_deref(), spec.os_sku.as_deref());
+        let os_sku_in_place = os_sku_changes_in_place(
+            current.spec.aks().os_sku.as_deref(),
+            spec.aks().os_sku.as_deref(),
+        );
         let replace: Vec<&str> = spec_diff(&current.spec, spec)
             .into_iter()
             .filter(|f| !IN_PLACE.contains(f) || (*f == "os_sku" && !os_sku_in_place))

@@ -14,7 +14,7 @@ use tfplugin::{AttrPath, DecodeError, Diagnostic, Value};
 use super::config::{AksConfig, AzureSettings};
 use super::mapping::{AKS_DEFAULT_OS_SKU, os_sku_changes_in_place};
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec};
+use crate::cloud::pool::{AksPoolFields, Location, NodePools, Pool, PoolSpec, TargetFields};
 use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The subscription of the sandbox's AKS clusters, the default scope when the provider runs
@@ -327,13 +327,15 @@ impl Target for Aks {
             .collect()
     }
 
-    fn fill_spec(&self, block: &Value, derived: &gpu::Derived, spec: &mut PoolSpec) {
+    fn fields(&self, block: &Value, derived: &gpu::Derived) -> TargetFields {
         let b = PoolArgs::from_value(block).unwrap_or_default();
-        spec.os_sku = b.os_sku.0;
-        spec.gpu.aks_gpu_driver = b.gpu_driver.0;
-        spec.gpu.aks_gpu_instance_profile = derived
-            .aks_gpu_instance_profile
-            .map(|p| p.as_str().to_string());
+        TargetFields::Aks(AksPoolFields {
+            gpu_instance_profile: derived
+                .aks_gpu_instance_profile
+                .map(|p| p.as_str().to_string()),
+            gpu_driver: b.gpu_driver.0,
+            os_sku: b.os_sku.0,
+        })
     }
 
     fn block_of(&self, pool: &Pool) -> Value {
@@ -344,8 +346,8 @@ impl Target for Aks {
             subscription_id: Some(subscription_id),
             resource_group: coordinates.into_iter().next().unwrap_or_default(),
             cluster_name: cluster,
-            os_sku: Known(spec.os_sku.clone()),
-            gpu_driver: Known(spec.gpu.aks_gpu_driver.clone()),
+            os_sku: Known(spec.aks().os_sku.clone()),
+            gpu_driver: Known(spec.aks().gpu_driver.clone()),
         }
         .to_value()
     }
@@ -355,18 +357,18 @@ impl Target for Aks {
             cloud: Cloud::Aks,
             gpu,
             labels: &spec.labels,
-            aks_gpu_instance_profile: spec.gpu.aks_gpu_instance_profile.as_deref(),
+            aks_gpu_instance_profile: spec.aks().gpu_instance_profile.as_deref(),
             gke_partition_size: None,
             gke_sharing: None,
         }
     }
 
     fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool {
-        old.gpu.aks_gpu_instance_profile != new.gpu.aks_gpu_instance_profile
+        old.aks().gpu_instance_profile != new.aks().gpu_instance_profile
     }
 
     fn replacements(&self, old: &PoolSpec, new: &PoolSpec) -> Vec<AttrPath> {
-        if os_sku_changes_in_place(old.os_sku.as_deref(), new.os_sku.as_deref()) {
+        if os_sku_changes_in_place(old.aks().os_sku.as_deref(), new.aks().os_sku.as_deref()) {
             Vec::new()
         } else {
             vec![block_path(self, "os_sku")]

@@ -22,18 +22,18 @@ fn cloud_defaults_read_back_as_unset_only_when_left_to_aks() {
         "tags": {DEFAULTS_TAG: "osDiskSizeGB,osSKU"}}});
     let p = to_pool(&loc(), "np", &doc).unwrap();
     assert_eq!(p.spec.disk_size_gb, None);
-    assert_eq!(p.spec.os_sku, None);
+    assert_eq!(p.spec.aks().os_sku, None);
     // Created with explicit values that happen to equal AKS's defaults.
     doc["properties"]["tags"][DEFAULTS_TAG] = "".into();
     let p = to_pool(&loc(), "np", &doc).unwrap();
     assert_eq!(p.spec.disk_size_gb, Some(128));
-    assert_eq!(p.spec.os_sku.as_deref(), Some("Ubuntu"));
+    assert_eq!(p.spec.aks().os_sku.as_deref(), Some("Ubuntu"));
     // No tag (made elsewhere): AKS's defaults count as not set, anything else as set.
     doc["properties"].as_object_mut().unwrap().remove("tags");
     doc["properties"]["osSKU"] = "AzureLinux".into();
     let p = to_pool(&loc(), "np", &doc).unwrap();
     assert_eq!(p.spec.disk_size_gb, None);
-    assert_eq!(p.spec.os_sku.as_deref(), Some("AzureLinux"));
+    assert_eq!(p.spec.aks().os_sku.as_deref(), Some("AzureLinux"));
     assert!(p.id.ends_with("/managedClusters/c/agentPools/np"));
 }
 
@@ -99,7 +99,7 @@ fn an_os_sku_update_sends_the_sku_and_stops_calling_it_aks_s_default() {
         "osDiskSizeGB": 128, "osSKU": "Ubuntu", "provisioningState": "Succeeded",
         "tags": {DEFAULTS_TAG: "osDiskSizeGB,osSKU"}}});
     let mut spec = to_pool(&loc(), "np", &doc).unwrap().spec;
-    spec.os_sku = Some("AzureLinux".into());
+    spec.aks_mut().os_sku = Some("AzureLinux".into());
     let body = update_body(&doc, &spec);
     assert_eq!(body["properties"]["osSKU"], "AzureLinux");
     assert_eq!(body["properties"]["tags"][DEFAULTS_TAG], "osDiskSizeGB");
@@ -108,7 +108,7 @@ fn an_os_sku_update_sends_the_sku_and_stops_calling_it_aks_s_default() {
     after["properties"] = body["properties"].clone();
     after["properties"]["osDiskSizeGB"] = 128.into();
     let p = to_pool(&loc(), "np", &after).unwrap();
-    assert_eq!(p.spec.os_sku.as_deref(), Some("AzureLinux"));
+    assert_eq!(p.spec.aks().os_sku.as_deref(), Some("AzureLinux"));
     assert_eq!(p.spec.disk_size_gb, None);
 }
 

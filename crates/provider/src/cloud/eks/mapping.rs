@@ -9,7 +9,9 @@ use aws_sdk_eks::types::{
 };
 
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{EksPoolFields, Location, Pool, PoolGpu, PoolSpec, PoolTaint, Scaling};
+use crate::cloud::pool::{
+    EksPoolFields, Location, Pool, PoolSpec, PoolTaint, Scaling, TargetFields,
+};
 
 /// The disk size EKS gives a Linux or Bottlerocket node group when the request has none.
 const DEFAULT_DISK_SIZE_GB: u32 = 20;
@@ -68,11 +70,8 @@ pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
         t.effect = k8s_effect(&aws_effect(&t.effect)).to_string();
     }
     s.taints.sort();
-    s.gpu = PoolGpu::default();
-    s.os_sku = None;
-    if let Some(e) = &mut s.eks {
-        e.subnet_ids.sort();
-    }
+    s.gpu_count = 0;
+    s.eks_mut().subnet_ids.sort();
     s
 }
 
@@ -82,7 +81,14 @@ pub fn request_token(spec: &PoolSpec) -> String {
     let s = canonical_spec(spec);
     let mut text = format!(
         "{:?}|{}|{}|{:?}|{}|{:?}|{:?}",
-        s.location, s.name, s.machine_type, s.scaling, s.spot, s.disk_size_gb, s.eks
+        s.location,
+        s.name,
+        s.machine_type,
+        s.scaling,
+        s.spot,
+        s.disk_size_gb,
+        // As an Option, so that the token reads as it did when the fields were one.
+        Some(s.eks())
     );
     for (k, v) in &s.labels {
         text.push_str(&format!("|l:{k}={v}"));
@@ -153,10 +159,8 @@ pub(super) fn to_spec(region: &str, cluster: &str, ng: &Nodegroup) -> PoolSpec {
         disk_size_gb: disk,
         labels,
         taints,
-        gpu: PoolGpu::default(),
-        os_sku: None,
-        gke: None,
-        eks: Some(EksPoolFields {
+        gpu_count: 0,
+        target: TargetFields::Eks(EksPoolFields {
             node_role_arn: ng.node_role().unwrap_or("").to_string(),
             subnet_ids,
             ami_type: ng

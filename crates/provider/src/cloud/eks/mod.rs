@@ -41,7 +41,7 @@ mod tests;
 use async_trait::async_trait;
 
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec};
+use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec, TargetFields};
 use crate::operation::OpCtx;
 use crate::operation::{Backoff, Start};
 use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, to_spec};
@@ -73,11 +73,13 @@ impl NodePools for EksClient {
 
     async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
         let (region, cluster) = eks_location(&spec.location)?;
-        let eks = spec.eks.as_ref().ok_or_else(|| CloudError::Api {
-            status: 0,
-            code: "InvalidSpec".into(),
-            message: "an EKS node group needs node_role_arn, subnet_ids and ami_type".into(),
-        })?;
+        let TargetFields::Eks(eks) = &spec.target else {
+            return Err(CloudError::Api {
+                status: 0,
+                code: "InvalidSpec".into(),
+                message: "an EKS node group needs node_role_arn, subnet_ids and ami_type".into(),
+            });
+        };
         let client = self.client(region)?;
         tracing::debug!(cluster, nodegroup = %spec.name, "eks: creating node group");
         // A create can meet a group of that name: ours from an earlier attempt (adopted), one that

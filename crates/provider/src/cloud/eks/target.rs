@@ -13,7 +13,9 @@ use tfplugin::{DecodeError, Diagnostic, Type, Value};
 
 use super::config::EksConfig;
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{EksPoolFields, Location, NodePools, Pool, PoolSpec, Scaling};
+use crate::cloud::pool::{
+    EksPoolFields, Location, NodePools, Pool, PoolSpec, Scaling, TargetFields,
+};
 use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The region of the sandbox's EKS clusters, the default scope when the provider runs against a
@@ -297,19 +299,19 @@ impl Target for Eks {
             .collect()
     }
 
-    fn fill_spec(&self, block: &Value, _derived: &gpu::Derived, spec: &mut PoolSpec) {
+    fn fields(&self, block: &Value, _derived: &gpu::Derived) -> TargetFields {
         let b = PoolArgs::from_value(block).unwrap_or_default();
-        spec.eks = Some(EksPoolFields {
+        TargetFields::Eks(EksPoolFields {
             ami_type: b.ami_type(),
             node_role_arn: b.node_role_arn,
             subnet_ids: b.subnet_ids,
-        });
+        })
     }
 
     fn block_of(&self, pool: &Pool) -> Value {
         let spec = &pool.spec;
         let (region, _, cluster) = self.parts(&spec.location).unwrap_or_default();
-        let f = spec.eks.clone().unwrap_or_default();
+        let f = spec.eks().clone();
         PoolArgs {
             region: Some(region),
             cluster_name: cluster,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::mapping::pool_id;
 use super::*;
-use crate::cloud::pool::{EksPoolFields, PoolGpu, PoolTaint, Scaling};
+use crate::cloud::pool::{EksPoolFields, PoolTaint, Scaling, TargetFields};
 
 fn spec() -> PoolSpec {
     PoolSpec {
@@ -34,13 +34,8 @@ fn spec() -> PoolSpec {
                 effect: "NoSchedule".into(),
             },
         ],
-        gpu: PoolGpu {
-            count: 1,
-            ..PoolGpu::default()
-        },
-        os_sku: Some("Ubuntu".into()),
-        gke: None,
-        eks: Some(EksPoolFields {
+        gpu_count: 1,
+        target: TargetFields::Eks(EksPoolFields {
             node_role_arn: "arn:aws:iam::1:role/r".into(),
             subnet_ids: vec!["subnet-b".into(), "subnet-a".into()],
             ami_type: "AL2023_x86_64_NVIDIA".into(),
@@ -56,9 +51,8 @@ fn canonical_folds_what_eks_cannot_hold() {
     assert_eq!(c.labels.keys().collect::<Vec<_>>(), vec!["team"]);
     assert_eq!(c.taints[0].key, "a");
     assert_eq!(c.taints[1].effect, "NoExecute");
-    assert_eq!(c.gpu, PoolGpu::default());
-    assert_eq!(c.os_sku, None);
-    assert_eq!(c.eks.as_ref().unwrap().subnet_ids, ["subnet-a", "subnet-b"]);
+    assert_eq!(c.gpu_count, 0);
+    assert_eq!(c.eks().subnet_ids, ["subnet-a", "subnet-b"]);
     assert_eq!(canonical_spec(&c), c);
 }
 

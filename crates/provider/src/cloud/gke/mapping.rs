@@ -18,7 +18,7 @@ use google_cloud_container_v1::model::{
 
 use crate::cloud::error::CloudError;
 use crate::cloud::pool::{
-    GkePoolFields, GkeSharing, Location, PoolGpu, PoolSpec, PoolTaint, Scaling,
+    GkePoolFields, GkeSharing, Location, PoolSpec, PoolTaint, Scaling, TargetFields,
 };
 
 /// GKE's boot disk size when `diskSizeGb` is not set.
@@ -59,9 +59,7 @@ pub(crate) fn pool_id(loc: &Location, name: &str) -> Result<String, CloudError> 
 /// (with its zones known) with `get`'s spec.
 pub fn canonical_spec(spec: &PoolSpec) -> PoolSpec {
     let mut s = spec.clone();
-    s.gke = Some(GkePoolFields {
-        node_locations: zones_of(spec),
-    });
+    s.gke_mut().node_locations = zones_of(spec);
     if s.disk_size_gb == Some(GKE_DEFAULT_DISK_GB) {
         s.disk_size_gb = None;
     }
@@ -139,11 +137,7 @@ pub(super) fn gke_autoscaling(scaling: Scaling) -> NodePoolAutoscaling {
 
 /// The pool's zones, sorted (GKE returns `locations` sorted; gcloud sends them so).
 pub(super) fn zones_of(spec: &PoolSpec) -> Vec<String> {
-    let mut z = spec
-        .gke
-        .as_ref()
-        .map(|g| g.node_locations.clone())
-        .unwrap_or_default();
+    let mut z = spec.gke().node_locations.clone();
     z.sort();
     z.dedup();
     z
@@ -191,12 +185,12 @@ pub(super) fn node_pool_of(spec: &PoolSpec) -> Result<NodePool, CloudError> {
     config.labels = gke_labels(&spec.labels);
     config.taints = gke_taints(&canonical_spec(spec).taints)?;
     config.spot = spec.spot;
-    if let Some(ty) = &spec.gpu.gke_accelerator_type {
+    if let Some(ty) = &spec.gke().accelerator_type {
         let mut a = AcceleratorConfig::default();
         a.accelerator_type = ty.clone();
-        a.accelerator_count = i64::from(spec.gpu.count);
-        a.gpu_partition_size = spec.gpu.gke_partition_size.clone().unwrap_or_default();
-        if let Some(sharing) = spec.gpu.gke_sharing {
+        a.accelerator_count = i64::from(spec.gpu_count);
+        a.gpu_partition_size = spec.gke().partition_size.clone().unwrap_or_default();
+        if let Some(sharing) = spec.gke().sharing {
             let mut sc = GPUSharingConfig::default();
             let (strategy, max) = match sharing {
                 GkeSharing::TimeSharing { max_clients } => (
@@ -288,14 +282,13 @@ pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
         })
         .filter(|t| !is_gke_gpu_taint(&t.key, &t.value, &t.effect))
         .collect();
-    let gpu = config
-        .accelerators
-        .first()
-        .map(|a| PoolGpu {
-            count: u32::try_from(a.accelerator_count).unwrap_or(0),
-            gke_accelerator_type: Some(a.accelerator_type.clone()).filter(|t| !t.is_empty()),
-            gke_partition_size: Some(a.gpu_partition_size.clone()).filter(|p| !p.is_empty()),
-            gke_sharing: a.gpu_sharing_config.as_ref().and_then(|sc| {
+    let accelerator = config.accelerators.first();
+    let gpu_count = accelerator.map_or(0, |a| u32::try_from(a.accelerator_count).unwrap_or(0));
+    let fields = accelerator
+        .map(|a| GkePoolFields {
+            accelerator_type: Some(a.accelerator_type.clone()).filter(|t| !t.is_empty()),
+            partition_size: Some(a.gpu_partition_size.clone()).filter(|p| !p.is_empty()),
+            sharing: a.gpu_sharing_config.as_ref().and_then(|sc| {
                 use m::gpu_sharing_config::GPUSharingStrategy as S;
                 let max_clients = u32::try_from(sc.max_shared_clients_per_gpu).unwrap_or(0);
                 match sc.gpu_sharing_strategy {
@@ -304,8 +297,7 @@ pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
                     _ => None,
                 }
             }),
-            aks_gpu_instance_profile: None,
-            aks_gpu_driver: None,
+            node_locations: Vec::new(),
         })
         .unwrap_or_default();
     PoolSpec {
@@ -317,11 +309,10 @@ pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
         disk_size_gb: disk,
         labels,
         taints,
-        gpu,
-        os_sku: None,
-        eks: None,
-        gke: Some(GkePoolFields {
+        gpu_count,
+        target: TargetFields::Gke(GkePoolFields {
             node_locations: zones,
+            ..fields
         }),
     }
 }
@@ -366,11 +357,25 @@ pub(super) fn replacement_fields(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str
     if a.spot != b.spot {
         v.push("spot");
     }
-    if a.gpu != b.gpu {
+    if gpu_settings(a) != gpu_settings(b) {
         v.push("gpu");
     }
     if a.name != b.name || a.location != b.location {
         v.push("name/location");
     }
     v
+}
+
+/// The GPU settings of a pool, all fixed at its creation: the count, accelerator, partitions and
+/// sharing.
+pub(super) fn gpu_settings(
+    s: &PoolSpec,
+) -> (u32, &Option<String>, &Option<String>, &Option<GkeSharing>) {
+    let g = s.gke();
+    (
+        s.gpu_count,
+        &g.accelerator_type,
+        &g.partition_size,
+        &g.sharing,
+    )
 }

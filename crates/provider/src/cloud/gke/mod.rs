@@ -53,7 +53,7 @@ use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_container_v1::model::{self as m, NodeLabels, NodeTaints};
 
 use crate::cloud::error::{CloudError, Detail};
-use crate::cloud::pool::{GkePoolFields, Location, NodePools, Pool, PoolSpec, Scaling};
+use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec, Scaling};
 use crate::operation::OpCtx;
 use config::{StaticToken, credentials_from};
 use mapping::{
@@ -168,9 +168,7 @@ impl GkeClient {
         if zones.is_empty() {
             zones = self.cluster_zones(&spec.location, ctx).await?;
         }
-        s.gke = Some(GkePoolFields {
-            node_locations: zones,
-        });
+        s.gke_mut().node_locations = zones;
         Ok(s)
     }
 }

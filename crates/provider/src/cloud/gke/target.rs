@@ -12,7 +12,9 @@ use tfplugin::{AttrPath, DecodeError, Diagnostic, Type, Value};
 
 use super::config::GkeConfig;
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolSpec};
+use crate::cloud::pool::{
+    GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolSpec, TargetFields,
+};
 use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The project of the sandbox's GKE clusters, the default scope when the provider runs against a
@@ -266,26 +268,26 @@ impl Target for Gke {
         uneven_split(nodes, zones)
     }
 
-    fn fill_spec(&self, block: &Value, derived: &gpu::Derived, spec: &mut PoolSpec) {
+    fn fields(&self, block: &Value, derived: &gpu::Derived) -> TargetFields {
         let b = PoolArgs::from_value(block).unwrap_or_default();
-        spec.gke = Some(GkePoolFields {
-            node_locations: b.node_locations.0.unwrap_or_default(),
-        });
         let accelerator = derived.gke_accelerator.as_ref();
-        spec.gpu.gke_accelerator_type = accelerator.map(|a| a.accelerator_type.to_string());
-        spec.gpu.gke_partition_size = accelerator
-            .and_then(|a| a.gpu_partition_size)
-            .map(str::to_string);
-        spec.gpu.gke_sharing = accelerator
-            .and_then(|a| a.sharing)
-            .map(|s| match s.strategy {
-                gpu::GkeSharingStrategy::TimeSharing => GkeSharing::TimeSharing {
-                    max_clients: s.max_clients,
-                },
-                gpu::GkeSharingStrategy::Mps => GkeSharing::Mps {
-                    max_clients: s.max_clients,
-                },
-            });
+        TargetFields::Gke(GkePoolFields {
+            accelerator_type: accelerator.map(|a| a.accelerator_type.to_string()),
+            partition_size: accelerator
+                .and_then(|a| a.gpu_partition_size)
+                .map(str::to_string),
+            sharing: accelerator
+                .and_then(|a| a.sharing)
+                .map(|s| match s.strategy {
+                    gpu::GkeSharingStrategy::TimeSharing => GkeSharing::TimeSharing {
+                        max_clients: s.max_clients,
+                    },
+                    gpu::GkeSharingStrategy::Mps => GkeSharing::Mps {
+                        max_clients: s.max_clients,
+                    },
+                }),
+            node_locations: b.node_locations.0.unwrap_or_default(),
+        })
     }
 
     fn block_of(&self, pool: &Pool) -> Value {
@@ -295,7 +297,7 @@ impl Target for Gke {
             project: Some(project),
             location: coordinates.into_iter().next().unwrap_or_default(),
             cluster,
-            node_locations: Known(spec.gke.as_ref().map(|g| g.node_locations.clone())),
+            node_locations: Known(Some(spec.gke().node_locations.clone())),
         }
         .to_value()
     }
@@ -306,8 +308,8 @@ impl Target for Gke {
             gpu,
             labels: &spec.labels,
             aks_gpu_instance_profile: None,
-            gke_partition_size: spec.gpu.gke_partition_size.as_deref(),
-            gke_sharing: spec.gpu.gke_sharing.map(|s| match s {
+            gke_partition_size: spec.gke().partition_size.as_deref(),
+            gke_sharing: spec.gke().sharing.map(|s| match s {
                 GkeSharing::TimeSharing { max_clients } => gpu::GkeSharing {
                     strategy: gpu::GkeSharingStrategy::TimeSharing,
                     max_clients,
@@ -323,7 +325,7 @@ impl Target for Gke {
     /// GKE machine types whose GPUs are attached separately (N1 with T4s, V100s, P4s) name no
     /// GPU of their own: such a pool reads through the accelerator GKE reports.
     fn reported_gpu_model(&self, spec: &PoolSpec) -> Option<String> {
-        spec.gpu.gke_accelerator_type.clone()
+        spec.gke().accelerator_type.clone()
     }
 
     fn own_gpu_taint(&self) -> Option<gpu::Taint> {
@@ -333,7 +335,7 @@ impl Target for Gke {
     /// GKE changes no GPU setting of a pool in place: accelerator, partitions and sharing are
     /// all fixed at creation.
     fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool {
-        old.gpu != new.gpu
+        super::mapping::gpu_settings(old) != super::mapping::gpu_settings(new)
     }
 }
 

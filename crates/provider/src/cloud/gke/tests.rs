@@ -9,7 +9,7 @@ use super::calls::is_busy_message;
 use super::config::StaticToken;
 use super::mapping::{compute_url, node_pool_of, spec_of};
 use super::*;
-use crate::cloud::pool::{GkePoolFields, GkeSharing, PoolGpu, PoolTaint};
+use crate::cloud::pool::{GkePoolFields, GkeSharing, PoolTaint, TargetFields};
 
 fn loc() -> Location {
     Location::Gke {
@@ -33,17 +33,11 @@ fn spec() -> PoolSpec {
             value: "Present".into(),
             effect: "NoSchedule".into(),
         }],
-        gpu: PoolGpu {
-            count: 1,
-            gke_accelerator_type: Some("nvidia-l4".into()),
-            gke_partition_size: None,
-            gke_sharing: Some(GkeSharing::TimeSharing { max_clients: 10 }),
-            aks_gpu_instance_profile: None,
-            aks_gpu_driver: None,
-        },
-        os_sku: None,
-        eks: None,
-        gke: Some(GkePoolFields {
+        gpu_count: 1,
+        target: TargetFields::Gke(GkePoolFields {
+            accelerator_type: Some("nvidia-l4".into()),
+            partition_size: None,
+            sharing: Some(GkeSharing::TimeSharing { max_clients: 10 }),
             node_locations: vec!["us-central1-b".into(), "us-central1-a".into()],
         }),
     }
@@ -66,7 +60,7 @@ fn a_node_pool_maps_back_to_its_spec_with_gke_defaults_filled_in() {
     c.accelerators[0].gpu_driver_installation_config = None;
     assert_eq!(spec_of(&loc(), &np), canonical_spec(&s));
     assert_eq!(
-        canonical_spec(&s).gke.unwrap().node_locations,
+        canonical_spec(&s).gke().node_locations,
         ["us-central1-a", "us-central1-b"]
     );
 }

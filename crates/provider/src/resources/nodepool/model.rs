@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::cloud::registry::{self, TargetBlock};
-use crate::cloud::{self, Location, PoolGpu, PoolTaint, Scaling};
+use crate::cloud::{self, Location, PoolTaint, Scaling};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use crate::state::Settings;
 use gpu;
@@ -243,7 +243,7 @@ pub(super) fn resolve(
     let scaling = args.scaling(diags)?;
     let mut node_labels = labels;
     node_labels.extend(derived.node_labels.clone());
-    let mut spec = cloud::PoolSpec {
+    let spec = cloud::PoolSpec {
         location: loc,
         name: args.name.clone(),
         machine_type,
@@ -260,15 +260,9 @@ pub(super) fn resolve(
                 effect: t.effect.as_str().to_string(),
             })
             .collect(),
-        gpu: PoolGpu {
-            count: derived.gpus_per_node,
-            ..PoolGpu::default()
-        },
-        os_sku: None,
-        gke: None,
-        eks: None,
+        gpu_count: derived.gpus_per_node,
+        target: target.fields(block, &derived),
     };
-    target.fill_spec(block, &derived, &mut spec);
     Some(Resolved { derived, spec })
 }
 

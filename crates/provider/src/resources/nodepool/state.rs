@@ -39,7 +39,7 @@ pub(super) fn state_from_pool(
         && gpu::resolve_hardware(cloud, &spec.machine_type, None, gpu_count).is_err()
     {
         gpu_model = Some(accelerator);
-        gpu_count = gpu_count.or(Some(spec.gpu.count));
+        gpu_count = gpu_count.or(Some(spec.gpu_count));
     }
     // Sharing is read back from what the cloud holds, so a changed label shows as drift.
     let hardware =
