@@ -113,6 +113,7 @@ fn spec(cloud: &str, i: usize) -> PoolSpec {
             }]
         },
         gpu_count,
+        node_template: BTreeMap::new(),
         target,
     }
 }

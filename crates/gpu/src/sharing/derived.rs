@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{GkeSharing, NamedConfig, SharingMode, Taint, Toleration};
 use crate::catalog::{AksGpuInstanceProfile, Cloud, GpuModel, MigProfile};
+use crate::device_plugin::GPU_RESOURCE;
 
 /// What GKE's node pool accelerator block must say.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -61,4 +62,18 @@ pub struct Derived {
     pub aks_gpu_instance_profile: Option<AksGpuInstanceProfile>,
     /// GKE's accelerator block, for pools on GKE.
     pub gke_accelerator: Option<GkeAccelerator>,
+}
+
+impl Derived {
+    /// The extended resources one node of the pool offers once its device plugin runs, as an
+    /// autoscaler must be told before the node exists (scale from zero): the pool's resource,
+    /// `slices_per_node` of it, and no whole `nvidia.com/gpu` where sharing renames the resource
+    /// (time-slicing or MPS with `renameByDefault`, MIG `mixed`): the device plugin then
+    /// advertises none, while an autoscaler's default counts the machine's physical GPUs as
+    /// `nvidia.com/gpu`.
+    pub fn node_resources(&self) -> BTreeMap<String, u32> {
+        let mut r = BTreeMap::from([(self.resource_name.clone(), self.slices_per_node)]);
+        r.entry(GPU_RESOURCE.to_string()).or_insert(0);
+        r
+    }
 }

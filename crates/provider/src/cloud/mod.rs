@@ -20,8 +20,8 @@ pub mod target;
 
 pub use error::{CloudError, Detail};
 pub use pool::{
-    AksPoolFields, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, Pool, PoolSpec,
-    PoolTaint, Scaling, TargetFields,
+    AksPoolFields, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, NodeTemplate,
+    Pool, PoolSpec, PoolTaint, Scaling, TargetFields,
 };
 pub use registry::CloudSettings;
 pub use shared::SharedReads;

@@ -111,8 +111,21 @@ pub struct PoolSpec {
     pub taints: Vec<PoolTaint>,
     /// GPUs per node (GKE's acceleratorCount; informational elsewhere).
     pub gpu_count: u32,
+    /// The tags cluster-autoscaler reads to build a node of the pool before one exists (scale
+    /// from zero), in the target's own spelling; empty where the target needs none (GKE, and any
+    /// pool without autoscaling). Its descriptor writes them from a [`NodeTemplate`].
+    pub node_template: BTreeMap<String, String>,
     /// What only the pool's target has.
     pub target: TargetFields,
+}
+
+/// What one node of a pool will offer and carry, for an autoscaler that must size the pool before
+/// a node exists: the extended resources its device plugin will advertise, its labels and taints.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeTemplate<'a> {
+    pub resources: &'a BTreeMap<String, u32>,
+    pub labels: &'a BTreeMap<String, String>,
+    pub taints: &'a [PoolTaint],
 }
 
 /// What a spec of another target reads as: a client only ever receives its own target's specs (the

@@ -10,6 +10,7 @@
 //! lives here once, in [`Target::scope_or_default`]; the callers differ only in how they word a
 //! missing one.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,7 +19,7 @@ use tfplugin::schema::Block;
 use tfplugin::{AttrPath, DecodeError, Diagnostic, Value};
 
 use super::error::CloudError;
-use super::pool::{Location, NodePools, Pool, PoolSpec, Scaling, TargetFields};
+use super::pool::{Location, NodePools, NodeTemplate, Pool, PoolSpec, Scaling, TargetFields};
 
 /// The attribute that places a cluster in an account: AKS's subscription, GKE's project, EKS's
 /// region. Optional in every block; the provider's setting (or its environment variable) stands in.
@@ -214,6 +215,16 @@ pub trait Target: Send + Sync {
     /// Warnings on a configuration's block (EKS's retired AMI type).
     fn warnings(&self, _block: &Value) -> Vec<Diagnostic> {
         Vec::new()
+    }
+
+    /// The tags that tell the cluster autoscaler of the target what a node of an autoscaled pool
+    /// offers before one exists (`PoolSpec::node_template`), or why the pool cannot carry them.
+    /// None by default: a target whose autoscaler knows the pool's sharing by itself (GKE).
+    fn node_template(
+        &self,
+        _template: &NodeTemplate<'_>,
+    ) -> Result<BTreeMap<String, String>, Diagnostic> {
+        Ok(BTreeMap::new())
     }
 }
 

@@ -23,6 +23,7 @@ mod examples;
 mod logging;
 mod module_tftest;
 mod nodepool_aks;
+mod nodepool_autoscaler_template;
 mod nodepool_bad_input;
 mod nodepool_eks_ami;
 mod nodepool_faults;

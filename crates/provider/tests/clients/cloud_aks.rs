@@ -82,6 +82,7 @@ fn ts_spec(name: &str) -> PoolSpec {
         ]),
         taints: vec![gpu_taint()],
         gpu_count: 1,
+        node_template: BTreeMap::new(),
         target: TargetFields::Aks(AksPoolFields::default()),
     }
 }

@@ -169,6 +169,7 @@ fn time_sliced(name: &str) -> PoolSpec {
         ]),
         taints: vec![gpu_taint()],
         gpu_count: 0,
+        node_template: BTreeMap::new(),
         target: TargetFields::Eks(EksPoolFields {
             node_role_arn: ROLE.into(),
             subnet_ids: vec!["subnet-0aaa".into(), "subnet-0bbb".into()],

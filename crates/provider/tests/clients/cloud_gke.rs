@@ -171,6 +171,7 @@ fn time_sharing(name: &str) -> PoolSpec {
         ]),
         taints: vec![gpu_taint()],
         gpu_count: 1,
+        node_template: BTreeMap::new(),
         target: TargetFields::Gke(GkePoolFields {
             accelerator_type: Some("nvidia-l4".into()),
             partition_size: None,

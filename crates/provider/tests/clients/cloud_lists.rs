@@ -61,6 +61,7 @@ fn spec(
         )]),
         taints: vec![taint()],
         gpu_count,
+        node_template: BTreeMap::new(),
         target,
     }
 }

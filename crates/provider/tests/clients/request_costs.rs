@@ -58,6 +58,7 @@ fn l4_pool(loc: &Location, name: &str) -> PoolSpec {
         labels: BTreeMap::new(),
         taints: Vec::new(),
         gpu_count: 1,
+        node_template: BTreeMap::new(),
         target: TargetFields::Gke(GkePoolFields {
             accelerator_type: Some("nvidia-l4".into()),
             sharing: Some(GkeSharing::TimeSharing { max_clients: 4 }),
@@ -156,6 +157,7 @@ async fn an_eks_create_is_not_described_at_once_and_the_second_is_described_once
         labels: BTreeMap::new(),
         taints: Vec::new(),
         gpu_count: 0,
+        node_template: BTreeMap::new(),
         target: TargetFields::Eks(EksPoolFields {
             node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
             subnet_ids: vec!["subnet-0a1".into()],

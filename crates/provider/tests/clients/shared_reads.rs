@@ -108,6 +108,7 @@ fn aks_spec(name: &str) -> PoolSpec {
         )]),
         taints: Vec::new(),
         gpu_count: 1,
+        node_template: BTreeMap::new(),
         target: TargetFields::Aks(AksPoolFields::default()),
     }
 }

@@ -446,6 +446,7 @@ pub(super) fn parse_props(
         ));
     }
     let tags = string_map(o, "tags")?;
+    check_tags(&tags)?;
     let mut props = PoolProps {
         vm_size,
         count,
@@ -584,4 +585,53 @@ pub(super) fn parse_taint(t: &str) -> Option<(String, String, String)> {
         return None;
     }
     Some((k.to_string(), v.to_string(), effect.to_string()))
+}
+
+/// Azure's rules for a resource's tags (learn.microsoft.com/azure/azure-resource-manager/management/
+/// tag-resources, "Limitations"): at most 50 tags; a name of at most 512 characters without
+/// `<`, `>`, `%`, `&`, `\`, `?`, `/` or control characters (ARM answers those with
+/// `InvalidTagNameCharacters`, "The tag names '...' have reserved characters '<,>,%,&,\,?,/' or
+/// control characters.", as the az CLI's docs quote it); a value of at most 256. That is why
+/// cluster-autoscaler's Azure provider writes `/` as `_` in its node-template tag names. The code
+/// of the other two refusals is not documented; ARM's generic `InvalidParameter` stands for it.
+fn check_tags(tags: &BTreeMap<String, String>) -> Result<(), ArmError> {
+    const RESERVED: &[char] = &['<', '>', '%', '&', '\\', '?', '/'];
+    let bad: Vec<&str> = tags
+        .keys()
+        .filter(|k| k.chars().any(|c| RESERVED.contains(&c) || c.is_control()))
+        .map(String::as_str)
+        .collect();
+    if !bad.is_empty() {
+        return Err(ArmError {
+            status: StatusCode::BAD_REQUEST,
+            code: "InvalidTagNameCharacters",
+            message: format!(
+                "The tag names '{}' have reserved characters '<,>,%,&,\\,?,/' or control characters.",
+                bad.join(",")
+            ),
+            target: None,
+        });
+    }
+    if tags.len() > 50 {
+        return Err(invalid(
+            "properties.tags",
+            format!(
+                "{} tags exceed the limit of 50 tags per resource.",
+                tags.len()
+            ),
+        ));
+    }
+    if let Some(k) = tags.keys().find(|k| k.chars().count() > 512) {
+        return Err(invalid(
+            "properties.tags",
+            format!("The tag name '{k}' is longer than 512 characters."),
+        ));
+    }
+    if let Some((k, _)) = tags.iter().find(|(_, v)| v.chars().count() > 256) {
+        return Err(invalid(
+            "properties.tags",
+            format!("The value of tag '{k}' is longer than 256 characters."),
+        ));
+    }
+    Ok(())
 }

@@ -208,3 +208,46 @@ fn gke_default_taint_is_gkes_own() {
     spec.taints = Some(vec![Taint::parse("nvidia.com/gpu=x:NoExecute").unwrap()]);
     assert_eq!(validate(&spec).unwrap().tolerations.len(), 2);
 }
+
+/// What an autoscaler must be told a node offers: the shared resource per node, and no whole GPUs
+/// where sharing renames the resource.
+#[test]
+fn node_resources_count_slices_per_node() {
+    let res = |d: &Derived| {
+        d.node_resources()
+            .into_iter()
+            .collect::<Vec<(String, u32)>>()
+    };
+    // Four T4s, ten replicas each, under the plain resource name.
+    let d = validate(&pool(Cloud::Aks, "Standard_NC64as_T4_v3", ts(10))).unwrap();
+    assert_eq!(res(&d), [("nvidia.com/gpu".to_string(), 40)]);
+    let renamed = SharingMode::TimeSlicing {
+        replicas: 10,
+        rename_by_default: true,
+        fail_requests_greater_than_one: false,
+    };
+    let d = validate(&pool(Cloud::Aks, "Standard_NC64as_T4_v3", renamed)).unwrap();
+    assert_eq!(
+        res(&d),
+        [
+            ("nvidia.com/gpu".to_string(), 0),
+            ("nvidia.com/gpu.shared".to_string(), 40)
+        ]
+    );
+    // MIG mixed on eight A100s: seven 1g.5gb instances each, no whole GPU left.
+    let d = validate(&pool(
+        Cloud::Eks,
+        "p4d.24xlarge",
+        mig("1g.5gb", MigStrategy::Mixed, None),
+    ))
+    .unwrap();
+    assert_eq!(
+        res(&d),
+        [
+            ("nvidia.com/gpu".to_string(), 0),
+            ("nvidia.com/mig-1g.5gb".to_string(), 56)
+        ]
+    );
+    let d = validate(&pool(Cloud::Eks, "g5.xlarge", SharingMode::None)).unwrap();
+    assert_eq!(res(&d), [("nvidia.com/gpu".to_string(), 1)]);
+}

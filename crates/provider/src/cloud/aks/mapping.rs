@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::client::AksClient;
+use super::template;
 use crate::cloud::error::{CloudError, Detail};
 use crate::cloud::pool::{
     AksPoolFields, Location, Pool, PoolSpec, PoolTaint, Scaling, TargetFields,
@@ -165,10 +166,13 @@ pub(super) fn create_body(spec: &PoolSpec) -> Value {
             driver: Some(driver),
         }),
         mode: Some("User".into()),
-        tags: Some(BTreeMap::from([(
-            DEFAULTS_TAG.to_string(),
-            defaults.join(","),
-        )])),
+        tags: Some(
+            spec.node_template
+                .clone()
+                .into_iter()
+                .chain([(DEFAULTS_TAG.to_string(), defaults.join(","))])
+                .collect(),
+        ),
         provisioning_state: None,
     };
     serde_json::to_value(AgentPool {
@@ -255,6 +259,17 @@ pub(super) fn update_body(doc: &Value, spec: &PoolSpec) -> Value {
     }
     props.insert("nodeLabels".into(), Value::Object(labels));
     props.insert("nodeTaints".into(), Value::Array(taints));
+    // The autoscaler's template is the provider's: its tags replaced whole, every other tag kept.
+    let mut tags = match props.remove("tags") {
+        Some(Value::Object(t)) => t,
+        _ => Map::new(),
+    };
+    tags.retain(|k, _| !template::is_template_tag(k));
+    for (k, v) in &spec.node_template {
+        tags.insert(k.clone(), Value::String(v.clone()));
+    }
+    // Sent even when empty: a PUT without `tags` is no promise that AKS drops the old ones.
+    props.insert("tags".into(), Value::Object(tags));
     serde_json::json!({ "properties": props })
 }
 
@@ -380,6 +395,7 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
             labels,
             taints,
             gpu_count,
+            node_template: template::of_tags(&p.tags.unwrap_or_default()),
             target: TargetFields::Aks(AksPoolFields {
                 gpu_instance_profile: p.gpu_instance_profile,
                 gpu_driver: p.gpu_profile.and_then(|g| g.driver),
@@ -391,7 +407,7 @@ pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Po
 
 /// Fields AKS changes with a PUT of the pool; everything else needs a new pool. `os_sku` only
 /// within the families [`os_sku_changes_in_place`] allows.
-pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints", "os_sku"];
+pub(super) const IN_PLACE: &[&str] = &["scaling", "labels", "taints", "os_sku", "node_template"];
 
 /// Whether AKS changes a pool's OS SKU in place. It migrates a pool between the Ubuntu and Azure
 /// Linux families by reimaging its nodes (`az aks nodepool update --os-sku`); any other change needs
@@ -445,6 +461,9 @@ pub(super) fn spec_diff(a: &PoolSpec, b: &PoolSpec) -> Vec<&'static str> {
     }
     if a.aks().os_sku != b.aks().os_sku {
         d.push("os_sku");
+    }
+    if a.node_template != b.node_template {
+        d.push("node_template");
     }
     d
 }

@@ -30,6 +30,7 @@ mod http;
 mod mapping;
 mod operations;
 mod target;
+mod template;
 #[cfg(test)]
 mod tests;
 

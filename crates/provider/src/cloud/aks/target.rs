@@ -2,6 +2,7 @@
 //! `fracgpu_nodepool` and of the pool queries, how an AKS cluster is named (subscription,
 //! resource group, cluster) in identities and ARM IDs, and how the client is built.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -14,7 +15,9 @@ use tfplugin::{AttrPath, DecodeError, Diagnostic, Value};
 use super::config::{AksConfig, AzureSettings};
 use super::mapping::{AKS_DEFAULT_OS_SKU, os_sku_changes_in_place};
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{AksPoolFields, Location, NodePools, Pool, PoolSpec, TargetFields};
+use crate::cloud::pool::{
+    AksPoolFields, Location, NodePools, NodeTemplate, Pool, PoolSpec, TargetFields,
+};
 use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
 /// The subscription of the sandbox's AKS clusters, the default scope when the provider runs
@@ -361,6 +364,13 @@ impl Target for Aks {
             gke_partition_size: None,
             gke_sharing: None,
         }
+    }
+
+    fn node_template(
+        &self,
+        template: &NodeTemplate<'_>,
+    ) -> Result<BTreeMap<String, String>, Diagnostic> {
+        super::template::checked_tags(template)
     }
 
     fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool {

@@ -160,6 +160,7 @@ pub(super) fn to_spec(region: &str, cluster: &str, ng: &Nodegroup) -> PoolSpec {
         labels,
         taints,
         gpu_count: 0,
+        node_template: BTreeMap::new(),
         target: TargetFields::Eks(EksPoolFields {
             node_role_arn: ng.node_role().unwrap_or("").to_string(),
             subnet_ids,

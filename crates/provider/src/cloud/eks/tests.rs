@@ -35,6 +35,7 @@ fn spec() -> PoolSpec {
             },
         ],
         gpu_count: 1,
+        node_template: BTreeMap::new(),
         target: TargetFields::Eks(EksPoolFields {
             node_role_arn: "arn:aws:iam::1:role/r".into(),
             subnet_ids: vec!["subnet-b".into(), "subnet-a".into()],

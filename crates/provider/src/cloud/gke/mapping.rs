@@ -310,6 +310,7 @@ pub(super) fn spec_of(location: &Location, np: &NodePool) -> PoolSpec {
         labels,
         taints,
         gpu_count,
+        node_template: BTreeMap::new(),
         target: TargetFields::Gke(GkePoolFields {
             node_locations: zones,
             ..fields

@@ -34,6 +34,7 @@ fn spec() -> PoolSpec {
             effect: "NoSchedule".into(),
         }],
         gpu_count: 1,
+        node_template: BTreeMap::new(),
         target: TargetFields::Gke(GkePoolFields {
             accelerator_type: Some("nvidia-l4".into()),
             partition_size: None,

@@ -92,9 +92,12 @@ impl Derived {
 }
 
 tfplugin::object! {
-    /// Every label the nodes carry: the user's and the ones sharing needs.
-    pub struct NodeLabels {
+    /// What the provider sets on the pool's nodes, and tells its autoscaler of them.
+    pub struct NodeSetup {
+        /// Every label the nodes carry: the user's and the ones sharing needs.
         pub node_labels: BTreeMap<String, String>,
+        /// The tags cluster-autoscaler reads to build a node before one exists.
+        pub autoscaler_node_template: BTreeMap<String, String>,
     }
 }
 
@@ -114,7 +117,7 @@ tfplugin::object! {
     }
     flatten {
         pub identity: Identity,
-        pub labels: NodeLabels,
+        pub labels: NodeSetup,
         pub args: Args,
     }
 }
@@ -243,7 +246,7 @@ pub(super) fn resolve(
     let scaling = args.scaling(diags)?;
     let mut node_labels = labels;
     node_labels.extend(derived.node_labels.clone());
-    let spec = cloud::PoolSpec {
+    let mut spec = cloud::PoolSpec {
         location: loc,
         name: args.name.clone(),
         machine_type,
@@ -261,8 +264,25 @@ pub(super) fn resolve(
             })
             .collect(),
         gpu_count: derived.gpus_per_node,
+        node_template: BTreeMap::new(),
         target: target.fields(block, &derived),
     };
+    // Only an autoscaler sizes a pool before its nodes exist.
+    if let Scaling::Auto { .. } = spec.scaling {
+        let resources = derived.node_resources();
+        let template = cloud::NodeTemplate {
+            resources: &resources,
+            labels: &spec.labels,
+            taints: &spec.taints,
+        };
+        match target.node_template(&template) {
+            Ok(tags) => spec.node_template = tags,
+            Err(d) => {
+                diags.push(d);
+                return None;
+            }
+        }
+    }
     Some(Resolved { derived, spec })
 }
 

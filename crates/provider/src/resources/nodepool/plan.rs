@@ -21,7 +21,7 @@ use tfplugin::object::{Decoded, FromValue, ToValue, merge};
 use tfplugin::plan::Planned;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::model::{Args, Derived, NodeLabels, REIMPORT, resolve};
+use super::model::{Args, Derived, NodeSetup, REIMPORT, resolve};
 use super::schema::TIMEOUTS;
 
 /// What the plan knows of a pool's zones.
@@ -52,8 +52,9 @@ pub(super) async fn modify(
     merge(&mut planned.state, &Derived::of(&new.derived));
     merge(
         &mut planned.state,
-        &NodeLabels {
+        &NodeSetup {
             node_labels: new.spec.labels.clone(),
+            autoscaler_node_template: new.spec.node_template.clone(),
         },
     );
     if req.prior.is_null() {

@@ -111,6 +111,15 @@ pub fn schema() -> Schema {
     .attr(model::tolerations_attribute("Tolerations for the pool's taints."))
     .attr(Attribute::new("node_labels", Type::map(Type::String)).computed().describe(
         "Every label the provider sets on the nodes: yours and the ones sharing needs."))
+    .attr(Attribute::new("autoscaler_node_template", Type::map(Type::String)).computed().describe(
+        "The tags from which the cluster autoscaler builds a node of this pool before one exists \
+        (scale from zero): what a node offers once its device plugin runs (the shared resource, \
+        `slices_per_node` of it), its labels and its taints. On AKS they are the agent pool's \
+        tags, which AKS copies to the pool's scale set, named as cluster-autoscaler's Azure \
+        provider reads them (`k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu`). \
+        Empty for a pool without `autoscaling`, and on GKE, whose autoscaler counts shared GPUs \
+        by itself. A template changed outside Terraform shows as drift and is set back in \
+        place."))
     .attr(Attribute::string("status").computed().describe(
         "The cloud's provisioning state (`Succeeded`, `RUNNING`, `ACTIVE`)."))
     ;

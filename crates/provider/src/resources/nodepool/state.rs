@@ -12,7 +12,7 @@ use gpu::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
 use tfplugin::object::{Decoded, FromValue, Known, SingleBlock, merge};
 use tfplugin::{Diagnostics, Value};
 
-use super::model::{Args, AutoscalingArgs, Derived, Identity, NodeLabels, Reported, resolve};
+use super::model::{Args, AutoscalingArgs, Derived, Identity, NodeSetup, Reported, resolve};
 use super::schema::schema;
 
 /// The state value for a pool as the cloud reports it. `prior` (state or plan, null on import)
@@ -122,8 +122,9 @@ pub(super) fn state_from_pool(
                 id: pool.id.clone(),
                 status: pool.status.clone(),
             },
-            labels: NodeLabels {
+            labels: NodeSetup {
                 node_labels: spec.labels.clone(),
+                autoscaler_node_template: spec.node_template.clone(),
             },
             args,
         },

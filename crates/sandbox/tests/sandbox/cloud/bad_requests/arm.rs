@@ -5,8 +5,29 @@ use super::*;
 /// ARM: names, properties and their rules, api-versions, methods.
 pub(super) fn cases() -> Vec<Case> {
     use Method as M;
+    let many_tags: serde_json::Map<String, Value> =
+        (0..51).map(|i| (format!("t{i}"), json!("v"))).collect();
     vec![
         // ---- ARM
+        // Tag names: `/` is reserved (cluster-autoscaler's node-template tags write it `_`).
+        case(
+            "arm",
+            M::PUT,
+            pool("p"),
+            props(
+                json!({"tags": {"k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4"}}),
+            ),
+            400,
+            "InvalidTagNameCharacters",
+        ),
+        case(
+            "arm",
+            M::PUT,
+            pool("p"),
+            props(json!({"tags": many_tags})),
+            400,
+            "InvalidParameter",
+        ),
         case(
             "arm",
             M::PUT,
