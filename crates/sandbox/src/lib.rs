@@ -14,6 +14,8 @@
 //! - `/subscriptions/...`: ARM agentPools and the async operation documents (`arm/`)
 //! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations (`gke/`)
 //! - `/clusters/...`: EKS clusters, node groups and updates (`eks/`)
+//! - `POST /`: Amazon EC2 Auto Scaling (awsQuery), the node groups' Auto Scaling groups and their
+//!   tags (`eks/autoscaling.rs`)
 //! - `/_sandbox/faults`, `/_sandbox/chaos`: fault injection (`faults.rs`); `/_sandbox/inventory`
 //!   (`inventory.rs`), `/_sandbox/health`: the control plane
 //! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator ([`kube`], built separately),

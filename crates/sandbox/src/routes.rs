@@ -7,11 +7,11 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 
 use super::api::{CloudApi, handle};
 use super::arm::{Arm, token};
-use super::eks::Eks;
+use super::eks::{AutoScaling, Eks};
 use super::gke::{Gke, instance_group_manager};
 use super::{Sandbox, faults, inventory, kube, util};
 
@@ -41,6 +41,8 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
         .route("/subscriptions/{*rest}", any(handle::<Arm>))
         .route("/v1/{*rest}", any(handle::<Gke>))
         .route("/compute/v1/{*rest}", get(instance_group_manager))
+        // Amazon EC2 Auto Scaling's awsQuery endpoint: every action is a POST to the root.
+        .route("/", post(handle::<AutoScaling>))
         .route("/clusters", any(handle::<Eks>))
         .route("/clusters/{*rest}", any(handle::<Eks>))
         .with_state(sb.clone())
@@ -83,6 +85,8 @@ fn injected(path: &str, status: StatusCode) -> Response {
         Gke::injected(status, message).into_response()
     } else if path.starts_with("/k8s/") {
         kube::http::injected(status, message)
+    } else if path == "/" {
+        AutoScaling::injected(status, message).into_response()
     } else if path.starts_with("/clusters") {
         Eks::injected(status, message).into_response()
     } else {

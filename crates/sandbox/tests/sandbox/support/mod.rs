@@ -183,6 +183,32 @@ impl Srv {
     }
 }
 
+impl Srv {
+    /// An Auto Scaling (awsQuery) call: `form` is the body after `Version=2011-01-01&`, signed for
+    /// the `autoscaling` service in us-east-1.
+    pub async fn autoscaling(&self, form: &str) -> Resp {
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=AKIDSANDBOX/20261130/us-east-1/autoscaling/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature={}",
+            "0123456789abcdef".repeat(4)
+        );
+        let body = format!("Version=2011-01-01&{form}");
+        self.call(
+            Method::POST,
+            "/",
+            &[
+                ("authorization", &auth),
+                ("x-amz-date", "20261130T080000Z"),
+                (
+                    "content-type",
+                    "application/x-www-form-urlencoded; charset=utf-8",
+                ),
+            ],
+            body.as_bytes(),
+        )
+        .await
+    }
+}
+
 pub fn eks_headers(region: &str) -> [(&'static str, &'static str); 3] {
     let auth: &'static str = Box::leak(
         format!(
