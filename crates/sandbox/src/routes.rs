@@ -37,6 +37,7 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
     let router = Router::new()
         .route("/_sandbox/health", get(|| async { "ok" }))
         .route("/_sandbox/inventory", get(inventory::endpoint))
+        .route("/_sandbox/autoscaler", get(autoscaler_log))
         .route("/{tenant}/oauth2/v2.0/token", any(token))
         .route("/subscriptions/{*rest}", any(handle::<Arm>))
         .route("/v1/{*rest}", any(handle::<Gke>))
@@ -50,6 +51,13 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
         .merge(extra)
         .fallback(util::not_found);
     behind_faults(sb, router)
+}
+
+/// `GET /_sandbox/autoscaler`: the twin's cluster-autoscaler decisions, oldest first
+/// (`autoscaler/log.rs`).
+async fn autoscaler_log(State(sb): State<Sandbox>) -> Response {
+    let body = sb.with_world(|w, _| serde_json::json!({"decisions": w.autoscaler.decisions}));
+    util::json_response(StatusCode::OK, &body)
 }
 
 /// `router` behind the sandbox's fault layer: faults armed on the sandbox apply to its requests.

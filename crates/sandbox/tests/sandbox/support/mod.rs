@@ -78,6 +78,34 @@ pub async fn start_with(mut config: Config) -> Srv {
     }
 }
 
+/// A sandbox whose node sink is a Kubernetes API (`kube`, served under `/k8s/...` on the same
+/// port), with the twin's cluster-autoscalers connected to it, as the stack runs them.
+pub async fn start_twin(op_ms: u64) -> (Srv, Arc<sandbox::kube::KubeApi>) {
+    let kube = sandbox::kube::KubeApi::new();
+    for (cloud, cluster) in [
+        ("aks", "sandbox-aks"),
+        ("gke", "sandbox-gke"),
+        ("eks", "sandbox-eks"),
+    ] {
+        kube.add_cluster(cloud, cluster);
+    }
+    let sb = Sandbox::open(Config {
+        op_time: Duration::from_millis(op_ms),
+        node_sink: Some(kube.clone()),
+        ..Config::default()
+    })
+    .expect("sandbox opens");
+    sandbox::stack::connect_autoscaler(&sb, &kube);
+    let addr = serve(sb.router_with(kube.router())).await;
+    let srv = Srv {
+        base: format!("http://{addr}"),
+        sb,
+        sink: Arc::new(RecordingSink::default()),
+        client: Client::builder(TokioExecutor::new()).build_http(),
+    };
+    (srv, kube)
+}
+
 impl Srv {
     /// A raw call; `Err` when the connection fails (e.g. an injected drop).
     pub async fn try_call(
