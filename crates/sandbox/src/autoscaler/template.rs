@@ -13,8 +13,9 @@
 //!   offer GPUs x max shared clients of `nvidia.com/gpu`, partitioned GPUs one per partition
 //!   (cloud.google.com/kubernetes-engine/docs/concepts/timesharing-gpus: "The GPU driver presents
 //!   the physical GPU to the kubelet on your nodes as multiple" GPUs, with the pool's sharing as node
-//!   labels; /docs/how-to/gpus-multi "Running multi-instance GPUs"). That GKE's autoscaler sizes
-//!   from those numbers is inferred from those pages, not quoted from one.
+//!   labels). Partitions count one GPU each, as the sandbox's GKE nodes advertise them; no GKE page
+//!   on partitions and autoscaling was read. That GKE's autoscaler sizes from these numbers is
+//!   inferred, not quoted.
 
 use std::collections::BTreeMap;
 
