@@ -34,6 +34,17 @@ pub struct Sandbox {
     inner: Arc<Inner>,
 }
 
+/// A handle that does not keep the sandbox alive, for what the sandbox itself holds (its node
+/// sink's hooks), so that the two do not keep each other forever.
+#[derive(Clone)]
+pub struct WeakSandbox(std::sync::Weak<Inner>);
+
+impl WeakSandbox {
+    pub fn upgrade(&self) -> Option<Sandbox> {
+        self.0.upgrade().map(|inner| Sandbox { inner })
+    }
+}
+
 impl Sandbox {
     /// Build the world, restoring it from `config.state_file` when that file exists.
     pub fn open(config: Config) -> Result<Sandbox, SandboxError> {
@@ -71,6 +82,10 @@ impl Sandbox {
         Ok(sb)
     }
 
+    pub fn downgrade(&self) -> WeakSandbox {
+        WeakSandbox(Arc::downgrade(&self.inner))
+    }
+
     pub fn op_time(&self) -> Duration {
         Duration::from_millis(self.inner.op_ms)
     }
@@ -100,6 +115,22 @@ impl Sandbox {
         fail_operation: bool,
         f: impl FnOnce(&mut World, &mut Ctx) -> R,
     ) -> R {
+        self.with_world_inner(fail_operation, false, f)
+    }
+
+    /// Let the twin's cluster-autoscalers look at every cluster now (after settling what fell
+    /// due): the Kubernetes API calls it after each write, so that pending pods grow pools as soon
+    /// as they are created.
+    pub fn autoscale(&self) {
+        self.with_world_inner(false, true, |_, _| ());
+    }
+
+    fn with_world_inner<R>(
+        &self,
+        fail_operation: bool,
+        force_autoscale: bool,
+        f: impl FnOnce(&mut World, &mut Ctx) -> R,
+    ) -> R {
         let (r, events, wake_at, snapshot) = {
             let mut w = self.lock();
             let now = now_ms();
@@ -114,6 +145,13 @@ impl Sandbox {
             };
             ctx.mutated |= w.settle(now, &mut ctx.events);
             let r = f(&mut w, &mut ctx);
+            // The twin's cluster-autoscalers look at what changed: a pool that settled or was
+            // retagged, or (asked by the Kubernetes API's write hook) new pending pods.
+            if let Some(sink) = &self.inner.sink
+                && (force_autoscale || ctx.mutated || !ctx.events.is_empty())
+            {
+                crate::autoscaler::run(&mut w, &mut ctx, sink.as_ref());
+            }
             w.next_id = w.next_id.max(ctx.next_id);
             let snapshot = if ctx.mutated && self.inner.state_file.is_some() {
                 let v = self.inner.version.fetch_add(1, Ordering::SeqCst) + 1;

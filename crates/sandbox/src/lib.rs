@@ -14,8 +14,11 @@
 //! - `/subscriptions/...`: ARM agentPools and the async operation documents (`arm/`)
 //! - `/v1/projects/...`: GKE v1 clusters, nodePools and operations (`gke/`)
 //! - `/clusters/...`: EKS clusters, node groups and updates (`eks/`)
+//! - `POST /`: Amazon EC2 Auto Scaling (awsQuery), the node groups' Auto Scaling groups and their
+//!   tags (`eks/autoscaling.rs`)
 //! - `/_sandbox/faults`, `/_sandbox/chaos`: fault injection (`faults.rs`); `/_sandbox/inventory`
-//!   (`inventory.rs`), `/_sandbox/health`: the control plane
+//!   (`inventory.rs`), `/_sandbox/autoscaler` (the twin's cluster-autoscaler decisions,
+//!   `autoscaler/`), `/_sandbox/health`: the control plane
 //! - `/k8s/{cloud}/{cluster}/...` is reserved for the Kubernetes emulator ([`kube`], built separately),
 //!   mounted with [`Sandbox::router_with`] and fed pools' nodes through a [`NodeSink`].
 //!
@@ -29,6 +32,7 @@
 
 mod api;
 mod arm;
+mod autoscaler;
 mod catalog;
 mod config;
 mod context;
@@ -51,7 +55,7 @@ mod world;
 pub(crate) use config::AWS_ACCOUNT;
 pub use config::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Latency};
 pub use context::Ctx;
-pub use handle::Sandbox;
+pub use handle::{Sandbox, WeakSandbox};
 pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
 pub use persist::SandboxError;
 pub(crate) use persist::write_atomic;

@@ -49,6 +49,56 @@ pub struct PoolNodes {
 pub trait NodeSink: Send + Sync {
     fn pool_changed(&self, nodes: &PoolNodes);
     fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str);
+    /// What a cluster's autoscaler sees in its Kubernetes API: pods waiting for a node and the room
+    /// left on the nodes there are. None when the sink has no Kubernetes API of the cluster (the
+    /// twin's cluster-autoscaler then does nothing for it). Called with the cloud world locked, so
+    /// an implementation must not call back into the sandbox.
+    fn demand(&self, _cloud: &str, _cluster: &str) -> Option<ClusterDemand> {
+        None
+    }
+}
+
+/// The other way across the hand-off: what the twin's cluster-autoscaler reads from a cluster's
+/// Kubernetes API (`autoscaler/`), as plain values so that it needs nothing of the API server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterDemand {
+    /// Pods with no node (`spec.nodeName` unset), oldest first.
+    pub pending: Vec<PendingPod>,
+    pub nodes: Vec<NodeRoom>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PendingPod {
+    /// `namespace/name`
+    pub name: String,
+    /// Extended resources the pod asks for (each container's requests, its limits where it has no
+    /// request, as the API server defaults them), summed over its containers.
+    pub requests: BTreeMap<String, u64>,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+}
+
+/// A pod's toleration (core/v1 Toleration): an empty key with `Exists` tolerates every taint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Toleration {
+    pub key: String,
+    /// `Equal` (the default) or `Exists`
+    pub operator: String,
+    pub value: String,
+    /// Empty: every effect.
+    pub effect: String,
+}
+
+/// A registered node: its pool (when a cloud's pool made it), labels, taints, and the extended
+/// resources still free (allocatable minus what the pods bound to it ask for).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeRoom {
+    pub name: String,
+    pub pool: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<(String, String, String)>,
+    pub free: BTreeMap<String, u64>,
+    pub unschedulable: bool,
 }
 
 /// What happened to a pool, collected while the world is locked and delivered after it is released

@@ -7,11 +7,11 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 
 use super::api::{CloudApi, handle};
 use super::arm::{Arm, token};
-use super::eks::Eks;
+use super::eks::{AutoScaling, Eks};
 use super::gke::{Gke, instance_group_manager};
 use super::{Sandbox, faults, inventory, kube, util};
 
@@ -37,10 +37,13 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
     let router = Router::new()
         .route("/_sandbox/health", get(|| async { "ok" }))
         .route("/_sandbox/inventory", get(inventory::endpoint))
+        .route("/_sandbox/autoscaler", get(autoscaler_log))
         .route("/{tenant}/oauth2/v2.0/token", any(token))
         .route("/subscriptions/{*rest}", any(handle::<Arm>))
         .route("/v1/{*rest}", any(handle::<Gke>))
         .route("/compute/v1/{*rest}", get(instance_group_manager))
+        // Amazon EC2 Auto Scaling's awsQuery endpoint: every action is a POST to the root.
+        .route("/", post(handle::<AutoScaling>))
         .route("/clusters", any(handle::<Eks>))
         .route("/clusters/{*rest}", any(handle::<Eks>))
         .with_state(sb.clone())
@@ -48,6 +51,13 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
         .merge(extra)
         .fallback(util::not_found);
     behind_faults(sb, router)
+}
+
+/// `GET /_sandbox/autoscaler`: the twin's cluster-autoscaler decisions, oldest first
+/// (`autoscaler/log.rs`).
+async fn autoscaler_log(State(sb): State<Sandbox>) -> Response {
+    let body = sb.with_world(|w, _| serde_json::json!({"decisions": w.autoscaler.decisions}));
+    util::json_response(StatusCode::OK, &body)
 }
 
 /// `router` behind the sandbox's fault layer: faults armed on the sandbox apply to its requests.
@@ -83,6 +93,8 @@ fn injected(path: &str, status: StatusCode) -> Response {
         Gke::injected(status, message).into_response()
     } else if path.starts_with("/k8s/") {
         kube::http::injected(status, message)
+    } else if path == "/" {
+        AutoScaling::injected(status, message).into_response()
     } else if path.starts_with("/clusters") {
         Eks::injected(status, message).into_response()
     } else {

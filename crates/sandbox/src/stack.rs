@@ -45,6 +45,7 @@ impl Stack {
         }
         config.node_sink = Some(kube.clone());
         let sandbox = Sandbox::open(config)?;
+        connect_autoscaler(&sandbox, &kube);
         // Pools restored from a state file get their nodes back.
         sandbox.replay_nodes();
         let bind = |p: u16| async move {
@@ -96,6 +97,18 @@ impl Stack {
     pub fn write_kubeconfigs(&self, dir: &Path) -> std::io::Result<Vec<(String, String, PathBuf)>> {
         self.kube.write_kubeconfigs(dir, &self.kube_url())
     }
+}
+
+/// Lets the twin's cluster-autoscalers react to every write to a cluster's Kubernetes API (a
+/// pending pod grows a pool before the write's answer returns). `kube` must be the sandbox's node
+/// sink, which is where the autoscalers read the pending pods.
+pub fn connect_autoscaler(sandbox: &Sandbox, kube: &Arc<KubeApi>) {
+    let weak = sandbox.downgrade();
+    kube.on_write(Arc::new(move || {
+        if let Some(sb) = weak.upgrade() {
+            sb.autoscale();
+        }
+    }));
 }
 
 /// Writes the clusters' objects after every change (atomically: a crash leaves the last

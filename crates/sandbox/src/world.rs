@@ -33,6 +33,9 @@ pub struct World {
     /// progress"), so a test can prove that a client waited its turn instead of being refused.
     #[serde(default)]
     pub(crate) refused: std::collections::BTreeMap<String, u64>,
+    /// What the twin's cluster-autoscalers decided, and why (`GET /_sandbox/autoscaler`).
+    #[serde(default)]
+    pub(crate) autoscaler: crate::autoscaler::log::Log,
 }
 
 impl World {

@@ -61,11 +61,7 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         (Some((g, _)), Some(ip)) => catalog::aks_mig_profile(&g, ip),
         _ => None,
     };
-    let count = if p.enable_auto_scaling {
-        p.min_count.unwrap_or(p.count)
-    } else {
-        p.count
-    };
+    let count = aks_count(pool);
     PoolNodes {
         cloud: "aks",
         cluster: cluster.to_string(),
@@ -96,11 +92,29 @@ fn os_image(os_sku: &str) -> Option<String> {
     }
 }
 
+/// The nodes a pool runs: its count, or while it autoscales, what the autoscaler set (its minimum
+/// until then), within its bounds.
+fn aks_count(pool: &AgentPool) -> u32 {
+    let p = &pool.props;
+    if !p.enable_auto_scaling {
+        return p.count;
+    }
+    let min = p.min_count.unwrap_or(p.count);
+    let n = pool.autoscaled_count.unwrap_or(min).max(min);
+    p.max_count.map_or(n, |m| n.min(m))
+}
+
 pub(crate) fn pool_json(c: &AksCluster, p: &AgentPool) -> Value {
     let pr = &p.props;
+    // With the autoscaler at work, `count` is the pool's current size (AKS reports it so).
+    let count = if p.autoscaled_count.is_some() {
+        aks_count(p)
+    } else {
+        pr.count
+    };
     let mut props = json!({
         "provisioningState": p.provisioning_state,
-        "count": pr.count,
+        "count": count,
         "vmSize": pr.vm_size,
         "osDiskSizeGB": effective_disk(pr.os_disk_size_gb),
         "osDiskType": "Managed",

@@ -214,11 +214,17 @@ pub(super) fn put_pool(
         let pending = new_op(w, ctx, &key, name, kind);
         let op = pending.op.clone();
         let c = w.aks.clusters.get_mut(&key).expect("found above");
+        let autoscaled_count = existing
+            .as_ref()
+            .and_then(|p| p.autoscaled_count)
+            .filter(|_| props.enable_auto_scaling);
         let pool = AgentPool {
             name: name.to_string(),
             props,
             provisioning_state: state.into(),
             pending: Some(pending),
+            // The autoscaler's count stays while autoscaling does (a PUT that keeps it on).
+            autoscaled_count,
         };
         let mut r = json_response(status, &pool_json(c, &pool));
         c.pools.insert(name.to_string(), pool);

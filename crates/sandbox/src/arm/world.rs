@@ -45,6 +45,10 @@ pub struct AgentPool {
     pub(crate) props: PoolProps,
     pub(crate) provisioning_state: String,
     pub(crate) pending: Option<Pending>,
+    /// The node count the twin's cluster-autoscaler set (its scale set's capacity), while the pool
+    /// autoscales; None until it grows the pool, which then runs its minimum.
+    #[serde(default)]
+    pub(crate) autoscaled_count: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::asg::asg_name;
 use super::world::{EKS_VERSION, EksCluster, EksUpdate, Nodegroup};
 use crate::AWS_ACCOUNT;
 use crate::catalog;
@@ -109,7 +110,7 @@ pub(crate) fn nodegroup_json(c: &EksCluster, ng: &Nodegroup) -> Value {
         "nodeRole": s.node_role,
         "labels": s.labels,
         "taints": s.taints.iter().map(|(k, v, e)| json!({"key": k, "value": v, "effect": e})).collect::<Vec<_>>(),
-        "resources": {"autoScalingGroups": [{"name": format!("eks-{}-{}", ng.name, ng.uid)}]},
+        "resources": {"autoScalingGroups": [{"name": asg_name(ng)}]},
         "health": {"issues": ng.health_issues},
         "updateConfig": {"maxUnavailable": s.max_unavailable},
         "tags": s.tags,

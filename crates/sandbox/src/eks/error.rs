@@ -33,6 +33,12 @@ pub(super) fn invalid(message: impl Into<String>) -> AwsError {
 }
 
 impl AwsError {
+    /// Status, error code and message, for an API that renders errors in another shape (Auto
+    /// Scaling's awsQuery XML) but shares the checks that make them (SigV4).
+    pub(super) fn parts(&self) -> (StatusCode, &'static str, &str) {
+        (self.status, self.kind, &self.message)
+    }
+
     pub(super) fn with(mut self, k: &'static str, v: &str) -> Self {
         self.extra.push((k, v.to_string()));
         self

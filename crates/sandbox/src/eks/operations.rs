@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use super::asg::{asg_name, eks_tags};
 use super::documents::{nodegroup_json, pool_nodes, update_json};
 use super::error::{AwsError, aws, invalid};
 use super::validate::{
@@ -51,7 +52,7 @@ impl Operations for EksWorld {
             let issue = json!({"code": "AsgInstanceLaunchFailures", "message": format!(
                 "Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently \
                 do not have sufficient {} capacity in the Availability Zone you requested (sandbox \
-                fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [format!("eks-{}-{}", name, ng.uid)]});
+                fault injection).", ng.spec.instance_types.join(",")), "resourceIds": [asg_name(ng)]});
             match p.kind {
                 Kind::Create => {
                     ng.status = "CREATE_FAILED".into();
@@ -145,6 +146,7 @@ pub(super) fn create(
             spec,
             health_issues: Vec::new(),
             client_request_token: token,
+            asg_tags: Some(eks_tags(c, &name)),
             pending: Some(Pending {
                 kind: Kind::Create,
                 update_id: None,

@@ -36,7 +36,7 @@ impl CloudApi for Eks {
 
 fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, AwsError> {
     let (method, uri) = (&req.method, &req.uri);
-    let region = sigv4_region(&req.headers)?;
+    let region = sigv4_region(&req.headers, "eks")?;
     let segs = segments(uri.path());
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     let no_route = || {

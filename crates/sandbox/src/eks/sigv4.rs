@@ -1,5 +1,6 @@
 //! AWS Signature Version 4, as far as the emulator needs it: a request must carry a well-formed
-//! `AWS4-HMAC-SHA256` Authorization header and a matching `X-Amz-Date`, as EKS refuses one without;
+//! `AWS4-HMAC-SHA256` Authorization header and a matching `X-Amz-Date`, as EKS and Auto Scaling
+//! refuse one without;
 //! the signature itself is not checked (any key works), and the credential scope's region picks the
 //! region whose clusters the request sees.
 
@@ -7,8 +8,9 @@ use axum::http::{HeaderMap, StatusCode};
 
 use super::error::{AwsError, aws};
 
-/// Check the shape of a SigV4 Authorization header and return the credential scope's region.
-pub(super) fn sigv4_region(headers: &HeaderMap) -> Result<String, AwsError> {
+/// Check the shape of a SigV4 Authorization header whose scope names `service` (`eks`, or
+/// `autoscaling` for the Auto Scaling API) and return the credential scope's region.
+pub(super) fn sigv4_region(headers: &HeaderMap, service: &str) -> Result<String, AwsError> {
     let forbidden = |kind: &'static str, m: &str| aws(StatusCode::FORBIDDEN, kind, m);
     let Some(auth) = headers.get("authorization").and_then(|h| h.to_str().ok()) else {
         return Err(forbidden(
@@ -48,14 +50,14 @@ pub(super) fn sigv4_region(headers: &HeaderMap) -> Result<String, AwsError> {
         || !scope[1].bytes().all(|b| b.is_ascii_digit())
         || scope[4] != "aws4_request"
     {
-        return Err(incomplete(
-            "Credential must have the form <key>/<yyyymmdd>/<region>/eks/aws4_request.",
-        ));
+        return Err(incomplete(&format!(
+            "Credential must have the form <key>/<yyyymmdd>/<region>/{service}/aws4_request."
+        )));
     }
-    if scope[3] != "eks" {
+    if scope[3] != service {
         return Err(forbidden(
             "InvalidSignatureException",
-            "Credential should be scoped to correct service: 'eks'.",
+            &format!("Credential should be scoped to correct service: '{service}'."),
         ));
     }
     if signature.len() != 64 || !signature.bytes().all(|b| b.is_ascii_hexdigit()) {

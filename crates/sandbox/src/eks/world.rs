@@ -53,6 +53,18 @@ pub(crate) struct Nodegroup {
     pub(crate) health_issues: Vec<Value>,
     pub(crate) client_request_token: Option<String>,
     pub(crate) pending: Option<Pending>,
+    /// The tags of the node group's Auto Scaling group (`asg.rs`); None in a state file written
+    /// before groups had tags, which then have EKS's own.
+    #[serde(default)]
+    pub(crate) asg_tags: Option<BTreeMap<String, AsgTag>>,
+}
+
+/// One tag of a node group's Auto Scaling group: its value and whether it is copied to the
+/// instances the group launches (`asg.rs` has the rules).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AsgTag {
+    pub(crate) value: String,
+    pub(crate) propagate_at_launch: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -27,6 +27,24 @@ pub(crate) fn pool_zones(cluster_zones: &[String], pool: &NodePool) -> Vec<Strin
 pub(crate) fn zone_sizes(cluster_zones: &[String], pool: &NodePool) -> Vec<(String, i64)> {
     let zones = pool_zones(cluster_zones, pool);
     let s = &pool.spec;
+    if let (Some(a), Some(total)) = (
+        s.autoscaling.as_ref().filter(|a| a.enabled),
+        pool.autoscaled_total,
+    ) {
+        // What the autoscaler set, spread over the zones, within the pool's bounds.
+        let n = zones.len().max(1) as i64;
+        let (lo, hi) = if a.total_max_node_count > 0 {
+            (a.total_min_node_count, a.total_max_node_count)
+        } else {
+            (a.min_node_count * n, a.max_node_count * n)
+        };
+        let total = total.clamp(lo, hi.max(lo));
+        return zones
+            .into_iter()
+            .enumerate()
+            .map(|(i, z)| (z, total / n + i64::from((i as i64) < total % n)))
+            .collect();
+    }
     match &s.autoscaling {
         Some(a) if a.enabled && a.total_max_node_count > 0 => {
             let n = zones.len().max(1) as i64;

@@ -234,6 +234,7 @@ pub(super) fn create(
             name: name.clone(),
             spec,
             status: "PROVISIONING".into(),
+            autoscaled_total: None,
             pending: Some(Pending {
                 op: op.name.clone(),
                 kind: Kind::Create,

@@ -85,6 +85,10 @@ pub(crate) struct NodePool {
     /// PROVISIONING | RUNNING | RECONCILING | STOPPING | ERROR | RUNNING_WITH_ERROR
     pub(crate) status: String,
     pub(crate) pending: Option<Pending>,
+    /// The pool's total size as the autoscaler set it (the twin's: `autoscaler/`), while it
+    /// autoscales; None until it grows the pool.
+    #[serde(default)]
+    pub(crate) autoscaled_total: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

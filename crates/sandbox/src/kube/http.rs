@@ -56,7 +56,7 @@ fn err(e: ApiError) -> Response {
 
 impl KubeApi {
     /// Serves `/k8s/{cloud}/{cluster}/...`; the sandbox's main app nests or merges it.
-    pub(crate) fn router(self: &Arc<Self>) -> Router {
+    pub fn router(self: &Arc<Self>) -> Router {
         router(self.clone())
     }
 

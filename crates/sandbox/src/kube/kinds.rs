@@ -15,8 +15,8 @@ pub(crate) struct Kind {
     pub(crate) status_subresource: bool,
     /// A PUT without metadata.resourceVersion is accepted (false for custom resources).
     pub(crate) unconditional_update: bool,
-    /// Served for reading only, always empty: the sandbox runs no workloads, but `kubectl describe node`
-    /// lists a node's pods and events.
+    /// Served for reading only, always empty (events: `kubectl describe node` lists them). Pods can be
+    /// written: nothing runs them, but pending ones drive the twin's cluster-autoscaler.
     pub(crate) read_only: bool,
     /// metadata.generation is kept (kinds with a spec that controllers observe: apps, CRDs and
     /// custom resources; ConfigMaps, Secrets, Nodes and Namespaces have none).
@@ -181,7 +181,7 @@ pub(crate) const PODS: Kind = Kind {
     short_names: &["po"],
     status_subresource: true,
     unconditional_update: true,
-    read_only: true,
+    read_only: false,
     generation: false,
     custom: false,
 };

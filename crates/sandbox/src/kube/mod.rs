@@ -64,6 +64,9 @@ pub struct KubeApi {
     tls: Mutex<TlsIdentity>,
     /// Bumped after every change, to wake watches.
     changes: tokio::sync::watch::Sender<u64>,
+    /// Called after every write through the API (not dry runs, not the clouds' node hand-off):
+    /// the stack points it at the twin's cluster-autoscaler, which reacts to new pending pods.
+    on_write: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 fn cluster_key(cloud: &str, cluster: &str) -> String {
@@ -79,7 +82,13 @@ impl KubeApi {
             clusters: Mutex::new(BTreeMap::new()),
             tls: Mutex::new(tls),
             changes,
+            on_write: Mutex::new(None),
         })
+    }
+
+    /// Sets what runs after every write through the API (see [`KubeApi`]'s `on_write`).
+    pub fn on_write(&self, f: Arc<dyn Fn() + Send + Sync>) {
+        *self.on_write.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
     /// Wakes the watches (after any change).
@@ -287,6 +296,15 @@ impl KubeApi {
             let out = f(c);
             drop(g);
             self.changed();
+            // With no lock held: the hook may reach the cloud world, which calls back in here.
+            let hook = self
+                .on_write
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            if let Some(h) = hook {
+                h();
+            }
             Some(out)
         }
     }
@@ -350,5 +368,8 @@ impl super::nodes::NodeSink for KubeApi {
     }
     fn pool_deleted(&self, cloud: &str, cluster: &str, pool: &str) {
         KubeApi::pool_deleted(self, cloud, cluster, pool);
+    }
+    fn demand(&self, cloud: &str, cluster: &str) -> Option<super::nodes::ClusterDemand> {
+        self.with_cluster(cloud, cluster, Cluster::demand)
     }
 }

@@ -336,6 +336,9 @@ pub(super) fn validate_object(
     if kind == kinds::NODES {
         errs.extend(node_taints(obj.pointer("/spec/taints")));
     }
+    if kind == kinds::PODS {
+        errs.extend(pod_containers(obj.pointer("/spec/containers")));
+    }
     if errs.is_empty() {
         Ok(())
     } else {
@@ -346,6 +349,30 @@ pub(super) fn validate_object(
         };
         Err(ApiError::invalid(&kind_name, &name, &errs))
     }
+}
+
+/// A Pod's containers, as far as the API server's checks matter to a pod nothing runs
+/// (validateContainers in kubernetes/pkg/apis/core/validation/validation.go): at least one, each
+/// with a name and an image.
+fn pod_containers(containers: Option<&Value>) -> Vec<FieldError> {
+    let list = containers
+        .and_then(Value::as_array)
+        .filter(|l| !l.is_empty());
+    let Some(list) = list else {
+        return vec![FieldError::required("spec.containers", "")];
+    };
+    let mut errs = Vec::new();
+    for (i, c) in list.iter().enumerate() {
+        for f in ["name", "image"] {
+            if c.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
+                errs.push(FieldError::required(
+                    format!("spec.containers[{i}].{f}"),
+                    "",
+                ));
+            }
+        }
+    }
+    errs
 }
 
 /// A Node's `spec.taints` as the API server validates them (validateNodeTaints in

@@ -2,8 +2,9 @@
 //! and the storage every write ends in (resourceVersion, the change history watches resume from).
 //! The write path itself is in `write.rs`, managedFields in `managed.rs`, and the twin's reaction
 //! to writes (Node objects, the device plugin's advertisement) in `nodes.rs`: each is a separate
-//! concern of the real API server too.
+//! concern of the real API server too. `demand.rs` reads what the twin's cluster-autoscaler needs.
 
+mod demand;
 mod managed;
 mod nodes;
 #[cfg(test)]

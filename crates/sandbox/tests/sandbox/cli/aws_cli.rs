@@ -160,3 +160,185 @@ async fn aws_cli_drives_the_node_group_lifecycle() {
             .any(|e| matches!(e, NodeEvent::Deleted { pool, .. } if pool == "gpu"))
     );
 }
+
+async fn autoscaling(endpoint: &str, env: &[(&str, String)], args: &[&str]) -> Out {
+    let mut a = vec![
+        "autoscaling",
+        "--endpoint-url",
+        endpoint,
+        "--output",
+        "json",
+    ];
+    a.extend_from_slice(args);
+    run("aws", &a, env).await
+}
+
+/// The node group's Auto Scaling group, read and tagged with `aws autoscaling`: EKS's own tags,
+/// cluster-autoscaler's node templates added and removed, and the group gone with its node group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_cli_tags_the_node_groups_auto_scaling_group() {
+    if tools::require(Tool::Aws).is_none() {
+        return;
+    }
+    let s = start(0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = aws_env(dir.path());
+    let e = s.base.as_str();
+    let o = aws(e, &env, CREATE).await;
+    assert!(o.ok, "{}", o.stderr);
+    let ng = wait_status(e, &env, "ACTIVE").await;
+    let asg = ng["nodegroup"]["resources"]["autoScalingGroups"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let o = autoscaling(
+        e,
+        &env,
+        &[
+            "describe-auto-scaling-groups",
+            "--auto-scaling-group-names",
+            &asg,
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    let groups = o.json()["AutoScalingGroups"].clone();
+    assert_eq!(groups.as_array().unwrap().len(), 1);
+    let g = &groups[0];
+    assert_eq!(g["AutoScalingGroupName"], asg.as_str());
+    assert_eq!(
+        (
+            g["MinSize"].clone(),
+            g["MaxSize"].clone(),
+            g["DesiredCapacity"].clone()
+        ),
+        (json!(1), json!(3), json!(2))
+    );
+    let keys: Vec<&str> = g["Tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["Key"].as_str().unwrap())
+        .collect();
+    // EKS's own tags, not the node group's `env=test` (EKS does not copy those).
+    assert_eq!(
+        keys,
+        [
+            "eks:cluster-name",
+            "eks:nodegroup-name",
+            "k8s.io/cluster-autoscaler/enabled",
+            "k8s.io/cluster-autoscaler/sandbox-eks"
+        ]
+    );
+
+    let tag = |k: &str, v: &str| {
+        format!(
+            "ResourceId={asg},ResourceType=auto-scaling-group,Key={k},Value={v},PropagateAtLaunch=false"
+        )
+    };
+    let res = tag(
+        "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu",
+        "10",
+    );
+    let label = tag(
+        "k8s.io/cluster-autoscaler/node-template/label/nvidia.com/device-plugin.config",
+        "time-sliced-10",
+    );
+    let o = autoscaling(e, &env, &["create-or-update-tags", "--tags", &res, &label]).await;
+    assert!(o.ok, "{}", o.stderr);
+    let o = autoscaling(
+        e,
+        &env,
+        &[
+            "describe-tags",
+            "--filters",
+            &format!("Name=auto-scaling-group,Values={asg}"),
+            "Name=key,Values=k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu",
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(
+        o.json()["Tags"],
+        json!([{"ResourceId": asg, "ResourceType": "auto-scaling-group",
+            "Key": "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu",
+            "Value": "10", "PropagateAtLaunch": false}])
+    );
+    // Pages: the CLI follows NextToken by itself; with --max-items it stops and hands one back.
+    let o = autoscaling(e, &env, &["describe-tags", "--page-size", "2"]).await;
+    assert_eq!(
+        o.json()["Tags"].as_array().unwrap().len(),
+        6,
+        "{}",
+        o.stdout
+    );
+    let o = autoscaling(e, &env, &["describe-tags", "--max-items", "4"]).await;
+    assert_eq!(o.json()["Tags"].as_array().unwrap().len(), 4);
+    assert!(o.json()["NextToken"].is_string(), "{}", o.stdout);
+
+    let o = autoscaling(
+        e,
+        &env,
+        &[
+            "delete-tags",
+            "--tags",
+            &format!("ResourceId={asg},ResourceType=auto-scaling-group,Key=k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"),
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    let o = autoscaling(
+        e,
+        &env,
+        &[
+            "describe-tags",
+            "--filters",
+            "Name=key,Values=k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu",
+        ],
+    )
+    .await;
+    assert_eq!(o.json()["Tags"], json!([]));
+
+    // The aws CLI shows the service's error for a group that does not exist.
+    let o = autoscaling(
+        e,
+        &env,
+        &["create-or-update-tags", "--tags", "ResourceId=eks-nope,ResourceType=auto-scaling-group,Key=a,Value=b,PropagateAtLaunch=true"],
+    )
+    .await;
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains("ValidationError")
+            && o.stderr.contains("AutoScaling Group eks-nope not found"),
+        "{}",
+        o.stderr
+    );
+
+    let o = aws(
+        e,
+        &env,
+        &[
+            "delete-nodegroup",
+            "--cluster-name",
+            "sandbox-eks",
+            "--nodegroup-name",
+            "gpu",
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    s.sb.settle();
+    let o = autoscaling(
+        e,
+        &env,
+        &[
+            "describe-auto-scaling-groups",
+            "--auto-scaling-group-names",
+            &asg,
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(o.json()["AutoScalingGroups"], json!([]));
+}

@@ -2,6 +2,7 @@
 //! fault injection, inventory, persistence, and a table of bad requests with their error shapes.
 
 mod aks;
+mod autoscaling;
 mod bad_requests;
 mod eks;
 mod faults;

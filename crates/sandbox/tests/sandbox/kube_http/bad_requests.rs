@@ -452,14 +452,14 @@ fn bad_requests_answer_with_status_objects() {
             "spec must be an object",
         ),
         bad(
-            "create a pod (the sandbox runs no workloads)",
+            "create a pod without containers",
             "POST",
             "/api/v1/namespaces/default/pods",
             j,
             json!({"metadata": {"name": "p"}}),
-            405,
-            "MethodNotAllowed",
-            "does not allow this method",
+            422,
+            "Invalid",
+            "spec.containers: Required value",
         ),
         bad(
             "delete collection",

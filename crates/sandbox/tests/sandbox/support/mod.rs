@@ -78,6 +78,34 @@ pub async fn start_with(mut config: Config) -> Srv {
     }
 }
 
+/// A sandbox whose node sink is a Kubernetes API (`kube`, served under `/k8s/...` on the same
+/// port), with the twin's cluster-autoscalers connected to it, as the stack runs them.
+pub async fn start_twin(op_ms: u64) -> (Srv, Arc<sandbox::kube::KubeApi>) {
+    let kube = sandbox::kube::KubeApi::new();
+    for (cloud, cluster) in [
+        ("aks", "sandbox-aks"),
+        ("gke", "sandbox-gke"),
+        ("eks", "sandbox-eks"),
+    ] {
+        kube.add_cluster(cloud, cluster);
+    }
+    let sb = Sandbox::open(Config {
+        op_time: Duration::from_millis(op_ms),
+        node_sink: Some(kube.clone()),
+        ..Config::default()
+    })
+    .expect("sandbox opens");
+    sandbox::stack::connect_autoscaler(&sb, &kube);
+    let addr = serve(sb.router_with(kube.router())).await;
+    let srv = Srv {
+        base: format!("http://{addr}"),
+        sb,
+        sink: Arc::new(RecordingSink::default()),
+        client: Client::builder(TokioExecutor::new()).build_http(),
+    };
+    (srv, kube)
+}
+
 impl Srv {
     /// A raw call; `Err` when the connection fails (e.g. an injected drop).
     pub async fn try_call(
@@ -180,6 +208,32 @@ impl Srv {
         let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         self.call(method, path, &eks_headers("us-east-1"), &bytes)
             .await
+    }
+}
+
+impl Srv {
+    /// An Auto Scaling (awsQuery) call: `form` is the body after `Version=2011-01-01&`, signed for
+    /// the `autoscaling` service in us-east-1.
+    pub async fn autoscaling(&self, form: &str) -> Resp {
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=AKIDSANDBOX/20261130/us-east-1/autoscaling/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature={}",
+            "0123456789abcdef".repeat(4)
+        );
+        let body = format!("Version=2011-01-01&{form}");
+        self.call(
+            Method::POST,
+            "/",
+            &[
+                ("authorization", &auth),
+                ("x-amz-date", "20261130T080000Z"),
+                (
+                    "content-type",
+                    "application/x-www-form-urlencoded; charset=utf-8",
+                ),
+            ],
+            body.as_bytes(),
+        )
+        .await
     }
 }
 

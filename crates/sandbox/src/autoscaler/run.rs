@@ -1,0 +1,229 @@
+//! One pass of the twin's cluster-autoscalers over the cloud world: the autoscaled pools of each
+//! cluster with their templates, the cluster's pending pods (asked of the node sink), the plan,
+//! and the pools grown by it, each change handed to the Kubernetes twin as a node event. It runs
+//! with the world locked, after whatever the request did (`handle.rs`), so that a pod created
+//! through a cluster's API, a pool that settled and a tag written all lead to the same decision at
+//! once, deterministically.
+//!
+//! How each cloud's autoscaler grows a pool: AKS sets the scale set's capacity (the agent pool's
+//! `count` follows), cluster-autoscaler on EKS the Auto Scaling group's desired capacity
+//! (SetDesiredCapacity; EKS reports it as the node group's `desiredSize`), GKE its instance groups'
+//! sizes. None of them puts the pool through an update, so the pool stays Succeeded / ACTIVE /
+//! RUNNING and its nodes appear at once (real nodes take minutes to boot). Only pools in that
+//! settled state are grown. On EKS the group must carry cluster-autoscaler's auto-discovery tags
+//! (`k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster>`: kubernetes/autoscaler
+//! cluster-autoscaler/cloudprovider/aws/README.md, "Auto-Discovery Setup"), which EKS puts there.
+
+use std::collections::BTreeMap;
+
+use super::estimate::plan;
+use super::log::Decision;
+use super::template::{Template, aks_node, eks_node, gke_node};
+use crate::nodes::{NodeEvent, NodeSink};
+use crate::{Ctx, World, arm, eks, gke};
+
+/// Every pool the autoscalers may grow, grouped by (cloud, cluster).
+fn templates(w: &World) -> BTreeMap<(&'static str, String), Vec<Template>> {
+    let mut out: BTreeMap<(&'static str, String), Vec<Template>> = BTreeMap::new();
+    for (key, c) in &w.aks.clusters {
+        for p in c.pools.values() {
+            let pr = &p.props;
+            if !pr.enable_auto_scaling || p.provisioning_state != "Succeeded" || p.pending.is_some()
+            {
+                continue;
+            }
+            let (labels, taints, capacity) = aks_node(&p.name, &pr.vm_size, &pr.tags);
+            let target = arm::pool_nodes(&c.name, p).node_count;
+            out.entry(("aks", c.name.clone()))
+                .or_default()
+                .push(Template {
+                    cloud: "aks",
+                    cluster: c.name.clone(),
+                    cluster_key: key.clone(),
+                    pool: p.name.clone(),
+                    target,
+                    max: pr.max_count.unwrap_or(target),
+                    labels,
+                    taints,
+                    capacity,
+                    source: "the scale set's tags (the agent pool's tags)".into(),
+                });
+        }
+    }
+    for (key, c) in &w.eks.clusters {
+        for ng in c.nodegroups.values() {
+            if ng.status != "ACTIVE" || ng.pending.is_some() {
+                continue;
+            }
+            let tags: BTreeMap<String, String> = ng
+                .asg_tags(&c.name)
+                .into_iter()
+                .map(|(k, t)| (k, t.value))
+                .collect();
+            let discovered = tags.contains_key("k8s.io/cluster-autoscaler/enabled")
+                && tags.contains_key(&format!("k8s.io/cluster-autoscaler/{}", c.name));
+            if !discovered {
+                continue;
+            }
+            let s = &ng.spec;
+            let itype = s.instance_types.first().cloned().unwrap_or_default();
+            let (labels, taints, capacity) = eks_node(&itype, &tags, &s.labels, &s.taints, &s.tags);
+            out.entry(("eks", c.name.clone()))
+                .or_default()
+                .push(Template {
+                    cloud: "eks",
+                    cluster: c.name.clone(),
+                    cluster_key: key.clone(),
+                    pool: ng.name.clone(),
+                    target: s.desired_size.max(0) as u32,
+                    max: s.max_size.max(0) as u32,
+                    labels,
+                    taints,
+                    capacity,
+                    source: "the Auto Scaling group's tags and DescribeNodegroup".into(),
+                });
+        }
+    }
+    for (key, c) in &w.gke.clusters {
+        let zones = c.zones();
+        for p in c.pools.values() {
+            let Some(a) = p.spec.autoscaling.as_ref().filter(|a| a.enabled) else {
+                continue;
+            };
+            if p.status != "RUNNING" || p.pending.is_some() {
+                continue;
+            }
+            let nodes = gke::pool_nodes(&c.name, &zones, p);
+            let pool_zones = gke::zone_sizes(&zones, p).len().max(1) as i64;
+            let max = if a.total_max_node_count > 0 {
+                a.total_max_node_count
+            } else {
+                a.max_node_count * pool_zones
+            };
+            let partitions = if nodes.mig_profile.is_some() {
+                nodes.mig_instances_per_gpu
+            } else {
+                1
+            };
+            let mut labels = nodes.labels.clone();
+            labels.insert("cloud.google.com/gke-nodepool".into(), p.name.clone());
+            let (labels, taints, capacity) = gke_node(
+                &labels,
+                &nodes.taints,
+                nodes.gpus_per_node,
+                partitions,
+                nodes.gke_sharing.as_ref().map(|(_, n)| *n),
+            );
+            out.entry(("gke", c.name.clone()))
+                .or_default()
+                .push(Template {
+                    cloud: "gke",
+                    cluster: c.name.clone(),
+                    cluster_key: key.clone(),
+                    pool: p.name.clone(),
+                    target: nodes.node_count,
+                    max: max.max(0) as u32,
+                    labels,
+                    taints,
+                    capacity,
+                    source: "the node pool's accelerator and sharing config".into(),
+                });
+        }
+    }
+    out
+}
+
+/// Grows one pool to `to` nodes and returns the node event for the twin.
+fn grow(w: &mut World, t: &Template, to: u32) -> Option<NodeEvent> {
+    match t.cloud {
+        "aks" => {
+            let c = w.aks.clusters.get_mut(&t.cluster_key)?;
+            let p = c.pools.get_mut(&t.pool)?;
+            p.autoscaled_count = Some(to);
+            Some(NodeEvent::Changed(arm::pool_nodes(&c.name, p)))
+        }
+        "eks" => {
+            let c = w.eks.clusters.get_mut(&t.cluster_key)?;
+            let ng = c.nodegroups.get_mut(&t.pool)?;
+            ng.spec.desired_size = i64::from(to);
+            Some(NodeEvent::Changed(eks::pool_nodes(&c.name, ng)))
+        }
+        _ => {
+            let c = w.gke.clusters.get_mut(&t.cluster_key)?;
+            let zones = c.zones();
+            let p = c.pools.get_mut(&t.pool)?;
+            p.autoscaled_total = Some(i64::from(to));
+            Some(NodeEvent::Changed(gke::pool_nodes(&c.name, &zones, p)))
+        }
+    }
+}
+
+/// One pass over every cluster the sink has a Kubernetes API for.
+pub(crate) fn run(w: &mut World, ctx: &mut Ctx, sink: &dyn NodeSink) {
+    for ((cloud, cluster), ts) in templates(w) {
+        let Some(demand) = sink.demand(cloud, &cluster) else {
+            continue;
+        };
+        if demand.pending.is_empty() {
+            continue;
+        }
+        let p = plan(&demand, &ts);
+        for (i, added) in &p.new_nodes {
+            let t = &ts[*i];
+            let to = t.target + added;
+            let Some(ev) = grow(w, t, to) else {
+                continue;
+            };
+            ctx.events.push(ev);
+            ctx.mutated();
+            let pods = p.triggered.get(i).cloned().unwrap_or_default();
+            let d = Decision {
+                at: ctx.now,
+                cloud: cloud.into(),
+                cluster: cluster.clone(),
+                reason: "TriggeredScaleUp".into(),
+                pool: Some(t.pool.clone()),
+                sizes: Some((t.target, to)),
+                message: format!(
+                    "{} pod(s) triggered scale-up, group: {}, sizes (current/new): {}/{} \
+                     (template from {}: {})",
+                    pods.len(),
+                    t.pool,
+                    t.target,
+                    to,
+                    t.source,
+                    t.capacity
+                        .iter()
+                        .map(|(r, q)| format!("{r}={q}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                pods,
+            };
+            w.autoscaler
+                .record(format!("{cloud}/{cluster}/pool/{}/{to}", t.pool), d);
+        }
+        for (pod, reasons) in &p.not_triggered {
+            let why = reasons
+                .iter()
+                .map(|(pool, r)| format!("{pool}: {r}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let d = Decision {
+                at: ctx.now,
+                cloud: cloud.into(),
+                cluster: cluster.clone(),
+                reason: "NotTriggerScaleUp".into(),
+                pool: None,
+                sizes: None,
+                pods: vec![pod.clone()],
+                message: format!("pod didn't trigger scale-up: {why}"),
+            };
+            if w.autoscaler
+                .record(format!("{cloud}/{cluster}/pod/{pod}"), d)
+            {
+                ctx.mutated();
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! What a cluster's autoscaler reads from its API server: the pods no node runs yet and the room
+//! left on each node, handed to the twin's cluster-autoscaler as plain values (`nodes.rs`'s
+//! `ClusterDemand`). A read of the store only; the autoscaler's rules live with it.
+//!
+//! As the API server defaults them (kubernetes/pkg/apis/core/v1/defaults.go, SetDefaults_Pod: a
+//! container's limits become its requests where it has none), a pod's ask is its containers'
+//! requests, or limits, summed. Only extended resources are read (integers by the API's rule for
+//! them: "Extended resources ... must be integers", kubernetes.io/docs "Resource Management for Pods
+//! and Containers"); CPU and memory are not modelled by the twin's nodes.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::Cluster;
+use crate::kube::kinds;
+use crate::kube::meta::labels_of;
+use crate::nodes::{ClusterDemand, NodeRoom, PendingPod, Toleration};
+
+/// A resource the twin counts: anything with a domain prefix (`nvidia.com/gpu`,
+/// `nvidia.com/mig-1g.5gb`), not cpu, memory, pods or ephemeral-storage.
+fn extended(name: &str) -> bool {
+    name.contains('/') && !name.starts_with("kubernetes.io/") && !name.starts_with("hugepages-")
+}
+
+fn integer(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn str_map(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A pod's ask: per extended resource, its containers' requests (or limits) summed.
+pub(crate) fn pod_requests(pod: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for c in pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+        let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+        let mut names: Vec<&String> = requests.into_iter().flat_map(|m| m.keys()).collect();
+        names.extend(limits.into_iter().flat_map(|m| m.keys()));
+        names.sort();
+        names.dedup();
+        for n in names.into_iter().filter(|n| extended(n)) {
+            let q = requests
+                .and_then(|m| m.get(n))
+                .or_else(|| limits.and_then(|m| m.get(n)))
+                .and_then(integer)
+                .unwrap_or(0);
+            *out.entry(n.clone()).or_insert(0) += q;
+        }
+    }
+    out.retain(|_, q| *q > 0);
+    out
+}
+
+impl Cluster {
+    /// The pods waiting for a node and the room on every node, for the twin's autoscaler.
+    pub(crate) fn demand(&self) -> ClusterDemand {
+        let pods: Vec<&Value> = self
+            .objects
+            .get(&kinds::PODS.qualified())
+            .map(|m| m.values().collect())
+            .unwrap_or_default();
+        let mut used: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        let mut pending = Vec::new();
+        for p in &pods {
+            if p.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            let phase = p.pointer("/status/phase").and_then(Value::as_str);
+            if matches!(phase, Some("Succeeded" | "Failed")) {
+                continue;
+            }
+            let requests = pod_requests(p);
+            match p.pointer("/spec/nodeName").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() => {
+                    let u = used.entry(n.to_string()).or_default();
+                    for (r, q) in requests {
+                        *u.entry(r).or_insert(0) += q;
+                    }
+                }
+                _ => pending.push((
+                    p.pointer("/metadata/creationTimestamp")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    PendingPod {
+                        name: format!(
+                            "{}/{}",
+                            p.pointer("/metadata/namespace")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                            p.pointer("/metadata/name")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                        ),
+                        requests,
+                        node_selector: str_map(p.pointer("/spec/nodeSelector")),
+                        tolerations: p
+                            .pointer("/spec/tolerations")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .map(|t| {
+                                let s = |k: &str| {
+                                    t.get(k)
+                                        .and_then(Value::as_str)
+                                        .unwrap_or_default()
+                                        .to_string()
+                                };
+                                Toleration {
+                                    key: s("key"),
+                                    operator: s("operator"),
+                                    value: s("value"),
+                                    effect: s("effect"),
+                                }
+                            })
+                            .collect(),
+                    },
+                )),
+            }
+        }
+        // Oldest first, then by name: the order the autoscaler considers them in.
+        pending.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+        let nodes = self
+            .objects
+            .get(&kinds::NODES.qualified())
+            .into_iter()
+            .flat_map(|m| m.values())
+            .map(|n| {
+                let name = n
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let mut free: BTreeMap<String, u64> = n
+                    .pointer("/status/allocatable")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| extended(k))
+                    .filter_map(|(k, v)| integer(v).map(|q| (k.clone(), q)))
+                    .collect();
+                for (r, q) in used.get(&name).into_iter().flatten() {
+                    let f = free.entry(r.clone()).or_insert(0);
+                    *f = f.saturating_sub(*q);
+                }
+                NodeRoom {
+                    pool: self.twins.get(&name).map(|t| t.pool.clone()),
+                    labels: labels_of(n),
+                    taints: n
+                        .pointer("/spec/taints")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|t| {
+                            let s = |k: &str| {
+                                t.get(k)
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_string()
+                            };
+                            (s("key"), s("value"), s("effect"))
+                        })
+                        .collect(),
+                    unschedulable: n.pointer("/spec/unschedulable") == Some(&Value::Bool(true)),
+                    free,
+                    name,
+                }
+            })
+            .collect();
+        ClusterDemand {
+            pending: pending.into_iter().map(|(_, p)| p).collect(),
+            nodes,
+        }
+    }
+}
