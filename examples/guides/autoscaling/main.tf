@@ -41,6 +41,27 @@ resource "fracgpu_nodepool" "gke" {
   time_slicing { replicas = 4 }
 }
 
+# EKS does not copy a node group's tags to its Auto Scaling group: the provider tags the group.
+resource "fracgpu_nodepool" "eks" {
+  name         = "t4auto"
+  machine_type = "g4dn.xlarge"
+  autoscaling {
+    min_nodes = 0
+    max_nodes = 5
+  }
+  eks {
+    cluster_name  = "sandbox-eks"
+    node_role_arn = "arn:aws:iam::123456789012:role/gpu-nodes"
+    subnet_ids    = ["subnet-0a1"]
+  }
+  time_slicing { replicas = 10 }
+}
+
+output "eks_autoscaler_node_template" {
+  description = "The tags cluster-autoscaler reads from the EKS node group's Auto Scaling group."
+  value       = fracgpu_nodepool.eks.autoscaler_node_template
+}
+
 output "aks_autoscaler_node_template" {
   description = "The tags cluster-autoscaler reads from the AKS pool's scale set."
   value       = fracgpu_nodepool.aks.autoscaler_node_template
@@ -50,5 +71,6 @@ output "slices_per_node" {
   value = {
     aks = fracgpu_nodepool.aks.slices_per_node
     gke = fracgpu_nodepool.gke.slices_per_node
+    eks = fracgpu_nodepool.eks.slices_per_node
   }
 }

@@ -268,11 +268,12 @@ fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_impo
     assert_eq!(generated.matches("import {").count(), 5, "{generated}");
     assert!(generated.contains("identity = {"), "{generated}");
     // Every pool imports as it is, except the one made without the labels NVIDIA's operator
-    // reads: adopting it adds them, in place, and the plan says so.
+    // reads, and the autoscaled EKS group whose Auto Scaling group carries no node template for
+    // cluster-autoscaler: adopting them adds those, in place, and the plan says so.
     let out = ws.run(&["plan", "-no-color", "-input=false"]);
     assert!(
         out.stdout
-            .contains("Plan: 5 to import, 0 to add, 1 to change, 0 to destroy"),
+            .contains("Plan: 5 to import, 0 to add, 2 to change, 0 to destroy"),
         "{}\n--- pools.tf:\n{generated}",
         out.text()
     );
@@ -290,6 +291,12 @@ fn terraform_query_finds_pools_made_outside_terraform_and_generates_a_clean_impo
             "~ node_labels               = {",
             "+ \"nvidia.com/device-plugin.config\" = \"mig-mixed\"",
             "+ \"nvidia.com/mig.config\"           = \"all-1g.10gb\"",
+            "~ resource \"fracgpu_nodepool\" \"eks_0\" {",
+            "~ autoscaler_node_template  = {",
+            "+ \"k8s.io/cluster-autoscaler/node-template/label/eks.amazonaws.com/nodegroup\"     = \"t4ts\"",
+            "+ \"k8s.io/cluster-autoscaler/node-template/label/nvidia.com/device-plugin.config\" = \"time-sliced-4\"",
+            "+ \"k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu\"              = \"4\"",
+            "+ \"k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu\"                  = \"Present:NoSchedule\"",
         ],
         "{}",
         out.stdout
@@ -444,8 +451,25 @@ output "eks" {{ value = data.fracgpu_nodepools.eks.pools }}
         "fracgpu_nodepool.t4",
         "sandbox-eks:t4ts",
     ]);
+    // The group was made without cluster-autoscaler's node template on its Auto Scaling group:
+    // the one change after the import adds it, in place.
     let (code, plan) = ws.plan_exit_code();
-    assert_eq!(code, 0, "plan after import is empty:\n{}", plan.text());
+    assert_eq!(code, 2, "the template is added:\n{}", plan.text());
+    assert!(
+        plan.stdout
+            .contains("Plan: 0 to add, 1 to change, 0 to destroy"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout
+            .contains("k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"),
+        "{}",
+        plan.stdout
+    );
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "plan after the apply is empty:\n{}", plan.text());
 }
 
 /// A list block that names no cluster, two clusters, or a filter that does not exist.

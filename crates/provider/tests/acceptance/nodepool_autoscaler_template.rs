@@ -56,7 +56,7 @@ fn state_of(ws: &Workspace, name: &str) -> Value {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|r| r["name"] == name)
+        .find(|r| r["address"] == format!("fracgpu_nodepool.{name}"))
         .map(|r| r["values"].clone())
         .unwrap_or(Value::Null)
 }
@@ -153,4 +153,256 @@ fn an_autoscaled_aks_pool_over_azures_tag_limit_is_refused_at_plan_time() {
     ws.write("main.tf", &config(&sb.url, true, 48));
     let out = ws.run(&["plan", "-no-color", "-input=false"]);
     assert_eq!(out.code, 0, "{}", out.text());
+}
+
+const EKS_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/";
+
+fn eks_config(url: &str) -> String {
+    format!(
+        "{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{url}\"\n}}\n\
+         resource \"fracgpu_nodepool\" \"t4\" {{\n  name         = \"t4auto\"\n  \
+         machine_type = \"g4dn.xlarge\"\n  autoscaling {{\n    min_nodes = 0\n    max_nodes = 3\n  }}\n  \
+         eks {{\n    cluster_name  = \"sandbox-eks\"\n    \
+         node_role_arn = \"arn:aws:iam::123456789012:role/gpu-nodes\"\n    \
+         subnet_ids    = [\"subnet-0a1\"]\n  }}\n  time_slicing {{ replicas = 10 }}\n}}\n"
+    )
+}
+
+/// EKS does not copy a node group's tags to its Auto Scaling group: the provider tags the group,
+/// which the aws CLI reads back; a tag deleted with the CLI is drift the next apply repairs.
+#[test]
+fn an_autoscaled_eks_group_carries_its_template_on_its_auto_scaling_group() {
+    let sb = sandbox::start(Duration::ZERO);
+    let Some(outside) = Outside::new(&sb.url) else {
+        return;
+    };
+    let ws = Workspace::new(&eks_config(&sb.url));
+    ws.init();
+    ws.apply();
+    let group: Value = serde_json::from_str(&outside.aws_eks(&[
+        "describe-nodegroup",
+        "--cluster-name",
+        "sandbox-eks",
+        "--nodegroup-name",
+        "t4auto",
+    ]))
+    .unwrap();
+    let asg = group["nodegroup"]["resources"]["autoScalingGroups"][0]["name"]
+        .as_str()
+        .expect("the node group names its Auto Scaling group")
+        .to_string();
+    let tags = |outside: &Outside| -> BTreeMap<String, String> {
+        let out: Value = serde_json::from_str(&outside.aws_autoscaling(&[
+            "describe-tags",
+            "--filters",
+            &format!("Name=auto-scaling-group,Values={asg}"),
+        ]))
+        .unwrap();
+        out["Tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["Key"].as_str().unwrap().to_string(),
+                    t["Value"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let resource = format!("{EKS_PREFIX}resources/nvidia.com/gpu");
+    let on_group = tags(&outside);
+    assert_eq!(on_group[&resource], "10", "{on_group:?}");
+    assert_eq!(
+        on_group[&format!("{EKS_PREFIX}label/eks.amazonaws.com/nodegroup")],
+        "t4auto"
+    );
+    assert_eq!(
+        on_group[&format!("{EKS_PREFIX}taint/nvidia.com/gpu")],
+        "Present:NoSchedule"
+    );
+    assert_eq!(
+        on_group["eks:nodegroup-name"], "t4auto",
+        "EKS's own tags stay"
+    );
+    let state: BTreeMap<String, String> =
+        serde_json::from_value(state_of(&ws, "t4")["autoscaler_node_template"].clone()).unwrap();
+    assert_eq!(
+        state,
+        on_group
+            .iter()
+            .filter(|(k, _)| k.starts_with(EKS_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<BTreeMap<_, _>>()
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "the plan is empty:\n{}", plan.text());
+
+    outside.aws_autoscaling(&[
+        "delete-tags",
+        "--tags",
+        &format!("ResourceId={asg},ResourceType=auto-scaling-group,Key={resource}"),
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "drift shows:\n{}", plan.text());
+    assert!(
+        plan.stdout
+            .contains("fracgpu_nodepool.t4 will be updated in-place"),
+        "{}",
+        plan.stdout
+    );
+    ws.apply();
+    assert_eq!(tags(&outside)[&resource], "10");
+    ws.ok(&["destroy", "-auto-approve", "-input=false"]);
+    let gone: Value = serde_json::from_str(&outside.aws_autoscaling(&[
+        "describe-auto-scaling-groups",
+        "--auto-scaling-group-names",
+        &asg,
+    ]))
+    .unwrap();
+    assert_eq!(
+        gone["AutoScalingGroups"],
+        json!([]),
+        "the group went with its node group"
+    );
+}
+
+/// One pool per cloud, one GPU per node shared ten ways, autoscaled from zero; on AKS and EKS the
+/// device plugin config delivered to the cluster's GPU operator.
+fn every_cloud(url: &str, kubeconfigs: &BTreeMap<&str, String>) -> String {
+    let mut out =
+        format!("{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{url}\"\n}}\n");
+    let pools = [
+        (
+            "aks",
+            "Standard_NC4as_T4_v3",
+            "aks {\n    resource_group = \"sandbox-rg\"\n    cluster_name   = \"sandbox-aks\"\n  }",
+        ),
+        (
+            "gke",
+            "g2-standard-4",
+            "gke {\n    location = \"us-central1\"\n    cluster  = \"sandbox-gke\"\n  }",
+        ),
+        (
+            "eks",
+            "g4dn.xlarge",
+            "eks {\n    cluster_name  = \"sandbox-eks\"\n    node_role_arn = \"arn:aws:iam::123456789012:role/gpu-nodes\"\n    subnet_ids    = [\"subnet-0a1\"]\n  }",
+        ),
+    ];
+    for (cloud, machine, block) in pools {
+        out.push_str(&format!(
+            "\nresource \"fracgpu_nodepool\" \"{cloud}\" {{\n  name         = \"zero{cloud}\"\n  \
+             machine_type = \"{machine}\"\n  autoscaling {{\n    min_nodes = 0\n    max_nodes = 5\n  }}\n  \
+             {block}\n  time_slicing {{ replicas = 10 }}\n}}\n"
+        ));
+        if let Some(kubeconfig) = kubeconfigs.get(cloud) {
+            out.push_str(&format!(
+                "\nresource \"fracgpu_device_plugin_config\" \"{cloud}\" {{\n  \
+                 kubernetes {{\n    config_path = \"{kubeconfig}\"\n  }}\n  \
+                 default_config = \"all\"\n  config {{ name = \"all\" }}\n  config {{\n    \
+                 name = fracgpu_nodepool.{cloud}.device_plugin_config_name\n    \
+                 yaml = fracgpu_nodepool.{cloud}.device_plugin_config\n  }}\n}}\n"
+            ));
+        }
+    }
+    out
+}
+
+/// `n` pending pods of one slice each, placed as the pool's computed attributes say.
+fn pods(pool: &Value, n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": format!("slice-{i}"), "namespace": "default"},
+                "spec": {
+                    "nodeSelector": pool["node_selector"],
+                    "tolerations": pool["tolerations"],
+                    "containers": [{
+                        "name": "model",
+                        "image": "registry.example/model:1",
+                        "resources": {"limits": {pool["resource_name"].as_str().unwrap(): "1"}}
+                    }]
+                }
+            })
+            .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// The twin's cluster-autoscalers read what the real ones read: ten pending pods of one slice on
+/// a pool of one GPU x ten replicas at zero nodes bring one node, on every cloud, and the
+/// autoscaler says why.
+#[test]
+fn shared_pools_scale_from_zero_by_slices_on_every_cloud() {
+    let Some(kubectl) = testkit::tools::require(testkit::tools::Tool::Kubectl) else {
+        return;
+    };
+    let stack = sandbox::start_stack(Duration::ZERO);
+    let kubeconfigs: BTreeMap<&str, String> = ["aks", "eks"]
+        .into_iter()
+        .map(|c| {
+            let cluster = format!("sandbox-{c}");
+            (c, stack.kubeconfig(c, &cluster).display().to_string())
+        })
+        .collect();
+    let ws = Workspace::new(&every_cloud(&stack.url, &kubeconfigs));
+    ws.init();
+    ws.apply();
+    for cloud in ["aks", "gke", "eks"] {
+        let cluster = format!("sandbox-{cloud}");
+        let pool_name = format!("zero{cloud}");
+        assert!(
+            stack.nodes(cloud, &cluster, &pool_name).is_empty(),
+            "{cloud}: no node before any pod"
+        );
+        let pool = state_of(&ws, cloud);
+        assert_eq!(pool["slices_per_node"], 10);
+        let manifest = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(manifest.path(), pods(&pool, 10)).unwrap();
+        let kubeconfig = stack.kubeconfig(cloud, &cluster);
+        let out = std::process::Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["apply", "-f"])
+            .arg(manifest.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let nodes = stack.nodes(cloud, &cluster, &pool_name);
+        assert_eq!(
+            nodes.len(),
+            1,
+            "{cloud}: ten slices fit one node: {nodes:#?}"
+        );
+        let log = get_json(&format!("{}/_sandbox/autoscaler", stack.url));
+        let decision = log["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|d| d["cloud"] == cloud && d["reason"] == "TriggeredScaleUp")
+            .unwrap_or_else(|| panic!("{cloud}: a scale-up is recorded: {log:#}"));
+        assert!(
+            decision.to_string().contains(&pool_name),
+            "{cloud}: {decision:#}"
+        );
+    }
+    // The autoscaler's nodes are no drift: the pools' bounds are what the configuration says.
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "the plan is empty:\n{}", plan.text());
+}
+
+fn get_json(url: &str) -> Value {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async { reqwest::get(url).await.unwrap().json().await.unwrap() })
 }

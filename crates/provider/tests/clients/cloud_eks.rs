@@ -818,6 +818,121 @@ async fn out_of_band_changes_show_as_drift_and_update_repairs_them() {
     assert_eq!(repaired.spec, spec);
 }
 
+/// An autoscaled group's node template lives in tags on its Auto Scaling group: written on
+/// create, read back by get and list, changed and pruned by update (tags outside the template's
+/// prefix, EKS's own among them, untouched), and a tag removed behind the provider's back shows.
+#[tokio::test]
+async fn the_node_template_lives_on_the_groups_auto_scaling_group() {
+    let env = sandbox(Duration::ZERO).await;
+    let prefix = "k8s.io/cluster-autoscaler/node-template/";
+    let mut spec = time_sliced("auto");
+    spec.scaling = Scaling::Auto { min: 0, max: 3 };
+    spec.node_template = BTreeMap::from([
+        (
+            format!("{prefix}resources/nvidia.com/gpu"),
+            "10".to_string(),
+        ),
+        (format!("{prefix}label/team"), "ml".to_string()),
+        (
+            format!("{prefix}taint/nvidia.com/gpu"),
+            "Present:NoSchedule".to_string(),
+        ),
+    ]);
+    let pool = env
+        .eks
+        .create(&spec, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(pool.spec.node_template, spec.node_template);
+    assert_eq!(env.pool("auto").await.unwrap().unwrap().spec, pool.spec);
+    let listed = env.eks.list(&loc(), &read_ctx()).await.unwrap();
+    let listed = listed.iter().find(|p| p.spec.name == "auto").unwrap();
+    assert_eq!(listed.spec.node_template, spec.node_template);
+
+    // The group as the Auto Scaling API shows it: EKS's tags beside the template.
+    let asg = env.nodegroup("auto").await["resources"]["autoScalingGroups"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let asgs = asg_client(&env.url)
+        .describe_auto_scaling_groups()
+        .auto_scaling_group_names(&asg)
+        .send()
+        .await
+        .unwrap();
+    let tags: BTreeMap<String, String> = asgs.auto_scaling_groups()[0]
+        .tags()
+        .iter()
+        .map(|t| (t.key().unwrap().to_string(), t.value().unwrap().to_string()))
+        .collect();
+    assert_eq!(tags["eks:nodegroup-name"], "auto");
+    assert_eq!(tags[&format!("{prefix}resources/nvidia.com/gpu")], "10");
+
+    // Out of band: the resources tag goes. A read shows it; update puts it back and drops a
+    // template tag the spec no longer names.
+    asg_client(&env.url)
+        .delete_tags()
+        .tags(
+            aws_sdk_autoscaling::types::Tag::builder()
+                .resource_id(&asg)
+                .resource_type("auto-scaling-group")
+                .key(format!("{prefix}resources/nvidia.com/gpu"))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let drifted = env.pool("auto").await.unwrap().unwrap();
+    assert!(
+        !drifted
+            .spec
+            .node_template
+            .contains_key(&format!("{prefix}resources/nvidia.com/gpu"))
+    );
+    let mut want = spec.clone();
+    want.node_template.remove(&format!("{prefix}label/team"));
+    let updated = env
+        .eks
+        .update(&drifted, &want, &ctx(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(updated.spec.node_template, want.node_template);
+    assert_eq!(
+        env.pool("auto").await.unwrap().unwrap().spec.node_template,
+        want.node_template
+    );
+    let after = asg_client(&env.url)
+        .describe_auto_scaling_groups()
+        .auto_scaling_group_names(&asg)
+        .send()
+        .await
+        .unwrap();
+    let keys: Vec<&str> = after.auto_scaling_groups()[0]
+        .tags()
+        .iter()
+        .filter_map(|t| t.key())
+        .collect();
+    assert!(keys.contains(&"eks:cluster-name"), "{keys:?}");
+    assert!(
+        !keys.contains(&format!("{prefix}label/team").as_str()),
+        "{keys:?}"
+    );
+}
+
+/// The Auto Scaling API of the sandbox, as a user's SDK would call it.
+fn asg_client(url: &str) -> aws_sdk_autoscaling::Client {
+    aws_sdk_autoscaling::Client::from_conf(
+        aws_sdk_autoscaling::Config::builder()
+            .behavior_version(aws_sdk_autoscaling::config::BehaviorVersion::latest())
+            .region(aws_sdk_autoscaling::config::Region::new(REGION))
+            .credentials_provider(aws_sdk_autoscaling::config::Credentials::new(
+                "AKIDTEST", "test", None, None, "test",
+            ))
+            .endpoint_url(url)
+            .build(),
+    )
+}
+
 // ---------------------------------------------------------------- moto
 
 struct Moto(Child);

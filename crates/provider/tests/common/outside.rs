@@ -77,8 +77,14 @@ impl Outside {
     pub fn aws_eks(&self, args: &[&str]) -> String {
         let mut cmd = Command::new(&self.aws);
         cmd.args(["eks", "--endpoint-url", &self.url, "--output", "json"])
-            .args(args)
-            .env("AWS_ACCESS_KEY_ID", "AKIDSANDBOX")
+            .args(args);
+        self.aws_env(&mut cmd);
+        self.run(cmd, &format!("aws eks {}", args.join(" ")))
+    }
+
+    /// The aws CLI's environment: the sandbox's keys and region, no config of the machine's.
+    fn aws_env(&self, cmd: &mut Command) {
+        cmd.env("AWS_ACCESS_KEY_ID", "AKIDSANDBOX")
             .env("AWS_SECRET_ACCESS_KEY", "sandbox-secret")
             .env("AWS_DEFAULT_REGION", "us-east-1")
             .env("AWS_EC2_METADATA_DISABLED", "true")
@@ -88,7 +94,21 @@ impl Outside {
                 "AWS_SHARED_CREDENTIALS_FILE",
                 self.dir.path().join("aws-credentials"),
             );
-        self.run(cmd, &format!("aws eks {}", args.join(" ")))
+    }
+
+    /// `aws autoscaling <args>` against the sandbox's Auto Scaling API in us-east-1.
+    pub fn aws_autoscaling(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(&self.aws);
+        cmd.args([
+            "autoscaling",
+            "--endpoint-url",
+            &self.url,
+            "--output",
+            "json",
+        ])
+        .args(args);
+        self.aws_env(&mut cmd);
+        self.run(cmd, &format!("aws autoscaling {}", args.join(" ")))
     }
 
     /// Creates an agent pool of the sandbox's AKS cluster with ARM's REST API: a client

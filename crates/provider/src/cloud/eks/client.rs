@@ -19,6 +19,9 @@ pub struct EksClient {
     pub(super) base: aws_sdk_eks::config::Builder,
     pub(super) default_region: Option<String>,
     pub(super) clients: Mutex<HashMap<String, Client>>,
+    /// The same for the Auto Scaling API, which holds the node groups' Auto Scaling groups.
+    pub(super) asg_base: aws_sdk_autoscaling::config::Builder,
+    pub(super) asg_clients: Mutex<HashMap<String, aws_sdk_autoscaling::Client>>,
     pub(super) poll_first: Duration,
     pub(super) poll_cap: Duration,
     pub(super) retry_first: Duration,

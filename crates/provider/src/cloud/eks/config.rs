@@ -57,21 +57,23 @@ impl EksClient {
             .build();
         let nonempty = |o: &Option<String>| o.clone().filter(|s| !s.trim().is_empty());
         let region = nonempty(&cfg.region);
-        let (base, fast) = if let Some(url) = nonempty(&cfg.sandbox) {
+        let (base, asg_base, fast) = if let Some(url) = nonempty(&cfg.sandbox) {
             // The sandbox checks that a SigV4 header is well formed, not who signed it.
+            let credentials =
+                Credentials::new("AKIDSANDBOX", "sandbox", None, None, "fracgpu-sandbox");
             let b = aws_sdk_eks::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
-                .credentials_provider(Credentials::new(
-                    "AKIDSANDBOX",
-                    "sandbox",
-                    None,
-                    None,
-                    "fracgpu-sandbox",
-                ))
+                .credentials_provider(credentials.clone())
+                .endpoint_url(&url)
+                .retry_config(retry.clone())
+                .timeout_config(timeouts.clone());
+            let asg = aws_sdk_autoscaling::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .credentials_provider(credentials)
                 .endpoint_url(url)
                 .retry_config(retry)
                 .timeout_config(timeouts);
-            (b, true)
+            (b, asg, true)
         } else {
             let mut loader = aws_config::defaults(BehaviorVersion::latest())
                 .retry_config(retry)
@@ -104,7 +106,11 @@ impl EksClient {
                 loader = loader.endpoint_url(e);
             }
             let sdk = loader.load().await;
-            (aws_sdk_eks::config::Builder::from(&sdk), false)
+            (
+                aws_sdk_eks::config::Builder::from(&sdk),
+                aws_sdk_autoscaling::config::Builder::from(&sdk),
+                false,
+            )
         };
         tracing::debug!(
             sandbox = fast,
@@ -115,6 +121,8 @@ impl EksClient {
             base,
             default_region: region,
             clients: Mutex::new(HashMap::new()),
+            asg_base,
+            asg_clients: Mutex::new(HashMap::new()),
             // Real node groups take minutes; the sandbox's operations take about two seconds.
             poll_first: if fast {
                 Duration::from_millis(250)
@@ -154,7 +162,41 @@ impl EksClient {
     }
 
     pub(super) fn client(&self, region: &str) -> Result<Client, CloudError> {
-        let region = if region.is_empty() {
+        let region = self.region_or_default(region)?;
+        let mut cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let c = cache.entry(region.to_string()).or_insert_with(|| {
+            Client::from_conf(
+                self.base
+                    .clone()
+                    .region(Region::new(region.to_string()))
+                    .interceptor(BoundAnswers)
+                    .build(),
+            )
+        });
+        Ok(c.clone())
+    }
+
+    /// The Auto Scaling client of a region, as [`EksClient::client`] gives EKS's.
+    pub(super) fn asg_client(
+        &self,
+        region: &str,
+    ) -> Result<aws_sdk_autoscaling::Client, CloudError> {
+        let region = self.region_or_default(region)?;
+        let mut cache = self.asg_clients.lock().unwrap_or_else(|e| e.into_inner());
+        let c = cache.entry(region.to_string()).or_insert_with(|| {
+            aws_sdk_autoscaling::Client::from_conf(
+                self.asg_base
+                    .clone()
+                    .region(Region::new(region.to_string()))
+                    .interceptor(BoundAnswers)
+                    .build(),
+            )
+        });
+        Ok(c.clone())
+    }
+
+    fn region_or_default<'a>(&'a self, region: &'a str) -> Result<&'a str, CloudError> {
+        Ok(if region.is_empty() {
             self.default_region
                 .as_deref()
                 .ok_or_else(|| CloudError::Api {
@@ -167,17 +209,6 @@ impl EksClient {
                 })?
         } else {
             region
-        };
-        let mut cache = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        let c = cache.entry(region.to_string()).or_insert_with(|| {
-            Client::from_conf(
-                self.base
-                    .clone()
-                    .region(Region::new(region.to_string()))
-                    .interceptor(BoundAnswers)
-                    .build(),
-            )
-        });
-        Ok(c.clone())
+        })
     }
 }

@@ -35,6 +35,7 @@ mod config;
 mod mapping;
 mod operations;
 mod target;
+mod template;
 #[cfg(test)]
 mod tests;
 
@@ -65,13 +66,159 @@ impl NodePools for EksClient {
     ) -> Result<Option<Pool>, CloudError> {
         let (region, cluster) = eks_location(location)?;
         let client = self.client(region)?;
-        let ng = self.describe(&client, cluster, name, ctx).await?;
-        Ok(ng
+        let Some(ng) = self
+            .describe(&client, cluster, name, ctx)
+            .await?
             .filter(|ng| status_of(ng) != "DELETING")
-            .map(|ng| to_pool(region, cluster, &ng)))
+        else {
+            return Ok(None);
+        };
+        let mut pool = to_pool(region, cluster, &ng);
+        pool.spec.node_template = self.template_of(region, &ng, ctx).await?;
+        Ok(Some(pool))
     }
 
     async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
+        let (region, cluster) = eks_location(&spec.location)?;
+        let mut pool = self.create_group(spec, ctx).await?;
+        if spec.node_template.is_empty() {
+            return Ok(pool);
+        }
+        // The group exists now, and its state entry must not be lost to a failed tag call: the
+        // pool is returned with the template its Auto Scaling group holds, so a template that
+        // could not be written shows in the next plan as a change, which the next apply makes.
+        let client = self.client(region)?;
+        let written = match self.describe(&client, cluster, &spec.name, ctx).await? {
+            Some(ng) => {
+                self.set_template(region, &ng, &spec.node_template, ctx)
+                    .await
+            }
+            None => Err(gone(cluster, &spec.name)),
+        };
+        match written {
+            Ok(t) => pool.spec.node_template = t,
+            Err(e) => tracing::warn!(
+                cluster,
+                nodegroup = %spec.name,
+                error = %e,
+                "eks: the node group is created, its Auto Scaling group's node template is not"
+            ),
+        }
+        Ok(pool)
+    }
+
+    /// The node group's configuration first, then its Auto Scaling group's template.
+    async fn update(
+        &self,
+        current: &Pool,
+        spec: &PoolSpec,
+        ctx: &OpCtx,
+    ) -> Result<Pool, CloudError> {
+        let (region, cluster) = eks_location(&spec.location)?;
+        let mut pool = self.update_group(current, spec, ctx).await?;
+        // `current` was read by this refresh: an unchanged template needs no further call.
+        if current.spec.node_template == spec.node_template {
+            pool.spec.node_template = current.spec.node_template.clone();
+            return Ok(pool);
+        }
+        let client = self.client(region)?;
+        let ng = self
+            .describe(&client, cluster, &spec.name, ctx)
+            .await?
+            .ok_or_else(|| gone(cluster, &spec.name))?;
+        pool.spec.node_template = self
+            .set_template(region, &ng, &spec.node_template, ctx)
+            .await?;
+        Ok(pool)
+    }
+
+    async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let (region, name) = eks_location(cluster)?;
+        let client = self.client(region)?;
+        let names = self.list_names(&client, name, ctx).await?;
+        let client = &client;
+        let described: Vec<_> = stream::iter(names)
+            .map(|ng| async move { self.describe(client, name, &ng, ctx).await })
+            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let groups: Vec<_> = described
+            .into_iter()
+            .flatten()
+            .filter(|ng| status_of(ng) != "DELETING")
+            .collect();
+        // Every group's Auto Scaling group in as few calls as the API allows, not one a group.
+        let asgs: Vec<String> = groups.iter().flat_map(template::asg_names).collect();
+        let mut templates = self.templates(region, &asgs, ctx).await?;
+        let mut pools: Vec<Pool> = groups
+            .iter()
+            .map(|ng| {
+                let mut pool = to_pool(region, name, ng);
+                pool.spec.node_template = template::asg_names(ng)
+                    .iter()
+                    .find_map(|n| templates.remove(n))
+                    .unwrap_or_default();
+                pool
+            })
+            .collect();
+        pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        Ok(pools)
+    }
+
+    async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
+        let (region, cluster) = eks_location(location)?;
+        let client = self.client(region)?;
+        let req = client
+            .delete_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name);
+        tracing::debug!(cluster, nodegroup = name, "eks: deleting node group");
+        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
+        let mut last = None;
+        for _ in 0..3 {
+            match self
+                .call(ctx, &format!("DeleteNodegroup of {cluster}:{name}"), || {
+                    req.clone().send()
+                })
+                .await
+            {
+                Ok(_) => {
+                    return self
+                        .wait_gone(
+                            &client,
+                            cluster,
+                            name,
+                            ctx,
+                            Some(("DeleteNodegroup", Start::Now)),
+                        )
+                        .await;
+                }
+                Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
+                // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
+                Err(e) if has_code(&e, "ResourceInUseException") => {
+                    if self
+                        .wait_settled(&client, cluster, name, ctx)
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(());
+                    }
+                    last = Some(e);
+                    ctx.sleep(backoff.next_delay(None), "DeleteNodegroup to be accepted")
+                        .await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // A settled group that keeps refusing deletion: say why rather than wait for nothing.
+        Err(last.unwrap_or_else(|| gone(cluster, name)))
+    }
+}
+
+impl EksClient {
+    /// Creates the node group and waits until it is ACTIVE (its template aside).
+    async fn create_group(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
         let (region, cluster) = eks_location(&spec.location)?;
         let TargetFields::Eks(eks) = &spec.target else {
             return Err(CloudError::Api {
@@ -132,7 +279,12 @@ impl NodePools for EksClient {
                     .await?;
                 continue;
             }
-            if to_spec(region, cluster, &ng) == canonical_spec(spec) {
+            // The template lives on the Auto Scaling group, not in the node group.
+            let group_of = |mut s: PoolSpec| {
+                s.node_template.clear();
+                s
+            };
+            if to_spec(region, cluster, &ng) == group_of(canonical_spec(spec)) {
                 tracing::debug!(cluster, nodegroup = %spec.name, "eks: adopting the node group an earlier attempt created");
                 return self
                     .wait_active(&client, region, cluster, &spec.name, ctx, None)
@@ -165,7 +317,8 @@ impl NodePools for EksClient {
         })
     }
 
-    async fn update(
+    /// Brings the node group's configuration to `spec` (its template aside).
+    async fn update_group(
         &self,
         current: &Pool,
         spec: &PoolSpec,
@@ -255,76 +408,6 @@ impl NodePools for EksClient {
                 "node group {cluster}:{name} still differs from the configuration after three updates"
             ),
         })
-    }
-
-    async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
-        use futures_util::stream::{self, StreamExt, TryStreamExt};
-        let (region, name) = eks_location(cluster)?;
-        let client = self.client(region)?;
-        let names = self.list_names(&client, name, ctx).await?;
-        let client = &client;
-        let described: Vec<_> = stream::iter(names)
-            .map(|ng| async move { self.describe(client, name, &ng, ctx).await })
-            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        let mut pools: Vec<Pool> = described
-            .into_iter()
-            .flatten()
-            .filter(|ng| status_of(ng) != "DELETING")
-            .map(|ng| to_pool(region, name, &ng))
-            .collect();
-        pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
-        Ok(pools)
-    }
-
-    async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
-        let (region, cluster) = eks_location(location)?;
-        let client = self.client(region)?;
-        let req = client
-            .delete_nodegroup()
-            .cluster_name(cluster)
-            .nodegroup_name(name);
-        tracing::debug!(cluster, nodegroup = name, "eks: deleting node group");
-        let mut backoff = Backoff::polling(self.poll_first, self.poll_cap);
-        let mut last = None;
-        for _ in 0..3 {
-            match self
-                .call(ctx, &format!("DeleteNodegroup of {cluster}:{name}"), || {
-                    req.clone().send()
-                })
-                .await
-            {
-                Ok(_) => {
-                    return self
-                        .wait_gone(
-                            &client,
-                            cluster,
-                            name,
-                            ctx,
-                            Some(("DeleteNodegroup", Start::Now)),
-                        )
-                        .await;
-                }
-                Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
-                // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
-                Err(e) if has_code(&e, "ResourceInUseException") => {
-                    if self
-                        .wait_settled(&client, cluster, name, ctx)
-                        .await?
-                        .is_none()
-                    {
-                        return Ok(());
-                    }
-                    last = Some(e);
-                    ctx.sleep(backoff.next_delay(None), "DeleteNodegroup to be accepted")
-                        .await?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        // A settled group that keeps refusing deletion: say why rather than wait for nothing.
-        Err(last.unwrap_or_else(|| gone(cluster, name)))
     }
 }
 

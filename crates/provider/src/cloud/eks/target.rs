@@ -2,6 +2,7 @@
 //! `fracgpu_nodepool` and of the pool queries, how an EKS cluster is named (region, cluster) in
 //! identities and in the `cluster:nodegroup` import ID, and how the client is built.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -14,7 +15,7 @@ use tfplugin::{DecodeError, Diagnostic, Type, Value};
 use super::config::EksConfig;
 use crate::cloud::error::CloudError;
 use crate::cloud::pool::{
-    EksPoolFields, Location, NodePools, Pool, PoolSpec, Scaling, TargetFields,
+    EksPoolFields, Location, NodePools, NodeTemplate, Pool, PoolSpec, Scaling, TargetFields,
 };
 use crate::cloud::target::{Coordinate, Scope, Target, TargetSettings, block_path, env};
 
@@ -324,6 +325,13 @@ impl Target for Eks {
 
     /// EKS has no autoscaling switch: autoscaling {n, n}, and {0, 1} while at zero, are stored
     /// as a fixed count is. Such a pool keeps the form it was written in.
+    fn node_template(
+        &self,
+        template: &NodeTemplate<'_>,
+    ) -> Result<BTreeMap<String, String>, Diagnostic> {
+        super::template::checked_tags(template)
+    }
+
     fn recorded_scaling(&self, written: Scaling, read: Scaling) -> Scaling {
         if super::mapping::canonical_scaling(written) == read {
             written

@@ -270,9 +270,14 @@ pub(super) fn resolve(
     // Only an autoscaler sizes a pool before its nodes exist.
     if let Scaling::Auto { .. } = spec.scaling {
         let resources = derived.node_resources();
+        // The labels a workload selects the pool by (`node_selector`) belong in the template too:
+        // the ones the cloud sets itself (`eks.amazonaws.com/nodegroup`, `agentpool`) are not
+        // among the pool's labels, and a template without them matches no such workload.
+        let mut labels = spec.labels.clone();
+        labels.extend(derived.node_selector.clone());
         let template = cloud::NodeTemplate {
             resources: &resources,
-            labels: &spec.labels,
+            labels: &labels,
             taints: &spec.taints,
         };
         match target.node_template(&template) {

@@ -116,8 +116,9 @@ pub fn schema() -> Schema {
         (scale from zero): what a node offers once its device plugin runs (the shared resource, \
         `slices_per_node` of it), its labels and its taints. On AKS they are the agent pool's \
         tags, which AKS copies to the pool's scale set, named as cluster-autoscaler's Azure \
-        provider reads them (`k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu`). \
-        Empty for a pool without `autoscaling`, and on GKE, whose autoscaler counts shared GPUs \
+        provider reads them (`k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu`); on \
+        EKS the tags of the node group's Auto Scaling group, which EKS does not copy from the \
+        node group (`k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu`). Empty for a pool without `autoscaling`, and on GKE, whose autoscaler counts shared GPUs \
         by itself. A template changed outside Terraform shows as drift and is set back in \
         place."))
     .attr(Attribute::string("status").computed().describe(
