@@ -143,6 +143,14 @@ pub trait NodePools: Send + Sync {
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError>;
 
+    /// True when `update` reads the pool itself before it changes anything and decides against
+    /// that read, not `current` (AKS: a PUT is a read-modify-write of the whole document; EKS:
+    /// the group must have settled first). The caller then reads nothing of its own, and
+    /// `current` may be the pool as the last refresh saw it; a pool gone by then is a 404.
+    fn update_reads_the_pool(&self) -> bool {
+        false
+    }
+
     /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
 

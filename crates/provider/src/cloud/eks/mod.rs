@@ -255,6 +255,10 @@ impl NodePools for EksClient {
         })
     }
 
+    fn update_reads_the_pool(&self) -> bool {
+        true
+    }
+
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
         use futures_util::stream::{self, StreamExt, TryStreamExt};
         let (region, name) = eks_location(cluster)?;
