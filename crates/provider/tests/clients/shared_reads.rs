@@ -477,8 +477,8 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
         "one aggregated list for the project: {requests:#?}"
     );
     assert!(requests.len() <= 3 * CLUSTERS + 1, "{requests:#?}");
-    for k in 0..CLUSTERS {
-        for (name, pool) in of(k).iter().zip(&read[k]) {
+    for (k, pools) in read.iter().enumerate() {
+        for (name, pool) in names[k].iter().zip(pools) {
             let single = client.get(&gke_cluster(k), name, &ctx).await.unwrap();
             assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
             assert!(pool.is_some(), "{name} exists");
