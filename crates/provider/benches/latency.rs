@@ -6,6 +6,20 @@
 //! Sizes: `FRACGPU_BENCH_LATENCY_SIZES=20,200,2000` (default 200); clouds:
 //! `FRACGPU_BENCH_LATENCY_CLOUDS=aks,eks` (default all three), the pools split evenly over them.
 //! Run with `cargo bench --bench latency`.
+//!
+//! Each cloud's requests of one plan are printed beside the API's documented read quota, so that
+//! a plan of many pools can be seen to stay clear of it (per-pool reads, two a pool, would not at
+//! 2000 pools on ARM or Compute):
+//! - ARM (AKS): subscription reads, a token bucket of 250 refilled at 25 a second per region
+//!   (12,000 an hour per principal under the older limits):
+//!   <https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling>
+//! - Kubernetes Engine API (GKE's node pools): 3,000 requests a minute per project:
+//!   <https://cloud.google.com/kubernetes-engine/quotas>
+//! - Compute Engine API (GKE's instance group sizes): read requests 1,500 a minute per project:
+//!   <https://cloud.google.com/compute/docs/api-rate-limits>
+//! - EKS: no request rate is published for ListNodegroups or DescribeNodegroup; EKS throttles
+//!   per account and Region (ThrottlingException), and its Service Quotas list resource quotas:
+//!   <https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html>
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,7 +51,9 @@ fn cloud_of(path: &str) -> &'static str {
         "aks token"
     } else if path.starts_with("/subscriptions/") {
         "aks"
-    } else if path.starts_with("/v1/") || path.starts_with("/compute/") {
+    } else if path.starts_with("/compute/") {
+        "gke compute"
+    } else if path.starts_with("/v1/") {
         "gke"
     } else if path.starts_with("/clusters") {
         "eks"
@@ -227,11 +243,25 @@ fn main() {
             secs(t.data_plan),
             base / secs(t.data_plan)
         );
-        println!("  cloud requests of one plan:");
+        println!("  cloud requests of one plan, beside each API's documented read quota:");
         for (i, cloud) in ["aks", "gke", "eks"].iter().enumerate() {
-            let r = t.requests.get(cloud).copied().unwrap_or(0);
+            let compute = t.requests.get("gke compute").copied().unwrap_or(0);
+            let own = t.requests.get(cloud).copied().unwrap_or(0);
+            let r = own + if *cloud == "gke" { compute } else { 0 };
             let per = r as f64 / t.per_cloud[i].max(1) as f64;
             println!("    {cloud}: {r:>5} ({per:.2} per refreshed pool)");
+            match *cloud {
+                "aks" => println!(
+                    "      ARM subscription reads: {own} of a bucket of 250 (refilled at 25/s)"
+                ),
+                "gke" => {
+                    println!("      Kubernetes Engine API: {own} of 3,000 a minute per project");
+                    println!("      Compute Engine reads: {compute} of 1,500 a minute per project");
+                }
+                _ => println!(
+                    "      EKS: no published read rate; {own} requests, described concurrently"
+                ),
+            }
             figures::record(
                 &format!("latency{n}_requests_{cloud}"),
                 &format!("{cloud} requests per refreshed pool, plan of {n}"),

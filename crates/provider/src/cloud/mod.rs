@@ -9,6 +9,7 @@
 //! client) is in its folder's `target` module, and `registry` lists the targets. This module only
 //! declares and re-exports: it calls into none of them, so none of them depends on it.
 
+mod across;
 pub mod aks;
 pub mod eks;
 mod error;
@@ -18,6 +19,7 @@ pub mod registry;
 mod shared;
 pub mod target;
 
+pub use across::AcrossClusters;
 pub use error::{CloudError, Detail};
 pub use pool::{
     AksPoolFields, EksPoolFields, GkePoolFields, GkeSharing, Location, NodePools, NodeTemplate,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+use super::across::AcrossClusters;
 use super::error::CloudError;
 use crate::operation::OpCtx;
 
@@ -242,6 +243,14 @@ pub trait NodePools: Send + Sync {
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError>;
 
+    /// True when `update` reads the pool itself before it changes anything and decides against
+    /// that read, not `current` (AKS: a PUT is a read-modify-write of the whole document; EKS:
+    /// the group must have settled first). The caller then reads nothing of its own, and
+    /// `current` may be the pool as the last refresh saw it; a pool gone by then is a 404.
+    fn update_reads_the_pool(&self) -> bool {
+        false
+    }
+
     /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
 
@@ -249,6 +258,18 @@ pub trait NodePools: Send + Sync {
     /// being deleted left out, ordered by name. Pages are followed to the end; a cluster that
     /// does not exist is an error.
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
+
+    /// [`NodePools::list`] for a refresh's shared read (`cloud::SharedReads`): a read that
+    /// answers for many clusters (GKE: a project's instance group sizes) is taken once per
+    /// refresh, from `across`.
+    async fn list_in_refresh(
+        &self,
+        cluster: &Location,
+        _across: &AcrossClusters,
+        ctx: &OpCtx,
+    ) -> Result<Vec<Pool>, CloudError> {
+        self.list(cluster, ctx).await
+    }
 
     /// The zones a new pool at `location` runs in when it names none (GKE: the cluster's), for
     /// the plan; None where pools have no such setting.

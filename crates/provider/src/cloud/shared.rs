@@ -14,7 +14,9 @@
 //! - A snapshot belongs to one refresh: terraform configures the provider once per graph walk,
 //!   and configuring clears every snapshot (as does age, for a provider process kept alive across
 //!   runs).
-//! - A write to a cluster (create, update, delete) drops its snapshot, before and after.
+//! - A write to a cluster (create, update, delete) drops its snapshot, before and after, and
+//!   every read the refresh shares between clusters (`across`: GKE's instance group sizes of a
+//!   project), since those cover the cluster written to.
 //!   Create, update, delete and import read the cloud themselves ([`NodePools::get`]), never
 //!   through a snapshot.
 //! - A pool the snapshot lacks is read once on its own before it is reported gone, so a pool
@@ -25,16 +27,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::OnceCell;
 
+use super::across::{AcrossClusters, MAX_AGE};
 use super::error::CloudError;
 use super::pool::{Location, NodePools, Pool};
 use crate::operation::OpCtx;
-
-/// How long a snapshot serves reads at most, whatever the walk.
-const MAX_AGE: Duration = Duration::from_secs(120);
 
 /// One cluster's pools as a list saw them, or None when the list failed.
 type Listed = Option<Arc<HashMap<String, Pool>>>;
@@ -51,6 +51,8 @@ struct Snapshot {
 #[derive(Default)]
 pub struct SharedReads {
     clusters: Mutex<HashMap<Location, Arc<Snapshot>>>,
+    /// What the clusters' lists share (see `across`).
+    across: AcrossClusters,
 }
 
 impl SharedReads {
@@ -70,7 +72,7 @@ impl SharedReads {
         let listed = snapshot
             .pools
             .get_or_init(|| async {
-                match client.list(location, ctx).await {
+                match client.list_in_refresh(location, &self.across, ctx).await {
                     Ok(pools) => {
                         tracing::debug!(
                             cloud = location.cloud().as_str(),
@@ -98,14 +100,17 @@ impl SharedReads {
         }
     }
 
-    /// Drops the cluster's snapshot: a write is about to change it, or has.
+    /// Drops the cluster's snapshot and what the clusters share: a write is about to change
+    /// them, or has.
     pub fn forget(&self, location: &Location) {
         self.lock().remove(location);
+        self.across.clear();
     }
 
     /// Drops every snapshot: a new refresh begins.
     pub fn clear(&self) {
         self.lock().clear();
+        self.across.clear();
     }
 
     fn snapshot(&self, location: &Location) -> Arc<Snapshot> {

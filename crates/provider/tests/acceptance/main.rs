@@ -33,5 +33,6 @@ mod nodepool_quotas;
 mod nodepool_scale_to_zero;
 mod nodepool_twin;
 mod release;
+mod request_counts;
 mod terraform_versions;
 mod workload_and_functions;

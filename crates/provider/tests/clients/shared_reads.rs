@@ -3,6 +3,7 @@
 //! pages), each pool reads as `get`
 //! reads it, a write or a new refresh drops the snapshot so a change made elsewhere shows, a pool
 //! deleted elsewhere reads as gone, and a list that fails falls back to each pool's own GET.
+//! On GKE the clusters of one project share one aggregated list of instance groups per refresh.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -34,10 +35,17 @@ async fn count(State(seen): State<Seen>, req: Request<Body>, next: Next) -> Resp
 }
 
 async fn serve() -> (String, Seen) {
+    serve_with(Vec::new()).await
+}
+
+/// A sandbox of the default clusters and `more`.
+async fn serve_with(more: Vec<ClusterSpec>) -> (String, Seen) {
     let seen = Seen::default();
     let counting = seen.clone();
+    let mut clusters = ClusterSpec::defaults_with_nodegroup_quota(100);
+    clusters.extend(more);
     let config = Config {
-        clusters: ClusterSpec::defaults_with_nodegroup_quota(100),
+        clusters,
         ..Config::instant()
     };
     let (_sb, base) = crate::serve_sandbox(config, |r| {
@@ -395,4 +403,138 @@ async fn gke_pools_over_the_clusters_three_zones_share_the_aggregated_list() {
             Scaling::Fixed { nodes: 3 }
         );
     }
+}
+
+fn gke_cluster(k: usize) -> Location {
+    Location::Gke {
+        project: "sandbox-project".into(),
+        location: "us-central1".into(),
+        cluster: format!("proj-gke-{k}"),
+    }
+}
+
+/// Every cluster's pools (`names[k]` those of cluster k) read at once through `shared`.
+async fn read_clusters(
+    shared: &SharedReads,
+    client: &dyn NodePools,
+    names: &[Vec<String>],
+) -> Vec<Vec<Option<Pool>>> {
+    let reads = names
+        .iter()
+        .enumerate()
+        .map(|(k, names)| async move { read_all(shared, client, &gke_cluster(k), names).await });
+    join_all(reads).await
+}
+
+/// Requests whose path has `part`.
+fn with(requests: &[String], part: &str) -> usize {
+    requests.iter().filter(|r| r.contains(part)).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
+    const CLUSTERS: usize = 4;
+    let more = (0..CLUSTERS)
+        .map(|k| ClusterSpec::Gke {
+            project: "sandbox-project".into(),
+            location: "us-central1".into(),
+            name: format!("proj-gke-{k}"),
+        })
+        .collect();
+    let (base, seen) = serve_with(more).await;
+    let (client, other) = (gke(&base).await, gke(&base).await);
+    let ctx = ctx();
+    let specs: Vec<PoolSpec> = (0..CLUSTERS * 10)
+        .map(|i| {
+            let mut s = gke_spec(i);
+            s.location = gke_cluster(i % CLUSTERS);
+            s
+        })
+        .collect();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    let of = |k: usize| -> Vec<String> {
+        let loc = gke_cluster(k);
+        let mine = specs.iter().filter(|s| s.location == loc);
+        mine.map(|s| s.name.clone()).collect()
+    };
+    let names: Vec<Vec<String>> = (0..CLUSTERS).map(of).collect();
+
+    // One refresh over the four clusters: per cluster its first pool and that pool's group,
+    // then the node pool list; the project's instance groups once for all four.
+    taken(&seen);
+    let shared = SharedReads::default();
+    let read = read_clusters(&shared, &client, &names).await;
+    let requests = taken(&seen);
+    assert_eq!(
+        with(&requests, "/aggregated/instanceGroupManagers"),
+        1,
+        "one aggregated list for the project: {requests:#?}"
+    );
+    assert!(requests.len() <= 3 * CLUSTERS + 1, "{requests:#?}");
+    for (k, pools) in read.iter().enumerate() {
+        for (name, pool) in names[k].iter().zip(pools) {
+            let single = client.get(&gke_cluster(k), name, &ctx).await.unwrap();
+            assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
+            assert!(pool.is_some(), "{name} exists");
+        }
+    }
+
+    // A pool scaled elsewhere: a single read (create, update, delete and import read so) sees
+    // it at once, never the refresh's list.
+    let (b0, b1) = (&of(1)[0], &of(1)[1]);
+    let pool = client
+        .get(&gke_cluster(1), b1, &ctx)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut bigger = pool.spec.clone();
+    bigger.scaling = Scaling::Fixed { nodes: 2 };
+    other.update(&pool, &bigger, &ctx).await.unwrap();
+    let single = client
+        .get(&gke_cluster(1), b1, &ctx)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(single.spec.scaling, Scaling::Fixed { nodes: 2 });
+
+    // A write to cluster 1 through the provider (as the resource writes: the snapshot dropped
+    // before and after) drops the project's list it relied on: the next reads of cluster 1,
+    // from a list, see the size that write set.
+    shared.forget(&gke_cluster(1));
+    let mut biggest = bigger.clone();
+    biggest.scaling = Scaling::Fixed { nodes: 3 };
+    let written = client.update(&single, &biggest, &ctx).await.unwrap();
+    shared.forget(&gke_cluster(1));
+    assert_eq!(written.spec.scaling, Scaling::Fixed { nodes: 3 });
+    taken(&seen);
+    let first = shared
+        .read(&client, &gke_cluster(1), b0, &ctx)
+        .await
+        .unwrap();
+    assert!(first.is_some());
+    let rest = read_all(&shared, &client, &gke_cluster(1), &of(1)[1..]).await;
+    assert_eq!(
+        rest[0].as_ref().unwrap().spec.scaling,
+        Scaling::Fixed { nodes: 3 },
+        "the list after the write sees it"
+    );
+    let requests = taken(&seen);
+    assert_eq!(
+        with(&requests, "/aggregated/instanceGroupManagers"),
+        1,
+        "the project's list taken again after the write: {requests:#?}"
+    );
+
+    // A new refresh takes it once again, for every cluster.
+    shared.clear();
+    taken(&seen);
+    let again = read_clusters(&shared, &client, &names).await;
+    let requests = taken(&seen);
+    assert_eq!(with(&requests, "/aggregated/"), 1, "{requests:#?}");
+    assert_eq!(
+        again[1][1].as_ref().unwrap().spec.scaling,
+        Scaling::Fixed { nodes: 3 }
+    );
 }

@@ -59,8 +59,31 @@ pub fn start(op_time: Duration) -> Running {
 
 /// A sandbox of any config (e.g. more clusters than the default world's three).
 pub fn start_with(config: Config) -> Running {
+    start_with_layer(config, |r| r)
+}
+
+/// The requests a sandbox was sent, as "METHOD path" (no query), in order.
+pub type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A sandbox that records every request it is sent (see [`Seen`]).
+pub fn start_counted(config: Config) -> (Running, Seen) {
+    let seen = Seen::default();
+    let counting = seen.clone();
+    let running = start_with_layer(config, move |r| {
+        r.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let line = format!("{} {}", req.method(), req.uri().path());
+                counting.lock().unwrap().push(line);
+                next.run(req)
+            },
+        ))
+    });
+    (running, seen)
+}
+
+fn start_with_layer(config: Config, layer: impl FnOnce(axum::Router) -> axum::Router) -> Running {
     let sandbox = Sandbox::open(config).expect("sandbox opens");
-    let router = sandbox.router();
+    let router = layer(sandbox.router());
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -155,24 +155,32 @@ impl NodePools for AksClient {
     ) -> Result<Pool, CloudError> {
         let location = &spec.location;
         let name = spec.name.as_str();
-        let os_sku_in_place = os_sku_changes_in_place(
-            current.spec.aks().os_sku.as_deref(),
-            spec.aks().os_sku.as_deref(),
-        );
-        let replace: Vec<&str> = spec_diff(&current.spec, spec)
-            .into_iter()
-            .filter(|f| !IN_PLACE.contains(f) || (*f == "os_sku" && !os_sku_in_place))
-            .collect();
-        if !replace.is_empty() {
-            return Err(CloudError::Api {
+        // What cannot change in place: refused before any request against `current` (which may
+        // be the pool as the last refresh saw it, see `update_reads_the_pool`), and again against
+        // the pool as ARM holds it when each attempt below reads it.
+        let in_place = |now: &Pool| -> Result<(), CloudError> {
+            let os_sku_in_place = os_sku_changes_in_place(
+                now.spec.aks().os_sku.as_deref(),
+                spec.aks().os_sku.as_deref(),
+            );
+            let replace: Vec<&str> = spec_diff(&now.spec, spec)
+                .into_iter()
+                .filter(|f| !IN_PLACE.contains(f) || (*f == "os_sku" && !os_sku_in_place))
+                .collect();
+            if replace.is_empty() {
+                return Ok(());
+            }
+            Err(CloudError::Api {
                 status: 400,
                 code: "PropertyChangeNotAllowed".into(),
                 message: format!(
                     "AKS cannot change {} of agent pool '{name}' in place: the pool must be replaced",
                     replace.join(", ")
                 ),
-            });
-        }
+            })
+        };
+        let in_place = &in_place;
+        in_place(current)?;
         let url = self.pool_url(location, name)?;
         let put = PutTarget {
             url: &url,
@@ -196,6 +204,7 @@ impl NodePools for AksClient {
                     message: format!("agent pool '{name}' is being deleted"),
                 });
             }
+            in_place(&pool)?;
             match terminal(&pool.status) {
                 Some(true) if pool.spec == *spec => return Ok(Attempt::Done(pool)),
                 // Another operation (or our own PUT whose answer was lost) is running: let it finish.
@@ -213,6 +222,10 @@ impl NodePools for AksClient {
         };
         let (backoff, max) = (self.timing.retries(), self.timing.max_attempts);
         retry(ctx, backoff, max, attempt, log_put_retry).await
+    }
+
+    fn update_reads_the_pool(&self) -> bool {
+        true
     }
 
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {

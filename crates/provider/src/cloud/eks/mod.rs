@@ -114,22 +114,18 @@ impl NodePools for EksClient {
         spec: &PoolSpec,
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
-        let (region, cluster) = eks_location(&spec.location)?;
-        let mut pool = self.update_group(current, spec, ctx).await?;
-        // `current` was read by this refresh: an unchanged template needs no further call.
-        if current.spec.node_template == spec.node_template {
-            pool.spec.node_template = current.spec.node_template.clone();
-            return Ok(pool);
-        }
-        let client = self.client(region)?;
-        let ng = self
-            .describe(&client, cluster, &spec.name, ctx)
-            .await?
-            .ok_or_else(|| gone(cluster, &spec.name))?;
+        let (region, _) = eks_location(&spec.location)?;
+        let (mut pool, ng) = self.update_group(current, spec, ctx).await?;
+        // Against the tags the group holds now, not `current` (which may be the last refresh's,
+        // see `update_reads_the_pool`): one read, and a write only of what differs.
         pool.spec.node_template = self
             .set_template(region, &ng, &spec.node_template, ctx)
             .await?;
         Ok(pool)
+    }
+
+    fn update_reads_the_pool(&self) -> bool {
+        true
     }
 
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
@@ -323,7 +319,7 @@ impl EksClient {
         current: &Pool,
         spec: &PoolSpec,
         ctx: &OpCtx,
-    ) -> Result<Pool, CloudError> {
+    ) -> Result<(Pool, aws_sdk_eks::types::Nodegroup), CloudError> {
         let (region, cluster) = eks_location(&spec.location)?;
         let client = self.client(region)?;
         let name = &current.spec.name;
@@ -343,7 +339,7 @@ impl EksClient {
                 return Err(operation_failed(&ng, &status));
             }
             let Some(change) = ConfigChange::between(&ng, spec) else {
-                return Ok(to_pool(region, cluster, &ng));
+                return Ok((to_pool(region, cluster, &ng), ng));
             };
             tracing::debug!(cluster, nodegroup = %name, "eks: updating node group config");
             let mut req = client
@@ -397,7 +393,7 @@ impl EksClient {
             .await?
             .ok_or_else(|| gone(cluster, name))?;
         if ConfigChange::between(&ng, spec).is_none() {
-            return Ok(to_pool(region, cluster, &ng));
+            return Ok((to_pool(region, cluster, &ng), ng));
         }
         if let Some(e) = last {
             return Err(e);

@@ -156,7 +156,8 @@ impl EksClient {
     }
 
     /// Brings every group of the node group to `want`: tags that differ are written, template
-    /// tags `want` does not name are deleted. Returns what the groups then carry.
+    /// tags `want` does not name are deleted. Returns what the groups then carry: `want`, once
+    /// every call has succeeded.
     pub(super) async fn set_template(
         &self,
         region: &str,
@@ -169,6 +170,10 @@ impl EksClient {
         let client = self.asg_client(region)?;
         for name in &names {
             let Some(current) = have.get(name) else {
+                if want.is_empty() {
+                    // Nothing to write, and nothing of ours to remove.
+                    continue;
+                }
                 return Err(CloudError::Api {
                     status: 0,
                     code: "AutoScalingGroupNotFound".into(),
@@ -210,6 +215,6 @@ impl EksClient {
                 .await?;
             }
         }
-        self.template_of(region, ng, ctx).await
+        Ok(want.clone())
     }
 }

@@ -25,7 +25,9 @@
 //! that read is left out there (a read per zone saved on every apply). A list of the cluster's
 //! pools (a refresh's shared read, see `cloud::SharedReads`) takes every size from Compute's
 //! `instanceGroupManagers.aggregatedList`, one request per project and 500 managers, and reads
-//! the groups of a pool on their own only when that list lacks them or fails.
+//! the groups of a pool on their own only when that list lacks them or fails. In a refresh the
+//! clusters of one project share that list (`cloud::AcrossClusters`): it is taken once per project
+//! per refresh, not once per cluster.
 //!
 //! Waits for operations are paced ([`Pace`](crate::operation::Pace)): the first look at an
 //! operation comes shortly before the quickest one of its type (CREATE_NODE_POOL, ...) was seen
@@ -52,6 +54,7 @@ use async_trait::async_trait;
 use google_cloud_container_v1::client::ClusterManager;
 use google_cloud_container_v1::model::{self as m, NodeLabels, NodeTaints};
 
+use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::{CloudError, Detail};
 use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec, Scaling};
 use crate::operation::OpCtx;
@@ -170,6 +173,39 @@ impl GkeClient {
         }
         s.gke_mut().node_locations = zones;
         Ok(s)
+    }
+
+    /// Every pool of the cluster; the fixed-size pools' sizes from Compute's aggregated lists,
+    /// taken from `across` when a refresh shares them.
+    async fn list_sized(
+        &self,
+        cluster: &Location,
+        across: Option<&AcrossClusters>,
+        ctx: &OpCtx,
+    ) -> Result<Vec<Pool>, CloudError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let parent = mapping::cluster_path(cluster)?;
+        // ListNodePoolsResponse has no page token: one answer holds every pool.
+        let listed = self
+            .call(ctx, &format!("GET {parent}/nodePools"), false, || {
+                self.cm.list_node_pools().set_parent(parent.clone()).send()
+            })
+            .await?;
+        let live: Vec<m::NodePool> = listed
+            .node_pools
+            .into_iter()
+            .filter(|np| np.status != m::node_pool::Status::Stopping)
+            .collect();
+        // Every fixed-size pool's instance groups from one aggregated list (per project), not
+        // a read per zone and pool; a pool the list lacks reads its own groups.
+        let sizes = &self.group_sizes(&live, across, ctx).await;
+        let mut pools: Vec<Pool> = stream::iter(live)
+            .map(|np| async move { self.pool_sized(cluster, &np, sizes.as_deref()).await })
+            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        Ok(pools)
     }
 }
 
@@ -326,29 +362,18 @@ impl NodePools for GkeClient {
     }
 
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
-        use futures_util::stream::{self, StreamExt, TryStreamExt};
-        let parent = mapping::cluster_path(cluster)?;
-        // ListNodePoolsResponse has no page token: one answer holds every pool.
-        let listed = self
-            .call(ctx, &format!("GET {parent}/nodePools"), false, || {
-                self.cm.list_node_pools().set_parent(parent.clone()).send()
-            })
-            .await?;
-        let live: Vec<m::NodePool> = listed
-            .node_pools
-            .into_iter()
-            .filter(|np| np.status != m::node_pool::Status::Stopping)
-            .collect();
-        // Every fixed-size pool's instance groups from one aggregated list (per project), not
-        // a read per zone and pool; a pool the list lacks reads its own groups.
-        let sizes = &self.group_sizes(&live, ctx).await;
-        let mut pools: Vec<Pool> = stream::iter(live)
-            .map(|np| async move { self.pool_sized(cluster, &np, sizes.as_ref()).await })
-            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
-        Ok(pools)
+        self.list_sized(cluster, None, ctx).await
+    }
+
+    /// The list, each project's instance group sizes taken once per refresh: the clusters of a
+    /// project share one aggregated list.
+    async fn list_in_refresh(
+        &self,
+        cluster: &Location,
+        across: &AcrossClusters,
+        ctx: &OpCtx,
+    ) -> Result<Vec<Pool>, CloudError> {
+        self.list_sized(cluster, Some(across), ctx).await
     }
 
     async fn default_zones(

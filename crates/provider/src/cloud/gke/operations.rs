@@ -3,6 +3,7 @@
 //! a pool an earlier attempt of a create left behind.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use google_cloud_container_v1 as gcc;
 use google_cloud_container_v1::model::{self as m, NodePool, Operation};
@@ -21,15 +22,16 @@ pub(super) type GroupSizes = std::collections::HashMap<String, u64>;
 /// Pages of one aggregated list followed at most (500 managers a page).
 const MAX_PAGES: usize = 100;
 
-/// The pool's size from a listing, when it holds every one of the pool's groups.
-fn listed_size(sizes: &GroupSizes, np: &NodePool) -> Option<u32> {
+/// The pool's size from the listings (one per project), when they hold every one of the pool's
+/// groups.
+fn listed_size(sizes: &[Arc<GroupSizes>], np: &NodePool) -> Option<u32> {
     if np.instance_group_urls.is_empty() {
         return None;
     }
     let total = np
         .instance_group_urls
         .iter()
-        .map(|url| sizes.get(url).copied())
+        .map(|url| sizes.iter().find_map(|s| s.get(url).copied()))
         .sum::<Option<u64>>()?;
     u32::try_from(total).ok()
 }
@@ -55,6 +57,7 @@ fn encode(token: &str) -> String {
         })
         .collect()
 }
+use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::CloudError;
 use crate::cloud::pool::{Location, Pool, PoolSpec, Scaling};
 use crate::operation::OpCtx;
@@ -137,7 +140,7 @@ impl GkeClient {
         &self,
         loc: &Location,
         np: &NodePool,
-        sizes: Option<&GroupSizes>,
+        sizes: Option<&[Arc<GroupSizes>]>,
     ) -> Result<Pool, CloudError> {
         let mut spec = spec_of(loc, np);
         if let Scaling::Fixed { .. } = spec.scaling {
@@ -159,10 +162,16 @@ impl GkeClient {
 
     /// The targetSize of every instance group manager of the projects the fixed-size pools'
     /// groups are in, from Compute's `instanceGroupManagers.aggregatedList` (one request per
-    /// project and 500 managers, however many zones and pools): keyed by the manager's URL as
-    /// `instanceGroupUrls` names it. None when a list fails: the pools' groups are then read on
-    /// their own, as a single read does.
-    pub(super) async fn group_sizes(&self, pools: &[NodePool], ctx: &OpCtx) -> Option<GroupSizes> {
+    /// project and 500 managers, however many zones and pools), one map per project, keyed by the
+    /// manager's URL as `instanceGroupUrls` names it. A refresh takes each project's list once
+    /// (`across`) for all its clusters. None when a list fails: the pools' groups are then read
+    /// on their own, as a single read does.
+    pub(super) async fn group_sizes(
+        &self,
+        pools: &[NodePool],
+        across: Option<&AcrossClusters>,
+        ctx: &OpCtx,
+    ) -> Option<Vec<Arc<GroupSizes>>> {
         let fixed = pools.iter().filter(|np| {
             !np.autoscaling.as_ref().is_some_and(|a| a.enabled)
                 && !np.instance_group_urls.is_empty()
@@ -171,16 +180,29 @@ impl GkeClient {
             .flat_map(|np| np.instance_group_urls.iter())
             .filter_map(|url| url.split_once("/zones/").map(|(project, _)| project))
             .collect();
-        let mut sizes = GroupSizes::new();
+        let mut out = Vec::new();
         for project in projects {
-            let listed = self.aggregated_sizes(project, &mut sizes, ctx).await;
-            if let Err(e) = listed {
-                tracing::debug!(project, error = %e, "cannot list the instance group managers; \
-                    reading each pool's groups");
-                return None;
-            }
+            let take = || async {
+                let mut sizes = GroupSizes::new();
+                match self.aggregated_sizes(project, &mut sizes, ctx).await {
+                    Ok(()) => Some(sizes),
+                    Err(e) => {
+                        tracing::debug!(project, error = %e, "cannot list the instance group \
+                            managers; reading each pool's groups");
+                        None
+                    }
+                }
+            };
+            let listed = match across {
+                Some(across) => {
+                    let key = format!("compute instanceGroupManagers {project}");
+                    across.get_or_take(&key, take).await
+                }
+                None => take().await.map(Arc::new),
+            };
+            out.push(listed?);
         }
-        Some(sizes)
+        Some(out)
     }
 
     /// One project's managers (`project` as the URLs name it: `https://.../compute/v1/projects/p`),

@@ -146,6 +146,18 @@ impl NodePool {
     }
 }
 
+/// The pool as the last refresh saw it (the prior state), for a client that reads it again
+/// itself (`NodePools::update_reads_the_pool`); None when the state does not resolve.
+fn refreshed_pool(prior: &Value, settings: &Settings) -> Option<cloud::Pool> {
+    let args = Args::from_value(prior).ok()?;
+    let r = resolve(&args, settings, &mut Diagnostics::new())?;
+    Some(cloud::Pool {
+        id: prior.get("id").as_str()?.to_string(),
+        spec: r.spec,
+        status: prior.get("status").as_str().unwrap_or_default().to_string(),
+    })
+}
+
 /// Stands in for provider defaults during validation, which runs before the provider is
 /// configured: a missing subscription, project or region is reported at plan time instead.
 fn validation_settings() -> Settings {
@@ -272,23 +284,34 @@ impl Resource for NodePool {
             return prior.clone();
         };
         let (ctx, spec) = (self.ctx(planned, "update"), &r.spec);
-        let current = match client.get(&spec.location, &spec.name, &ctx).await {
-            Ok(Some(p)) => p,
-            Ok(None) => {
-                diags.push(Diagnostic::error(
-                    "Node pool vanished",
-                    format!(
-                        "Node pool {:?} no longer exists; run `terraform apply` again to \
-                        create it.",
-                        spec.name
-                    ),
-                ));
-                return prior.clone();
-            }
-            Err(e) => {
-                diags.push(cloud_diagnostic("read", &spec.name, &e));
-                return prior.clone();
-            }
+        let vanished = |diags: &mut Diagnostics| {
+            diags.push(Diagnostic::error(
+                "Node pool vanished",
+                format!(
+                    "Node pool {:?} no longer exists; run `terraform apply` again to create it.",
+                    spec.name
+                ),
+            ));
+        };
+        // A client whose update reads the pool first needs no read of ours: one round trip
+        // less per pool, and its decision rests on its own read all the same.
+        let refreshed = client
+            .update_reads_the_pool()
+            .then(|| refreshed_pool(prior, &settings))
+            .flatten();
+        let current = match refreshed {
+            Some(p) => p,
+            None => match client.get(&spec.location, &spec.name, &ctx).await {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    vanished(diags);
+                    return prior.clone();
+                }
+                Err(e) => {
+                    diags.push(cloud_diagnostic("read", &spec.name, &e));
+                    return prior.clone();
+                }
+            },
         };
         let cloud = spec.location.cloud().as_str();
         tracing::info!(cloud, pool = %spec.name, "updating node pool in place");
@@ -304,6 +327,10 @@ impl Resource for NodePool {
             Err(e) => e,
         };
         tracing::warn!(cloud, pool = %spec.name, error = %e, "node pool update failed");
+        if client.update_reads_the_pool() && e.is_not_found() {
+            vanished(diags);
+            return prior.clone();
+        }
         diags.push(cloud_diagnostic("update", &spec.name, &e));
         // Record what the cloud now holds, so the next plan shows what is left to do.
         match read_after_failure(client.as_ref(), &spec.location, &spec.name, &e).await {
