@@ -1,7 +1,10 @@
 //! `fracgpu-sandbox demo`: the README's first command. Builds the provider if needed, starts the
 //! sandbox, lays the provider out as a local filesystem mirror, and applies `examples/quickstart`
 //! through the real terraform binary, printing progress and what a user wants to see: the pools,
-//! their nodes and the GPU resources each node offers, and an empty second plan.
+//! their nodes and the GPU resources each node offers, and an empty second plan. Then it applies
+//! `examples/scale-from-zero` (a pool per cloud autoscaled from zero, one GPU per node shared ten
+//! ways), creates ten pending one-slice pods in each cluster through its Kubernetes API, and shows
+//! what the sandbox's twin cluster-autoscalers did: one new node per pool, and why.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -140,7 +143,16 @@ pub fn run() -> Result<(), DemoError> {
         sandbox_var,
         format!("kubeconfigs={}", serde_json::Value::Object(map)),
     ];
-    let result = quickstart(&work, &cli, &vars, &stack);
+    let result = quickstart(&work, &cli, &vars, &stack).and_then(|()| {
+        let zero = root.join("zero");
+        std::fs::create_dir_all(&zero).map_err(|e| DemoError(e.to_string()))?;
+        std::fs::write(
+            zero.join("main.tf"),
+            include_str!("../../../examples/scale-from-zero/main.tf"),
+        )
+        .map_err(|e| DemoError(e.to_string()))?;
+        scale_from_zero(&zero, &cli, &vars, &stack, &runtime)
+    });
     let _ = std::fs::remove_dir_all(&root);
     result?;
     step(
@@ -150,21 +162,28 @@ pub fn run() -> Result<(), DemoError> {
     Ok(())
 }
 
+/// terraform with the sandbox's addresses: for every command that evaluates the configuration.
+fn terraform_vars(
+    dir: &Path,
+    cli: &Path,
+    vars: &[String],
+    args: &[&str],
+) -> Result<String, DemoError> {
+    let mut all: Vec<&str> = args.to_vec();
+    for var in vars {
+        all.push("-var");
+        all.push(var);
+    }
+    terraform(dir, cli, &all)
+}
+
 fn quickstart(
     work: &Path,
     cli: &Path,
     vars: &[String],
     stack: &crate::stack::Stack,
 ) -> Result<(), DemoError> {
-    // Every command that evaluates the configuration gets the sandbox's addresses.
-    let run = |args: &[&str]| {
-        let mut all: Vec<&str> = args.to_vec();
-        for var in vars {
-            all.push("-var");
-            all.push(var);
-        }
-        terraform(work, cli, &all)
-    };
+    let run = |args: &[&str]| terraform_vars(work, cli, vars, args);
     step("terraform init (offline, from a local provider mirror)");
     terraform(work, cli, &["init", "-input=false", "-no-color"])?;
     step(
@@ -213,6 +232,203 @@ fn quickstart(
     }
     println!();
     step("a second plan shows no changes");
+    let plan = run(&["plan", "-no-color", "-input=false", "-detailed-exitcode"])?;
+    if !plan.contains("No changes") {
+        return Err(DemoError(format!("the second plan was not empty:\n{plan}")));
+    }
+    step("terraform destroy");
+    run(&["destroy", "-auto-approve", "-input=false", "-no-color"])?;
+    Ok(())
+}
+
+/// The pending pods each cluster gets: one slice each, so that ten fit one node of ten slices.
+const PENDING_PODS: usize = 10;
+
+/// One pending pod of one slice, placed as the pool's computed attributes say (what a user's
+/// Deployment would carry).
+fn pending_pod(pool: &serde_json::Value, i: usize) -> serde_json::Value {
+    let resource = pool["resource_name"].as_str().unwrap_or("nvidia.com/gpu");
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": format!("slice-{i}"), "namespace": "default"},
+        "spec": {
+            "nodeSelector": pool["node_selector"],
+            "tolerations": pool["tolerations"],
+            "containers": [{
+                "name": "model",
+                "image": "registry.example/model:1",
+                "resources": {"limits": {resource: "1"}}
+            }]
+        }
+    })
+}
+
+/// Creates the pods over HTTPS with the cluster's bearer token, as kubectl would; each write lets
+/// the twin's cluster-autoscaler look at the cluster before it answers.
+fn create_pods(
+    stack: &crate::stack::Stack,
+    runtime: &tokio::runtime::Runtime,
+    cloud: &str,
+    cluster: &str,
+    pool: &serde_json::Value,
+) -> Result<(), DemoError> {
+    let err = |e: String| DemoError(format!("{cloud}: creating the pending pods: {e}"));
+    let ca = reqwest::Certificate::from_pem(stack.kube.ca_pem().as_bytes())
+        .map_err(|e| err(e.to_string()))?;
+    let http = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .timeout(std::time::Duration::from_secs(20))
+        .build()
+        .map_err(|e| err(e.to_string()))?;
+    let token = stack
+        .kube
+        .token(cloud, cluster)
+        .ok_or_else(|| err("the cluster has no Kubernetes API".into()))?;
+    let url = format!(
+        "{}/k8s/{cloud}/{cluster}/api/v1/namespaces/default/pods",
+        stack.kube_url()
+    );
+    runtime.block_on(async {
+        for i in 0..PENDING_PODS {
+            let resp = http
+                .post(&url)
+                .bearer_auth(&token)
+                .json(&pending_pod(pool, i))
+                .send()
+                .await
+                .map_err(|e| err(e.to_string()))?;
+            if !resp.status().is_success() {
+                let status = resp.status();
+                let body = resp.text().await.unwrap_or_default();
+                return Err(err(format!("{status}: {body}")));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// What each node of a pool offers of `resource`, e.g. "10" (or "10,10" for two nodes).
+fn slices_offered(
+    stack: &crate::stack::Stack,
+    cloud: &str,
+    cluster: &str,
+    pool: &str,
+    resource: &str,
+) -> String {
+    let offered: Vec<String> = stack
+        .kube
+        .pool_node_names(cloud, cluster, pool)
+        .iter()
+        .map(|node| {
+            stack
+                .kube
+                .object(cloud, cluster, "nodes", "", node)
+                .and_then(|n| {
+                    n["status"]["allocatable"][resource]
+                        .as_str()
+                        .map(String::from)
+                })
+                .unwrap_or_else(|| "?".into())
+        })
+        .collect();
+    if offered.is_empty() {
+        "-".into()
+    } else {
+        offered.join(",")
+    }
+}
+
+fn scale_from_zero(
+    work: &Path,
+    cli: &Path,
+    vars: &[String],
+    stack: &crate::stack::Stack,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), DemoError> {
+    let run = |args: &[&str]| terraform_vars(work, cli, vars, args);
+    step(
+        "terraform apply: a pool per cloud autoscaled from zero nodes, one GPU per node \
+            time-sliced ten ways (examples/scale-from-zero)",
+    );
+    terraform(work, cli, &["init", "-input=false", "-no-color"])?;
+    run(&["apply", "-auto-approve", "-input=false", "-no-color"])?;
+    let out = terraform(work, cli, &["output", "-json", "pools"])?;
+    let pools: serde_json::Value =
+        serde_json::from_str(&out).map_err(|e| DemoError(e.to_string()))?;
+    step(&format!(
+        "{PENDING_PODS} pending pods of one slice each in every cluster, through its Kubernetes \
+            API; the sandbox's cluster-autoscalers answer"
+    ));
+    let clusters = [
+        ("aks", "sandbox-aks"),
+        ("gke", "sandbox-gke"),
+        ("eks", "sandbox-eks"),
+    ];
+    let seen = stack
+        .sandbox
+        .with_world(|w, _| w.autoscaler.decisions.len());
+    let mut rows = Vec::new();
+    for (cloud, cluster) in clusters {
+        let pool = &pools[cloud];
+        let name = pool["name"].as_str().unwrap_or("?");
+        let before = stack.kube.pool_node_names(cloud, cluster, name).len();
+        create_pods(stack, runtime, cloud, cluster, pool)?;
+        let after = stack.kube.pool_node_names(cloud, cluster, name).len();
+        rows.push((cloud, cluster, pool, name, before, after));
+    }
+    // Only what these pods caused: the log also holds the quick start's history.
+    let decisions = stack.sandbox.with_world(|w, _| {
+        w.autoscaler
+            .decisions
+            .iter()
+            .skip(seen)
+            .cloned()
+            .collect::<Vec<_>>()
+    });
+
+    println!(
+        "\n{:<5} {:<8} {:<24} {:<15} {:<11} why (the autoscaler's decision)",
+        "cloud", "pool", "pending pods", "nodes", "slices/node"
+    );
+    for (cloud, cluster, pool, name, before, after) in rows {
+        let resource = pool["resource_name"].as_str().unwrap_or("?");
+        let slices = slices_offered(stack, cloud, cluster, name, resource);
+        // One decision per cluster: the first pod grew the pool, the other nine fit the new node.
+        let mine: Vec<_> = decisions.iter().filter(|d| d.cloud == cloud).collect();
+        let decision = mine
+            .iter()
+            .find(|d| d.pool.as_deref() == Some(name))
+            .ok_or_else(|| {
+                DemoError(format!(
+                    "{cloud}: the autoscaler recorded no decision on {name}"
+                ))
+            })?;
+        println!(
+            "{cloud:<5} {name:<8} {:<24} {:<15} {slices:<11} {}: {}",
+            format!("{PENDING_PODS} x {resource}: 1"),
+            format!("{before} -> {after}"),
+            decision.reason,
+            decision.message
+        );
+        // The demo's promise, checked here because CI runs the demo.
+        let per_node = pool["slices_per_node"].to_string();
+        if (before, after) != (0, 1)
+            || slices != per_node
+            || decision.reason != "TriggeredScaleUp"
+            || decision.sizes != Some((0, 1))
+            || mine.len() != 1
+        {
+            return Err(DemoError(format!(
+                "{cloud}: {PENDING_PODS} one-slice pods should bring one node of {per_node} \
+                 slices from zero, with one decision; nodes {before} -> {after}, slices {slices}, \
+                 decisions: {:?}",
+                mine.iter().map(|d| &d.message).collect::<Vec<_>>()
+            )));
+        }
+    }
+    println!();
+    step("a second plan shows no changes: the autoscaler's nodes are no drift");
     let plan = run(&["plan", "-no-color", "-input=false", "-detailed-exitcode"])?;
     if !plan.contains("No changes") {
         return Err(DemoError(format!("the second plan was not empty:\n{plan}")));
