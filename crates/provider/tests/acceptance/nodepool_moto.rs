@@ -124,3 +124,80 @@ resource "fracgpu_nodepool" "p" {{
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(ws.show_json()["values"].is_null());
 }
+
+/// moto's EKS names an Auto Scaling group for each node group but does not make it (moto's
+/// autoscaling backend never hears of it), as real EKS always does: the one place where the
+/// node template cannot be written. The autoscaled group is still created and recorded, not
+/// tainted, with a warning; the next plan shows the template as a change, and the apply that
+/// tries it names the missing group.
+#[test]
+fn an_autoscaled_group_whose_auto_scaling_group_is_missing_is_kept_with_a_warning() {
+    if crate::common::tools::require(crate::common::tools::Tool::Moto).is_none() {
+        return;
+    }
+    let (_moto, url) = start_moto();
+    let status = Command::new("python3")
+        .args([
+            "-c",
+            &format!(
+                "import boto3; boto3.client('eks', endpoint_url='{url}', region_name='us-east-1').create_cluster(name='moto-eks', roleArn='arn:aws:iam::123456789012:role/eks', resourcesVpcConfig={{'subnetIds': ['subnet-1']}})"
+            ),
+        ])
+        .envs(AWS_ENV)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cluster created in moto");
+    let config = format!(
+        r#"{REQUIRED_PROVIDERS}
+provider "fracgpu" {{
+  aws {{
+    region   = "us-east-1"
+    endpoint = "{url}"
+  }}
+}}
+
+resource "fracgpu_nodepool" "p" {{
+  name         = "t4auto"
+  machine_type = "g4dn.xlarge"
+  autoscaling {{
+    min_nodes = 0
+    max_nodes = 3
+  }}
+  eks {{
+    cluster_name  = "moto-eks"
+    node_role_arn = "arn:aws:iam::123456789012:role/gpu-nodes"
+    subnet_ids    = ["subnet-1"]
+  }}
+  time_slicing {{ replicas = 10 }}
+}}
+"#
+    );
+    let mut ws = Workspace::new(&config);
+    for (k, v) in AWS_ENV {
+        ws = ws.env(k, v);
+    }
+    ws.init();
+    let out = ws.apply();
+    assert!(
+        out.text().contains("Node template not written"),
+        "{}",
+        out.text()
+    );
+    let state = ws.show_json();
+    let resource = &state["values"]["root_module"]["resources"][0];
+    assert_eq!(resource["values"]["id"], "moto-eks:t4auto");
+    assert!(resource["tainted"].is_null(), "not tainted: {resource}");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(
+        plan.stdout
+            .contains("k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"),
+        "{}",
+        plan.stdout
+    );
+    let out = ws.run(&["apply", "-auto-approve", "-no-color", "-input=false"]);
+    assert_ne!(out.code, 0, "{}", out.text());
+    assert!(out.text().contains("does not exist"), "{}", out.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(ws.show_json()["values"].is_null());
+}

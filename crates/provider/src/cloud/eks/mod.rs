@@ -85,8 +85,9 @@ impl NodePools for EksClient {
             return Ok(pool);
         }
         // The group exists now, and its state entry must not be lost to a failed tag call: the
-        // pool is returned with the template its Auto Scaling group holds, so a template that
-        // could not be written shows in the next plan as a change, which the next apply makes.
+        // pool is returned without the template it could not get (the resource warns, and the
+        // next refresh reads the Auto Scaling group's tags as they are, so the next plan shows the
+        // template as a change that the next apply makes or names the cause of).
         let client = self.client(region)?;
         let written = match self.describe(&client, cluster, &spec.name, ctx).await? {
             Some(ng) => {

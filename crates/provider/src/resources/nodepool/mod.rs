@@ -214,8 +214,26 @@ impl Resource for NodePool {
             .writing(&spec.location, client.create(spec, &ctx))
             .await;
         let e = match created {
-            Ok(pool) => {
+            Ok(mut pool) => {
                 tracing::info!(cloud, pool = %spec.name, elapsed_ms = ctx.started.elapsed().as_millis() as u64, "node pool created");
+                if pool.spec.node_template != spec.node_template {
+                    // The pool exists; only the autoscaler's template is missing. An error would
+                    // taint (and so replace) the pool: a warning, and the plan's value, which the
+                    // next refresh corrects from the cloud, so the next plan shows the change.
+                    diags.push(Diagnostic::warning(
+                        "Node template not written",
+                        format!(
+                            "Node pool {} was created, but the tags cluster-autoscaler reads to \
+                             scale it from zero (autoscaler_node_template) could not be written. \
+                             Check that the credentials may write them (on EKS: \
+                             autoscaling:DescribeAutoScalingGroups, autoscaling:CreateOrUpdateTags \
+                             and autoscaling:DeleteTags); TF_LOG=warn shows the cause. The next \
+                             plan shows the template as a change, and the next apply writes it.",
+                            spec.name
+                        ),
+                    ));
+                    pool.spec.node_template = spec.node_template.clone();
+                }
                 return state_from_pool(&pool, planned, &settings, diags).unwrap_or(Value::Null);
             }
             Err(e) => e,
