@@ -231,14 +231,7 @@ fn quickstart(
         }
     }
     println!();
-    step("a second plan shows no changes");
-    let plan = run(&["plan", "-no-color", "-input=false", "-detailed-exitcode"])?;
-    if !plan.contains("No changes") {
-        return Err(DemoError(format!("the second plan was not empty:\n{plan}")));
-    }
-    step("terraform destroy");
-    run(&["destroy", "-auto-approve", "-input=false", "-no-color"])?;
-    Ok(())
+    plan_empty_then_destroy(&run, "a second plan shows no changes")
 }
 
 /// The pending pods each cluster gets: one slice each, so that ten fit one node of ten slices.
@@ -428,7 +421,18 @@ fn scale_from_zero(
         }
     }
     println!();
-    step("a second plan shows no changes: the autoscaler's nodes are no drift");
+    plan_empty_then_destroy(
+        &run,
+        "a second plan shows no changes: the autoscaler's nodes are no drift",
+    )
+}
+
+/// The end of each part: a plan that must be empty, then the destroy.
+fn plan_empty_then_destroy(
+    run: &dyn Fn(&[&str]) -> Result<String, DemoError>,
+    what: &str,
+) -> Result<(), DemoError> {
+    step(what);
     let plan = run(&["plan", "-no-color", "-input=false", "-detailed-exitcode"])?;
     if !plan.contains("No changes") {
         return Err(DemoError(format!("the second plan was not empty:\n{plan}")));

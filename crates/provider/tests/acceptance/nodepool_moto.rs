@@ -54,13 +54,8 @@ const AWS_ENV: [(&str, &str); 3] = [
     ("AWS_DEFAULT_REGION", "us-east-1"),
 ];
 
-#[test]
-fn eks_node_group_lifecycle_against_moto() {
-    if crate::common::tools::require(crate::common::tools::Tool::Moto).is_none() {
-        return;
-    }
-    let (_moto, url) = start_moto();
-    // moto needs the cluster first, as EKS does.
+/// The cluster `moto-eks`, made with boto3: moto needs the cluster first, as EKS does.
+fn create_cluster(url: &str) {
     let status = Command::new("python3")
         .args([
             "-c",
@@ -72,6 +67,15 @@ fn eks_node_group_lifecycle_against_moto() {
         .status()
         .unwrap();
     assert!(status.success(), "cluster created in moto");
+}
+
+#[test]
+fn eks_node_group_lifecycle_against_moto() {
+    if crate::common::tools::require(crate::common::tools::Tool::Moto).is_none() {
+        return;
+    }
+    let (_moto, url) = start_moto();
+    create_cluster(&url);
 
     let config = |replicas: u32| {
         format!(
@@ -136,17 +140,7 @@ fn an_autoscaled_group_whose_auto_scaling_group_is_missing_is_kept_with_a_warnin
         return;
     }
     let (_moto, url) = start_moto();
-    let status = Command::new("python3")
-        .args([
-            "-c",
-            &format!(
-                "import boto3; boto3.client('eks', endpoint_url='{url}', region_name='us-east-1').create_cluster(name='moto-eks', roleArn='arn:aws:iam::123456789012:role/eks', resourcesVpcConfig={{'subnetIds': ['subnet-1']}})"
-            ),
-        ])
-        .envs(AWS_ENV)
-        .status()
-        .unwrap();
-    assert!(status.success(), "cluster created in moto");
+    create_cluster(&url);
     let config = format!(
         r#"{REQUIRED_PROVIDERS}
 provider "fracgpu" {{
