@@ -21,7 +21,7 @@ mod sharing;
 pub use catalog::{
     AksGpuInstanceProfile, Cloud, GpuModel, Hardware, MAX_GPUS_PER_NODE, MachineType, MemorySource,
     MigProfile, all_gpu_models, catalog_markdown, compute_share, gpu_model, machine_type,
-    resolve_hardware,
+    machine_types_of, resolve_hardware,
 };
 pub use error::{DomainError, Field};
 pub use observed::{Observed, sharing_from_observed};

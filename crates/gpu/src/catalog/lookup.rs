@@ -18,6 +18,12 @@ pub(crate) fn all_machine_types() -> &'static [MachineType] {
     MACHINE_TYPES
 }
 
+/// The machine types of one cloud, in catalog order: what a provisioner that picks the machine
+/// itself (Karpenter, AKS node auto-provisioning) may choose from.
+pub fn machine_types_of(cloud: Cloud) -> impl Iterator<Item = &'static MachineType> {
+    MACHINE_TYPES.iter().filter(move |mt| mt.cloud == cloud)
+}
+
 /// A GPU model by our id (`A100-40GB`) or GKE accelerator name (`nvidia-tesla-a100`), case-insensitive.
 pub fn gpu_model(id: &str) -> Result<&'static GpuModel, DomainError> {
     let wanted = id.trim();

@@ -25,7 +25,7 @@ pub use aks::AksGpuInstanceProfile;
 pub use cloud::Cloud;
 pub use hardware::{Hardware, MAX_GPUS_PER_NODE, resolve_hardware};
 pub(crate) use lookup::all_machine_types;
-pub use lookup::{all_gpu_models, gpu_model, machine_type};
+pub use lookup::{all_gpu_models, gpu_model, machine_type, machine_types_of};
 pub use machines::MachineType;
 pub use markdown::catalog_markdown;
 pub(crate) use models::mig_profile_for_aks;

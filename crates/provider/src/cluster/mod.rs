@@ -12,6 +12,7 @@ pub mod delivery;
 mod error;
 pub mod gitops;
 pub mod helm;
+pub mod karpenter;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
