@@ -189,3 +189,104 @@ fn rendered_objects_are_accepted_whole_and_stable() {
     assert_eq!(overlay["spec"]["capacity"]["nvidia.com/gpu.shared"], "40");
     assert_eq!(overlay["spec"]["capacity"]["nvidia.com/gpu"], "0");
 }
+
+const KARPENTER: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+  "metadata": {"name": "karpenter", "namespace": "kube-system",
+    "labels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}},
+  "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "karpenter"}},
+    "template": {"metadata": {"labels": {"app.kubernetes.io/name": "karpenter"}},
+      "spec": {"containers": [{"name": "controller", "image": "public.ecr.aws/karpenter/controller:1.14.1",
+        "env": [{"name": "FEATURE_GATES",
+          "value": "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=ON_OR_OFF,StaticCapacity=false"}]}]}}}}"#;
+
+/// The provider's own client: apply, read back, change, delete, and the NodeOverlay gate read
+/// from a Karpenter Deployment as its Helm chart writes it.
+#[test]
+fn the_client_applies_reads_and_deletes_them_and_reads_the_gate() {
+    use fracgpu::cluster::karpenter_api::OverlayGate;
+    use fracgpu::cluster::{KubernetesSettings, connect};
+    if tools::require(Tool::Kubectl).is_none() {
+        return;
+    }
+    let Some(fixtures) = apiserver::fixtures() else {
+        return;
+    };
+    let Some(server) = ApiServer::start() else {
+        return;
+    };
+    server.install_crds(&fixtures, CRDS);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cluster = rt
+        .block_on(connect(&KubernetesSettings {
+            config_path: Some(server.kubeconfig().display().to_string()),
+            ..Default::default()
+        }))
+        .expect("connects");
+    let mut pool = pools().remove(0);
+    let objects = |pool: &KarpenterPool| {
+        let r = render(pool).unwrap();
+        let mut o: Vec<Value> = r.node_class.into_iter().collect();
+        o.push(r.node_pool);
+        o.extend(r.overlays);
+        o
+    };
+    let first = objects(&pool);
+    rt.block_on(cluster.apply_karpenter(&first))
+        .expect("applied");
+    for obj in &first {
+        let got = rt
+            .block_on(cluster.karpenter_object(obj))
+            .unwrap()
+            .expect("exists");
+        contains(&got, obj, &apiserver_name(obj));
+    }
+    // Fewer replicas: the overlays change in place.
+    pool.sharing = SharingMode::TimeSlicing {
+        replicas: 4,
+        rename_by_default: true,
+        fail_requests_greater_than_one: false,
+    };
+    let second = objects(&pool);
+    rt.block_on(cluster.apply_karpenter(&second))
+        .expect("applied");
+    let overlay = rt
+        .block_on(cluster.karpenter_object(second.last().unwrap()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(overlay["spec"]["capacity"]["nvidia.com/gpu.shared"], "16");
+    rt.block_on(cluster.delete_karpenter(&second))
+        .expect("deleted");
+    for obj in &second {
+        assert!(
+            rt.block_on(cluster.karpenter_object(obj))
+                .unwrap()
+                .is_none()
+        );
+    }
+    // Deleting what is gone is not an error.
+    rt.block_on(cluster.delete_karpenter(&second))
+        .expect("idempotent");
+
+    assert_eq!(rt.block_on(cluster.overlay_gate()), OverlayGate::Unknown);
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "false"),
+    );
+    assert_eq!(
+        rt.block_on(cluster.overlay_gate()),
+        OverlayGate::Off("kube-system/karpenter".into())
+    );
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "true"),
+    );
+    assert_eq!(rt.block_on(cluster.overlay_gate()), OverlayGate::On);
+}
+
+fn apiserver_name(obj: &Value) -> String {
+    format!(
+        "{} {}",
+        obj["kind"].as_str().unwrap_or_default(),
+        obj["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}

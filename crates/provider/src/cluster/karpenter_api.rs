@@ -1,0 +1,146 @@
+//! A cluster's Karpenter objects through its API: server-side apply of what
+//! [`super::karpenter::render`] makes, reading them back for drift, deleting them, and whether the
+//! Karpenter controller reads NodeOverlays at all (its `NodeOverlay` feature gate, off by default).
+//!
+//! The gate is read where the Karpenter Helm charts put it: the controller Deployment's
+//! environment variable `FEATURE_GATES`, a comma-separated `Name=bool` list
+//! (aws/karpenter-provider-aws and Azure/karpenter-provider-azure charts/karpenter/templates/
+//! deployment.yaml), on a Deployment labelled `app.kubernetes.io/name=karpenter` (the charts'
+//! selector labels). AKS node auto-provisioning runs Karpenter outside the cluster, so there the
+//! gate cannot be read and the answer is [`OverlayGate::Unknown`].
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::Value;
+
+use super::delivery::{Cluster, FIELD_MANAGER};
+use super::error::KubeError;
+
+/// Whether the cluster's Karpenter reads NodeOverlays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OverlayGate {
+    On,
+    /// The gate is off; the Deployment that says so, as `namespace/name`.
+    Off(String),
+    /// No Karpenter Deployment could be read (managed Karpenter, or no permission to list).
+    Unknown,
+}
+
+/// The API resource of an object made by `render`, from its apiVersion and kind.
+fn resource_of(obj: &Value) -> Option<ApiResource> {
+    let api_version = obj.get("apiVersion")?.as_str()?;
+    let kind = obj.get("kind")?.as_str()?;
+    let (group, version) = api_version.split_once('/')?;
+    let plural = match kind {
+        "NodePool" => "nodepools",
+        "NodeOverlay" => "nodeoverlays",
+        "EC2NodeClass" => "ec2nodeclasses",
+        "AKSNodeClass" => "aksnodeclasses",
+        _ => return None,
+    };
+    Some(ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, kind),
+        plural,
+    ))
+}
+
+fn name_of(obj: &Value) -> String {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl Cluster {
+    fn karpenter_api(&self, obj: &Value) -> Result<Api<DynamicObject>, KubeError> {
+        let r = resource_of(obj).ok_or_else(|| KubeError::BadResponse {
+            target: self.target.clone(),
+            cause: format!("not a Karpenter object: {obj}"),
+        })?;
+        Ok(Api::all_with(self.client(), &r))
+    }
+
+    /// Creates or updates the objects (all cluster-scoped), in order: the node class before the
+    /// NodePool that names it. Fields this manager set before and no longer sets are removed by
+    /// the API server; conflicts with another manager are taken, since the provider owns these
+    /// objects whole.
+    pub async fn apply_karpenter(&self, objects: &[Value]) -> Result<(), KubeError> {
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        params.force = true;
+        for obj in objects {
+            self.karpenter_api(obj)?
+                .patch(&name_of(obj), &params, &Patch::Apply(obj))
+                .await
+                .map_err(|e| KubeError::from_kube(&self.target, e))?;
+        }
+        Ok(())
+    }
+
+    /// The object as the cluster holds it now, None when it does not exist. `like` gives its
+    /// apiVersion, kind and name.
+    pub async fn karpenter_object(&self, like: &Value) -> Result<Option<Value>, KubeError> {
+        let got = self
+            .karpenter_api(like)?
+            .get_opt(&name_of(like))
+            .await
+            .map_err(|e| KubeError::from_kube(&self.target, e))?;
+        Ok(got.map(|o| serde_json::to_value(o).unwrap_or_default()))
+    }
+
+    /// Deletes the objects, the NodePool first (so Karpenter stops launching before its node
+    /// class goes); a missing one is already gone.
+    pub async fn delete_karpenter(&self, objects: &[Value]) -> Result<(), KubeError> {
+        for obj in objects.iter().rev() {
+            match self
+                .karpenter_api(obj)?
+                .delete(&name_of(obj), &DeleteParams::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) => match KubeError::from_kube(&self.target, e) {
+                    e if e.is_not_found() => {}
+                    e => return Err(e),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the cluster's Karpenter controller reads NodeOverlays.
+    pub async fn overlay_gate(&self) -> OverlayGate {
+        let api: Api<Deployment> = Api::all(self.client());
+        let Ok(list) = api
+            .list(&ListParams::default().labels("app.kubernetes.io/name=karpenter"))
+            .await
+        else {
+            return OverlayGate::Unknown;
+        };
+        let mut seen = None;
+        for d in list.items {
+            let gates = d
+                .spec
+                .template
+                .spec
+                .into_iter()
+                .flat_map(|s| s.containers)
+                .flat_map(|c| c.env.unwrap_or_default())
+                .filter(|e| e.name == "FEATURE_GATES")
+                .filter_map(|e| e.value)
+                .collect::<Vec<_>>();
+            let on = gates.iter().any(|g| {
+                g.split(',')
+                    .any(|kv| kv.trim().eq_ignore_ascii_case("NodeOverlay=true"))
+            });
+            if on {
+                return OverlayGate::On;
+            }
+            seen = Some(format!(
+                "{}/{}",
+                d.metadata.namespace.unwrap_or_default(),
+                d.metadata.name.unwrap_or_default()
+            ));
+        }
+        seen.map_or(OverlayGate::Unknown, OverlayGate::Off)
+    }
+}
