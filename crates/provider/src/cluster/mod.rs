@@ -1,7 +1,7 @@
 //! Kubernetes delivery of the NVIDIA device plugin config: connecting to a cluster the way
 //! kubectl and the official providers do (kubeconfig path and context, host + token + CA, exec
 //! credential plugins, in-cluster), server-side apply of the ConfigMap and the GPU operator's
-//! ClusterPolicy pointer, the device plugin restart, Helm releases (read from their Secrets,
+//! ClusterPolicy pointer, the device plugin restart, daemonset rollouts (`rollout`), Helm releases (read from their Secrets,
 //! upgraded with the helm CLI), and what the operator's chart makes of the values it is given.
 //!
 //! No Terraform types here: the resource hands in plain settings and gets back plain data or a
@@ -12,6 +12,7 @@ pub mod delivery;
 mod error;
 pub mod gitops;
 pub mod helm;
+pub mod rollout;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
