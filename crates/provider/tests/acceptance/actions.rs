@@ -113,3 +113,28 @@ fn a_namespace_without_the_operator_fails_naming_it() {
     assert!(text.contains("No device plugin daemonset"), "{text}");
     assert!(text.contains("\"nowhere\""), "{text}");
 }
+
+#[test]
+fn the_rollout_example_invokes() {
+    let Some(tf) = terraform() else { return };
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("aks", "sandbox-aks").display().to_string();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let example = std::fs::read_to_string(
+        root.join("examples/actions/fracgpu_device_plugin_rollout/action.tf"),
+    )
+    .unwrap();
+    let ws = Workspace::new(&format!("{REQUIRED_PROVIDERS}\n{example}")).with_terraform(&tf);
+    ws.init();
+    let var = format!("-var=kubeconfig={kc}");
+    ws.ok(&["apply", "-auto-approve", "-no-color", &var]);
+    let out = ws.ok(&[
+        "apply",
+        "-invoke=action.fracgpu_device_plugin_rollout.this",
+        "-auto-approve",
+        "-no-color",
+        &var,
+    ]);
+    assert!(out.text().contains("rolled out"), "{}", out.text());
+    assert!(restart_annotation(&st).is_some());
+}
