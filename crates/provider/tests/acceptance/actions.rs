@@ -57,7 +57,13 @@ fn restart_annotation(st: &crate::common::sandbox::RunningStack) -> Option<Strin
             "jsonpath={.spec.template.metadata.annotations.fracgpu\\.dev/restartedAt}",
         ])
         .output()
-        .ok()?;
+        // A missing kubectl fails the test; it never reads as "no restart".
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (!s.is_empty()).then_some(s)
 }
