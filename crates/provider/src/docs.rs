@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use tfplugin::Type;
-use tfplugin::api::{DataSource, Function, IdentitySchema, ListResource, Provider, Resource};
+use tfplugin::api::{
+    Action, DataSource, Function, IdentitySchema, ListResource, Provider, Resource,
+};
 use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 
 pub struct Page {
@@ -281,6 +283,15 @@ fn list_resource_page(root: &Path, l: &dyn ListResource) -> Result<Page, String>
     })
 }
 
+fn action_page(root: &Path, a: &dyn Action) -> Result<Page, String> {
+    let name = a.type_name();
+    let example = read_example(root, &format!("examples/actions/{name}/action.tf"))?;
+    Ok(Page {
+        path: format!("docs/actions/{}.md", name.trim_start_matches("fracgpu_")),
+        content: schema_page("Action", name, &a.schema(), &example),
+    })
+}
+
 fn function_page(root: &Path, f: &dyn Function) -> Result<Page, String> {
     let name = f.name();
     let sig = f.signature();
@@ -460,6 +471,9 @@ pub fn pages(root: &Path, provider: &dyn Provider) -> Result<Vec<Page>, String> 
     }
     for l in provider.list_resources() {
         pages.push(list_resource_page(root, l.as_ref())?);
+    }
+    for a in provider.actions() {
+        pages.push(action_page(root, a.as_ref())?);
     }
     for f in provider.functions() {
         pages.push(function_page(root, f.as_ref())?);

@@ -27,6 +27,8 @@
 //! - `resources`: one directory per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`):
 //!   schema, typed model, plan, and short handlers; the node pool's `discovery` finds the pools a
 //!   cluster has, for its list and the `fracgpu_nodepools` data source.
+//! - `actions`: the actions `terraform apply -invoke` and `action_trigger` run
+//!   (`fracgpu_device_plugin_rollout`).
 //! - `list_resources`: the lists `terraform query` reads (`list "fracgpu_nodepool"`).
 //! - `data_sources`: one file per data source.
 //! - `functions`: provider-defined functions (`provider::fracgpu::...`).
@@ -40,6 +42,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod actions;
 pub mod bounded;
 pub mod cloud;
 pub mod cluster;

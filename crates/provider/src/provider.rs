@@ -1,6 +1,6 @@
 //! The fracgpu provider: its schema (the provider block, each target's block from its
 //! descriptor), its configure and stop, and the registry of its resources, data sources,
-//! functions and lists. The configuration they share is in `state`.
+//! functions, lists and actions. The configuration they share is in `state`.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use crate::cloud::registry::TARGETS;
 use crate::model;
 use crate::state::{ProviderState, Settings};
-use tfplugin::api::{DataSource, Function, ListResource, Provider, Resource};
+use tfplugin::api::{Action, DataSource, Function, ListResource, Provider, Resource};
 use tfplugin::schema::{Attribute, Block, Schema};
 use tfplugin::{Diagnostics, Value};
 
@@ -84,6 +84,10 @@ impl Provider for FracGpu {
 
     fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
         crate::list_resources::all(&self.state)
+    }
+
+    fn actions(&self) -> Vec<Arc<dyn Action>> {
+        crate::actions::all(&self.state)
     }
 
     fn stop(&self) {

@@ -1,5 +1,5 @@
 //! The hand-written interface between the protocol layer and the provider's own code: what a
-//! provider, a data source, a resource and a function must answer. Handlers see only `tf`
+//! provider, a data source, a resource, a list, an action and a function must answer. Handlers see only `tf`
 //! values and diagnostics, never a protobuf type.
 
 use std::sync::Arc;
@@ -33,6 +33,11 @@ pub trait Provider: Send + Sync + 'static {
     fn functions(&self) -> Vec<Arc<dyn Function>>;
     /// The list resources `terraform query` reads (protocol 6.10); none by default.
     fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
+        Vec::new()
+    }
+    /// The actions `terraform apply -invoke` and `action_trigger` run (protocol 6.10); none by
+    /// default.
+    fn actions(&self) -> Vec<Arc<dyn Action>> {
         Vec::new()
     }
     /// StopProvider: end waits and polling promptly; handlers still return what exists.
@@ -230,6 +235,55 @@ pub trait ListResource: Send + Sync {
     /// Sends every object the configuration selects to `sink`, each with its identity and, when
     /// the sink asks for it, its state; problems go to `diags` (an error ends the query).
     async fn list(&self, config: &Value, sink: &mut ListSink, diags: &mut Diagnostics);
+}
+
+/// Where a running action tells terraform how far it got: terraform prints each message as it
+/// arrives (`Action action.T.N: <message>`, internal/command/views/hook_ui.go ProgressAction).
+pub struct Progress {
+    tx: tokio::sync::mpsc::Sender<String>,
+}
+
+impl Progress {
+    pub(crate) fn new(tx: tokio::sync::mpsc::Sender<String>) -> Progress {
+        Progress { tx }
+    }
+
+    /// Sends one message; false once terraform has hung up (the stream was cancelled), which
+    /// an action takes as a request to stop after its current step.
+    pub async fn send(&self, message: impl Into<String>) -> bool {
+        self.tx.send(message.into()).await.is_ok()
+    }
+
+    /// Whether terraform has hung up.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// Resolves when terraform hangs up, for an action to race its waits against.
+    pub async fn closed(&self) {
+        self.tx.closed().await
+    }
+}
+
+/// An action: an operation terraform runs on request (`terraform apply -invoke=action.T.N`) or
+/// after a resource's create or update (`action_trigger`), that keeps no state. Its problems end
+/// as diagnostics; terraform folds the diagnostics of a run into one ("Error when invoking
+/// action", internal/terraform/node_action_trigger_instance_apply.go), so a run's diagnostics
+/// name what failed in their own text, and only validation's carry attribute paths terraform
+/// points at.
+#[async_trait]
+pub trait Action: Send + Sync {
+    /// The name configurations use, e.g. `fracgpu_device_plugin_rollout`.
+    fn type_name(&self) -> &'static str;
+    /// The schema of the action's `config` block.
+    fn schema(&self) -> Schema;
+    /// Checks beyond the schema's own validators (which run first); values may be unknown.
+    fn validate(&self, _config: &Value, _diags: &mut Diagnostics) {}
+    /// Checks at plan time, against what exists (a triggered action's config may still hold
+    /// unknowns; an invoked one's is known).
+    async fn plan(&self, _config: &Value, _diags: &mut Diagnostics) {}
+    /// Runs the action with its known configuration, reporting progress as it goes.
+    async fn invoke(&self, config: &Value, progress: &Progress, diags: &mut Diagnostics);
 }
 
 /// What a resource keeps beside its state and never shows: opaque bytes terraform stores with

@@ -1,9 +1,10 @@
 //! Kubernetes delivery of the NVIDIA device plugin config: connecting to a cluster the way
 //! kubectl and the official providers do (kubeconfig path and context, host + token + CA, exec
 //! credential plugins, in-cluster), server-side apply of the ConfigMap and the GPU operator's
-//! ClusterPolicy pointer, the device plugin restart, Helm releases (read from their Secrets,
-//! upgraded with the helm CLI), what the operator's chart makes of the values it is given, and
-//! the Karpenter NodePool, NodeOverlays and node class of a shared GPU pool.
+//! ClusterPolicy pointer, the device plugin restart, daemonset rollouts (`rollout`), Helm
+//! releases (read from their Secrets, upgraded with the helm CLI), what the operator's chart makes
+//! of the values it is given, and the Karpenter NodePool, NodeOverlays and node class of a shared
+//! GPU pool.
 //!
 //! No Terraform types here: the resource hands in plain settings and gets back plain data or a
 //! [`KubeError`] that keeps the API server's status (code, reason, message) for the diagnostic.
@@ -15,6 +16,7 @@ pub mod gitops;
 pub mod helm;
 pub mod karpenter;
 pub mod karpenter_api;
+pub mod rollout;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod actions;
 mod adopt_pools;
 mod data_source_machine_type;
 mod device_plugin_config;

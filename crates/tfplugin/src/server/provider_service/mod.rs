@@ -6,6 +6,7 @@
 //! The handlers live in one module per family of RPCs; the service below only routes each RPC to
 //! its handler, so this file is the one list of what terraform can call and what answers it.
 
+mod action;
 mod data_source;
 mod function;
 mod identity;
@@ -245,6 +246,34 @@ impl pb::provider_server::Provider for ProviderService {
     ) -> Result<Response<pb::validate_list_resource_config::Response>, Status> {
         let handler = list::validate(self.registry.clone(), req.into_inner());
         template::guarded(&self.registry, "ValidateListResourceConfig", handler).await
+    }
+
+    async fn validate_action_config(
+        &self,
+        req: Request<pb::validate_action_config::Request>,
+    ) -> Result<Response<pb::validate_action_config::Response>, Status> {
+        let handler = action::validate(self.registry.clone(), req.into_inner());
+        template::guarded(&self.registry, "ValidateActionConfig", handler).await
+    }
+
+    async fn plan_action(
+        &self,
+        req: Request<pb::plan_action::Request>,
+    ) -> Result<Response<pb::plan_action::Response>, Status> {
+        let handler = action::plan(self.registry.clone(), req.into_inner());
+        template::guarded(&self.registry, "PlanAction", handler).await
+    }
+
+    type InvokeActionStream = action::Events;
+
+    async fn invoke_action(
+        &self,
+        req: Request<pb::invoke_action::Request>,
+    ) -> Result<Response<Self::InvokeActionStream>, Status> {
+        Ok(Response::new(action::invoke(
+            self.registry.clone(),
+            req.into_inner(),
+        )))
     }
 
     async fn stop_provider(

@@ -30,6 +30,10 @@ pub(super) fn metadata(reg: &Registry) -> pb::get_metadata::Response {
             .into_iter()
             .map(|type_name| pb::get_metadata::ListResourceMetadata { type_name })
             .collect(),
+        actions: sorted(reg.actions.keys().collect())
+            .into_iter()
+            .map(|type_name| pb::get_metadata::ActionMetadata { type_name })
+            .collect(),
         functions: sorted(reg.functions.keys().collect())
             .into_iter()
             .map(|name| pb::get_metadata::FunctionMetadata { name })

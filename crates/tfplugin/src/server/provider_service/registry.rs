@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::api::{DataSource, Function, IdentitySchema, ListResource, Provider, Resource};
+use crate::api::{Action, DataSource, Function, IdentitySchema, ListResource, Provider, Resource};
 use crate::schema::Schema;
 use crate::server::convert;
 use crate::server::proto::tfplugin6 as pb;
@@ -28,6 +28,7 @@ pub(crate) struct Registry {
     /// The identity schema of each resource that has one.
     pub(super) identities: HashMap<String, IdentitySchema>,
     pub(super) list_resources: HashMap<String, (Arc<dyn ListResource>, Schema)>,
+    pub(super) actions: HashMap<String, (Arc<dyn Action>, Schema)>,
     /// The GetProviderSchema answer, built when first asked for.
     schema_response: std::sync::OnceLock<pb::get_provider_schema::Response>,
 }
@@ -61,6 +62,11 @@ impl Registry {
             .into_iter()
             .map(|l| (l.type_name().to_string(), (l.clone(), l.schema())))
             .collect();
+        let actions: HashMap<_, _> = provider
+            .actions()
+            .into_iter()
+            .map(|a| (a.type_name().to_string(), (a.clone(), a.schema())))
+            .collect();
         let functions: HashMap<_, _> = provider
             .functions()
             .into_iter()
@@ -74,6 +80,7 @@ impl Registry {
             functions,
             identities,
             list_resources,
+            actions,
             schema_response: std::sync::OnceLock::new(),
         }
     }
@@ -96,6 +103,17 @@ impl Registry {
                     .map(|(n, f)| (n.clone(), convert::function(&f.signature())))
                     .collect(),
                 list_resource_schemas: schemas_of(&self.list_resources),
+                // Terraform looks an action up here before each call (plugin6/grpc_provider.go
+                // PlanAction, InvokeAction: "unknown action" otherwise); an older terraform skips
+                // the field it does not know.
+                action_schemas: self
+                    .actions
+                    .iter()
+                    .map(|(n, (_, s))| {
+                        let schema = Some(convert::schema(s));
+                        (n.clone(), pb::ActionSchema { schema })
+                    })
+                    .collect(),
                 server_capabilities: Some(SERVER_CAPABILITIES),
                 ..Default::default()
             }
@@ -135,6 +153,13 @@ impl Registry {
             .get(name)
             .map(|(l, s)| (l, s))
             .ok_or_else(|| unknown_type("list resource", name, self.list_resources.keys()))
+    }
+
+    pub(super) fn action(&self, name: &str) -> Result<(&Arc<dyn Action>, &Schema), Diagnostics> {
+        self.actions
+            .get(name)
+            .map(|(a, s)| (a, s))
+            .ok_or_else(|| unknown_type("action", name, self.actions.keys()))
     }
 
     pub(super) fn data_source(

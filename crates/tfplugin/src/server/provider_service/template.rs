@@ -47,6 +47,8 @@ with_diagnostics!(
     pb::open_ephemeral_resource::Response,
     pb::renew_ephemeral_resource::Response,
     pb::close_ephemeral_resource::Response,
+    pb::validate_action_config::Response,
+    pb::plan_action::Response,
 );
 
 /// Shorthand for "decode or answer with a diagnostic".

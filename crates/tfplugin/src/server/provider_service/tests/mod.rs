@@ -1,3 +1,4 @@
+mod actions;
 mod identity_and_list;
 
 use super::*;
@@ -147,6 +148,9 @@ impl Provider for TestProvider {
     }
     fn list_resources(&self) -> Vec<Arc<dyn ListResource>> {
         vec![Arc::new(identity_and_list::Echoes)]
+    }
+    fn actions(&self) -> Vec<Arc<dyn crate::api::Action>> {
+        vec![Arc::new(actions::Countdown)]
     }
 }
 

@@ -1,0 +1,297 @@
+//! `fracgpu_device_plugin_rollout`: restarts the daemonsets that read the device plugin config
+//! and waits until their new pods are ready. The GPU operator does not watch the ConfigMap, so a
+//! changed config reaches the nodes only when these pods restart: the device plugin
+//! (`nvidia-device-plugin-daemonset`), GPU feature discovery (`gpu-feature-discovery`) and the MPS
+//! control daemon (`nvidia-device-plugin-mps-control-daemon`), whose templates all mount the same
+//! config (NVIDIA/gpu-operator assets/state-device-plugin/0500_daemonset.yaml,
+//! assets/gpu-feature-discovery/0500_daemonset.yaml,
+//! assets/state-mps-control-daemon/0400_daemonset.yaml). A daemonset the operator has not made
+//! (MPS off, no GPU node yet) is skipped with a progress line. They restart one after another, so
+//! a broken config stops the rollout at the first daemonset that does not come back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::cluster::rollout::RolloutStatus;
+use crate::cluster::{self as k, Cluster, KubeError};
+use crate::model::{self, KubernetesArgs};
+use crate::operation::{Backoff, Check, Interrupted, OpCtx, Start, poll_until};
+use crate::state::ProviderState;
+use tfplugin::api::{Action, Progress};
+use tfplugin::object::{FromValue, Known, SingleBlock};
+use tfplugin::schema::{Attribute, Block, Schema};
+use tfplugin::validators::IntBetween;
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
+
+pub const TYPE_NAME: &str = "fracgpu_device_plugin_rollout";
+
+/// The operator's operands that mount the device plugin config, in the order they restart.
+pub const DAEMONSETS: [&str; 3] = [
+    k::delivery::DEVICE_PLUGIN_DAEMONSET,
+    "gpu-feature-discovery",
+    "nvidia-device-plugin-mps-control-daemon",
+];
+
+const DEFAULT_TIMEOUT_S: u32 = 600;
+
+pub fn schema() -> Schema {
+    Schema::new(
+        0,
+        Block::new(
+            "Restarts the GPU operator's daemonsets that read the device plugin config (the \
+            device plugin, GPU feature discovery, the MPS control daemon) and waits until their \
+            new pods are ready, reporting progress per daemonset. The operator does not watch its \
+            ConfigMap: run this after changing it outside `fracgpu_device_plugin_config`, or tie \
+            it to a resource with `action_trigger`.",
+        )
+        .attr(Attribute::string("namespace").optional().describe(
+            "The GPU operator's namespace. Unset: where the ClusterPolicy `cluster-policy` says \
+            the operands run (its `status.namespace`, else its Helm release's namespace).",
+        ))
+        .attr(
+            Attribute::number("timeout")
+                .optional()
+                .validate(IntBetween(10, 7200))
+                .describe(
+                    "Seconds to wait for all daemonsets together (10 to 7200); default 600. \
+                    Pods not back by then are named in the error.",
+                ),
+        )
+        .single_block(
+            "kubernetes",
+            model::kubernetes_block(
+                "How to reach the cluster; unset: the provider's `kubernetes` block, then \
+                `KUBECONFIG`, `~/.kube/config`, in-cluster.",
+            ),
+        ),
+    )
+}
+
+tfplugin::object! {
+    struct Args {
+        namespace: Known<String>,
+        timeout: Known<u32>,
+        kubernetes: SingleBlock<KubernetesArgs>,
+    }
+}
+
+pub struct DevicePluginRollout {
+    state: Arc<ProviderState>,
+}
+
+impl DevicePluginRollout {
+    pub fn new(state: Arc<ProviderState>) -> DevicePluginRollout {
+        DevicePluginRollout { state }
+    }
+
+    async fn cluster(&self, args: &Args, diags: &mut Diagnostics) -> Option<Cluster> {
+        let own = args
+            .kubernetes
+            .0
+            .as_ref()
+            .map(|k| k.settings())
+            .unwrap_or_default();
+        let settings = own.or(&self.state.settings().kubernetes);
+        match k::connect(&settings).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                diags.push(kube_error("connect to the cluster", &e));
+                None
+            }
+        }
+    }
+
+    async fn namespace(&self, c: &Cluster, args: &Args, diags: &mut Diagnostics) -> Option<String> {
+        if let Some(ns) = &args.namespace.0 {
+            return Some(ns.clone());
+        }
+        match c.cluster_policy().await {
+            Ok(p) => match p.operand_namespace {
+                Some(ns) => Some(ns),
+                None => {
+                    diags.push(
+                        Diagnostic::error(
+                            "GPU operator namespace unknown",
+                            "The ClusterPolicy says neither where its operands run \
+                            (status.namespace) nor which Helm release made it. Set namespace.",
+                        )
+                        .at(AttrPath::attr("namespace")),
+                    );
+                    None
+                }
+            },
+            Err(e) => {
+                diags
+                    .push(kube_error("read the ClusterPolicy", &e).at(AttrPath::attr("namespace")));
+                None
+            }
+        }
+    }
+}
+
+fn kube_error(what: &str, e: &KubeError) -> Diagnostic {
+    Diagnostic::error(
+        "Kubernetes API error",
+        format!(
+            "Could not {what}: {e}. Check the action's `kubernetes` block (or the provider's)."
+        ),
+    )
+}
+
+#[async_trait]
+impl Action for DevicePluginRollout {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    async fn invoke(&self, config: &Value, progress: &Progress, diags: &mut Diagnostics) {
+        let args = match Args::from_value(config) {
+            Ok(a) => a,
+            Err(e) => return diags.push(e.diagnostic()),
+        };
+        let Some(c) = self.cluster(&args, diags).await else {
+            return;
+        };
+        let Some(ns) = self.namespace(&c, &args, diags).await else {
+            return;
+        };
+        let timeout = Duration::from_secs(args.timeout.0.unwrap_or(DEFAULT_TIMEOUT_S).into());
+        let ctx = OpCtx::new(timeout, self.state.stop.clone());
+        let at = k::now_rfc3339();
+        let mut restarted = 0;
+        for name in DAEMONSETS {
+            if progress.is_closed() {
+                diags.push(Diagnostic::error(
+                    "Rollout interrupted",
+                    format!("Stopped before restarting {ns}/{name}; the daemonsets before it were restarted."),
+                ));
+                return;
+            }
+            match c.restart_daemonset(&ns, name, &at).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    progress
+                        .send(format!("{ns}/{name}: not present, skipped"))
+                        .await;
+                    continue;
+                }
+                Err(e) => return diags.push(kube_error(&format!("restart {ns}/{name}"), &e)),
+            }
+            restarted += 1;
+            progress.send(format!("{ns}/{name}: restarted")).await;
+            let waited = wait(&c, &ctx, &ns, name, progress).await;
+            match waited {
+                Ok(st) => {
+                    progress
+                        .send(format!("{ns}/{name}: rolled out ({st})"))
+                        .await;
+                }
+                Err(Failed::Kube(e)) => {
+                    return diags.push(kube_error(&format!("watch {ns}/{name}"), &e));
+                }
+                Err(Failed::Interrupted(i)) => {
+                    let pods = c.lagging_pods(&ns, name, &at).await.unwrap_or_default();
+                    let named = if pods.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" Pods not back: {}.", pods.join(", "))
+                    };
+                    let (summary, why) = match i {
+                        Interrupted::Timeout { waited, .. } => (
+                            "Device plugin rollout timed out",
+                            format!("after {}s", waited.as_secs()),
+                        ),
+                        Interrupted::Stopped => (
+                            "Device plugin rollout interrupted",
+                            "when terraform stopped".into(),
+                        ),
+                    };
+                    diags.push(Diagnostic::error(
+                        summary,
+                        format!(
+                            "{ns}/{name} was restarted but its new pods were not all ready {why}.{named} \
+                            Check the pods' events and logs (a config the device plugin refuses \
+                            keeps it crashing)."
+                        ),
+                    ));
+                    return;
+                }
+            }
+        }
+        if restarted == 0 {
+            // Nothing to restart is not success: the config reaches no node.
+            diags.push(Diagnostic::error(
+                "No device plugin daemonset",
+                format!(
+                    "Namespace {ns:?} has none of the daemonsets {}: check namespace (the GPU \
+                    operator's namespace), or wait until the operator has a GPU node to run them on.",
+                    DAEMONSETS.join(", ")
+                ),
+            ));
+        }
+    }
+}
+
+enum Failed {
+    Kube(KubeError),
+    Interrupted(Interrupted),
+}
+
+impl From<Interrupted> for Failed {
+    fn from(i: Interrupted) -> Failed {
+        Failed::Interrupted(i)
+    }
+}
+
+/// Polls the daemonset until its rollout is done, telling terraform when its counts move.
+async fn wait(
+    c: &Cluster,
+    ctx: &OpCtx,
+    ns: &str,
+    name: &str,
+    progress: &Progress,
+) -> Result<RolloutStatus, Failed> {
+    // What the last look saw, so that only a change of counts makes a progress line.
+    let last = std::sync::Mutex::new(None::<RolloutStatus>);
+    poll_until(
+        ctx,
+        Backoff::polling(Duration::from_millis(250), Duration::from_secs(5)),
+        format!("the rollout of {ns}/{name}"),
+        Start::Now,
+        |_| {
+            let last = &last;
+            async move {
+                let st = c
+                    .daemonset_status(ns, name)
+                    .await
+                    .map_err(Failed::Kube)?
+                    .unwrap_or_default();
+                if st.done() {
+                    return Ok(Check::Done(st));
+                }
+                let moved = {
+                    let mut seen = last
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let moved = seen.as_ref() != Some(&st);
+                    *seen = Some(st.clone());
+                    moved
+                };
+                if moved {
+                    progress.send(format!("{ns}/{name}: {st}")).await;
+                }
+                Ok(Check::Pending {
+                    retry_after: None,
+                    waiting_for: None,
+                })
+            }
+        },
+    )
+    .await
+}

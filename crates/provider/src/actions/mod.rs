@@ -1,0 +1,17 @@
+//! Actions (terraform 1.14 and later): operations a user runs with `terraform apply
+//! -invoke=action.<type>.<name>` or ties to a resource's lifecycle with `action_trigger`. They
+//! keep no state, and nothing else depends on them (OpenTofu has no actions), so every resource
+//! works without them.
+
+pub mod device_plugin_rollout;
+
+use std::sync::Arc;
+
+use crate::state::ProviderState;
+use tfplugin::api::Action;
+
+pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Action>> {
+    vec![Arc::new(device_plugin_rollout::DevicePluginRollout::new(
+        state.clone(),
+    ))]
+}
