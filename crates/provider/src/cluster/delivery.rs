@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -374,23 +373,10 @@ impl Cluster {
         ns: &str,
         at: &str,
     ) -> Result<Option<String>, KubeError> {
-        let api: Api<DaemonSet> = Api::namespaced(self.client(), ns);
-        let patch =
-            json!({"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: at}}}}});
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch(DEVICE_PLUGIN_DAEMONSET, &params, &Patch::Merge(patch))
-            .await
-        {
-            Ok(_) => Ok(Some(at.to_string())),
-            Err(e) => match self.err(e) {
-                e if e.is_not_found() => Ok(None),
-                e => Err(e),
-            },
-        }
+        Ok(self
+            .restart_daemonset(ns, DEVICE_PLUGIN_DAEMONSET, at)
+            .await?
+            .then(|| at.to_string()))
     }
 
     /// The `nvidia.com/device-plugin.config` label of every node that has one: node -> value.

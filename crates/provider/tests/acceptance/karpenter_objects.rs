@@ -144,18 +144,21 @@ fn apply(server: &ApiServer, obj: &Value) -> Value {
     serde_json::from_str(&out).expect("kubectl prints the object")
 }
 
+/// A real API server with the Karpenter CRDs; None when a tool or the fixtures are missing
+/// outside CI (after saying so).
+fn karpenter_server() -> Option<ApiServer> {
+    tools::require(Tool::Kubectl)?;
+    let fixtures = apiserver::fixtures()?;
+    let server = ApiServer::start()?;
+    server.install_crds(&fixtures, CRDS);
+    Some(server)
+}
+
 #[test]
 fn rendered_objects_are_accepted_whole_and_stable() {
-    if tools::require(Tool::Kubectl).is_none() {
-        return;
-    }
-    let Some(fixtures) = apiserver::fixtures() else {
+    let Some(server) = karpenter_server() else {
         return;
     };
-    let Some(server) = ApiServer::start() else {
-        return;
-    };
-    server.install_crds(&fixtures, CRDS);
     for pool in pools() {
         let r = render(&pool).unwrap_or_else(|e| panic!("{}: {e:?}", pool.name));
         let mut objects: Vec<Value> = r.node_class.into_iter().collect();
@@ -205,16 +208,9 @@ const KARPENTER: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
 fn the_client_applies_reads_and_deletes_them_and_reads_the_gate() {
     use fracgpu::cluster::karpenter_api::OverlayGate;
     use fracgpu::cluster::{KubernetesSettings, connect};
-    if tools::require(Tool::Kubectl).is_none() {
-        return;
-    }
-    let Some(fixtures) = apiserver::fixtures() else {
+    let Some(server) = karpenter_server() else {
         return;
     };
-    let Some(server) = ApiServer::start() else {
-        return;
-    };
-    server.install_crds(&fixtures, CRDS);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let cluster = rt
         .block_on(connect(&KubernetesSettings {
