@@ -404,10 +404,10 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
                 .to_string(),
         ));
     }
-    if let Some(SharingMode::Mig {
+    if let SharingMode::Mig {
         gke_sharing: Some(_),
         ..
-    }) = Some(&p.sharing)
+    } = &p.sharing
     {
         problems.push(problem(
             "mig.gke_sharing",
@@ -578,12 +578,7 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
             derived.resource_name.clone(),
             gpus.saturating_mul(derived.slices_per_gpu),
         );
-        spec["limits"] = json!(
-            limits
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.to_string())))
-                .collect::<serde_json::Map<_, _>>()
-        );
+        spec["limits"] = quantities(&limits);
     }
     if let Some(d) = &p.disruption {
         let mut dj = json!({
@@ -632,9 +627,7 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
                         req(NODEPOOL_LABEL, "In", std::slice::from_ref(&p.name)),
                         req(count_key, "In", &[count.to_string()]),
                     ],
-                    "capacity": resources.iter()
-                        .map(|(k, v)| (k.clone(), Value::String(v.to_string())))
-                        .collect::<serde_json::Map<_, _>>(),
+                    "capacity": quantities(resources),
                 },
             })
         })
@@ -690,6 +683,16 @@ fn class_name<T>(class: &NodeClass<T>, pool: &str) -> String {
 /// The overlay of a pool's nodes with `count` GPUs.
 pub fn overlay_name(pool: &str, count: u32) -> String {
     format!("{pool}-gpu{count}")
+}
+
+/// Resource amounts as Kubernetes writes quantities: strings.
+fn quantities(amounts: &BTreeMap<String, u32>) -> Value {
+    Value::Object(
+        amounts
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.to_string())))
+            .collect(),
+    )
 }
 
 fn taint_json(t: &Taint) -> Value {

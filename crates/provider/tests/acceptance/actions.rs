@@ -44,7 +44,8 @@ fn terraform() -> Option<PathBuf> {
 }
 
 fn restart_annotation(st: &crate::common::sandbox::RunningStack) -> Option<String> {
-    let out = std::process::Command::new("kubectl")
+    let kubectl = tools::require(Tool::Kubectl).expect("kubectl (scripts/test-tools installs it)");
+    let out = std::process::Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(st.kubeconfig("aks", "sandbox-aks"))
         .args([

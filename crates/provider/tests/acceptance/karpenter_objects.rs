@@ -165,11 +165,7 @@ fn rendered_objects_are_accepted_whole_and_stable() {
         objects.push(r.node_pool);
         objects.extend(r.overlays);
         for obj in &objects {
-            let what = format!(
-                "{} {}",
-                obj["kind"].as_str().unwrap(),
-                obj["metadata"]["name"].as_str().unwrap()
-            );
+            let what = apiserver_name(obj);
             let first = apply(&server, obj);
             contains(&first, obj, &what);
             let again = apply(&server, obj);
