@@ -81,8 +81,9 @@ async fn twin(args: TwinArgs) -> Result<(), Box<dyn std::error::Error>> {
     let t = sandbox::kube::remote_twin::RemoteTwin::new(&args.server, ca.as_deref(), &args.token)?;
     if args.once {
         let r = t.sync_once().await?;
+        let pods = t.kubelet_once().await?;
         println!(
-            "gpu nodes: {:?}; written: {:?}; refused: {:?}",
+            "gpu nodes: {:?}; written: {:?}; refused: {:?}; pods written: {pods:?}",
             r.gpu_nodes, r.written, r.refused
         );
         return Ok(());

@@ -36,6 +36,7 @@ pub struct ApiServer {
     /// `https://127.0.0.1:<port>`.
     pub url: String,
     kubectl: Option<PathBuf>,
+    controller_manager: Option<Child>,
 }
 
 fn free_port() -> u16 {
@@ -204,6 +205,7 @@ impl ApiServer {
             port,
             url: format!("https://127.0.0.1:{port}"),
             kubectl,
+            controller_manager: None,
         };
         server.try_start_apiserver()?;
         Ok(server)
@@ -359,6 +361,52 @@ impl ApiServer {
         path
     }
 
+    /// Starts kube-controller-manager v1.34.9 with the given controllers (e.g.
+    /// `daemonset,replicaset,disruption`), flags as the tools' README gives them, the admin's
+    /// kubeconfig, no leader election and no serving port. None when the binary is missing
+    /// outside CI (after saying so); under CI that is a failure. Its log is
+    /// `kube-controller-manager.log` in [`ApiServer::dir`]; it stops with the server.
+    pub fn start_controller_manager(&mut self, controllers: &str) -> Option<()> {
+        assert!(
+            self.controller_manager.is_none(),
+            "kube-controller-manager is already running"
+        );
+        let bin = tools::require(Tool::KubeControllerManager)?;
+        let d = self.dir.path();
+        let kc = self.kubeconfig().display().to_string();
+        let log = std::fs::File::create(d.join("kube-controller-manager.log")).expect("a log file");
+        let child = Command::new(&bin)
+            .args([
+                format!("--kubeconfig={kc}"),
+                format!("--authentication-kubeconfig={kc}"),
+                format!("--authorization-kubeconfig={kc}"),
+                "--leader-elect=false".into(),
+                "--secure-port=0".into(),
+                format!("--controllers={controllers}"),
+                format!(
+                    "--service-account-private-key-file={}",
+                    d.join("sa.key").display()
+                ),
+                format!("--root-ca-file={}", d.join("ca.crt").display()),
+                "--use-service-account-credentials=false".into(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map(Stdio::from).expect("a log file"))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} does not start: {e}", bin.display()));
+        self.controller_manager = Some(child);
+        Some(())
+    }
+
+    /// The end of kube-controller-manager's log, for a failing test's message.
+    pub fn controller_manager_log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.path().join("kube-controller-manager.log"))
+            .unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
     /// The admin's kubeconfig.
     pub fn kubeconfig(&self) -> PathBuf {
         self.kubeconfig_for("admin", ADMIN_TOKEN)
@@ -476,6 +524,10 @@ impl ApiServer {
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
+        if let Some(mut c) = self.controller_manager.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
         self.kill_apiserver();
         let _ = self.etcd.kill();
         let _ = self.etcd.wait();

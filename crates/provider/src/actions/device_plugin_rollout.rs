@@ -8,6 +8,10 @@
 //! assets/state-mps-control-daemon/0400_daemonset.yaml). A daemonset the operator has not made
 //! (MPS off, no GPU node yet) is skipped with a progress line. They restart one after another, so
 //! a broken config stops the rollout at the first daemonset that does not come back.
+//!
+//! With `node_selector` only the selected nodes' pods restart: they are deleted, and the
+//! daemonset controller starts new ones there (what `kubectl delete pod` on those nodes does);
+//! the template is left alone, so no other node's pods roll.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +27,7 @@ use tfplugin::api::{Action, Progress};
 use tfplugin::object::{FromValue, Known, SingleBlock};
 use tfplugin::schema::{Attribute, Block, Schema};
 use tfplugin::validators::IntBetween;
-use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 
 pub const TYPE_NAME: &str = "fracgpu_device_plugin_rollout";
 
@@ -51,6 +55,14 @@ pub fn schema() -> Schema {
             the operands run (its `status.namespace`, else its Helm release's namespace).",
         ))
         .attr(
+            Attribute::new("node_selector", Type::map(Type::String))
+                .optional()
+                .describe(
+                    "Restart only the pods on nodes carrying these labels (e.g. a \
+                    `fracgpu_nodepool`'s computed `node_selector`). Unset: every node.",
+                ),
+        )
+        .attr(
             Attribute::number("timeout")
                 .optional()
                 .validate(IntBetween(10, 7200))
@@ -72,6 +84,7 @@ pub fn schema() -> Schema {
 tfplugin::object! {
     struct Args {
         namespace: Known<String>,
+        node_selector: Known<std::collections::BTreeMap<String, String>>,
         timeout: Known<u32>,
         kubernetes: SingleBlock<KubernetesArgs>,
     }
@@ -163,6 +176,9 @@ impl Action for DevicePluginRollout {
         };
         let timeout = Duration::from_secs(args.timeout.0.unwrap_or(DEFAULT_TIMEOUT_S).into());
         let ctx = OpCtx::new(timeout, self.state.stop.clone());
+        if let Some(sel) = &args.node_selector.0 {
+            return on_nodes(&c, &ctx, &ns, sel, progress, diags).await;
+        }
         let at = k::now_rfc3339();
         let mut restarted = 0;
         for name in DAEMONSETS {
@@ -235,6 +251,104 @@ impl Action for DevicePluginRollout {
                 ),
             ));
         }
+    }
+}
+
+/// The rollout on the selected nodes only: their pods are deleted and replaced.
+async fn on_nodes(
+    c: &Cluster,
+    ctx: &OpCtx,
+    ns: &str,
+    selector: &std::collections::BTreeMap<String, String>,
+    progress: &Progress,
+    diags: &mut Diagnostics,
+) {
+    let text = selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let at = AttrPath::attr("node_selector");
+    let nodes: Vec<String> = match c.nodes_matching(&text).await {
+        Ok(n) => n.into_iter().map(|n| n.name).collect(),
+        Err(e) => return diags.push(kube_error("list the nodes", &e).at(at)),
+    };
+    if nodes.is_empty() {
+        return diags.push(
+            Diagnostic::error(
+                "No node matches node_selector",
+                format!(
+                    "No node of {} carries {text}. Check the pool's labels (a pool scaled to \
+                    zero has no pod to restart).",
+                    c.target
+                ),
+            )
+            .at(at),
+        );
+    }
+    let mut restarted = 0;
+    for name in DAEMONSETS {
+        let deleted = match c.delete_daemonset_pods_on(ns, name, &nodes).await {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                progress
+                    .send(format!("{ns}/{name}: not present, skipped"))
+                    .await;
+                continue;
+            }
+            Err(e) => return diags.push(kube_error(&format!("restart {ns}/{name}"), &e)),
+        };
+        if deleted.is_empty() {
+            progress
+                .send(format!(
+                    "{ns}/{name}: no pod on the selected nodes, skipped"
+                ))
+                .await;
+            continue;
+        }
+        restarted += 1;
+        let on: Vec<String> = deleted.iter().map(|(_, n)| n.clone()).collect();
+        let pods: Vec<_> = deleted.into_iter().map(|(p, _)| p).collect();
+        progress
+            .send(format!("{ns}/{name}: restarted on {}", on.join(", ")))
+            .await;
+        let mut waiting = on.clone();
+        loop {
+            waiting = match c.daemonset_nodes_waiting(ns, name, &waiting, &pods).await {
+                Ok(w) => w,
+                Err(e) => return diags.push(kube_error(&format!("watch {ns}/{name}"), &e)),
+            };
+            if waiting.is_empty() {
+                break;
+            }
+            if let Err(i) = ctx.sleep(Duration::from_millis(500), "new pods").await {
+                let why = match i {
+                    Interrupted::Timeout { waited, .. } => format!("in {}s", waited.as_secs()),
+                    Interrupted::Stopped => "before terraform stopped".into(),
+                };
+                return diags.push(Diagnostic::error(
+                    "Device plugin rollout did not finish",
+                    format!(
+                        "{ns}/{name}: no new ready pod {why} on {}. Check the pods' events \
+                        and logs there.",
+                        waiting.join(", ")
+                    ),
+                ));
+            }
+        }
+        progress
+            .send(format!("{ns}/{name}: rolled out on {} nodes", on.len()))
+            .await;
+    }
+    if restarted == 0 {
+        diags.push(Diagnostic::error(
+            "No device plugin pod on the selected nodes",
+            format!(
+                "None of {} has a pod on the nodes carrying {text} in namespace {ns:?}: check \
+                namespace and node_selector.",
+                DAEMONSETS.join(", ")
+            ),
+        ));
     }
 }
 

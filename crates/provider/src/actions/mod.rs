@@ -4,6 +4,7 @@
 //! works without them.
 
 pub mod device_plugin_rollout;
+pub mod mig_reconfigure;
 
 use std::sync::Arc;
 
@@ -11,7 +12,10 @@ use crate::state::ProviderState;
 use tfplugin::api::Action;
 
 pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Action>> {
-    vec![Arc::new(device_plugin_rollout::DevicePluginRollout::new(
-        state.clone(),
-    ))]
+    vec![
+        Arc::new(device_plugin_rollout::DevicePluginRollout::new(
+            state.clone(),
+        )),
+        Arc::new(mig_reconfigure::MigReconfigure::new(state.clone())),
+    ]
 }

@@ -99,6 +99,12 @@ fn pointer(path: &str) -> String {
 #[derive(Clone)]
 pub struct Cluster {
     client: kube::Client,
+    /// The same client without kube's built-in retries, for the answers that are meant, not
+    /// transient: an eviction's 429 says a PodDisruptionBudget refuses it now, and the caller
+    /// decides (and bounds) when to ask again. With kube's retry layer (on by default: 15 tries,
+    /// backoff up to 1000 s: kube-client 5, `RetryPolicy::server_retry`) one
+    /// refused eviction held the caller for some 350 s, past its own timeout and stop.
+    unretried: kube::Client,
     /// Where it is, for diagnostics.
     pub target: String,
 }
@@ -117,12 +123,21 @@ fn apply_params(force: bool) -> PatchParams {
 }
 
 impl Cluster {
-    pub fn new(client: kube::Client, target: String) -> Cluster {
-        Cluster { client, target }
+    pub fn new(client: kube::Client, unretried: kube::Client, target: String) -> Cluster {
+        Cluster {
+            client,
+            unretried,
+            target,
+        }
     }
 
     pub(crate) fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// See the field's comment.
+    pub(crate) fn unretried_client(&self) -> kube::Client {
+        self.unretried.clone()
     }
 
     fn err(&self, e: kube::Error) -> KubeError {

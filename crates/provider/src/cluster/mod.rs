@@ -11,6 +11,7 @@
 
 pub mod chart;
 pub mod delivery;
+pub mod drain;
 mod error;
 pub mod gitops;
 pub mod helm;
@@ -158,11 +159,19 @@ pub async fn connect(s: &KubernetesSettings) -> Result<Cluster, KubeError> {
     cfg.connect_timeout = Some(Duration::from_secs(10));
     cfg.read_timeout = Some(Duration::from_secs(60));
     let url = cfg.cluster_url.to_string();
-    let client = kube::client::ClientBuilder::try_from(cfg)
-        .map_err(|e| KubeError::from_kube(&target, e))?
-        .with_layer(&tower::util::MapResponseLayer::new(bound))
-        .build();
-    Ok(Cluster::new(client, format!("{target} ({url})")))
+    let build = |cfg: kube::Config| {
+        kube::client::ClientBuilder::try_from(cfg)
+            .map_err(|e| KubeError::from_kube(&target, e))
+            .map(|b| {
+                b.with_layer(&tower::util::MapResponseLayer::new(bound))
+                    .build()
+            })
+    };
+    let mut plain = cfg.clone();
+    plain.default_retry = false;
+    let unretried = build(plain)?;
+    let client = build(cfg)?;
+    Ok(Cluster::new(client, unretried, format!("{target} ({url})")))
 }
 
 /// Larger than any object the provider reads (a Helm release Secret is at most ~1 MiB, etcd's

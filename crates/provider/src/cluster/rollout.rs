@@ -93,21 +93,20 @@ impl Cluster {
         }))
     }
 
-    /// The pods of a daemonset (by its selector's labels) that are not ready, or still carry
-    /// the template from before `restarted_at`: `name (on node)`, for a diagnostic.
-    pub async fn lagging_pods(
+    /// A daemonset's pod selector as a label selector (`k=v,...`); None when the daemonset does
+    /// not exist or selects by labels it does not list (`matchExpressions` only).
+    pub(crate) async fn daemonset_selector(
         &self,
         ns: &str,
         name: &str,
-        restarted_at: &str,
-    ) -> Result<Vec<String>, KubeError> {
+    ) -> Result<Option<String>, KubeError> {
         let dss: Api<DaemonSet> = Api::namespaced(self.client(), ns);
         let Some(ds) = dss
             .get_opt(name)
             .await
             .map_err(|e| KubeError::from_kube(&self.target, e))?
         else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let selector = ds
             .spec
@@ -118,9 +117,20 @@ impl Cluster {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
-        if selector.is_empty() {
+        Ok((!selector.is_empty()).then_some(selector))
+    }
+
+    /// The pods of a daemonset (by its selector's labels) that are not ready, or still carry
+    /// the template from before `restarted_at`: `name (on node)`, for a diagnostic.
+    pub async fn lagging_pods(
+        &self,
+        ns: &str,
+        name: &str,
+        restarted_at: &str,
+    ) -> Result<Vec<String>, KubeError> {
+        let Some(selector) = self.daemonset_selector(ns, name).await? else {
             return Ok(Vec::new());
-        }
+        };
         let pods: Api<Pod> = Api::namespaced(self.client(), ns);
         let list = pods
             .list(&ListParams::default().labels(&selector))
@@ -136,12 +146,7 @@ impl Cluster {
                     .as_ref()
                     .and_then(|a| a.get(RESTART_ANNOTATION))
                     .is_some_and(|a| a.as_str() == restarted_at);
-                let ready = p
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                !(new && ready)
+                !(new && pod_ready(p))
             })
             .map(|p| {
                 let node = p
@@ -152,4 +157,12 @@ impl Cluster {
             })
             .collect())
     }
+}
+
+/// The pod's Ready condition is True.
+pub(crate) fn pod_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }

@@ -145,3 +145,122 @@ fn the_rollout_example_invokes() {
     assert!(out.text().contains("rolled out"), "{}", out.text());
     assert!(restart_annotation(&st).is_some());
 }
+
+/// `fracgpu_mig_reconfigure` against the sandbox's EKS cluster, whose twin plays the MIG manager:
+/// a hand-made A100 node (GPU feature discovery's hardware labels make it join the twin) with a
+/// ReplicaSet's pod is cordoned, drained through the eviction subresource, relabelled, reported
+/// `success` by the MIG manager and uncordoned; its device plugin then serves the new partitions.
+#[test]
+fn mig_reconfigure_on_the_sandbox() {
+    let Some(tf) = terraform() else { return };
+    let st = start_stack(Duration::ZERO);
+    let kc = st.kubeconfig("eks", "sandbox-eks");
+    let kubectl = tools::require(Tool::Kubectl).expect("kubectl (scripts/test-tools installs it)");
+    let run = |args: &[&str], input: Option<&str>| {
+        let mut cmd = std::process::Command::new(&kubectl);
+        cmd.arg("--kubeconfig").arg(&kc).args(args);
+        if input.is_some() {
+            cmd.stdin(std::process::Stdio::piped());
+        }
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl runs");
+        if let Some(i) = input {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(i.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The sandbox's OpenAPI covers the kinds the provider writes, not pods: no client-side schema.
+    run(
+        &["create", "--validate=false", "-f", "-"],
+        Some(
+            r#"{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mig-a", "labels": {
+    "kubernetes.io/hostname": "mig-a", "pool": "m", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+    "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "40960", "nvidia.com/mig.capable": "true"}}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "model-1", "namespace": "default",
+    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "model", "uid": "6f1c9d2e-0000-4000-8000-000000000001", "controller": true}]},
+   "spec": {"nodeName": "mig-a", "containers": [{"name": "m", "image": "example.com/model:1"}]}}]}"#,
+        ),
+    );
+    let ws = Workspace::new(&format!(
+        r#"{REQUIRED_PROVIDERS}
+action "fracgpu_mig_reconfigure" "now" {{
+  config {{
+    node_selector = {{ pool = "m" }}
+    config        = "all-2g.10gb"
+    kubernetes {{ config_path = "{}" }}
+  }}
+}}
+resource "terraform_data" "anchor" {{}}
+"#,
+        kc.display()
+    ))
+    .with_terraform(&tf);
+    ws.init();
+    let out = ws.ok(&[
+        "apply",
+        "-invoke=action.fracgpu_mig_reconfigure.now",
+        "-auto-approve",
+        "-no-color",
+    ]);
+    let text = out.text();
+    for line in [
+        "mig-a: cordoned",
+        "mig-a: evicted default/model-1",
+        "mig-a: drained (1 pods evicted)",
+        "mig-a: nvidia.com/mig.config=all-2g.10gb",
+        "mig-a: reconfigured to all-2g.10gb, uncordoned",
+    ] {
+        assert!(text.contains(line), "no progress line {line:?}:\n{text}");
+    }
+    let node: serde_json::Value =
+        serde_json::from_str(&run(&["get", "node", "mig-a", "-o", "json"], None)).unwrap();
+    assert_eq!(
+        node["metadata"]["labels"]["nvidia.com/mig.config.state"],
+        "success"
+    );
+    assert!(
+        node["spec"]["unschedulable"].is_null(),
+        "uncordoned: {node}"
+    );
+    // The single strategy: three 2g.10gb instances of the A100 40GB.
+    assert_eq!(
+        node["status"]["allocatable"]["nvidia.com/gpu"], "3",
+        "{node}"
+    );
+    let pods = run(&["get", "pods", "-n", "default", "-o", "name"], None);
+    assert!(!pods.contains("model-1"), "evicted: {pods}");
+
+    // The docs' example, pointed at this node: it asks for the geometry the node has now.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let example =
+        std::fs::read_to_string(root.join("examples/actions/fracgpu_mig_reconfigure/action.tf"))
+            .unwrap();
+    let ws = Workspace::new(&format!("{REQUIRED_PROVIDERS}\n{example}")).with_terraform(&tf);
+    ws.init();
+    let vars = [
+        format!("-var=kubeconfig={}", kc.display()),
+        r#"-var=node_selector={"pool" = "m"}"#.to_string(),
+    ];
+    let mut args = vec![
+        "apply",
+        "-invoke=action.fracgpu_mig_reconfigure.this",
+        "-auto-approve",
+        "-no-color",
+    ];
+    args.extend(vars.iter().map(String::as_str));
+    let out = ws.ok(&args);
+    assert!(
+        out.text().contains("mig-a: already at all-2g.10gb, left alone"),
+        "{}",
+        out.text()
+    );
+}

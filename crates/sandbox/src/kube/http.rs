@@ -272,9 +272,11 @@ fn resource(
     if rest.len() > if ns.is_some() { 5 } else { 3 } {
         return Err(ApiError::no_such_path());
     }
+    let evicting = sub == Some("eviction") && kind == kinds::PODS && *method == Method::POST;
     if let Some(s) = sub {
-        // Only the status subresource exists here, readable as the object itself.
-        if s != "status" || *method != Method::GET {
+        // Besides a pod's eviction, only the status subresource exists here, readable as the
+        // object itself.
+        if !evicting && (s != "status" || *method != Method::GET) {
             return Err(ApiError::no_such_path());
         }
     }
@@ -310,6 +312,16 @@ fn resource(
         })
         .unwrap_or_else(|| Err(ApiError::no_such_path()))
     };
+    if evicting {
+        let n = name.unwrap_or_default();
+        check_eviction(n, body)?;
+        run(&mut |c| c.delete(kinds::PODS, ns_str, n, None))?;
+        return Ok((
+            201,
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Success", "code": 201}),
+        ));
+    }
     match (method.clone(), name) {
         (Method::GET, None) => {
             let sel = Selector::parse(
@@ -434,6 +446,36 @@ fn resource(
         }
         (m, _) => Err(ApiError::method_not_allowed(m.as_str())),
     }
+}
+
+/// The body of `POST .../pods/{name}/eviction`, as kube-apiserver's eviction subresource takes
+/// it (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go): an Eviction (policy/v1)
+/// naming the pod of the URL. The pod is then deleted and the answer is a Status of success (201). The
+/// sandbox serves no PodDisruptionBudgets, so no eviction is refused with 429, and the delete is
+/// immediate, as every delete here is (no kubelet ends the pod's containers).
+fn check_eviction(name: &str, body: &[u8]) -> Result<(), ApiError> {
+    let b: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding Eviction: {e}")))?;
+    // A body without kind and apiVersion is read as the endpoint's kind, as the API server's
+    // create handler defaults them (the kube crate sends only `metadata`).
+    let kind_ok = matches!(
+        b.get("kind").and_then(Value::as_str),
+        None | Some("Eviction")
+    ) && matches!(
+        b.get("apiVersion").and_then(Value::as_str),
+        None | Some("policy/v1" | "policy/v1beta1")
+    );
+    if !kind_ok {
+        return Err(ApiError::bad_request(
+            "the body of an eviction must be a policy/v1 Eviction",
+        ));
+    }
+    if b.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    Ok(())
 }
 
 /// A watchable collection: `{prefix}/{plural}` or `{prefix}/namespaces/{ns}/{plural}`.

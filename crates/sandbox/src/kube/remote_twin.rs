@@ -21,6 +21,17 @@
 //! "Advertise Extended Resources for a Node" does (kubernetes.io/docs/tasks/administer-cluster/
 //! extended-resource-node/); with no kubelet, nothing copies capacity into allocatable, so both are
 //! written.
+//!
+//! [`RemoteTwin::kubelet_once`] plays the parts of the kubelet, the node lifecycle controller and the
+//! scheduler that daemonsets and drains need on nodes no kubelet runs: it reports every Node Ready
+//! (the kubelet's status) and takes off the `node.kubernetes.io/not-ready` taint the API server put
+//! on it (the node lifecycle controller's part once a node is Ready); it binds a DaemonSet's pods to the node their required node
+//! affinity names (the daemonset controller leaves that to the scheduler since Kubernetes 1.12,
+//! pkg/controller/daemon/util `ReplaceDaemonSetPodNodeNameNodeAffinity`); it reports the pods bound to
+//! an existing node Running and Ready, as a kubelet does once the containers start (status
+//! subresource); and it ends the pods being deleted there, as a kubelet does once their containers
+//! stop (a delete with grace period 0: kube-apiserver leaves a bound pod's graceful delete to the
+//! kubelet). Nothing here decides where other pods go: a pod without a node stays pending.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,6 +42,11 @@ use serde_json::{Map, Value, json};
 use super::meta::labels_of;
 use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, OPERATOR_NS};
 use super::twin::{self, NodeTwin};
+
+/// The taint kube-apiserver's NodeTaint admission puts on every new Node
+/// (plugin/pkg/admission/nodetaint), which the node lifecycle controller removes once the node
+/// reports Ready.
+const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 
 /// The annotation keeping the hardware GPU feature discovery's labels first named.
 pub const HARDWARE_ANNOTATION: &str = "sandbox.fracgpu.dev/gpu-hardware";
@@ -129,7 +145,7 @@ impl RemoteTwin {
         &self,
         method: reqwest::Method,
         path: &str,
-        body: Option<Value>,
+        body: Option<(&str, Value)>,
     ) -> Result<Option<Value>, RemoteError> {
         let what = format!("{method} {path}");
         let mut req = self
@@ -137,10 +153,8 @@ impl RemoteTwin {
             .request(method, format!("{}{path}", self.base))
             .header("Authorization", &self.auth)
             .header("Accept", "application/json");
-        if let Some(b) = body {
-            req = req
-                .header("Content-Type", "application/merge-patch+json")
-                .body(b.to_string());
+        if let Some((content_type, b)) = body {
+            req = req.header("Content-Type", content_type).body(b.to_string());
         }
         let resp = req.send().await.map_err(|source| RemoteError::Transport {
             what: what.clone(),
@@ -172,7 +186,14 @@ impl RemoteTwin {
     }
 
     async fn patch(&self, path: &str, body: Value) -> Result<(), RemoteError> {
-        match self.send(reqwest::Method::PATCH, path, Some(body)).await? {
+        match self
+            .send(
+                reqwest::Method::PATCH,
+                path,
+                Some(("application/merge-patch+json", body)),
+            )
+            .await?
+        {
             Some(_) => Ok(()),
             // The node went away between the list and the write: the next sync forgets it.
             None => Ok(()),
@@ -310,6 +331,103 @@ impl RemoteTwin {
         Ok(report)
     }
 
+    /// One pass of the kubelet's, the node lifecycle controller's and the scheduler's parts (see
+    /// the module's comment) over every node and pod; returns the objects written, as the node's
+    /// name or the pod's `namespace/name`.
+    pub async fn kubelet_once(&self) -> Result<Vec<String>, RemoteError> {
+        let listed = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
+        let mut written = Vec::new();
+        for node in items(&listed) {
+            let name = node
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !ready(node) {
+                let now = crate::dates::now_rfc3339_secs();
+                let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+                    "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}});
+                self.patch(&format!("/api/v1/nodes/{name}/status"), status)
+                    .await?;
+                written.push(name.to_string());
+            }
+            let taints = node
+                .pointer("/spec/taints")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let kept: Vec<&Value> = taints
+                .iter()
+                .filter(|t| t.get("key").and_then(Value::as_str) != Some(NOT_READY_TAINT))
+                .collect();
+            if kept.len() != taints.len() {
+                self.patch(
+                    &format!("/api/v1/nodes/{name}"),
+                    json!({"spec": {"taints": kept}}),
+                )
+                .await?;
+                written.push(name.to_string());
+            }
+        }
+        let nodes: Vec<String> = items(&listed)
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
+        for pod in items(&pods) {
+            let s = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or_default();
+            let (ns, name) = (s("/metadata/namespace"), s("/metadata/name"));
+            let path = format!("/api/v1/namespaces/{ns}/pods/{name}");
+            let bound = s("/spec/nodeName");
+            if bound.is_empty() {
+                let Some(target) = daemon_pod_node(pod).filter(|n| nodes.contains(n)) else {
+                    continue;
+                };
+                let binding = json!({"apiVersion": "v1", "kind": "Binding",
+                    "metadata": {"name": name, "namespace": ns},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": target}});
+                self.write(reqwest::Method::POST, &format!("{path}/binding"), binding)
+                    .await?;
+            } else if !nodes.iter().any(|n| n == bound) {
+                continue;
+            } else if pod.pointer("/metadata/deletionTimestamp").is_some() {
+                let uid = s("/metadata/uid");
+                let opts = json!({"apiVersion": "v1", "kind": "DeleteOptions",
+                    "gracePeriodSeconds": 0, "preconditions": {"uid": uid}});
+                self.write(reqwest::Method::DELETE, &path, opts).await?;
+            } else if !ready(pod) {
+                let now = crate::dates::now_rfc3339_secs();
+                let cond =
+                    |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": now});
+                let status = json!({"status": {"phase": "Running", "startTime": now,
+                    "conditions": [cond("PodScheduled"), cond("Initialized"),
+                        cond("ContainersReady"), cond("Ready")]}});
+                self.patch(&format!("{path}/status"), status).await?;
+            } else {
+                continue;
+            }
+            written.push(format!("{ns}/{name}"));
+        }
+        Ok(written)
+    }
+
+    /// A POST or DELETE with a JSON body; a 404 or 409 (the pod went or moved meanwhile) is left
+    /// to the next pass.
+    async fn write(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> Result<(), RemoteError> {
+        match self
+            .send(method, path, Some(("application/json", body)))
+            .await
+        {
+            Ok(_) | Err(RemoteError::Api { code: 409, .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Syncs every `every` until `stop` resolves. A failed sync is reported on stderr and tried again
     /// at the next tick (the server may be restarting).
     pub async fn run(&self, every: Duration, stop: impl std::future::Future<Output = ()>) {
@@ -318,12 +436,64 @@ impl RemoteTwin {
             if let Err(e) = self.sync_once().await {
                 eprintln!("twin: {e}");
             }
+            if let Err(e) = self.kubelet_once().await {
+                eprintln!("twin: {e}");
+            }
             tokio::select! {
                 _ = &mut stop => return,
                 _ = tokio::time::sleep(every) => {}
             }
         }
     }
+}
+
+fn items(list: &Value) -> &[Value] {
+    list.get("items")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// A pod's or a node's Ready condition is True.
+fn ready(obj: &Value) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Ready")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// The node a DaemonSet's pod is meant for: the one name its required node affinity matches by
+/// `metadata.name`, as the daemonset controller writes it.
+fn daemon_pod_node(pod: &Value) -> Option<String> {
+    let owned = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| {
+            o.iter().any(|o| {
+                o.get("kind").and_then(Value::as_str) == Some("DaemonSet")
+                    && o.get("controller").and_then(Value::as_bool) == Some(true)
+            })
+        });
+    if !owned {
+        return None;
+    }
+    let terms = pod.pointer(
+        "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+    )?;
+    terms.as_array()?.iter().find_map(|t| {
+        t.get("matchFields")?.as_array()?.iter().find_map(|f| {
+            let by_name = f.get("key").and_then(Value::as_str) == Some("metadata.name")
+                && f.get("operator").and_then(Value::as_str) == Some("In");
+            let values = f.get("values")?.as_array()?;
+            (by_name && values.len() == 1)
+                .then(|| values[0].as_str().map(str::to_string))
+                .flatten()
+        })
+    })
 }
 
 /// The node's hardware: from the annotation the twin wrote when it first saw the node, else from GPU
@@ -397,6 +567,19 @@ fn diff(have: &BTreeMap<String, String>, want: &BTreeMap<String, String>) -> Map
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_daemon_pod_is_meant_for_the_node_its_affinity_names() {
+        let pod = |kind: &str| {
+            json!({"metadata": {"ownerReferences": [{"kind": kind, "controller": true}]},
+                "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                        "values": ["gpu-0"]}]}]}}}}})
+        };
+        assert_eq!(daemon_pod_node(&pod("DaemonSet")).as_deref(), Some("gpu-0"));
+        assert_eq!(daemon_pod_node(&pod("ReplicaSet")), None);
+        assert_eq!(daemon_pod_node(&json!({})), None);
+    }
 
     #[test]
     fn diff_sets_changes_and_nulls_removals() {

@@ -350,6 +350,7 @@ fn is_under(path: &str, prefix: &str) -> bool {
 const CM: &str = "/api/v1/namespaces/gpu-operator/configmaps";
 const CP: &str = "/apis/nvidia.com/v1/clusterpolicies";
 const DS: &str = "/apis/apps/v1/namespaces/gpu-operator/daemonsets";
+const PODS: &str = "/api/v1/namespaces/default/pods";
 const APPLY: &str = "application/apply-patch+yaml";
 const MERGE: &str = "application/merge-patch+json";
 const JSON: &str = "application/json";
@@ -802,6 +803,40 @@ fn differential_sandbox_answers_as_kube_apiserver() {
         &format!("{DS}/nope?fieldManager={TF}"),
         MERGE,
         &json!({"spec": {"template": {"metadata": {"annotations": {"a": "b"}}}}}).to_string(),
+    );
+
+    // Evictions, as a drain asks for them. The pods are made on each side alone (a pod's
+    // defaults are the real server's business); only the eviction answers are compared.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "evictee", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "example.com/c:1"}]}})
+    .to_string();
+    for side in [&pair.sandbox, &pair.real] {
+        let a = side.send("POST", PODS, "application/json", &pod);
+        assert_eq!(a.code, 201, "pod created: {:?}", a.body);
+    }
+    pair.both(
+        "pod eviction, name mismatch",
+        "POST",
+        &format!("{PODS}/evictee/eviction"),
+        "application/json",
+        &json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}})
+            .to_string(),
+    );
+    pair.both(
+        "pod eviction, missing pod",
+        "POST",
+        &format!("{PODS}/nope/eviction"),
+        "application/json",
+        &json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "nope"}})
+            .to_string(),
+    );
+    pair.both(
+        "pod eviction, as the kube crate sends it (no kind)",
+        "POST",
+        &format!("{PODS}/evictee/eviction"),
+        "application/json",
+        &json!({"metadata": {"name": "evictee"}}).to_string(),
     );
 
     let known = |label: &str, path: &str| {
