@@ -259,8 +259,47 @@ resource "terraform_data" "anchor" {{}}
     args.extend(vars.iter().map(String::as_str));
     let out = ws.ok(&args);
     assert!(
-        out.text().contains("mig-a: already at all-2g.10gb, left alone"),
+        out.text()
+            .contains("mig-a: already at all-2g.10gb, left alone"),
         "{}",
         out.text()
+    );
+
+    // Tied to a resource's creation by an action_trigger.
+    let ws = Workspace::new(&format!(
+        r#"{REQUIRED_PROVIDERS}
+action "fracgpu_mig_reconfigure" "seven" {{
+  config {{
+    node_selector = {{ pool = "m" }}
+    config        = "all-1g.5gb"
+    kubernetes {{ config_path = "{}" }}
+  }}
+}}
+resource "terraform_data" "geometry" {{
+  input = "all-1g.5gb"
+  lifecycle {{
+    action_trigger {{
+      events  = [after_create]
+      actions = [action.fracgpu_mig_reconfigure.seven]
+    }}
+  }}
+}}
+"#,
+        kc.display()
+    ))
+    .with_terraform(&tf);
+    ws.init();
+    let out = ws.ok(&["apply", "-auto-approve", "-no-color"]);
+    assert!(
+        out.text()
+            .contains("mig-a: reconfigured to all-1g.5gb, uncordoned"),
+        "{}",
+        out.text()
+    );
+    let node: serde_json::Value =
+        serde_json::from_str(&run(&["get", "node", "mig-a", "-o", "json"], None)).unwrap();
+    assert_eq!(
+        node["status"]["allocatable"]["nvidia.com/gpu"], "7",
+        "{node}"
     );
 }

@@ -612,4 +612,27 @@ fn device_plugin_rollout_by_the_real_daemonset_controller() {
         second.iter().all(|p| !third.contains(p)),
         "every pod replaced"
     );
+
+    // Tied to a resource's update by an action_trigger.
+    let triggered = |revision: u32| {
+        format!(
+            "{REQUIRED_PROVIDERS}\n{}\nresource \"terraform_data\" \"revision\" {{\n  input = {revision}\n  lifecycle {{\n    action_trigger {{\n      events  = [after_update]\n      actions = [action.fracgpu_device_plugin_rollout.now]\n    }}\n  }}\n}}\n",
+            rollout_action(&kc, "    node_selector = { pool = \"a\" }")
+        )
+    };
+    ws.write("main.tf", &triggered(1));
+    ws.ok(&["apply", "-auto-approve", "-no-color"]);
+    assert_eq!(c.device_plugin_pods(), third, "a create triggers nothing");
+    ws.write("main.tf", &triggered(2));
+    let out = ws.ok(&["apply", "-auto-approve", "-no-color"]);
+    assert!(
+        out.text().contains("rolled out on 2 nodes"),
+        "{}",
+        out.text()
+    );
+    let fourth = c.device_plugin_pods();
+    for (n, uid) in &third {
+        let kept = fourth.iter().any(|(m, u)| m == n && u == uid);
+        assert_eq!(kept, n == "gpu-2", "{n}: only pool a's pods replaced");
+    }
 }
