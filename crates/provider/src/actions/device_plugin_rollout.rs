@@ -288,15 +288,19 @@ async fn on_nodes(
     }
     let mut restarted = 0;
     for name in DAEMONSETS {
-        let deleted = match c.delete_daemonset_pods_on(ns, name, &nodes).await {
-            Ok(Some(d)) => d,
-            Ok(None) => {
+        let deleted = match ctx
+            .run("the restart", c.delete_daemonset_pods_on(ns, name, &nodes))
+            .await
+        {
+            Err(_) => return diags.push(stopped(ns, name)),
+            Ok(Ok(Some(d))) => d,
+            Ok(Ok(None)) => {
                 progress
                     .send(format!("{ns}/{name}: not present, skipped"))
                     .await;
                 continue;
             }
-            Err(e) => return diags.push(kube_error(&format!("restart {ns}/{name}"), &e)),
+            Ok(Err(e)) => return diags.push(kube_error(&format!("restart {ns}/{name}"), &e)),
         };
         if deleted.is_empty() {
             progress
@@ -314,9 +318,12 @@ async fn on_nodes(
             .await;
         let mut waiting = on.clone();
         loop {
-            waiting = match c.daemonset_nodes_waiting(ns, name, &waiting, &pods).await {
-                Ok(w) => w,
-                Err(e) => return diags.push(kube_error(&format!("watch {ns}/{name}"), &e)),
+            let look = c.daemonset_nodes_waiting(ns, name, &waiting, &pods);
+            waiting = match ctx.run("new pods", look).await {
+                Ok(Ok(w)) => w,
+                Ok(Err(e)) => return diags.push(kube_error(&format!("watch {ns}/{name}"), &e)),
+                // The sleep below says how the wait ended.
+                Err(_) => waiting,
             };
             if waiting.is_empty() {
                 break;
@@ -350,6 +357,17 @@ async fn on_nodes(
             ),
         ));
     }
+}
+
+/// A restart that the node path could not finish because the time ran out or terraform stopped.
+fn stopped(ns: &str, name: &str) -> Diagnostic {
+    Diagnostic::error(
+        "Device plugin rollout did not finish",
+        format!(
+            "{ns}/{name}: the deletion of its pods on the selected nodes was cut short (timeout \
+            or terraform stopping); some may have restarted."
+        ),
+    )
 }
 
 enum Failed {

@@ -412,17 +412,11 @@ impl Turn<'_> {
         if node.unschedulable {
             return format!("{} stays cordoned, as it was before the action.", node.name);
         }
-        match tokio::time::timeout(UNDO_LIMIT, self.c.set_unschedulable(&node.name, false)).await {
-            Ok(Ok(())) => format!("{} was uncordoned; its GPUs are as they were.", node.name),
-            Ok(Err(e)) => format!(
+        match bounded_undo(self.c.set_unschedulable(&node.name, false)).await {
+            Ok(()) => format!("{} was uncordoned; its GPUs are as they were.", node.name),
+            Err(e) => format!(
                 "{} could not be uncordoned ({e}): run `kubectl uncordon {}`.",
                 node.name, node.name
-            ),
-            Err(_) => format!(
-                "{} could not be uncordoned in {}s: run `kubectl uncordon {}`.",
-                node.name,
-                UNDO_LIMIT.as_secs(),
-                node.name
             ),
         }
     }
@@ -431,15 +425,42 @@ impl Turn<'_> {
         NodeFailure { summary, detail }
     }
 
+    /// Why the MIG manager's verdict was not waited for to the end.
+    fn cut_short(&self, name: &str, i: Interrupted, left_cordoned: &str) -> NodeFailure {
+        let (summary, why) = match i {
+            Interrupted::Stopped => (
+                "MIG reconfiguration interrupted",
+                "terraform stopped while the MIG manager repartitioned it".to_string(),
+            ),
+            Interrupted::Timeout { waited, .. } => (
+                "MIG reconfiguration timed out",
+                format!(
+                    "the MIG manager gave no verdict in {}s (is it running on the node?)",
+                    waited.as_secs()
+                ),
+            ),
+        };
+        self.fail(summary, format!("Node {name}: {why}. {left_cordoned}"))
+    }
+
     async fn node(&self, node: &NodeView) -> Result<(), NodeFailure> {
         let name = node.name.as_str();
         let ctx = OpCtx::new(self.timeout, self.state.stop.clone());
         if !node.unschedulable {
-            if let Err(e) = self.c.set_unschedulable(name, true).await {
-                return Err(self.fail(
-                    "Kubernetes API error",
-                    format!("Could not cordon node {name}: {e}. Nothing was changed on it."),
-                ));
+            if let Err(cut) = call(&ctx, "cordon", self.c.set_unschedulable(name, true)).await {
+                // A request cut short may have landed: undo it either way.
+                let undone = self.undo_cordon(node).await;
+                return Err(match cut {
+                    Cut::Kube(e) => self.fail(
+                        "Kubernetes API error",
+                        format!("Could not cordon node {name}: {e}. {undone}"),
+                    ),
+                    Cut::Interrupted(i) => {
+                        let (summary, why) =
+                            interrupted(i, format!("Node {name} was not cordoned in time."));
+                        self.fail(summary, format!("{why} {undone}"))
+                    }
+                });
             }
             self.say(name, "cordoned").await;
         }
@@ -447,32 +468,31 @@ impl Turn<'_> {
             let undone = self.undo_cordon(node).await;
             return Err(self.fail(summary, format!("{why} {undone}")));
         }
-        let write = self
-            .c
-            .label_node(
-                name,
-                &[
-                    (MIG_CONFIG_LABEL, Some(self.config)),
-                    (MIG_STATE_LABEL, Some("pending")),
-                ],
-            )
-            .await;
-        if let Err(e) = write {
-            let undone = self.undo_cordon(node).await;
-            return Err(self.fail(
-                "Kubernetes API error",
-                format!("Could not label node {name}: {e}. {undone}"),
-            ));
-        }
-        self.say(name, format!("{MIG_CONFIG_LABEL}={}", self.config))
-            .await;
         let left_cordoned = format!(
             "{name} stays cordoned: pods may use it again once {MIG_STATE_LABEL}=success (then \
             `kubectl uncordon {name}`)."
         );
+        let labels = [
+            (MIG_CONFIG_LABEL, Some(self.config)),
+            (MIG_STATE_LABEL, Some("pending")),
+        ];
+        match call(&ctx, "label", self.c.label_node(name, &labels)).await {
+            Ok(()) => {}
+            Err(Cut::Kube(e)) => {
+                let undone = self.undo_cordon(node).await;
+                return Err(self.fail(
+                    "Kubernetes API error",
+                    format!("Could not label node {name}: {e}. {undone}"),
+                ));
+            }
+            // The label may have been written: the node may be repartitioning.
+            Err(Cut::Interrupted(i)) => return Err(self.cut_short(name, i, &left_cordoned)),
+        }
+        self.say(name, format!("{MIG_CONFIG_LABEL}={}", self.config))
+            .await;
         let mut last_state = String::new();
         loop {
-            let seen = match self.c.node(name).await {
+            let seen = match call(&ctx, "read the node", self.c.node(name)).await {
                 Ok(Some(n)) => n,
                 Ok(None) => {
                     return Err(self.fail(
@@ -480,12 +500,13 @@ impl Turn<'_> {
                         format!("Node {name} was deleted while its GPUs were being repartitioned."),
                     ));
                 }
-                Err(e) => {
+                Err(Cut::Kube(e)) => {
                     return Err(self.fail(
                         "Kubernetes API error",
                         format!("Could not read node {name}: {e}. {left_cordoned}"),
                     ));
                 }
+                Err(Cut::Interrupted(i)) => return Err(self.cut_short(name, i, &left_cordoned)),
             };
             let st = seen.label(MIG_STATE_LABEL).unwrap_or("").to_string();
             match st.as_str() {
@@ -508,25 +529,12 @@ impl Turn<'_> {
                 last_state = st;
             }
             if let Err(i) = ctx.sleep(RETRY, "the MIG manager").await {
-                let (summary, why) = match i {
-                    Interrupted::Stopped => (
-                        "MIG reconfiguration interrupted",
-                        "terraform stopped while the MIG manager repartitioned it".to_string(),
-                    ),
-                    Interrupted::Timeout { waited, .. } => (
-                        "MIG reconfiguration timed out",
-                        format!(
-                            "the MIG manager gave no verdict in {}s (is it running on the \
-                            node?)",
-                            waited.as_secs()
-                        ),
-                    ),
-                };
-                return Err(self.fail(summary, format!("Node {name}: {why}. {left_cordoned}")));
+                return Err(self.cut_short(name, i, &left_cordoned));
             }
         }
+        // Its verdict is in: the uncordon is not held to the node's time, only bounded.
         if !node.unschedulable
-            && let Err(e) = self.c.set_unschedulable(name, false).await
+            && let Err(e) = bounded_undo(self.c.set_unschedulable(name, false)).await
         {
             return Err(self.fail(
                 "Kubernetes API error",
@@ -551,11 +559,16 @@ impl Turn<'_> {
                 format!("Could not {what} on node {name}: {e}."),
             )
         };
-        let plan = self
-            .c
-            .drain_plan(name)
+        let cut = |what: &str, c: Cut| match c {
+            Cut::Kube(e) => api(what, e),
+            Cut::Interrupted(i) => interrupted(
+                i,
+                format!("Node {name} could not be drained: the request to {what} did not finish."),
+            ),
+        };
+        let plan = call(ctx, "list the pods", self.c.drain_plan(name))
             .await
-            .map_err(|e| api("list the pods", e))?;
+            .map_err(|c| cut("list the pods", c))?;
         let mut evict = plan.evict.clone();
         if !plan.unowned.is_empty() {
             if !self.force {
@@ -577,13 +590,13 @@ impl Turn<'_> {
             let mut still = Vec::new();
             let mut why = String::new();
             for p in pending {
-                match self.c.evict(&p).await {
+                match call(ctx, "evict", self.c.evict(&p)).await {
                     Ok(Eviction::Done) => self.say(name, format!("evicted {p}")).await,
                     Ok(Eviction::Refused(m)) => {
                         why = m;
                         still.push(p);
                     }
-                    Err(e) => return Err(api(&format!("evict {p}"), e)),
+                    Err(c) => return Err(cut(&format!("evict {p}"), c)),
                 }
             }
             pending = still;
@@ -613,11 +626,9 @@ impl Turn<'_> {
         let mut wait: Vec<PodRef> = evict;
         wait.extend(plan.terminating.iter().cloned());
         loop {
-            let left = self
-                .c
-                .pods_still_there(&wait)
+            let left = call(ctx, "read the evicted pods", self.c.pods_still_there(&wait))
                 .await
-                .map_err(|e| api("read the evicted pods", e))?;
+                .map_err(|c| cut("read the evicted pods", c))?;
             if left.is_empty() {
                 break;
             }
@@ -635,6 +646,38 @@ impl Turn<'_> {
         self.say(name, format!("drained ({} pods evicted)", wait.len()))
             .await;
         Ok(())
+    }
+}
+
+/// A request of a node's turn that did not succeed: the API's error, or the node's time or
+/// terraform's stop came first.
+enum Cut {
+    Kube(KubeError),
+    Interrupted(Interrupted),
+}
+
+/// Holds a request to the node's time and terraform's stop: the kube client's own retries of a
+/// 503 (an API server restarting) could otherwise outlast both.
+async fn call<T>(
+    ctx: &OpCtx,
+    what: &str,
+    request: impl std::future::Future<Output = Result<T, KubeError>>,
+) -> Result<T, Cut> {
+    match ctx.run(what, request).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(Cut::Kube(e)),
+        Err(i) => Err(Cut::Interrupted(i)),
+    }
+}
+
+/// An uncordon after the node's time or a stop: bounded on its own, terraform is waiting.
+async fn bounded_undo(
+    request: impl std::future::Future<Output = Result<(), KubeError>>,
+) -> Result<(), String> {
+    match tokio::time::timeout(UNDO_LIMIT, request).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer in {}s", UNDO_LIMIT.as_secs())),
     }
 }
 
