@@ -229,6 +229,29 @@ fn unfit(node: &NodeView, config: &str) -> Option<String> {
     })
 }
 
+/// Why a node already labelled with the config cannot be taken through it again: the MIG
+/// manager acts on a change of the label (and when its pod starts), so writing the same value
+/// would wait for a verdict that never comes.
+fn stuck(node: &NodeView, config: &str) -> Option<String> {
+    if node.label(MIG_CONFIG_LABEL) != Some(config) {
+        return None;
+    }
+    let name = &node.name;
+    match node.label(MIG_STATE_LABEL).unwrap_or("") {
+        "success" => None,
+        "failed" => Some(format!(
+            "node {name} carries {MIG_CONFIG_LABEL}={config} already and its MIG manager \
+            reports failed. It tries again only when the label changes or its pod restarts: \
+            drain the node and delete the nvidia-mig-manager pod on it, or run this action with \
+            another config first."
+        )),
+        state => Some(format!(
+            "node {name} is being reconfigured to {config} already ({MIG_STATE_LABEL}={state}); \
+            wait for the MIG manager's verdict, then run the action again."
+        )),
+    }
+}
+
 /// How one node's turn went wrong.
 struct NodeFailure {
     summary: &'static str,
@@ -309,7 +332,10 @@ impl Action for MigReconfigure {
                 .at(AttrPath::attr("node_selector")),
             );
         }
-        let refused: Vec<String> = nodes.iter().filter_map(|n| unfit(n, config)).collect();
+        let refused: Vec<String> = nodes
+            .iter()
+            .filter_map(|n| unfit(n, config).or_else(|| stuck(n, config)))
+            .collect();
         if !refused.is_empty() {
             for why in refused {
                 diags.push(
@@ -545,8 +571,19 @@ impl Turn<'_> {
                 ),
             ));
         }
-        self.say(name, format!("reconfigured to {}, uncordoned", self.config))
+        if node.unschedulable {
+            self.say(
+                name,
+                format!(
+                    "reconfigured to {}; left cordoned, as it was before the action",
+                    self.config
+                ),
+            )
             .await;
+        } else {
+            self.say(name, format!("reconfigured to {}, uncordoned", self.config))
+                .await;
+        }
         Ok(())
     }
 
@@ -729,6 +766,19 @@ mod tests {
         );
         assert!(check_config("all 1g").unwrap_err().contains("label value"));
         assert!(check_config("").is_err());
+    }
+
+    #[test]
+    fn a_node_already_labelled_is_done_or_stuck() {
+        let at = |state: &str| node(&[(MIG_CONFIG_LABEL, "all-1g.5gb"), (MIG_STATE_LABEL, state)]);
+        assert_eq!(stuck(&at("success"), "all-1g.5gb"), None);
+        assert!(
+            stuck(&at("failed"), "all-1g.5gb")
+                .is_some_and(|e| e.contains("nvidia-mig-manager pod"))
+        );
+        assert!(stuck(&at("pending"), "all-1g.5gb").is_some_and(|e| e.contains("pending")));
+        // Another config is a change the MIG manager acts on.
+        assert_eq!(stuck(&at("failed"), "all-2g.10gb"), None);
     }
 
     #[test]

@@ -39,13 +39,15 @@ fn node(name: &str, pool: &str) -> String {
     )
 }
 
-/// One inference pod bound to `node`, kept by a ReplicaSet.
+/// One inference pod using a GPU of `node` (pinned there by hostname, so that the twin's
+/// scheduler places it, and not while the node is cordoned), kept by a ReplicaSet.
 fn inference(node: &str) -> String {
     format!(
         r#"{{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {{"name": "inference-{node}", "namespace": "default"}},
   "spec": {{"replicas": 1, "selector": {{"matchLabels": {{"app": "inference", "on": "{node}"}}}},
     "template": {{"metadata": {{"labels": {{"app": "inference", "on": "{node}"}}}},
-      "spec": {{"nodeName": "{node}", "containers": [{{"name": "model", "image": "example.com/model:1"}}]}}}}}}}}"#
+      "spec": {{"nodeSelector": {{"kubernetes.io/hostname": "{node}"}}, "containers": [{{"name": "model",
+        "image": "example.com/model:1", "resources": {{"limits": {{"nvidia.com/gpu": 1}}}}}}]}}}}}}}}"#
     )
 }
 
@@ -196,7 +198,7 @@ impl Cluster {
         v
     }
 
-    /// The ready inference pods' uids, by node.
+    /// The inference pods' uids, by node ("" while a pod waits for one).
     fn inference_pods(&self) -> Vec<(String, String)> {
         let pods = self.json(&["-n", "default", "get", "pods", "-l", "app=inference"]);
         let mut v: Vec<(String, String)> = pods["items"]
@@ -272,13 +274,57 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
         &["apply", "-f", "-"],
         &[inference("gpu-0"), inference("gpu-1"), budget(1)].join("\n"),
     );
-    c.wait_for("an inference pod on each pool-a node", || {
-        c.inference_pods().len() == 2
-    });
+    let placed = || {
+        let p = c.inference_pods();
+        p.len() == 2 && p.iter().all(|(n, _)| !n.is_empty())
+    };
+    c.wait_for("an inference pod on each pool-a node", placed);
     let before = c.inference_pods();
 
+    // Relabelled by hand under a running pod, the node's MIG manager fails (its GPU is in use),
+    // and will not try that config again: the action says so instead of waiting forever.
+    c.kubectl(&[
+        "label",
+        "node",
+        "gpu-0",
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.5gb",
+    ]);
+    c.wait_for("gpu-0's MIG manager failing", || {
+        c.label("gpu-0", "nvidia.com/mig.config.state").as_deref() == Some("failed")
+    });
+    let ws = c.workspace(&mig_action(&kc, "pool = \"a\"", "all-1g.5gb", ""));
+    step(t0, "a node whose MIG manager failed that config");
+    let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
+    assert_ne!(out.code, 0, "{}", out.text());
+    assert!(
+        out.text().contains("MIG manager reports failed"),
+        "{}",
+        out.text()
+    );
+    assert!(
+        !c.cordoned("gpu-0") && !c.cordoned("gpu-1"),
+        "nothing touched"
+    );
+    c.kubectl(&[
+        "label",
+        "node",
+        "gpu-0",
+        "--overwrite",
+        "nvidia.com/mig.config=all-disabled",
+    ]);
+    c.wait_for("gpu-0 back at all-disabled", || {
+        c.label("gpu-0", "nvidia.com/mig.config.state").as_deref() == Some("success")
+    });
+
     // Refused before any node is touched: no node, a profile the GPU lacks.
-    let ws = c.workspace(&mig_action(&kc, "pool = \"nope\"", "all-1g.5gb", ""));
+    ws.write(
+        "main.tf",
+        &format!(
+            "{REQUIRED_PROVIDERS}\n{}",
+            mig_action(&kc, "pool = \"nope\"", "all-1g.5gb", "")
+        ),
+    );
     step(t0, "no node matches");
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
@@ -362,8 +408,11 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
         c.label("gpu-2", "nvidia.com/mig.config").as_deref(),
         Some("all-disabled")
     );
+    c.wait_for(
+        "the evicted pods replaced once the nodes were uncordoned",
+        placed,
+    );
     let after = c.inference_pods();
-    assert_eq!(after.len(), 2, "the ReplicaSets replaced the evicted pods");
     assert!(
         before.iter().all(|b| !after.contains(b)),
         "each pod was evicted: {before:?} -> {after:?}"
@@ -397,17 +446,32 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     assert!(text.contains("gpu-0 stays cordoned"), "{text}");
     assert!(text.contains("Not touched: gpu-1"), "{text}");
     assert!(c.cordoned("gpu-0") && !c.cordoned("gpu-1"));
+
+    // Recovered by the action with a config the MIG manager holds; gpu-0 was cordoned before
+    // this run, so it stays cordoned.
+    ws.write(
+        "main.tf",
+        &format!(
+            "{REQUIRED_PROVIDERS}\n{}",
+            mig_action(&kc, "pool = \"a\"", "all-1g.5gb", "    node_timeout = 60")
+        ),
+    );
+    step(t0, "recovery");
+    let out = ws.ok(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
+    let text = out.text();
+    assert!(
+        text.contains(
+            "gpu-0: reconfigured to all-1g.5gb; left cordoned, as it was before the action"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("gpu-1: already at all-1g.5gb, left alone"),
+        "{text}"
+    );
+    assert!(c.cordoned("gpu-0"));
     c.kubectl(&["uncordon", "gpu-0"]);
-    c.kubectl(&[
-        "label",
-        "node",
-        "gpu-0",
-        "--overwrite",
-        "nvidia.com/mig.config=all-1g.5gb",
-    ]);
-    c.wait_for("gpu-0 back at all-1g.5gb", || {
-        c.label("gpu-0", "nvidia.com/mig.config.state").as_deref() == Some("success")
-    });
+    c.wait_for("gpu-0's inference pod placed again", placed);
 
     // A budget that allows no disruption: the drain times out, the node is uncordoned as it
     // was, its GPUs untouched, and the pod is named.

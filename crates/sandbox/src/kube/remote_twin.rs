@@ -31,7 +31,13 @@
 //! an existing node Running and Ready, as a kubelet does once the containers start (status
 //! subresource); and it ends the pods being deleted there, as a kubelet does once their containers
 //! stop (a delete with grace period 0: kube-apiserver leaves a bound pod's graceful delete to the
-//! kubelet). Nothing here decides where other pods go: a pod without a node stays pending.
+//! kubelet). Beyond daemonset pods it places only a pod pinned to one node by the
+//! `kubernetes.io/hostname` node selector, and only while that node is not cordoned (the
+//! scheduler's NodeUnschedulable filter); any other pod without a node stays pending.
+//!
+//! Its MIG manager fails a repartitioning while pods other than daemonset pods hold the node's GPUs
+//! (the sandbox's in-process twin does not model that), and, like the real one, tries again only
+//! when `nvidia.com/mig.config` changes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -103,12 +109,17 @@ pub struct SyncReport {
     pub written: Vec<String>,
     /// node -> why its device plugin refused its config (it keeps its previous advertisement).
     pub refused: BTreeMap<String, String>,
+    /// node -> the pods whose GPUs made its MIG manager fail a repartitioning.
+    pub mig_failed: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Default)]
 struct State {
     marker: Option<String>,
     nodes: BTreeMap<String, NodeTwin>,
+    /// node -> the `nvidia.com/mig.config` its MIG manager failed to apply: it tries again only
+    /// when the label changes.
+    mig_refused: BTreeMap<String, String>,
 }
 
 /// The twin of the GPU stack, for one API server.
@@ -226,6 +237,8 @@ impl RemoteTwin {
             .await?
             .as_ref()
             .map(twin::restart_marker);
+        let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
+        let users = gpu_users(&pods);
         let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
         let items = nodes
             .get("items")
@@ -254,6 +267,7 @@ impl RemoteTwin {
             };
             let labels = labels_of(node);
             let annotations = string_map(node.pointer("/metadata/annotations"));
+            let known = st.nodes.contains_key(name);
             if !st.nodes.contains_key(name) {
                 let Some(mut t) = learn(node, &labels, &annotations) else {
                     continue;
@@ -266,6 +280,33 @@ impl RemoteTwin {
                 continue;
             };
             report.gpu_nodes.push(name.to_string());
+            // The MIG manager cannot repartition GPUs that pods are using: mig-parted's apply
+            // fails (a MIG mode change needs a GPU reset, which fails while processes hold the
+            // GPU, and a GPU instance in use cannot be destroyed: NVIDIA's MIG user guide), and
+            // the MIG manager reports `failed` (NVIDIA/mig-parted pkg/mig/reconfigure
+            // reconfigure.go `Run`). The GPU operator's own operands it stops itself first.
+            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
+            let changed =
+                known && mm.enabled && mig_label.is_some() && mig_label != t.seen_mig_label;
+            let held =
+                mig_label.is_some() && st_refused(&st.mig_refused, name) == mig_label.as_deref();
+            let in_use = users.get(name).filter(|u| !u.is_empty());
+            if held || (changed && in_use.is_some()) {
+                if !held && let (Some(l), Some(u)) = (&mig_label, in_use) {
+                    st.mig_refused.insert(name.to_string(), l.clone());
+                    report.mig_failed.insert(name.to_string(), u.clone());
+                }
+                if labels.get(twin::MIG_STATE_LABEL).map(String::as_str) != Some("failed") {
+                    let patch = json!({"metadata": {"labels": {twin::MIG_STATE_LABEL: "failed"}}});
+                    self.patch(&format!("/api/v1/nodes/{name}"), patch).await?;
+                    report.written.push(name.to_string());
+                }
+                continue;
+            }
+            st.mig_refused.remove(name);
+            let Some(t) = st.nodes.get_mut(name) else {
+                continue;
+            };
             let mut want = labels.clone();
             twin::restart_step(t, &mut want, &mm, &current, restarted);
             let r = twin::render(t, &want, &mm);
@@ -373,6 +414,11 @@ impl RemoteTwin {
             .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
             .map(str::to_string)
             .collect();
+        let schedulable: Vec<&str> = items(&listed)
+            .iter()
+            .filter(|n| n.pointer("/spec/unschedulable") != Some(&Value::Bool(true)))
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .collect();
         let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
         for pod in items(&pods) {
             let s = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or_default();
@@ -380,7 +426,15 @@ impl RemoteTwin {
             let path = format!("/api/v1/namespaces/{ns}/pods/{name}");
             let bound = s("/spec/nodeName");
             if bound.is_empty() {
-                let Some(target) = daemon_pod_node(pod).filter(|n| nodes.contains(n)) else {
+                let pinned = pod
+                    .pointer("/spec/nodeSelector/kubernetes.io~1hostname")
+                    .and_then(Value::as_str)
+                    .filter(|n| schedulable.contains(n))
+                    .map(str::to_string);
+                let Some(target) = daemon_pod_node(pod)
+                    .filter(|n| nodes.contains(n))
+                    .or(pinned)
+                else {
                     continue;
                 };
                 let binding = json!({"apiVersion": "v1", "kind": "Binding",
@@ -445,6 +499,45 @@ impl RemoteTwin {
             }
         }
     }
+}
+
+fn st_refused<'a>(refused: &'a BTreeMap<String, String>, node: &str) -> Option<&'a str> {
+    refused.get(node).map(String::as_str)
+}
+
+/// node -> the pods bound there that hold GPUs (`nvidia.com/*` requests or limits), other than
+/// daemonset pods (the operator's operands) and pods that have ended or are being deleted.
+fn gpu_users(pods: &Value) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in items(pods) {
+        let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
+        let node = s("/spec/nodeName");
+        let ended = matches!(s("/status/phase"), "Succeeded" | "Failed");
+        let daemon = p
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|o| {
+                o.iter()
+                    .any(|o| o.get("kind").and_then(Value::as_str) == Some("DaemonSet"))
+            });
+        let gpus = super::store::demand::pod_requests(p)
+            .keys()
+            .any(|r| r.starts_with("nvidia.com/"));
+        if node.is_empty()
+            || ended
+            || daemon
+            || !gpus
+            || p.pointer("/metadata/deletionTimestamp").is_some()
+        {
+            continue;
+        }
+        out.entry(node.to_string()).or_default().push(format!(
+            "{}/{}",
+            s("/metadata/namespace"),
+            s("/metadata/name")
+        ));
+    }
+    out
 }
 
 fn items(list: &Value) -> &[Value] {

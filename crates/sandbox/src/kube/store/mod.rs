@@ -4,7 +4,7 @@
 //! to writes (Node objects, the device plugin's advertisement) in `nodes.rs`: each is a separate
 //! concern of the real API server too. `demand.rs` reads what the twin's cluster-autoscaler needs.
 
-mod demand;
+pub(crate) mod demand;
 mod managed;
 mod nodes;
 #[cfg(test)]
