@@ -20,7 +20,7 @@ use async_trait::async_trait;
 
 use crate::cluster::rollout::RolloutStatus;
 use crate::cluster::{self as k, Cluster, KubeError};
-use crate::model::{self, KubernetesArgs};
+use crate::model::KubernetesArgs;
 use crate::operation::{Backoff, Check, Interrupted, OpCtx, Start, poll_until};
 use crate::state::ProviderState;
 use tfplugin::api::{Action, Progress};
@@ -71,13 +71,7 @@ pub fn schema() -> Schema {
                     Pods not back by then are named in the error.",
                 ),
         )
-        .single_block(
-            "kubernetes",
-            model::kubernetes_block(
-                "How to reach the cluster; unset: the provider's `kubernetes` block, then \
-                `KUBECONFIG`, `~/.kube/config`, in-cluster.",
-            ),
-        ),
+        .single_block("kubernetes", super::kubernetes_block()),
     )
 }
 
@@ -100,20 +94,10 @@ impl DevicePluginRollout {
     }
 
     async fn cluster(&self, args: &Args, diags: &mut Diagnostics) -> Option<Cluster> {
-        let own = args
-            .kubernetes
-            .0
-            .as_ref()
-            .map(|k| k.settings())
-            .unwrap_or_default();
-        let settings = own.or(&self.state.settings().kubernetes);
-        match k::connect(&settings).await {
-            Ok(c) => Some(c),
-            Err(e) => {
-                diags.push(kube_error("connect to the cluster", &e));
-                None
-            }
-        }
+        super::connect(&self.state, &args.kubernetes)
+            .await
+            .map_err(|d| diags.push(d))
+            .ok()
     }
 
     async fn namespace(&self, c: &Cluster, args: &Args, diags: &mut Diagnostics) -> Option<String> {
@@ -136,21 +120,13 @@ impl DevicePluginRollout {
                 }
             },
             Err(e) => {
-                diags
-                    .push(kube_error("read the ClusterPolicy", &e).at(AttrPath::attr("namespace")));
+                diags.push(
+                    super::kube_error("read the ClusterPolicy", &e).at(AttrPath::attr("namespace")),
+                );
                 None
             }
         }
     }
-}
-
-fn kube_error(what: &str, e: &KubeError) -> Diagnostic {
-    Diagnostic::error(
-        "Kubernetes API error",
-        format!(
-            "Could not {what}: {e}. Check the action's `kubernetes` block (or the provider's)."
-        ),
-    )
 }
 
 #[async_trait]
@@ -197,7 +173,9 @@ impl Action for DevicePluginRollout {
                         .await;
                     continue;
                 }
-                Err(e) => return diags.push(kube_error(&format!("restart {ns}/{name}"), &e)),
+                Err(e) => {
+                    return diags.push(super::kube_error(&format!("restart {ns}/{name}"), &e));
+                }
             }
             restarted += 1;
             progress.send(format!("{ns}/{name}: restarted")).await;
@@ -209,7 +187,7 @@ impl Action for DevicePluginRollout {
                         .await;
                 }
                 Err(Failed::Kube(e)) => {
-                    return diags.push(kube_error(&format!("watch {ns}/{name}"), &e));
+                    return diags.push(super::kube_error(&format!("watch {ns}/{name}"), &e));
                 }
                 Err(Failed::Interrupted(i)) => {
                     let pods = c.lagging_pods(&ns, name, &at).await.unwrap_or_default();
@@ -263,15 +241,11 @@ async fn on_nodes(
     progress: &Progress,
     diags: &mut Diagnostics,
 ) {
-    let text = selector
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let text = super::selector_text(selector);
     let at = AttrPath::attr("node_selector");
     let nodes: Vec<String> = match c.nodes_matching(&text).await {
         Ok(n) => n.into_iter().map(|n| n.name).collect(),
-        Err(e) => return diags.push(kube_error("list the nodes", &e).at(at)),
+        Err(e) => return diags.push(super::kube_error("list the nodes", &e).at(at)),
     };
     if nodes.is_empty() {
         return diags.push(
@@ -300,7 +274,9 @@ async fn on_nodes(
                     .await;
                 continue;
             }
-            Ok(Err(e)) => return diags.push(kube_error(&format!("restart {ns}/{name}"), &e)),
+            Ok(Err(e)) => {
+                return diags.push(super::kube_error(&format!("restart {ns}/{name}"), &e));
+            }
         };
         if deleted.is_empty() {
             progress
@@ -321,7 +297,9 @@ async fn on_nodes(
             let look = c.daemonset_nodes_waiting(ns, name, &waiting, &pods);
             waiting = match ctx.run("new pods", look).await {
                 Ok(Ok(w)) => w,
-                Ok(Err(e)) => return diags.push(kube_error(&format!("watch {ns}/{name}"), &e)),
+                Ok(Err(e)) => {
+                    return diags.push(super::kube_error(&format!("watch {ns}/{name}"), &e));
+                }
                 // The sleep below says how the wait ended.
                 Err(_) => waiting,
             };

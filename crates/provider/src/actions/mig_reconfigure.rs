@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 
 use crate::cluster::drain::{Eviction, NodeView, PodRef};
-use crate::cluster::{self as k, Cluster, KubeError};
-use crate::model::{self, KubernetesArgs};
+use crate::cluster::{Cluster, KubeError};
+use crate::model::KubernetesArgs;
 use crate::operation::{Interrupted, OpCtx};
 use crate::state::ProviderState;
 use tfplugin::api::{Action, Progress};
@@ -59,7 +59,8 @@ pub fn schema() -> Schema {
             PodDisruptionBudgets), set `nvidia.com/mig.config`, wait for \
             `nvidia.com/mig.config.state=success`, uncordon. A node whose MIG manager reports \
             `failed` stays cordoned and stops the action; so does one still repartitioning when \
-            the action is interrupted, and the error names it.",
+            the action is interrupted, and the error names it. Nodes the pool adds later take the \
+            pool's own MIG setting (`fracgpu_nodepool`'s `mig.profile`): keep the two the same.",
         )
         .attr(
             Attribute::new("node_selector", Type::map(Type::String))
@@ -94,13 +95,7 @@ pub fn schema() -> Schema {
             "Also evict pods no controller owns (as `kubectl drain --force`): they do not come \
             back. Unset, such a pod stops the action before its node is touched.",
         ))
-        .single_block(
-            "kubernetes",
-            model::kubernetes_block(
-                "How to reach the cluster; unset: the provider's `kubernetes` block, then \
-                `KUBECONFIG`, `~/.kube/config`, in-cluster.",
-            ),
-        ),
+        .single_block("kubernetes", super::kubernetes_block()),
     )
 }
 
@@ -297,26 +292,17 @@ impl Action for MigReconfigure {
         let (Some(selector), Some(config)) = (&args.node_selector.0, &args.config.0) else {
             return;
         };
-        let own = args
-            .kubernetes
-            .0
-            .as_ref()
-            .map(|k| k.settings())
-            .unwrap_or_default();
-        let c = match k::connect(&own.or(&self.state.settings().kubernetes)).await {
+        let c = match super::connect(&self.state, &args.kubernetes).await {
             Ok(c) => c,
-            Err(e) => return diags.push(kube_error("connect to the cluster", &e)),
+            Err(d) => return diags.push(d),
         };
-        let selector_text = selector
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",");
+        let selector_text = super::selector_text(selector);
         let nodes = match c.nodes_matching(&selector_text).await {
             Ok(n) => n,
             Err(e) => {
-                return diags
-                    .push(kube_error("list the nodes", &e).at(AttrPath::attr("node_selector")));
+                return diags.push(
+                    super::kube_error("list the nodes", &e).at(AttrPath::attr("node_selector")),
+                );
             }
         };
         if nodes.is_empty() {
@@ -406,15 +392,6 @@ fn list_or_none(v: &[String]) -> String {
     } else {
         v.join(", ")
     }
-}
-
-fn kube_error(what: &str, e: &KubeError) -> Diagnostic {
-    Diagnostic::error(
-        "Kubernetes API error",
-        format!(
-            "Could not {what}: {e}. Check the action's `kubernetes` block (or the provider's)."
-        ),
-    )
 }
 
 /// What every node's turn shares.

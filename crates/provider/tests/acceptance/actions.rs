@@ -190,6 +190,9 @@ fn mig_reconfigure_on_the_sandbox() {
    "spec": {"nodeName": "mig-a", "containers": [{"name": "m", "image": "example.com/model:1"}]}}]}"#,
         ),
     );
+    let node_json = || -> serde_json::Value {
+        serde_json::from_str(&run(&["get", "node", "mig-a", "-o", "json"], None)).unwrap()
+    };
     let ws = Workspace::new(&format!(
         r#"{REQUIRED_PROVIDERS}
 action "fracgpu_mig_reconfigure" "now" {{
@@ -221,8 +224,7 @@ resource "terraform_data" "anchor" {{}}
     ] {
         assert!(text.contains(line), "no progress line {line:?}:\n{text}");
     }
-    let node: serde_json::Value =
-        serde_json::from_str(&run(&["get", "node", "mig-a", "-o", "json"], None)).unwrap();
+    let node = node_json();
     assert_eq!(
         node["metadata"]["labels"]["nvidia.com/mig.config.state"],
         "success"
@@ -296,8 +298,7 @@ resource "terraform_data" "geometry" {{
         "{}",
         out.text()
     );
-    let node: serde_json::Value =
-        serde_json::from_str(&run(&["get", "node", "mig-a", "-o", "json"], None)).unwrap();
+    let node = node_json();
     assert_eq!(
         node["status"]["allocatable"]["nvidia.com/gpu"], "7",
         "{node}"

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::device_plugin_config_real::DAEMONSET;
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use crate::common::tools::{self, Tool};
@@ -22,13 +23,6 @@ use ::sandbox::kube::remote_twin::RemoteTwin;
 use serde_json::Value;
 
 const NS: &str = "gpu-operator";
-
-const DAEMONSET: &str = r#"{"apiVersion": "apps/v1", "kind": "DaemonSet",
-  "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "gpu-operator"},
-  "spec": {"selector": {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}},
-    "template": {"metadata": {"labels": {"app": "nvidia-device-plugin-daemonset"}},
-      "spec": {"nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
-        "containers": [{"name": "nvidia-device-plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"}]}}}}"#;
 
 fn node(name: &str, pool: &str) -> String {
     format!(
@@ -245,6 +239,14 @@ impl Cluster {
     }
 }
 
+/// The workspace's configuration becomes this action (and the anchor resource).
+fn set(ws: &Workspace, action: &str) {
+    ws.write(
+        "main.tf",
+        &format!("{REQUIRED_PROVIDERS}\n{action}\nresource \"terraform_data\" \"anchor\" {{}}\n"),
+    );
+}
+
 fn mig_action(kc: &str, selector: &str, config: &str, extra: &str) -> String {
     format!(
         r#"action "fracgpu_mig_reconfigure" "now" {{
@@ -318,13 +320,7 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     });
 
     // Refused before any node is touched: no node, a profile the GPU lacks.
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"nope\"", "all-1g.5gb", "")
-        ),
-    );
+    set(&ws, &mig_action(&kc, "pool = \"nope\"", "all-1g.5gb", ""));
     step(t0, "no node matches");
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
@@ -335,13 +331,7 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     );
     assert!(out.text().contains("pool=nope"), "{}", out.text());
 
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"a\"", "all-1g.20gb", "")
-        ),
-    );
+    set(&ws, &mig_action(&kc, "pool = \"a\"", "all-1g.20gb", ""));
     step(t0, "a profile the GPU lacks");
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
@@ -358,13 +348,7 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     );
 
     // A profile that does not exist anywhere is refused at plan time, naming the attribute.
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"a\"", "all-9g.99gb", "")
-        ),
-    );
+    set(&ws, &mig_action(&kc, "pool = \"a\"", "all-9g.99gb", ""));
     step(t0, "a profile no GPU has");
     let out = ws.run(&["plan", MIG_INVOKE, "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
@@ -372,12 +356,9 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     assert!(out.text().contains("config"), "{}", out.text());
 
     // The whole pool, one node at a time, the budget respected.
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"a\"", "all-1g.5gb", "    node_timeout = 120")
-        ),
+    set(
+        &ws,
+        &mig_action(&kc, "pool = \"a\"", "all-1g.5gb", "    node_timeout = 120"),
     );
     step(t0, "pool a, node by node");
     let out = ws.ok(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
@@ -431,12 +412,9 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
 
     // The MIG manager refuses a config it does not hold: that node stays cordoned, named, and
     // the next is not touched.
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"a\"", "my-layout", "    node_timeout = 60")
-        ),
+    set(
+        &ws,
+        &mig_action(&kc, "pool = \"a\"", "my-layout", "    node_timeout = 60"),
     );
     step(t0, "a config the MIG manager refuses");
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
@@ -449,12 +427,9 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
 
     // Recovered by the action with a config the MIG manager holds; gpu-0 was cordoned before
     // this run, so it stays cordoned.
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"a\"", "all-1g.5gb", "    node_timeout = 60")
-        ),
+    set(
+        &ws,
+        &mig_action(&kc, "pool = \"a\"", "all-1g.5gb", "    node_timeout = 60"),
     );
     step(t0, "recovery");
     let out = ws.ok(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
@@ -481,12 +456,9 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
         b["status"]["observedGeneration"] == b["metadata"]["generation"]
             && b["status"]["disruptionsAllowed"] == 0
     });
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"a\"", "all-disabled", "    node_timeout = 30")
-        ),
+    set(
+        &ws,
+        &mig_action(&kc, "pool = \"a\"", "all-disabled", "    node_timeout = 30"),
     );
     step(t0, "a budget that allows no disruption");
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
@@ -514,13 +486,7 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
         "--overrides",
         r#"{"spec": {"nodeName": "gpu-2"}}"#,
     ]);
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"b\"", "all-2g.10gb", "")
-        ),
-    );
+    set(&ws, &mig_action(&kc, "pool = \"b\"", "all-2g.10gb", ""));
     step(t0, "a pod without a controller");
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
@@ -532,12 +498,9 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     assert!(out.text().contains("default/scratch"), "{}", out.text());
     assert!(out.text().contains("force = true"), "{}", out.text());
     assert!(!c.cordoned("gpu-2"));
-    ws.write(
-        "main.tf",
-        &format!(
-            "{REQUIRED_PROVIDERS}\n{}",
-            mig_action(&kc, "pool = \"b\"", "all-2g.10gb", "    force = true")
-        ),
+    set(
+        &ws,
+        &mig_action(&kc, "pool = \"b\"", "all-2g.10gb", "    force = true"),
     );
     step(t0, "the same, forced");
     let out = ws.ok(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
@@ -654,10 +617,7 @@ fn device_plugin_rollout_by_the_real_daemonset_controller() {
     }
 
     // Every node: the template restart, rolled by the daemonset controller.
-    ws.write(
-        "main.tf",
-        &format!("{REQUIRED_PROVIDERS}\n{}", rollout_action(&kc, "")),
-    );
+    set(&ws, &rollout_action(&kc, ""));
     let out = ws.ok(&[
         "apply",
         "-invoke=action.fracgpu_device_plugin_rollout.now",

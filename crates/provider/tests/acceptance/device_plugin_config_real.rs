@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 const NS: &str = "gpu-operator";
 const CM: &str = "time-slicing-config";
 
-const DAEMONSET: &str = r#"{"apiVersion": "apps/v1", "kind": "DaemonSet",
+/// The device plugin DaemonSet as the GPU operator makes it (the parts the tests need).
+pub(crate) const DAEMONSET: &str = r#"{"apiVersion": "apps/v1", "kind": "DaemonSet",
   "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "gpu-operator"},
   "spec": {"selector": {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}},
     "template": {"metadata": {"labels": {"app": "nvidia-device-plugin-daemonset"}},
