@@ -147,9 +147,10 @@ fn the_rollout_example_invokes() {
 }
 
 /// `fracgpu_mig_reconfigure` against the sandbox's EKS cluster, whose twin plays the MIG manager:
-/// a hand-made A100 node (GPU feature discovery's hardware labels make it join the twin) with a
-/// ReplicaSet's pod is cordoned, drained through the eviction subresource, relabelled, reported
-/// `success` by the MIG manager and uncordoned; its device plugin then serves the new partitions.
+/// a hand-made A100 node (GPU feature discovery's hardware labels make it join the twin) whose GPU
+/// a ReplicaSet's pod holds fails a relabel by hand; the action cordons it, drains it through the
+/// eviction subresource, relabels it, sees `success` from the MIG manager and uncordons it; its
+/// device plugin then serves the new partitions.
 #[test]
 fn mig_reconfigure_on_the_sandbox() {
     let Some(tf) = terraform() else { return };
@@ -187,12 +188,28 @@ fn mig_reconfigure_on_the_sandbox() {
     "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "40960", "nvidia.com/mig.capable": "true"}}},
   {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "model-1", "namespace": "default",
     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "model", "uid": "6f1c9d2e-0000-4000-8000-000000000001", "controller": true}]},
-   "spec": {"nodeName": "mig-a", "containers": [{"name": "m", "image": "example.com/model:1"}]}}]}"#,
+   "spec": {"nodeName": "mig-a", "containers": [{"name": "m", "image": "example.com/model:1",
+     "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}]}"#,
         ),
     );
     let node_json = || -> serde_json::Value {
         serde_json::from_str(&run(&["get", "node", "mig-a", "-o", "json"], None)).unwrap()
     };
+    // Relabelled by hand under the pod that holds its GPU, the node's MIG manager fails.
+    run(
+        &[
+            "label",
+            "node",
+            "mig-a",
+            "--overwrite",
+            "nvidia.com/mig.config=all-3g.20gb",
+        ],
+        None,
+    );
+    assert_eq!(
+        node_json()["metadata"]["labels"]["nvidia.com/mig.config.state"],
+        "failed"
+    );
     let ws = Workspace::new(&format!(
         r#"{REQUIRED_PROVIDERS}
 action "fracgpu_mig_reconfigure" "now" {{

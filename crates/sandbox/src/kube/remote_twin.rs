@@ -35,9 +35,9 @@
 //! `kubernetes.io/hostname` node selector, and only while that node is not cordoned (the
 //! scheduler's NodeUnschedulable filter); any other pod without a node stays pending.
 //!
-//! Its MIG manager fails a repartitioning while pods other than daemonset pods hold the node's GPUs
-//! (the sandbox's in-process twin does not model that), and, like the real one, tries again only
-//! when `nvidia.com/mig.config` changes.
+//! Its MIG manager fails a repartitioning while pods other than daemonset pods hold the node's GPUs,
+//! and, like the real one, tries again only when `nvidia.com/mig.config` changes (`twin::mig_fails`,
+//! which the sandbox's in-process twin follows too).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -117,9 +117,6 @@ pub struct SyncReport {
 struct State {
     marker: Option<String>,
     nodes: BTreeMap<String, NodeTwin>,
-    /// node -> the `nvidia.com/mig.config` its MIG manager failed to apply: it tries again only
-    /// when the label changes.
-    mig_refused: BTreeMap<String, String>,
 }
 
 /// The twin of the GPU stack, for one API server.
@@ -280,20 +277,12 @@ impl RemoteTwin {
                 continue;
             };
             report.gpu_nodes.push(name.to_string());
-            // The MIG manager cannot repartition GPUs that pods are using: mig-parted's apply
-            // fails (a MIG mode change needs a GPU reset, which fails while processes hold the
-            // GPU, and a GPU instance in use cannot be destroyed: NVIDIA's MIG user guide), and
-            // the MIG manager reports `failed` (NVIDIA/mig-parted pkg/mig/reconfigure
-            // reconfigure.go `Run`). The GPU operator's own operands it stops itself first.
-            let mig_label = labels.get(twin::MIG_CONFIG_LABEL).cloned();
-            let changed =
-                known && mm.enabled && mig_label.is_some() && mig_label != t.seen_mig_label;
-            let held =
-                mig_label.is_some() && st_refused(&st.mig_refused, name) == mig_label.as_deref();
-            let in_use = users.get(name).filter(|u| !u.is_empty());
-            if held || (changed && in_use.is_some()) {
-                if !held && let (Some(l), Some(u)) = (&mig_label, in_use) {
-                    st.mig_refused.insert(name.to_string(), l.clone());
+            // The MIG manager fails under pods that hold the GPUs (`twin::mig_fails`); a node
+            // first seen now has no change of config to fail.
+            let in_use = users.get(name).filter(|u| !u.is_empty() && known);
+            let failed_before = t.mig_refused.is_some();
+            if twin::mig_fails(t, &labels, &mm, in_use.is_some()) {
+                if let (false, Some(u)) = (failed_before, in_use) {
                     report.mig_failed.insert(name.to_string(), u.clone());
                 }
                 if labels.get(twin::MIG_STATE_LABEL).map(String::as_str) != Some("failed") {
@@ -303,10 +292,6 @@ impl RemoteTwin {
                 }
                 continue;
             }
-            st.mig_refused.remove(name);
-            let Some(t) = st.nodes.get_mut(name) else {
-                continue;
-            };
             let mut want = labels.clone();
             twin::restart_step(t, &mut want, &mm, &current, restarted);
             let r = twin::render(t, &want, &mm);
@@ -501,36 +486,14 @@ impl RemoteTwin {
     }
 }
 
-fn st_refused<'a>(refused: &'a BTreeMap<String, String>, node: &str) -> Option<&'a str> {
-    refused.get(node).map(String::as_str)
-}
-
-/// node -> the pods bound there that hold GPUs (`nvidia.com/*` requests or limits), other than
-/// daemonset pods (the operator's operands) and pods that have ended or are being deleted.
+/// node -> the pods bound there that hold GPUs (`store::demand::gpu_holder_node`).
 fn gpu_users(pods: &Value) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in items(pods) {
-        let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
-        let node = s("/spec/nodeName");
-        let ended = matches!(s("/status/phase"), "Succeeded" | "Failed");
-        let daemon = p
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|o| {
-                o.iter()
-                    .any(|o| o.get("kind").and_then(Value::as_str) == Some("DaemonSet"))
-            });
-        let gpus = super::store::demand::pod_requests(p)
-            .keys()
-            .any(|r| r.starts_with("nvidia.com/"));
-        if node.is_empty()
-            || ended
-            || daemon
-            || !gpus
-            || p.pointer("/metadata/deletionTimestamp").is_some()
-        {
+        let Some(node) = super::store::demand::gpu_holder_node(p) else {
             continue;
-        }
+        };
+        let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
         out.entry(node.to_string()).or_default().push(format!(
             "{}/{}",
             s("/metadata/namespace"),

@@ -56,6 +56,9 @@ pub(crate) struct NodeTwin {
     /// the product name).
     #[serde(default)]
     pub(crate) mig_capable: Option<bool>,
+    /// The `nvidia.com/mig.config` the MIG manager failed to apply (see [`mig_fails`]).
+    #[serde(default)]
+    pub(crate) mig_refused: Option<String>,
 }
 
 /// Whether a node of this OS image runs the NVIDIA device plugin as a host service.
@@ -625,6 +628,37 @@ pub(crate) fn render(t: &NodeTwin, labels: &BTreeMap<String, String>, mm: &MigMa
     Rendered { labels, resources }
 }
 
+/// Whether the MIG manager fails the node's `nvidia.com/mig.config` now, recording a new failure.
+/// It cannot repartition GPUs that pods are using: mig-parted's apply fails (a MIG mode change
+/// needs a GPU reset, which fails while processes hold the GPU, and a GPU instance in use cannot
+/// be destroyed: NVIDIA's MIG user guide), and the MIG manager reports `failed` (NVIDIA/mig-parted
+/// pkg/mig/reconfigure/reconfigure.go, `Run`). It acts on a change of the label only, so a config it
+/// failed stays failed until the label changes. `gpu_users`: pods other than daemonset pods (the
+/// GPU operator's operands, which the MIG manager stops itself) hold the node's GPUs. On failure
+/// the node keeps its geometry and advertisement, and its state label reads `failed`.
+pub(crate) fn mig_fails(
+    t: &mut NodeTwin,
+    labels: &BTreeMap<String, String>,
+    mm: &MigManager,
+    gpu_users: bool,
+) -> bool {
+    let label = labels.get(MIG_CONFIG_LABEL).filter(|_| mm.enabled);
+    let Some(label) = label else {
+        t.mig_refused = None;
+        return false;
+    };
+    if t.mig_refused.as_ref() == Some(label) {
+        return true;
+    }
+    let changed = t.seen_mig_label.as_ref() != Some(label);
+    if changed && gpu_users {
+        t.mig_refused = Some(label.clone());
+        return true;
+    }
+    t.mig_refused = None;
+    false
+}
+
 /// The operator's and the device plugin pod's reaction on one node: the operator's MIG label, and the
 /// config reloaded when the pod restarted: the daemonset was restarted (`restarted`), or the MIG
 /// manager repartitioned and restarted it because the node's `nvidia.com/mig.config` changed.
@@ -762,6 +796,7 @@ pub(crate) fn twin_from_labels(
         pool_labels: BTreeMap::new(),
         loaded: PluginInputs::default(),
         seen_mig_label: None,
+        mig_refused: None,
         host_device_plugin: host_device_plugin(os_image),
         mig_capable: labels.get(GFD_MIG_CAPABLE).map(|v| v == "true"),
     })

@@ -69,7 +69,48 @@ pub(crate) fn pod_requests(pod: &Value) -> BTreeMap<String, u64> {
     out
 }
 
+/// A pod bound to a node that holds some of its GPUs (`nvidia.com/*` requests or limits): not a
+/// daemonset pod (the GPU operator's operands), not ended, not being deleted. The node it is on,
+/// if so.
+pub(crate) fn gpu_holder_node(pod: &Value) -> Option<&str> {
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())?;
+    let ended = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    let daemon = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| {
+            o.iter()
+                .any(|o| o.get("kind").and_then(Value::as_str) == Some("DaemonSet"))
+        });
+    let gpus = pod_requests(pod)
+        .keys()
+        .any(|r| r.starts_with("nvidia.com/"));
+    let deleting = pod.pointer("/metadata/deletionTimestamp").is_some();
+    (gpus && !ended && !daemon && !deleting).then_some(node)
+}
+
 impl Cluster {
+    /// The nodes where pods hold GPUs (see [`gpu_holder_node`]).
+    pub(crate) fn gpu_user_nodes(&self) -> Vec<String> {
+        let mut nodes: Vec<String> = self
+            .objects
+            .get(&kinds::PODS.qualified())
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(gpu_holder_node)
+            .map(str::to_string)
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        nodes
+    }
+
     /// The pods waiting for a node and the room on every node, for the twin's autoscaler.
     pub(crate) fn demand(&self) -> ClusterDemand {
         let pods: Vec<&Value> = self

@@ -64,6 +64,7 @@ impl Cluster {
         }
         let current = self.current_inputs();
         let mm = self.mig_manager_policy();
+        let users = self.gpu_user_nodes();
         let names: Vec<String> = if restarted {
             self.twins.keys().cloned().collect()
         } else {
@@ -82,6 +83,14 @@ impl Cluster {
                 continue;
             };
             let mut labels = labels_of(&node);
+            if twin::mig_fails(t, &labels, &mm, users.contains(&n)) {
+                if labels.get(twin::MIG_STATE_LABEL).map(String::as_str) != Some("failed") {
+                    labels.insert(twin::MIG_STATE_LABEL.into(), "failed".into());
+                    node["metadata"]["labels"] = json!(labels);
+                    self.put_internal(kinds::NODES, "", &n, node);
+                }
+                continue;
+            }
             let before = labels.clone();
             twin::restart_step(t, &mut labels, &mm, &current, restarted);
             if labels != before {
@@ -149,6 +158,7 @@ impl Cluster {
                 pool_labels: p.labels.clone(),
                 loaded: current.clone(),
                 seen_mig_label: None,
+                mig_refused: None,
                 host_device_plugin: twin::host_device_plugin(p.os_image.as_deref()),
                 mig_capable: None,
             };

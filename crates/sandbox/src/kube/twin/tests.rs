@@ -21,7 +21,40 @@ fn twin(cloud: &str) -> NodeTwin {
         seen_mig_label: None,
         host_device_plugin: false,
         mig_capable: None,
+        mig_refused: None,
     }
+}
+
+#[test]
+fn the_mig_manager_fails_a_change_under_gpu_users_until_the_label_changes() {
+    let mm = MigManager {
+        enabled: true,
+        default_config: "all-disabled".into(),
+    };
+    let at = |c: &str| BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), c.to_string())]);
+    let mut t = twin("eks");
+    t.seen_mig_label = Some("all-disabled".into());
+    assert!(
+        !mig_fails(&mut t, &at("all-disabled"), &mm, true),
+        "no change, nothing to fail"
+    );
+    assert!(
+        mig_fails(&mut t, &at("all-1g.10gb"), &mm, true),
+        "a change under a GPU user"
+    );
+    assert!(
+        mig_fails(&mut t, &at("all-1g.10gb"), &mm, false),
+        "not retried once the pods left"
+    );
+    assert!(
+        !mig_fails(&mut t, &at("all-2g.20gb"), &mm, false),
+        "a new label is tried again"
+    );
+    let off = MigManager::default();
+    assert!(
+        !mig_fails(&mut t, &at("all-3g.40gb"), &off, true),
+        "no MIG manager, no failure"
+    );
 }
 
 const TS10: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
