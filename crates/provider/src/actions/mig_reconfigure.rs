@@ -657,8 +657,9 @@ impl Turn<'_> {
                 ));
             }
         }
-        self.say(name, format!("drained ({} pods evicted)", wait.len()))
-            .await;
+        let n = wait.len();
+        let pods = if n == 1 { "pod" } else { "pods" };
+        self.say(name, format!("drained ({n} {pods} gone)")).await;
         Ok(())
     }
 }

@@ -235,7 +235,7 @@ resource "terraform_data" "anchor" {{}}
     for line in [
         "mig-a: cordoned",
         "mig-a: evicted default/model-1",
-        "mig-a: drained (1 pods evicted)",
+        "mig-a: drained (1 pod gone)",
         "mig-a: nvidia.com/mig.config=all-2g.10gb",
         "mig-a: reconfigured to all-2g.10gb, uncordoned",
     ] {
