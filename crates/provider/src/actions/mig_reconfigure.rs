@@ -43,6 +43,8 @@ pub const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
 const DEFAULT_NODE_TIMEOUT_S: u32 = 1200;
 /// Between evictions a budget refused, and between looks at a drain or at the MIG manager.
 const RETRY: Duration = Duration::from_secs(2);
+/// How long the plan-time look at the nodes may take.
+const PLAN_LOOK_LIMIT: Duration = Duration::from_secs(15);
 /// How long an uncordon after an interruption may take: terraform is waiting to exit.
 const UNDO_LIMIT: Duration = Duration::from_secs(10);
 
@@ -280,6 +282,75 @@ impl Action for MigReconfigure {
                     pool's labels, e.g. node_selector = fracgpu_nodepool.<name>.node_selector.",
                 )
                 .at(AttrPath::attr("node_selector")),
+            );
+        }
+    }
+
+    /// At plan time, the nodes as they are now: a profile that does not fit a node, or a node
+    /// stuck on the config, is an error then already. A selector that matches nothing yet, or a
+    /// cluster that cannot be read yet, is only a warning: a triggered action may act on a pool
+    /// the same apply creates.
+    async fn plan(&self, config: &Value, diags: &mut Diagnostics) {
+        if !config.is_fully_known() {
+            return;
+        }
+        let Ok(args) = Args::from_value(config) else {
+            return;
+        };
+        let (Some(selector), Some(wanted)) = (&args.node_selector.0, &args.config.0) else {
+            return;
+        };
+        if check_config(wanted).is_err() {
+            return;
+        }
+        let selector_text = super::selector_text(selector);
+        let look = async {
+            let c = super::connect(&self.state, &args.kubernetes)
+                .await
+                .map_err(|d| d.detail)?;
+            let nodes = c
+                .nodes_matching(&selector_text)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((c.target, nodes))
+        };
+        let (target, nodes) = match tokio::time::timeout(PLAN_LOOK_LIMIT, look).await {
+            Ok(Ok(found)) => found,
+            Ok(Err(why)) => {
+                return diags.push(Diagnostic::warning(
+                    "Nodes not checked at plan time",
+                    format!("The cluster could not be read now ({why}); the action checks its nodes when it runs."),
+                ));
+            }
+            Err(_) => {
+                return diags.push(Diagnostic::warning(
+                    "Nodes not checked at plan time",
+                    format!(
+                        "The cluster did not answer in {}s; the action checks its nodes when it runs.",
+                        PLAN_LOOK_LIMIT.as_secs()
+                    ),
+                ));
+            }
+        };
+        if nodes.is_empty() {
+            return diags.push(
+                Diagnostic::warning(
+                    "No node matches node_selector yet",
+                    format!(
+                        "No node of {target} carries {selector_text} now. Unless the pool's nodes \
+                        exist by the time the action runs, it will fail."
+                    ),
+                )
+                .at(AttrPath::attr("node_selector")),
+            );
+        }
+        for why in nodes
+            .iter()
+            .filter_map(|n| unfit(n, wanted).or_else(|| stuck(n, wanted)))
+        {
+            diags.push(
+                Diagnostic::error("MIG config does not fit the node", why)
+                    .at(AttrPath::attr("config")),
             );
         }
     }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::device_plugin_config_real::DAEMONSET;
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
-use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 use crate::common::tools::{self, Tool};
 use ::sandbox::kube::remote_twin::RemoteTwin;
 use serde_json::Value;
@@ -300,7 +300,7 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
     assert!(
-        out.text().contains("MIG manager reports failed"),
+        flat(&out.text()).contains("MIG manager reports failed"),
         "{}",
         out.text()
     );
@@ -330,10 +330,16 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
         out.text()
     );
     assert!(out.text().contains("pool=nope"), "{}", out.text());
+    assert!(
+        out.text().contains("No node matches node_selector yet"),
+        "the plan warned:\n{}",
+        out.text()
+    );
 
     set(&ws, &mig_action(&kc, "pool = \"a\"", "all-1g.20gb", ""));
     step(t0, "a profile the GPU lacks");
-    let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
+    // Found at plan time already.
+    let out = ws.run(&["plan", MIG_INVOKE, "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
     let text = out.text();
     assert!(text.contains("MIG config does not fit the node"), "{text}");
