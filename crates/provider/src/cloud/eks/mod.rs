@@ -137,7 +137,7 @@ impl NodePools for EksClient {
         let client = &client;
         let described: Vec<_> = stream::iter(names)
             .map(|ng| async move { self.describe(client, name, &ng, ctx).await })
-            .buffered(crate::cloud::pool::LIST_READS_IN_FLIGHT)
+            .buffered(crate::cloud::pool::EKS_DESCRIBES_IN_FLIGHT)
             .try_collect()
             .await?;
         let groups: Vec<_> = described
