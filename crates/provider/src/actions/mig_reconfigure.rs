@@ -43,6 +43,8 @@ pub const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
 const DEFAULT_NODE_TIMEOUT_S: u32 = 1200;
 /// Between evictions a budget refused, and between looks at a drain or at the MIG manager.
 const RETRY: Duration = Duration::from_secs(2);
+/// How long listing the nodes may take when the action runs.
+const LOOKUP_LIMIT: Duration = Duration::from_secs(60);
 /// How long the plan-time look at the nodes may take.
 const PLAN_LOOK_LIMIT: Duration = Duration::from_secs(15);
 /// How long an uncordon after an interruption may take: terraform is waiting to exit.
@@ -249,6 +251,15 @@ fn stuck(node: &NodeView, config: &str) -> Option<String> {
     }
 }
 
+/// Why the action will not take a node through the config, as a diagnostic's summary and
+/// detail.
+fn refusal(node: &NodeView, config: &str) -> Option<(&'static str, String)> {
+    if let Some(why) = unfit(node, config) {
+        return Some(("MIG config does not fit the node", why));
+    }
+    stuck(node, config).map(|why| ("Node already on this MIG config", why))
+}
+
 /// How one node's turn went wrong.
 struct NodeFailure {
     summary: &'static str,
@@ -344,14 +355,8 @@ impl Action for MigReconfigure {
                 .at(AttrPath::attr("node_selector")),
             );
         }
-        for why in nodes
-            .iter()
-            .filter_map(|n| unfit(n, wanted).or_else(|| stuck(n, wanted)))
-        {
-            diags.push(
-                Diagnostic::error("MIG config does not fit the node", why)
-                    .at(AttrPath::attr("config")),
-            );
+        for (summary, why) in nodes.iter().filter_map(|n| refusal(n, wanted)) {
+            diags.push(Diagnostic::error(summary, why).at(AttrPath::attr("config")));
         }
     }
 
@@ -368,12 +373,21 @@ impl Action for MigReconfigure {
             Err(d) => return diags.push(d),
         };
         let selector_text = super::selector_text(selector);
-        let nodes = match c.nodes_matching(&selector_text).await {
+        // The lookup before any node is touched, held to terraform's stop and a minute.
+        let lookup = OpCtx::new(LOOKUP_LIMIT, self.state.stop.clone());
+        let nodes = match call(&lookup, "list the nodes", c.nodes_matching(&selector_text)).await {
             Ok(n) => n,
-            Err(e) => {
+            Err(Cut::Kube(e)) => {
                 return diags.push(
                     super::kube_error("list the nodes", &e).at(AttrPath::attr("node_selector")),
                 );
+            }
+            Err(Cut::Interrupted(_)) => {
+                return diags.push(Diagnostic::error(
+                    "MIG reconfiguration interrupted",
+                    "The nodes were not listed before terraform stopped or the minute ran out; \
+                    no node was touched.",
+                ));
             }
         };
         if nodes.is_empty() {
@@ -389,16 +403,10 @@ impl Action for MigReconfigure {
                 .at(AttrPath::attr("node_selector")),
             );
         }
-        let refused: Vec<String> = nodes
-            .iter()
-            .filter_map(|n| unfit(n, config).or_else(|| stuck(n, config)))
-            .collect();
+        let refused: Vec<_> = nodes.iter().filter_map(|n| refusal(n, config)).collect();
         if !refused.is_empty() {
-            for why in refused {
-                diags.push(
-                    Diagnostic::error("MIG config does not fit the node", why)
-                        .at(AttrPath::attr("config")),
-                );
+            for (summary, why) in refused {
+                diags.push(Diagnostic::error(summary, why).at(AttrPath::attr("config")));
             }
             return;
         }

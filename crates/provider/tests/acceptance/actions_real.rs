@@ -300,7 +300,8 @@ fn mig_reconfigure_drains_node_by_node_and_stops_where_it_must() {
     let out = ws.run(&["apply", MIG_INVOKE, "-auto-approve", "-no-color"]);
     assert_ne!(out.code, 0, "{}", out.text());
     assert!(
-        flat(&out.text()).contains("MIG manager reports failed"),
+        flat(&out.text()).contains("Node already on this MIG config")
+            && flat(&out.text()).contains("MIG manager reports failed"),
         "{}",
         out.text()
     );
