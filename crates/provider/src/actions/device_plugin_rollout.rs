@@ -139,6 +139,23 @@ impl Action for DevicePluginRollout {
         schema()
     }
 
+    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        let Ok(args) = Args::from_value(config) else {
+            return;
+        };
+        if args.node_selector.0.as_ref().is_some_and(|m| m.is_empty()) {
+            diags.push(
+                Diagnostic::error(
+                    "Empty node_selector",
+                    "An empty node_selector selects every node, and would restart every pod at \
+                    once. Leave it unset for a rolling restart of every node, or name a pool's \
+                    labels.",
+                )
+                .at(AttrPath::attr("node_selector")),
+            );
+        }
+    }
+
     async fn invoke(&self, config: &Value, progress: &Progress, diags: &mut Diagnostics) {
         let args = match Args::from_value(config) {
             Ok(a) => a,

@@ -321,3 +321,37 @@ resource "terraform_data" "geometry" {{
         "{node}"
     );
 }
+
+/// An empty `node_selector` would select every node and restart every pod at once: refused at
+/// plan time, naming the attribute, for both actions.
+#[test]
+fn an_empty_node_selector_is_refused_at_plan_time() {
+    let Some(tf) = terraform() else { return };
+    let ws = Workspace::new(&format!(
+        r#"{REQUIRED_PROVIDERS}
+action "fracgpu_device_plugin_rollout" "all" {{
+  config {{
+    node_selector = {{}}
+  }}
+}}
+action "fracgpu_mig_reconfigure" "all" {{
+  config {{
+    node_selector = {{}}
+    config        = "all-disabled"
+  }}
+}}
+resource "terraform_data" "anchor" {{}}
+"#
+    ))
+    .with_terraform(&tf);
+    ws.init();
+    for action in ["fracgpu_device_plugin_rollout", "fracgpu_mig_reconfigure"] {
+        let out = ws.run(&["plan", &format!("-invoke=action.{action}.all"), "-no-color"]);
+        assert_ne!(out.code, 0, "{}", out.text());
+        let text = out.text();
+        assert!(
+            text.contains("Empty node_selector") && text.contains("node_selector"),
+            "{action}:\n{text}"
+        );
+    }
+}
