@@ -71,7 +71,7 @@ pub fn schema() -> Schema {
                     Pods not back by then are named in the error.",
                 ),
         )
-        .single_block("kubernetes", super::kubernetes_block()),
+        .single_block("kubernetes", super::access::kubernetes_block()),
     )
 }
 
@@ -94,7 +94,7 @@ impl DevicePluginRollout {
     }
 
     async fn cluster(&self, args: &Args, diags: &mut Diagnostics) -> Option<Cluster> {
-        super::connect(&self.state, &args.kubernetes)
+        super::access::connect(&self.state, &args.kubernetes)
             .await
             .map_err(|d| diags.push(d))
             .ok()
@@ -121,7 +121,8 @@ impl DevicePluginRollout {
             },
             Err(e) => {
                 diags.push(
-                    super::kube_error("read the ClusterPolicy", &e).at(AttrPath::attr("namespace")),
+                    super::access::kube_error("read the ClusterPolicy", &e)
+                        .at(AttrPath::attr("namespace")),
                 );
                 None
             }
@@ -191,7 +192,10 @@ impl Action for DevicePluginRollout {
                     continue;
                 }
                 Err(e) => {
-                    return diags.push(super::kube_error(&format!("restart {ns}/{name}"), &e));
+                    return diags.push(super::access::kube_error(
+                        &format!("restart {ns}/{name}"),
+                        &e,
+                    ));
                 }
             }
             restarted += 1;
@@ -204,7 +208,8 @@ impl Action for DevicePluginRollout {
                         .await;
                 }
                 Err(Failed::Kube(e)) => {
-                    return diags.push(super::kube_error(&format!("watch {ns}/{name}"), &e));
+                    return diags
+                        .push(super::access::kube_error(&format!("watch {ns}/{name}"), &e));
                 }
                 Err(Failed::Interrupted(i)) => {
                     let pods = c.lagging_pods(&ns, name, &at).await.unwrap_or_default();
@@ -258,11 +263,11 @@ async fn on_nodes(
     progress: &Progress,
     diags: &mut Diagnostics,
 ) {
-    let text = super::selector_text(selector);
+    let text = super::access::selector_text(selector);
     let at = AttrPath::attr("node_selector");
     let nodes: Vec<String> = match c.nodes_matching(&text).await {
         Ok(n) => n.into_iter().map(|n| n.name).collect(),
-        Err(e) => return diags.push(super::kube_error("list the nodes", &e).at(at)),
+        Err(e) => return diags.push(super::access::kube_error("list the nodes", &e).at(at)),
     };
     if nodes.is_empty() {
         return diags.push(
@@ -292,7 +297,10 @@ async fn on_nodes(
                 continue;
             }
             Ok(Err(e)) => {
-                return diags.push(super::kube_error(&format!("restart {ns}/{name}"), &e));
+                return diags.push(super::access::kube_error(
+                    &format!("restart {ns}/{name}"),
+                    &e,
+                ));
             }
         };
         if deleted.is_empty() {
@@ -315,7 +323,8 @@ async fn on_nodes(
             waiting = match ctx.run("new pods", look).await {
                 Ok(Ok(w)) => w,
                 Ok(Err(e)) => {
-                    return diags.push(super::kube_error(&format!("watch {ns}/{name}"), &e));
+                    return diags
+                        .push(super::access::kube_error(&format!("watch {ns}/{name}"), &e));
                 }
                 // The sleep below says how the wait ended.
                 Err(_) => waiting,

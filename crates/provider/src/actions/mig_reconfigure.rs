@@ -99,7 +99,7 @@ pub fn schema() -> Schema {
             "Also evict pods no controller owns (as `kubectl drain --force`): they do not come \
             back. Unset, such a pod stops the action before its node is touched.",
         ))
-        .single_block("kubernetes", super::kubernetes_block()),
+        .single_block("kubernetes", super::access::kubernetes_block()),
     )
 }
 
@@ -314,9 +314,9 @@ impl Action for MigReconfigure {
         if check_config(wanted).is_err() {
             return;
         }
-        let selector_text = super::selector_text(selector);
+        let selector_text = super::access::selector_text(selector);
         let look = async {
-            let c = super::connect(&self.state, &args.kubernetes)
+            let c = super::access::connect(&self.state, &args.kubernetes)
                 .await
                 .map_err(|d| d.detail)?;
             let nodes = c
@@ -368,18 +368,19 @@ impl Action for MigReconfigure {
         let (Some(selector), Some(config)) = (&args.node_selector.0, &args.config.0) else {
             return;
         };
-        let c = match super::connect(&self.state, &args.kubernetes).await {
+        let c = match super::access::connect(&self.state, &args.kubernetes).await {
             Ok(c) => c,
             Err(d) => return diags.push(d),
         };
-        let selector_text = super::selector_text(selector);
+        let selector_text = super::access::selector_text(selector);
         // The lookup before any node is touched, held to terraform's stop and a minute.
         let lookup = OpCtx::new(LOOKUP_LIMIT, self.state.stop.clone());
         let nodes = match call(&lookup, "list the nodes", c.nodes_matching(&selector_text)).await {
             Ok(n) => n,
             Err(Cut::Kube(e)) => {
                 return diags.push(
-                    super::kube_error("list the nodes", &e).at(AttrPath::attr("node_selector")),
+                    super::access::kube_error("list the nodes", &e)
+                        .at(AttrPath::attr("node_selector")),
                 );
             }
             Err(Cut::Interrupted(_)) => {
