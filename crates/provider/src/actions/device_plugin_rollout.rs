@@ -284,12 +284,12 @@ async fn on_nodes(
     }
     let mut restarted = 0;
     for name in DAEMONSETS {
-        let deleted = match ctx
+        let (selector, deleted) = match ctx
             .run("the restart", c.delete_daemonset_pods_on(ns, name, &nodes))
             .await
         {
             Err(_) => return diags.push(stopped(ns, name)),
-            Ok(Ok(Some(d))) => d,
+            Ok(Ok(Some(found))) => found,
             Ok(Ok(None)) => {
                 progress
                     .send(format!("{ns}/{name}: not present, skipped"))
@@ -319,7 +319,7 @@ async fn on_nodes(
             .await;
         let mut waiting = on.clone();
         loop {
-            let look = c.daemonset_nodes_waiting(ns, name, &waiting, &pods);
+            let look = c.daemonset_nodes_waiting(ns, &selector, &waiting, &pods);
             waiting = match ctx.run("new pods", look).await {
                 Ok(Ok(w)) => w,
                 Ok(Err(e)) => {

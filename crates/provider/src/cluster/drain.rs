@@ -209,14 +209,14 @@ impl Cluster {
     }
 
     /// Deletes the pods of a daemonset (by its selector) on the given nodes, so that the
-    /// daemonset controller starts new ones there; returns what was deleted, with its node.
-    /// Ok(None) when the daemonset does not exist.
+    /// daemonset controller starts new ones there; returns the daemonset's pod selector and what
+    /// was deleted, with its node. Ok(None) when the daemonset does not exist.
     pub async fn delete_daemonset_pods_on(
         &self,
         ns: &str,
         daemonset: &str,
         nodes: &[String],
-    ) -> Result<Option<Vec<(PodRef, String)>>, KubeError> {
+    ) -> Result<Option<(String, Vec<(PodRef, String)>)>, KubeError> {
         let Some(selector) = self.daemonset_selector(ns, daemonset).await? else {
             return Ok(None);
         };
@@ -248,24 +248,22 @@ impl Cluster {
             };
             deleted.push((pod, on));
         }
-        Ok(Some(deleted))
+        Ok(Some((selector, deleted)))
     }
 
-    /// For each node, whether a ready pod of the daemonset other than the `replaced` ones runs
+    /// For each node, whether a ready pod of the daemonset (its pod `selector`, as
+    /// [`Cluster::delete_daemonset_pods_on`] returns it) other than the `replaced` ones runs
     /// there: the nodes that still wait for theirs.
     pub async fn daemonset_nodes_waiting(
         &self,
         ns: &str,
-        daemonset: &str,
+        selector: &str,
         nodes: &[String],
         replaced: &[PodRef],
     ) -> Result<Vec<String>, KubeError> {
-        let Some(selector) = self.daemonset_selector(ns, daemonset).await? else {
-            return Ok(nodes.to_vec());
-        };
         let api: Api<Pod> = Api::namespaced(self.client(), ns);
         let list = api
-            .list(&ListParams::default().labels(&selector))
+            .list(&ListParams::default().labels(selector))
             .await
             .map_err(|e| KubeError::from_kube(&self.target, e))?;
         let ready_on: Vec<String> = list
