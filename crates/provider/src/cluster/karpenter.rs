@@ -136,7 +136,7 @@ pub struct KarpenterPool {
     pub weight: Option<u32>,
 }
 
-/// A problem with the declaration, on the argument it names (a dotted path such as `limits.gpus`,
+/// A problem with the declaration, on the argument it names (a dotted path such as `limit_gpus`,
 /// or a domain error that names its own field).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Problem {
@@ -419,10 +419,10 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
         && limit < *first
     {
         problems.push(problem(
-            "limits.gpus",
+            "limit_gpus",
             "Limit below one node",
             format!(
-                "limits.gpus is {limit}, below the {first} GPUs of the smallest node gpu_counts \
+                "limit_gpus is {limit}, below the {first} GPUs of the smallest node gpu_counts \
                 allows, so Karpenter could launch no node. Raise it to at least {first}."
             ),
         ));
@@ -791,7 +791,7 @@ mod tests {
         p.gpu_counts = vec![2];
         p.limit_gpus = Some(1);
         let e = render(&p).unwrap_err();
-        assert_eq!(attributes(&e), ["gpu_counts", "limits.gpus"]);
+        assert_eq!(attributes(&e), ["gpu_counts", "limit_gpus"]);
 
         let mig = SharingMode::Mig {
             profile: "1g.10gb".into(),

@@ -1,4 +1,4 @@
-//! Resources, one file each.
+//! Resources, one folder each.
 
 use std::sync::Arc;
 
@@ -6,6 +6,7 @@ use crate::state::ProviderState;
 use tfplugin::api::Resource;
 
 pub mod device_plugin_config;
+pub mod karpenter_nodepool;
 pub mod nodepool;
 
 pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Resource>> {
@@ -14,5 +15,6 @@ pub fn all(state: &Arc<ProviderState>) -> Vec<Arc<dyn Resource>> {
         Arc::new(device_plugin_config::DevicePluginConfigResource::new(
             state.clone(),
         )),
+        Arc::new(karpenter_nodepool::KarpenterNodePool::new(state.clone())),
     ]
 }

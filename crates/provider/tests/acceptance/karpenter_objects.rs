@@ -146,7 +146,7 @@ fn apply(server: &ApiServer, obj: &Value) -> Value {
 
 /// A real API server with the Karpenter CRDs; None when a tool or the fixtures are missing
 /// outside CI (after saying so).
-fn karpenter_server() -> Option<ApiServer> {
+pub(crate) fn karpenter_server() -> Option<ApiServer> {
     tools::require(Tool::Kubectl)?;
     let fixtures = apiserver::fixtures()?;
     let server = ApiServer::start()?;
@@ -189,7 +189,7 @@ fn rendered_objects_are_accepted_whole_and_stable() {
     assert_eq!(overlay["spec"]["capacity"]["nvidia.com/gpu"], "0");
 }
 
-const KARPENTER: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+pub(crate) const KARPENTER: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
   "metadata": {"name": "karpenter", "namespace": "kube-system",
     "labels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}},
   "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "karpenter"}},

@@ -22,6 +22,7 @@ mod device_plugin_config_real;
 mod docs;
 mod drift_detection;
 mod examples;
+mod karpenter_nodepool;
 mod karpenter_objects;
 mod logging;
 mod module_tftest;

@@ -1,0 +1,394 @@
+//! `fracgpu_karpenter_nodepool`: a Karpenter NodePool whose nodes share their GPUs, the
+//! NodeOverlays that tell Karpenter a node's slices, and the node class it may make, on EKS
+//! Karpenter or AKS node auto-provisioning. The handlers below stay short: the objects come from
+//! `cluster::karpenter`, the model lives in `model`, the cluster work in `ops`.
+//!
+//! Drift: `objects` holds, per object, the fields the provider sets; a refresh writes what the
+//! cluster holds of them (`model::project`), so any hand edit or deleted overlay makes the plan
+//! differ from the rendering, an update in place. A NodePool gone makes the plan create it.
+//! Import reads the declaration the NodePool carries (`model::DECLARATION`).
+
+mod model;
+mod ops;
+mod resource;
+mod schema;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::cluster::karpenter_api::OverlayGate;
+use crate::operation::{Cut, bounded};
+use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
+use tfplugin::object::{Decoded, FromValue, ToValue, merge};
+use tfplugin::plan::Planned;
+use tfplugin::schema::Schema;
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Type, Value};
+
+use model::{Args, Computed, Desired, PoolIdentity, REIMPORT, declared_state, resolve};
+use schema::{NAME_RE, TIMEOUTS};
+
+pub use resource::{KarpenterNodePool, TYPE_NAME};
+pub use schema::schema;
+
+/// How long a plan waits to learn whether Karpenter reads NodeOverlays, before it goes on
+/// without the answer.
+const GATE_LOOK: Duration = Duration::from_secs(5);
+
+fn cut_diagnostic(cut: Cut, op: &str, limit: Duration) -> Diagnostic {
+    match cut {
+        Cut::Timeout => Diagnostic::error(
+            "Operation timed out",
+            format!(
+                "The {op} did not finish within {}s; raise timeouts.{op} or check the cluster \
+                (a delete waits for Karpenter to drain and terminate the pool's nodes). The \
+                next plan shows what is left to do.",
+                limit.as_secs()
+            ),
+        )
+        .at(AttrPath::attr("timeouts")),
+        Cut::Stop => Diagnostic::error(
+            "Interrupted",
+            format!(
+                "The {op} stopped because terraform was interrupted. The next plan shows what is \
+                left to do."
+            ),
+        ),
+    }
+}
+
+/// The warning of a plan whose overlays Karpenter would not read.
+fn gate_warning(deployment: &str) -> Diagnostic {
+    Diagnostic::warning(
+        "Karpenter ignores NodeOverlays",
+        format!(
+            "The Karpenter Deployment {deployment} runs with the NodeOverlay feature gate off \
+            (it is alpha and off by default), so Karpenter will size this pool's nodes by whole \
+            GPUs: pending pods of one slice each bring one node each, and consolidation does not \
+            count slices. Turn it on with the chart value \
+            `settings.featureGates.nodeOverlay=true` (FEATURE_GATES NodeOverlay=true)."
+        ),
+    )
+}
+
+impl KarpenterNodePool {
+    /// A warning when the cluster's Karpenter can be read and has the NodeOverlay gate off;
+    /// nothing when the cluster cannot be reached yet (it may be made by the same apply).
+    async fn check_gate(&self, args: &Args, diags: &mut Diagnostics) {
+        let look = async {
+            let c = self.connect(Some(args)).await.ok()?;
+            Some(c.overlay_gate().await)
+        };
+        if let Ok(Some(OverlayGate::Off(d))) = bounded(GATE_LOOK, &self.state.stop, look).await {
+            diags.push(gate_warning(&d));
+        }
+    }
+
+    /// The state of a pool just written: the plan with what it derives.
+    fn written(planned: &Value, desired: &Desired) -> Value {
+        let mut st = planned.clone();
+        merge(&mut st, &desired.computed(desired.objects()));
+        st
+    }
+
+    async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let mut state = state.clone();
+        // An import's skeleton: only the name, the rest from the NodePool's declaration.
+        if state.get("gpu_model").is_null() {
+            let name = state.get("name").as_str()?.to_string();
+            let c = self.connect(None).await.map_err(|d| diags.push(d)).ok()?;
+            let live = ops::node_pool(&c, &name)
+                .await
+                .map_err(|e| diags.push(ops::kube_diagnostic("read the NodePool", None, &e)))
+                .ok()??;
+            let Some(text) = ops::declared(&live) else {
+                diags.push(Diagnostic::error(
+                    "NodePool not made by this provider",
+                    format!(
+                        "NodePool {name} carries no {} annotation, so its sharing, GPU counts \
+                        and node class cannot be read back whole. Declare the pool in \
+                        fracgpu_karpenter_nodepool under another name and delete this one, or \
+                        delete it and let the resource make it.",
+                        model::DECLARATION
+                    ),
+                ));
+                return None;
+            };
+            state = declared_state(text)
+                .map_err(|e| {
+                    diags.push(Diagnostic::error(
+                        "Unreadable declaration",
+                        format!(
+                            "NodePool {name}'s {} annotation does not read as this provider's \
+                            arguments ({e}); it was edited by hand or written by another version.",
+                            model::DECLARATION
+                        ),
+                    ))
+                })
+                .ok()?;
+        }
+        let args = Args::from_value(&state).or_report_state(diags, REIMPORT)?;
+        let desired = resolve(&args, diags)?;
+        let c = self
+            .connect(Some(&args))
+            .await
+            .map_err(|d| diags.push(d))
+            .ok()?;
+        let objects = ops::observe(&c, &args, &desired)
+            .await
+            .map_err(|d| diags.push(d))
+            .ok()??;
+        merge(&mut state, &desired.computed(objects));
+        Some(state)
+    }
+}
+
+/// Fills the computed attributes from the rendering: on create and update, and on a plan
+/// after a refresh that found drift, where the rendering is what the apply sets back.
+fn plan_computed(planned: &mut Planned) -> Option<(Args, Desired)> {
+    let st = &mut planned.state;
+    if st.is_null() {
+        return None;
+    }
+    let Ok(args) = Args::from_value(st) else {
+        let id = st.get("name").as_str().map(str::to_string);
+        merge(st, &model::unknown_computed(id.as_deref()));
+        return None;
+    };
+    // Validation reported the problems already.
+    let desired = resolve(&args, &mut Diagnostics::new())?;
+    merge(st, &desired.computed(desired.objects()));
+    Some((args, desired))
+}
+
+#[async_trait]
+impl Resource for KarpenterNodePool {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+        if let Some(args) = Args::from_value(config).or_report_mismatch(diags) {
+            resolve(&args, diags);
+        }
+    }
+
+    async fn modify_plan(
+        &self,
+        req: &PlanRequest<'_>,
+        planned: &mut Planned,
+        diags: &mut Diagnostics,
+    ) {
+        let Some((args, desired)) = plan_computed(planned) else {
+            return;
+        };
+        let changes = Computed::from_value(req.prior)
+            .map(|prior| prior.objects != desired.objects())
+            .unwrap_or(true);
+        if changes && !desired.rendered.overlays.is_empty() {
+            self.check_gate(&args, diags).await;
+        }
+    }
+
+    async fn create(&self, planned: &Value, _: &mut Private, diags: &mut Diagnostics) -> Value {
+        let Some(args) = Args::from_value(planned).or_report(diags) else {
+            return Value::Null;
+        };
+        let Some(desired) = resolve(&args, diags) else {
+            return Value::Null;
+        };
+        let limit = TIMEOUTS.of(planned, "create");
+        let written = AtomicBool::new(false);
+        let work = async {
+            let c = self.connect(Some(&args)).await?;
+            ops::create(&c, &args, &desired, &written).await
+        };
+        let out = bounded(limit, &self.state.stop, work).await;
+        tracing::info!(pool = %args.name, ok = matches!(out, Ok(Ok(()))), "karpenter nodepool: create");
+        match out {
+            Ok(Ok(())) => return Self::written(planned, &desired),
+            Ok(Err(d)) => diags.push(d),
+            Err(cut) => diags.push(cut_diagnostic(cut, "create", limit)),
+        }
+        // Once a write was sent, part of the pool may exist: the state keeps it (tainted), so
+        // that the next apply deletes what was written and starts again.
+        if written.load(Ordering::Relaxed) {
+            Self::written(planned, &desired)
+        } else {
+            Value::Null
+        }
+    }
+
+    async fn read(&self, state: &Value, _: &mut Private, diags: &mut Diagnostics) -> Option<Value> {
+        let limit = TIMEOUTS.of(state, "read");
+        bounded(limit, &self.state.stop, self.do_read(state, diags))
+            .await
+            .unwrap_or_else(|cut| {
+                diags.push(cut_diagnostic(cut, "read", limit));
+                None
+            })
+    }
+
+    async fn update(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        _: &mut Private,
+        diags: &mut Diagnostics,
+    ) -> Value {
+        let Some(args) = Args::from_value(planned).or_report(diags) else {
+            return prior.clone();
+        };
+        let Some(desired) = resolve(&args, diags) else {
+            return prior.clone();
+        };
+        // What the prior declaration made, to delete what the new one no longer makes.
+        let old = Args::from_value(prior)
+            .ok()
+            .and_then(|a| resolve(&a, &mut Diagnostics::new()));
+        let limit = TIMEOUTS.of(planned, "update");
+        let work = async {
+            let c = self.connect(Some(&args)).await?;
+            ops::update(&c, &args, &desired, old.as_ref()).await
+        };
+        let out = bounded(limit, &self.state.stop, work).await;
+        tracing::info!(pool = %args.name, ok = matches!(out, Ok(Ok(()))), "karpenter nodepool: update");
+        match out {
+            Ok(Ok(())) => Self::written(planned, &desired),
+            Ok(Err(d)) => {
+                diags.push(d);
+                prior.clone()
+            }
+            Err(cut) => {
+                diags.push(cut_diagnostic(cut, "update", limit));
+                prior.clone()
+            }
+        }
+    }
+
+    async fn delete(&self, state: &Value, _: &Private, diags: &mut Diagnostics) {
+        let Some(args) = Args::from_value(state).or_report_state(diags, REIMPORT) else {
+            return;
+        };
+        let objects = match resolve(&args, &mut Diagnostics::new()) {
+            Some(d) => d.owned(),
+            None => {
+                let listed = Computed::from_value(state)
+                    .map(|c| c.objects)
+                    .unwrap_or_default();
+                ops::objects_of_state(&listed, &args.name)
+            }
+        };
+        let limit = TIMEOUTS.of(state, "delete");
+        let work = async {
+            let c = self.connect(Some(&args)).await?;
+            ops::delete(&c, &objects, args.access()).await
+        };
+        let out = bounded(limit, &self.state.stop, work).await;
+        tracing::info!(pool = %args.name, ok = matches!(out, Ok(Ok(()))), "karpenter nodepool: delete");
+        match out {
+            Ok(Ok(())) => {}
+            Ok(Err(d)) => diags.push(d),
+            Err(cut) => diags.push(cut_diagnostic(cut, "delete", limit)),
+        }
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+        let valid = regex_lite::Regex::new(NAME_RE).is_ok_and(|re| re.is_match(id));
+        if !valid {
+            diags.push(Diagnostic::error(
+                "Invalid import ID",
+                format!("{id:?} is not a NodePool name; import with the name, e.g. `t4-slices`."),
+            ));
+            return None;
+        }
+        // A skeleton the read after import fills from the NodePool's declaration.
+        let mut st = Value::null_object(&schema().ty());
+        if let Value::Object(m) = &mut st {
+            m.insert("name".into(), Value::string(id));
+            m.insert("id".into(), Value::string(id));
+        }
+        Some(st)
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(IdentitySchema {
+            version: 0,
+            attributes: vec![IdentityAttribute {
+                name: "name",
+                ty: Type::String,
+                required_for_import: true,
+                optional_for_import: false,
+                description: "Name of the NodePool.",
+            }],
+        })
+    }
+
+    fn identity(&self, state: &Value) -> Option<Value> {
+        let name = state.get("name").as_str()?;
+        Some(
+            PoolIdentity {
+                name: Some(name.to_string()),
+            }
+            .to_value(),
+        )
+    }
+
+    async fn import_identity(&self, given: &Value, diags: &mut Diagnostics) -> Option<Value> {
+        let given = PoolIdentity::from_value(given).or_report(diags)?;
+        self.import(&given.name.unwrap_or_default(), diags).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::{AksArgs, AksClassArgs, BudgetArgs, DisruptionArgs, Ec2ClassArgs, EksArgs};
+
+    #[test]
+    fn the_models_name_what_the_schema_declares() {
+        let block = schema().block;
+        let mut names = Args::attribute_names();
+        names.extend(Computed::attribute_names());
+        names.push("timeouts");
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names, block.names());
+        let nested = |n: &str| block.nested_block(n).unwrap().block.clone();
+        assert_eq!(EksArgs::attribute_names(), nested("eks").names());
+        assert_eq!(AksArgs::attribute_names(), nested("aks").names());
+        assert_eq!(
+            Ec2ClassArgs::attribute_names(),
+            nested("eks")
+                .nested_block("node_class")
+                .unwrap()
+                .block
+                .names()
+        );
+        assert_eq!(
+            AksClassArgs::attribute_names(),
+            nested("aks")
+                .nested_block("node_class")
+                .unwrap()
+                .block
+                .names()
+        );
+        assert_eq!(
+            DisruptionArgs::attribute_names(),
+            nested("disruption").names()
+        );
+        assert_eq!(
+            BudgetArgs::attribute_names(),
+            nested("disruption")
+                .nested_block("budget")
+                .unwrap()
+                .block
+                .names()
+        );
+    }
+}

@@ -1,0 +1,586 @@
+//! The typed model of `fracgpu_karpenter_nodepool`, the way from its arguments to the objects
+//! `cluster::karpenter::render` makes ([`resolve`]), and the two things that let the cluster
+//! answer for the state: the fields of each object the provider sets, read back as JSON
+//! ([`project`]), and the declaration the NodePool carries for import ([`declaration`]).
+
+use std::collections::BTreeMap;
+
+use crate::cluster::karpenter::{
+    self as kp, AksClass, AmiFamily, Budget, Disruption, Ec2Class, KarpenterPool, NodeClass,
+    Problem, Provisioner, Rendered,
+};
+use crate::model::{KubernetesArgs, Sharing, TaintArgs, TolerationOut, domain_diagnostic};
+use tfplugin::object::{Known, SingleBlock, ToValue};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
+
+use super::schema::{CAPACITY_TYPES, DEFAULT_CAPACITY_TYPE};
+
+/// The annotation on the NodePool that holds the arguments it was made from (never the
+/// `kubernetes` block, which may hold credentials), so that an import gets them back exactly.
+pub(super) const DECLARATION: &str = "fracgpu.dev/declaration";
+
+/// The last fix for a state that does not read.
+pub(super) const REIMPORT: &str =
+    "re-import the pool (`terraform import` with the NodePool's name)";
+
+tfplugin::object! {
+    /// `eks.node_class`.
+    pub struct Ec2ClassArgs {
+        pub role: String,
+        pub subnet_tags: BTreeMap<String, String>,
+        pub security_group_tags: BTreeMap<String, String>,
+        pub ami_family: Known<String>,
+        pub ami_version: Known<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The `eks` block.
+    pub struct EksArgs {
+        pub node_class_name: Option<String>,
+        pub node_class: SingleBlock<Ec2ClassArgs>,
+    }
+}
+
+tfplugin::object! {
+    /// `aks.node_class`.
+    pub struct AksClassArgs {
+        pub image_family: Known<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The `aks` block.
+    pub struct AksArgs {
+        pub node_class_name: Option<String>,
+        pub node_class: SingleBlock<AksClassArgs>,
+    }
+}
+
+tfplugin::object! {
+    /// One `disruption.budget`.
+    pub struct BudgetArgs {
+        pub nodes: String,
+        pub schedule: Option<String>,
+        pub duration: Option<String>,
+    }
+}
+
+tfplugin::object! {
+    /// The `disruption` block.
+    pub struct DisruptionArgs {
+        pub consolidation_policy: Known<String>,
+        pub consolidate_after: Known<String>,
+        pub budget: Vec<BudgetArgs>,
+    }
+}
+
+tfplugin::object! {
+    /// The arguments, as a configuration, plan or state holds them.
+    pub struct Args {
+        pub name: String,
+        pub gpu_model: String,
+        pub gpu_counts: Vec<u32>,
+        pub capacity_types: Known<Vec<String>>,
+        pub limit_gpus: Option<u32>,
+        pub weight: Option<u32>,
+        pub labels: Option<BTreeMap<String, String>>,
+        pub taints: Option<Vec<TaintArgs>>,
+        pub eks: SingleBlock<EksArgs>,
+        pub aks: SingleBlock<AksArgs>,
+        pub disruption: SingleBlock<DisruptionArgs>,
+        pub kubernetes: SingleBlock<KubernetesArgs>,
+    }
+    flatten {
+        pub sharing: Sharing,
+    }
+}
+
+tfplugin::object! {
+    /// What the pool derives, known at plan time, and what the cluster holds of its objects.
+    pub struct Computed {
+        pub id: String,
+        pub resource_name: String,
+        pub slices_per_gpu: u32,
+        pub memory_per_slice_mb: u32,
+        pub node_capacity: BTreeMap<String, u32>,
+        pub limits: BTreeMap<String, u32>,
+        pub node_selector: BTreeMap<String, String>,
+        pub tolerations: Vec<TolerationOut>,
+        pub node_labels: BTreeMap<String, String>,
+        pub device_plugin_config_name: Option<String>,
+        pub device_plugin_config: Option<String>,
+        pub objects: BTreeMap<String, String>,
+    }
+}
+
+tfplugin::object! {
+    /// The identity: the NodePool's name.
+    pub struct PoolIdentity {
+        pub name: Option<String>,
+    }
+}
+
+/// What a known configuration, plan or state asks for.
+pub(super) struct Desired {
+    pub(super) pool: KarpenterPool,
+    pub(super) rendered: Rendered,
+}
+
+impl Desired {
+    /// The objects the pool owns, in the order they are written: the node class it makes, the
+    /// overlays, then the NodePool, so that Karpenter never sees the pool without what tells it
+    /// a node's slices. Deleted in the reverse order.
+    pub(super) fn owned(&self) -> Vec<serde_json::Value> {
+        let r = &self.rendered;
+        let mut out: Vec<serde_json::Value> = r.node_class.iter().cloned().collect();
+        out.extend(r.overlays.iter().cloned());
+        out.push(r.node_pool.clone());
+        out
+    }
+
+    /// [`Desired::owned`], the NodePool carrying the declaration.
+    pub(super) fn to_write(&self, args: &Args) -> Vec<serde_json::Value> {
+        let mut out = self.owned();
+        if let Some(pool) = out.last_mut() {
+            pool["metadata"]["annotations"] = serde_json::json!({ DECLARATION: declaration(args) });
+        }
+        out
+    }
+
+    /// The computed attributes, with `objects` as given.
+    pub(super) fn computed(&self, objects: BTreeMap<String, String>) -> Computed {
+        let r = &self.rendered;
+        let d = &r.derived;
+        let config = d
+            .device_plugin_config
+            .as_ref()
+            .filter(|_| r.user_data.is_none());
+        let labels = r
+            .node_pool
+            .pointer("/spec/template/metadata/labels")
+            .and_then(serde_json::Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Computed {
+            id: self.pool.name.clone(),
+            resource_name: d.resource_name.clone(),
+            slices_per_gpu: d.slices_per_gpu,
+            memory_per_slice_mb: d.memory_per_slice_mib,
+            node_capacity: r
+                .capacity
+                .iter()
+                .map(|(count, res)| {
+                    (
+                        count.to_string(),
+                        res.get(&d.resource_name).copied().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            limits: r.limits.clone(),
+            node_selector: r.node_selector.clone(),
+            tolerations: TolerationOut::all(&d.tolerations),
+            node_labels: labels,
+            device_plugin_config_name: config.map(|c| c.name.clone()),
+            device_plugin_config: config.and_then(|c| c.config.render().ok()),
+            objects,
+        }
+    }
+
+    /// The owned objects by `Kind/name`, as the provider writes them.
+    pub(super) fn objects(&self) -> BTreeMap<String, String> {
+        self.owned().iter().map(|o| (key(o), pretty(o))).collect()
+    }
+}
+
+/// `Kind/name` of an object.
+pub(super) fn key(obj: &serde_json::Value) -> String {
+    format!(
+        "{}/{}",
+        obj["kind"].as_str().unwrap_or_default(),
+        obj.pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    )
+}
+
+pub(super) fn pretty(obj: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(obj).unwrap_or_default()
+}
+
+/// What `live` holds of the fields `wanted` sets: objects keep only the keys `wanted` has,
+/// lists of the same length are compared element by element, anything else is taken whole.
+/// A field the server lacks is left out, so its absence shows.
+pub(super) fn project(live: &serde_json::Value, wanted: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match (live, wanted) {
+        (J::Object(l), J::Object(w)) => J::Object(
+            w.iter()
+                .filter_map(|(k, wv)| l.get(k).map(|lv| (k.clone(), project(lv, wv))))
+                .collect(),
+        ),
+        (J::Array(l), J::Array(w)) if l.len() == w.len() => {
+            J::Array(l.iter().zip(w).map(|(lv, wv)| project(lv, wv)).collect())
+        }
+        _ => live.clone(),
+    }
+}
+
+/// The arguments as JSON, without `kubernetes`.
+pub(super) fn declaration(args: &Args) -> String {
+    let mut v = to_json(&args.to_value());
+    if let Some(m) = v.as_object_mut() {
+        m.remove("kubernetes");
+    }
+    v.to_string()
+}
+
+/// A known value as JSON, as terraform's JSON encoding writes it (numbers too large for JSON's
+/// as strings, which the decoder takes back).
+fn to_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::Bool(b) => J::Bool(*b),
+        Value::Number(tfplugin::Number::Int(i)) => J::from(*i),
+        Value::Number(tfplugin::Number::Float(f)) => J::from(*f),
+        Value::Number(n) => J::String(n.to_string()),
+        Value::String(s) => J::String(s.clone()),
+        Value::List(items) | Value::Set(items) | Value::Tuple(items) => {
+            J::Array(items.iter().map(to_json).collect())
+        }
+        Value::Map(m) | Value::Object(m) => {
+            J::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+        }
+        _ => J::Null,
+    }
+}
+
+/// The path of a renderer's problem: blocks are lists of one, so `eks.node_class.ami_version`
+/// is `eks[0].node_class[0].ami_version`.
+fn problem_path(dotted: &str) -> AttrPath {
+    const BLOCKS: &[&str] = &[
+        "eks",
+        "aks",
+        "node_class",
+        "disruption",
+        "mig",
+        "time_slicing",
+        "mps",
+        "gke_sharing",
+    ];
+    let segments: Vec<&str> = dotted.split('.').collect();
+    let mut path = AttrPath::root();
+    for (i, s) in segments.iter().enumerate() {
+        path = path.with_attr(s);
+        if BLOCKS.contains(s) && i + 1 < segments.len() {
+            path = path.with_index(0);
+        }
+    }
+    path
+}
+
+fn problem_diagnostic(p: &Problem) -> Diagnostic {
+    match p {
+        Problem::Argument {
+            attribute,
+            summary,
+            detail,
+        } => Diagnostic::error(*summary, detail.clone()).at(problem_path(attribute)),
+        // The domain checks the pool as a node group of each count; its counts are ours.
+        Problem::Domain(e) => domain_diagnostic(e, &[(gpu::Field::GpuCount, "gpu_counts")]),
+    }
+}
+
+impl Args {
+    /// Where a failed request should send the user.
+    pub(super) fn access(&self) -> Option<&'static str> {
+        let b = self.kubernetes.as_ref()?;
+        [
+            (b.host.is_some(), "kubernetes.0.host"),
+            (b.config_path.is_some(), "kubernetes.0.config_path"),
+            (b.config_context.is_some(), "kubernetes.0.config_context"),
+            (b.exec.is_some(), "kubernetes.0.exec"),
+        ]
+        .into_iter()
+        .find(|(set, _)| *set)
+        .map(|(_, path)| path)
+    }
+
+    /// The pool as the renderer takes it; what the schema cannot check is a diagnostic here.
+    fn pool(&self, diags: &mut Diagnostics) -> Option<KarpenterPool> {
+        let before = diags.0.len();
+        let gpu = match gpu::gpu_model(&self.gpu_model) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                diags.push(domain_diagnostic(&e, &[]));
+                None
+            }
+        };
+        let capacity_types = self
+            .capacity_types
+            .0
+            .clone()
+            .unwrap_or_else(|| vec![DEFAULT_CAPACITY_TYPE.to_string()]);
+        let at = AttrPath::attr("capacity_types");
+        if capacity_types.is_empty() {
+            diags.push(
+                Diagnostic::error(
+                    "No capacity type",
+                    "capacity_types is empty, so Karpenter could launch no node. Name one or \
+                    more of on-demand, spot, reserved, or leave it out for on-demand.",
+                )
+                .at(at.clone()),
+            );
+        }
+        for (i, c) in capacity_types.iter().enumerate() {
+            if !CAPACITY_TYPES.contains(&c.as_str()) {
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid capacity type",
+                        format!(
+                            "capacity_types names {c:?}; Karpenter's capacity types are \
+                            on-demand, spot and reserved."
+                        ),
+                    )
+                    .at(at.with_index(i)),
+                );
+            } else if capacity_types[..i].contains(c) {
+                diags.push(
+                    Diagnostic::error(
+                        "Repeated capacity type",
+                        format!("capacity_types names {c:?} twice; name it once."),
+                    )
+                    .at(at.with_index(i)),
+                );
+            }
+        }
+        let disruption = self.disruption.as_ref().map(|d| Disruption {
+            consolidation_policy: d
+                .consolidation_policy
+                .0
+                .clone()
+                .unwrap_or_else(|| "WhenEmptyOrUnderutilized".into()),
+            consolidate_after: d.consolidate_after.0.clone().unwrap_or_else(|| "0s".into()),
+            budgets: d
+                .budget
+                .iter()
+                .map(|b| Budget {
+                    nodes: b.nodes.clone(),
+                    schedule: b.schedule.clone(),
+                    duration: b.duration.clone(),
+                })
+                .collect(),
+        });
+        for (i, b) in self
+            .disruption
+            .as_ref()
+            .map(|d| d.budget.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let at = AttrPath::attr("disruption")
+                .with_index(0)
+                .with_attr("budget")
+                .with_index(i);
+            if b.schedule.is_some() != b.duration.is_some() {
+                let (missing, given) = if b.schedule.is_some() {
+                    ("duration", "schedule")
+                } else {
+                    ("schedule", "duration")
+                };
+                diags.push(
+                    Diagnostic::error(
+                        "Incomplete budget window",
+                        format!(
+                            "A budget's window needs both schedule and duration; this one has \
+                            only {given}. Set {missing} too, or remove {given} for a budget that \
+                            always holds."
+                        ),
+                    )
+                    .at(at.with_attr(missing)),
+                );
+            }
+            let n = b.nodes.strip_suffix('%').unwrap_or(&b.nodes);
+            if n.parse::<u32>().is_err()
+                || (b.nodes.ends_with('%') && n.parse::<u32>().is_ok_and(|p| p > 100))
+            {
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid budget",
+                        format!(
+                            "nodes is {:?}; give a count of nodes (`2`) or a percentage from 0% \
+                            to 100% (`10%`).",
+                            b.nodes
+                        ),
+                    )
+                    .at(at.with_attr("nodes")),
+                );
+            }
+        }
+        let provisioner = match (&*self.eks, &*self.aks) {
+            (Some(e), _) => Provisioner::Aws(match (&e.node_class_name, &*e.node_class) {
+                (Some(n), _) => NodeClass::Existing(n.clone()),
+                (None, Some(c)) => NodeClass::Made(Ec2Class {
+                    role: c.role.clone(),
+                    subnet_tags: c.subnet_tags.clone(),
+                    security_group_tags: c.security_group_tags.clone(),
+                    ami_family: c
+                        .ami_family
+                        .0
+                        .as_deref()
+                        .and_then(AmiFamily::parse)
+                        .unwrap_or(AmiFamily::Al2023),
+                    ami_version: c.ami_version.0.clone().unwrap_or_else(|| "latest".into()),
+                }),
+                // The schema's ExactlyOneOf reports it.
+                (None, None) => return None,
+            }),
+            (None, Some(a)) => Provisioner::Nap(match (&a.node_class_name, &*a.node_class) {
+                (Some(n), _) => NodeClass::Existing(n.clone()),
+                (None, Some(c)) => NodeClass::Made(AksClass {
+                    image_family: c
+                        .image_family
+                        .0
+                        .clone()
+                        .unwrap_or_else(|| "Ubuntu2204".into()),
+                }),
+                (None, None) => return None,
+            }),
+            (None, None) => return None,
+        };
+        if diags.0.len() > before {
+            return None;
+        }
+        Some(KarpenterPool {
+            name: self.name.clone(),
+            provisioner,
+            gpu: gpu?,
+            gpu_counts: self.gpu_counts.clone(),
+            sharing: self.sharing.mode(),
+            labels: self.labels.clone().unwrap_or_default(),
+            taints: crate::model::taints(&self.taints),
+            capacity_types,
+            limit_gpus: self.limit_gpus,
+            disruption,
+            weight: self.weight,
+        })
+    }
+}
+
+/// The pool and its objects, or every problem found, as diagnostics on the attributes.
+pub(super) fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
+    let pool = args.pool(diags)?;
+    match kp::render(&pool) {
+        Ok(rendered) => Some(Desired { pool, rendered }),
+        Err(problems) => {
+            for p in &problems {
+                diags.push(problem_diagnostic(p));
+            }
+            None
+        }
+    }
+}
+
+/// A state from the declaration a NodePool carries: the arguments, an empty `kubernetes` and
+/// `timeouts`, the computed attributes left for the read to fill.
+pub(super) fn declared_state(text: &str) -> Result<Value, String> {
+    let ty = super::schema::schema().ty();
+    let mut st = tfplugin::json::decode(text.as_bytes(), &ty).map_err(|e| e.0)?;
+    if let Value::Object(m) = &mut st {
+        m.insert("kubernetes".into(), Value::List(vec![]));
+        m.insert("timeouts".into(), Value::List(vec![]));
+    }
+    Ok(st)
+}
+
+/// Every computed attribute unknown but the ID: a plan whose arguments are not known yet.
+pub(super) fn unknown_computed(id: Option<&str>) -> Value {
+    let mut v = Computed::default().to_value();
+    if let Value::Object(m) = &mut v {
+        for (k, val) in m.iter_mut() {
+            *val = match (k.as_str(), id) {
+                ("id", Some(id)) => Value::string(id),
+                _ => Value::UNKNOWN,
+            };
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn projection_keeps_what_the_provider_sets_and_shows_what_is_missing() {
+        let wanted = json!({"metadata": {"name": "a", "labels": {"x": "1"}},
+            "spec": {"capacity": {"nvidia.com/gpu": "4"}, "requirements": [{"key": "k"}]}});
+        let live = json!({"metadata": {"name": "a", "uid": "u", "labels": {"x": "1", "y": "2"}},
+            "spec": {"capacity": {"nvidia.com/gpu": "8"}, "requirements": [{"key": "k", "extra": 1}]},
+            "status": {}});
+        assert_eq!(
+            project(&live, &wanted),
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}},
+                "spec": {"capacity": {"nvidia.com/gpu": "8"}, "requirements": [{"key": "k"}]}})
+        );
+        let pruned = json!({"metadata": {"name": "a"}, "spec": {"requirements": []}});
+        assert_eq!(
+            project(&pruned, &wanted),
+            json!({"metadata": {"name": "a"}, "spec": {"requirements": []}})
+        );
+    }
+
+    #[test]
+    fn the_declaration_reads_back_as_the_arguments_without_credentials() {
+        use crate::model::{KubernetesArgs, TimeSlicingArgs};
+        use tfplugin::object::FromValue;
+        let mut args = Args {
+            name: "t4-slices".into(),
+            gpu_model: "T4".into(),
+            gpu_counts: vec![1, 4],
+            capacity_types: Known(Some(vec!["spot".into()])),
+            limit_gpus: Some(8),
+            labels: Some(BTreeMap::from([("team".into(), "a".into())])),
+            taints: Some(vec![TaintArgs::of(
+                "nvidia.com/gpu",
+                "Present",
+                "NoSchedule",
+            )]),
+            eks: SingleBlock(Some(EksArgs {
+                node_class_name: Some("default".into()),
+                node_class: SingleBlock(None),
+            })),
+            kubernetes: SingleBlock(Some(KubernetesArgs {
+                token: Known(Some("secret".into())),
+                ..KubernetesArgs::default()
+            })),
+            ..Args::default()
+        };
+        args.sharing.time_slicing = SingleBlock(Some(TimeSlicingArgs {
+            replicas: 10,
+            rename_by_default: Some(true),
+            fail_requests_greater_than_one: Some(false),
+        }));
+        let text = declaration(&args);
+        assert!(!text.contains("secret"), "{text}");
+        let back = Args::from_value(&declared_state(&text).unwrap()).unwrap();
+        args.kubernetes = SingleBlock(None);
+        assert_eq!(back, args);
+    }
+
+    #[test]
+    fn problem_paths_index_blocks() {
+        assert_eq!(
+            problem_path("eks.node_class.ami_version").to_string(),
+            "eks[0].node_class[0].ami_version"
+        );
+        assert_eq!(problem_path("mig").to_string(), "mig");
+        assert_eq!(problem_path("limit_gpus").to_string(), "limit_gpus");
+    }
+}

@@ -1,0 +1,306 @@
+//! The schema of `fracgpu_karpenter_nodepool` (version 0). Every argument changes in place but
+//! the name: Karpenter reads a changed NodePool or NodeOverlay at once, and nodes made under the
+//! old template are replaced by its drift detection, not by Terraform.
+
+use std::time::Duration;
+
+use crate::model::{self, TaintArgs};
+use tfplugin::object::ToValue;
+use tfplugin::plan::Timeouts;
+use tfplugin::schema::{Attribute, Block, Nesting, Schema};
+use tfplugin::validators::{ExactlyOneOf, IntBetween, Matches, OneOf};
+use tfplugin::{Type, Value};
+
+/// A write is a few server-side applies; a delete waits for Karpenter's finalizers, which drain
+/// and terminate the pool's nodes first.
+pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
+    ("create", Duration::from_secs(300)),
+    ("read", Duration::from_secs(120)),
+    ("update", Duration::from_secs(300)),
+    ("delete", Duration::from_secs(30 * 60)),
+]);
+
+/// A NodePool's name is the value of its nodes' `karpenter.sh/nodepool` label.
+pub(super) const NAME_RE: &str = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$";
+pub(super) const CAPACITY_TYPES: &[&str] = &["on-demand", "spot", "reserved"];
+pub(super) const DEFAULT_CAPACITY_TYPE: &str = "on-demand";
+pub(super) const AMI_FAMILIES: &[&str] = &["al2023", "bottlerocket"];
+pub(super) const IMAGE_FAMILIES: &[&str] = &["Ubuntu2204", "Ubuntu", "AzureLinux"];
+pub(super) const CONSOLIDATION_POLICIES: &[&str] = &["WhenEmptyOrUnderutilized", "WhenEmpty"];
+
+pub fn schema() -> Schema {
+    let ec2_class = Block::new(
+        "An `EC2NodeClass` the pool makes under its own name. Its user data carries \
+        Bottlerocket's device plugin settings when the AMI family is `bottlerocket`.",
+    )
+    .attr(
+        Attribute::string("role")
+            .required()
+            .describe("IAM role of the nodes; Karpenter makes their instance profile."),
+    )
+    .attr(
+        Attribute::new("subnet_tags", Type::map(Type::String))
+            .required()
+            .describe("Tags that select the nodes' subnets, e.g. `karpenter.sh/discovery`."),
+    )
+    .attr(
+        Attribute::new("security_group_tags", Type::map(Type::String))
+            .required()
+            .describe("Tags that select the nodes' security groups."),
+    )
+    .attr(
+        Attribute::string("ami_family")
+            .optional()
+            .computed()
+            .describe(
+                "`al2023` (the NVIDIA AMI: driver on the image, device plugin from the GPU \
+                operator) or `bottlerocket` (driver and device plugin on the host, configured by \
+                Bottlerocket's settings, never the operator's ConfigMap). Default `al2023`.",
+            )
+            .validate(OneOf(AMI_FAMILIES))
+            .default_value(Value::string("al2023")),
+    )
+    .attr(
+        Attribute::string("ami_version")
+            .optional()
+            .computed()
+            .describe(
+                "`latest` or a pinned version, e.g. `v20251209` (AL2023) or `v1.54.0` \
+                (Bottlerocket). Default `latest`.",
+            )
+            .default_value(Value::string("latest")),
+    );
+    let eks = Block::new(
+        "Karpenter on EKS: name an `EC2NodeClass` of your own, or let the pool make one.",
+    )
+    .attr(
+        Attribute::string("node_class_name")
+            .optional()
+            .describe("An existing `EC2NodeClass`; the pool never changes or deletes it."),
+    )
+    .single_block("node_class", ec2_class)
+    .validate(ExactlyOneOf(&["node_class_name", "node_class"]));
+    let aks_class = Block::new(
+        "An `AKSNodeClass` the pool makes under its own name, with `gpu.mode = None`: the GPU \
+        operator installs the driver, as it does for the operator's device plugin.",
+    )
+    .attr(
+        Attribute::string("image_family")
+            .optional()
+            .computed()
+            .describe("`Ubuntu2204`, `Ubuntu` or `AzureLinux`. Default `Ubuntu2204`.")
+            .validate(OneOf(IMAGE_FAMILIES))
+            .default_value(Value::string("Ubuntu2204")),
+    );
+    let aks = Block::new(
+        "AKS node auto-provisioning (Karpenter run by AKS): name an `AKSNodeClass` of your own, \
+        or let the pool make one. MIG is refused here: node auto-provisioning passes no GPU \
+        instance profile to the nodes it makes.",
+    )
+    .attr(
+        Attribute::string("node_class_name")
+            .optional()
+            .describe("An existing `AKSNodeClass`; the pool never changes or deletes it."),
+    )
+    .single_block("node_class", aks_class)
+    .validate(ExactlyOneOf(&["node_class_name", "node_class"]));
+    let budget = Block::new(
+        "A disruption budget: how many of the pool's nodes Karpenter may disrupt at once, \
+        optionally only during a cron window.",
+    )
+    .attr(
+        Attribute::string("nodes")
+            .required()
+            .describe("A count (`1`) or a percentage (`10%`)."),
+    )
+    .attr(
+        Attribute::string("schedule")
+            .optional()
+            .describe("Cron schedule of the window, e.g. `0 9 * * mon-fri`; needs `duration`."),
+    )
+    .attr(
+        Attribute::string("duration")
+            .optional()
+            .describe("Length of the window, e.g. `8h`; needs `schedule`."),
+    );
+    let disruption = Block::new(
+        "Karpenter's disruption settings, passed through to the NodePool. Consolidation works by \
+        slices: the pool's NodeOverlays tell Karpenter what a node offers.",
+    )
+    .attr(
+        Attribute::string("consolidation_policy")
+            .optional()
+            .computed()
+            .describe("`WhenEmptyOrUnderutilized` (default) or `WhenEmpty`.")
+            .validate(OneOf(CONSOLIDATION_POLICIES))
+            .default_value(Value::string("WhenEmptyOrUnderutilized")),
+    )
+    .attr(
+        Attribute::string("consolidate_after")
+            .optional()
+            .computed()
+            .describe(
+                "How long a node must be consolidatable before Karpenter acts, e.g. `5m`, or \
+                `Never`. Default `0s`.",
+            )
+            .default_value(Value::string("0s")),
+    )
+    .block("budget", Nesting::List, budget);
+
+    let block = Block::new(
+        "A Karpenter `NodePool` whose nodes share their GPUs by MIG, time-slicing or MPS, with \
+        one `NodeOverlay` per GPU count so that Karpenter provisions and consolidates by slices \
+        (scale from zero included), and, when asked, the node class it launches with: on EKS \
+        Karpenter, or on AKS node auto-provisioning. The objects are the provider's whole: a \
+        hand edit is drift, set back by the next apply.",
+    )
+    .attr(
+        Attribute::string("id")
+            .computed()
+            .use_state_for_unknown()
+            .describe("The NodePool's name."),
+    )
+    .attr(
+        Attribute::string("name")
+            .required()
+            .requires_replace()
+            .describe(
+                "Name of the NodePool (its nodes carry it in the label `karpenter.sh/nodepool`), \
+                and of the node class and overlays it makes: 1 to 63 lowercase letters, digits \
+                and `-`, starting with a letter.",
+            )
+            .validate(Matches::new(
+                NAME_RE,
+                "1 to 63 lowercase letters, digits and '-', starting with a letter and \
+                ending with a letter or digit",
+            )),
+    )
+    .attr(Attribute::string("gpu_model").required().describe(
+        "The catalog's GPU model the pool's nodes carry, e.g. `T4`, `A10G`, `L4`, `A100-80GB` \
+        (see `data.fracgpu_machine_type`).",
+    ))
+    .attr(
+        Attribute::new("gpu_counts", Type::list(Type::Number))
+            .required()
+            .describe(
+                "GPUs per node the pool may launch, e.g. `[1, 4]`; each must be a count some \
+                instance type of that GPU has. One NodeOverlay each.",
+            ),
+    )
+    .attr(
+        Attribute::new("capacity_types", Type::list(Type::String))
+            .optional()
+            .computed()
+            .describe("`on-demand`, `spot`, `reserved`. Default `[\"on-demand\"]`.")
+            .default_value(Value::List(vec![Value::string(DEFAULT_CAPACITY_TYPE)])),
+    )
+    .attr(
+        Attribute::number("limit_gpus")
+            .optional()
+            .describe(
+                "The most physical GPUs the pool's nodes may hold together. Karpenter sums the \
+                capacity of its nodes, which counts slices: the NodePool's limit is this times \
+                the slices per GPU, on the shared resource. Default: no limit.",
+            )
+            .validate(IntBetween(1, 100_000)),
+    )
+    .attr(
+        Attribute::number("weight")
+            .optional()
+            .describe("Priority among NodePools that fit a pod, 1 to 100. Default none.")
+            .validate(IntBetween(1, 100)),
+    )
+    .attr(
+        Attribute::new("labels", Type::map(Type::String))
+            .optional()
+            .describe("Node labels of your own, on every node the pool makes."),
+    )
+    .attr(
+        model::taints_attribute(
+            "Node taints. Default `nvidia.com/gpu=Present:NoSchedule`, so only pods that \
+            tolerate it land on the pool's nodes; `[]` for none.",
+        )
+        .optional()
+        .computed()
+        .default_value(vec![TaintArgs::of("nvidia.com/gpu", "Present", "NoSchedule")].to_value()),
+    )
+    .single_block("eks", eks)
+    .single_block("aks", aks)
+    .single_block("disruption", disruption)
+    .attr(Attribute::string("resource_name").computed().describe(
+        "The extended resource workloads request, e.g. `nvidia.com/gpu` or \
+        `nvidia.com/mig-1g.10gb`.",
+    ))
+    .attr(
+        Attribute::number("slices_per_gpu")
+            .computed()
+            .describe("Units of `resource_name` each GPU offers."),
+    )
+    .attr(
+        Attribute::number("memory_per_slice_mb")
+            .computed()
+            .describe("GPU memory of one unit in MiB (enforced by MIG and MPS only)."),
+    )
+    .attr(
+        Attribute::new("node_capacity", Type::map(Type::Number))
+            .computed()
+            .describe(
+                "What a node offers of `resource_name`, per GPU count (`\"4\" = 40`): what the \
+                NodeOverlays tell Karpenter.",
+            ),
+    )
+    .attr(
+        Attribute::new("limits", Type::map(Type::Number))
+            .computed()
+            .describe("The NodePool's `spec.limits`, translated from `limit_gpus`."),
+    )
+    .attr(
+        Attribute::new("node_selector", Type::map(Type::String))
+            .computed()
+            .describe("Labels that pin a workload to this pool's nodes."),
+    )
+    .attr(model::tolerations_attribute(
+        "Tolerations for the pool's taints.",
+    ))
+    .attr(
+        Attribute::new("node_labels", Type::map(Type::String))
+            .computed()
+            .describe(
+                "Every label the NodePool's template sets: yours and the ones sharing needs.",
+            ),
+    )
+    .attr(
+        Attribute::string("device_plugin_config_name")
+            .computed()
+            .describe(
+                "The NVIDIA device plugin config the nodes select through the \
+        `nvidia.com/device-plugin.config` label; null on Bottlerocket, whose host device plugin \
+        reads the node class's user data. Plug it into `fracgpu_device_plugin_config`.",
+            ),
+    )
+    .attr(
+        Attribute::string("device_plugin_config")
+            .computed()
+            .describe("That config's YAML, as the device plugin reads it."),
+    )
+    .attr(
+        Attribute::new("objects", Type::map(Type::String))
+            .computed()
+            .describe(
+                "The objects the pool owns, by `Kind/name`, as JSON of the fields the provider \
+                sets. After a refresh they are what the cluster holds of those fields, so a hand \
+                edit, or an object deleted, shows as a change to set back in place.",
+            ),
+    );
+    let block = model::sharing_blocks(block, false)
+        .single_block(
+            "kubernetes",
+            model::kubernetes_block(
+                "How to reach the cluster; unset: the provider's `kubernetes` block, then \
+                `KUBECONFIG`, `~/.kube/config`, in-cluster.",
+            ),
+        )
+        .single_block("timeouts", TIMEOUTS.block())
+        .validate(ExactlyOneOf(&["eks", "aks"]));
+    Schema::new(0, block)
+}

@@ -1,0 +1,371 @@
+//! `fracgpu_karpenter_nodepool` through terraform on a real kube-apiserver serving the real
+//! Karpenter CRDs (AWS provider v1.14.1, Azure provider v1.14.2, from the shared fixtures):
+//! create -> every object as rendered -> an empty plan -> hand edits and a deleted overlay are
+//! drift that apply sets back -> an update that drops a GPU count deletes its overlay -> a
+//! NodePool deleted out of band is made again -> import reads the declaration back -> destroy.
+//! Also: the plan's warning when Karpenter runs with the NodeOverlay gate off, the refusal of a
+//! NodePool the provider did not make, and bad input refused at plan time on its attribute.
+
+use super::karpenter_objects::{KARPENTER, karpenter_server};
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
+use serde_json::Value;
+use testkit::apiserver::ApiServer;
+
+fn pool_tf(replicas: u32, counts: &str) -> String {
+    format!(
+        r#"{REQUIRED_PROVIDERS}
+provider "fracgpu" {{}}
+
+resource "fracgpu_karpenter_nodepool" "t4" {{
+  name           = "t4-slices"
+  gpu_model      = "T4"
+  gpu_counts     = {counts}
+  capacity_types = ["spot", "on-demand"]
+  limit_gpus     = 8
+  labels         = {{ team = "inference" }}
+  time_slicing {{
+    replicas          = {replicas}
+    rename_by_default = true
+  }}
+  eks {{
+    node_class {{
+      role                = "KarpenterNodeRole-sandbox"
+      subnet_tags         = {{ "karpenter.sh/discovery" = "sandbox-eks" }}
+      security_group_tags = {{ "karpenter.sh/discovery" = "sandbox-eks" }}
+    }}
+  }}
+  disruption {{
+    consolidate_after = "5m"
+    budget {{ nodes = "10%" }}
+  }}
+}}
+
+output "t4" {{ value = fracgpu_karpenter_nodepool.t4 }}
+"#
+    )
+}
+
+fn get(server: &ApiServer, kind: &str, name: &str) -> Option<Value> {
+    let out = server.kubectl(&["get", kind, name, "-o", "json"]);
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).expect("kubectl prints the object"))
+}
+
+fn overlay_capacity(server: &ApiServer, name: &str) -> Option<String> {
+    get(server, "nodeoverlays.karpenter.sh", name).and_then(|o| {
+        o["spec"]["capacity"]["nvidia.com/gpu.shared"]
+            .as_str()
+            .map(str::to_string)
+    })
+}
+
+#[test]
+fn lifecycle_drift_and_import_on_a_real_server() {
+    let Some(server) = karpenter_server() else {
+        return;
+    };
+    let kc = server.kubeconfig().display().to_string();
+    let ws = Workspace::new(&pool_tf(10, "[1, 4]")).env("KUBECONFIG", &kc);
+    ws.init();
+
+    // Karpenter installed by its chart, with the NodeOverlay gate at its default (off).
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "false"),
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    let text = flat(&plan.text());
+    assert!(
+        text.contains("Karpenter ignores NodeOverlays")
+            && text.contains("kube-system/karpenter")
+            && text.contains("settings.featureGates.nodeOverlay=true"),
+        "{text}"
+    );
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "true"),
+    );
+    let out = ws.apply();
+    assert!(
+        !out.text().contains("ignores NodeOverlays"),
+        "{}",
+        out.text()
+    );
+
+    let pool = get(&server, "nodepools.karpenter.sh", "t4-slices").expect("the NodePool");
+    let labels = &pool["spec"]["template"]["metadata"]["labels"];
+    let t4 = &ws.output_json()["t4"]["value"];
+    // The config the nodes select is the one the pool tells fracgpu_device_plugin_config of.
+    assert_eq!(
+        labels["nvidia.com/device-plugin.config"],
+        t4["device_plugin_config_name"]
+    );
+    assert!(
+        t4["device_plugin_config"]
+            .as_str()
+            .is_some_and(|c| c.contains("replicas: 10") && c.contains("renameByDefault: true")),
+        "{t4}"
+    );
+    assert_eq!(labels["team"], "inference");
+    assert_eq!(
+        pool["spec"]["limits"]["nvidia.com/gpu.shared"], "80",
+        "8 GPUs x 10"
+    );
+    assert_eq!(
+        pool["spec"]["template"]["spec"]["nodeClassRef"]["name"],
+        "t4-slices"
+    );
+    assert_eq!(pool["spec"]["disruption"]["consolidateAfter"], "5m");
+    assert!(
+        pool["metadata"]["annotations"]["fracgpu.dev/declaration"]
+            .as_str()
+            .is_some_and(|d| d.contains("\"gpu_model\":\"T4\"") && !d.contains("kubernetes")),
+        "{pool}"
+    );
+    assert_eq!(
+        overlay_capacity(&server, "t4-slices-gpu1").as_deref(),
+        Some("10")
+    );
+    assert_eq!(
+        overlay_capacity(&server, "t4-slices-gpu4").as_deref(),
+        Some("40")
+    );
+    let class = get(&server, "ec2nodeclasses.karpenter.k8s.aws", "t4-slices").expect("class");
+    assert_eq!(class["spec"]["role"], "KarpenterNodeRole-sandbox");
+    assert_eq!(t4["resource_name"], "nvidia.com/gpu.shared");
+    assert_eq!(t4["node_capacity"], serde_json::json!({"1": 10, "4": 40}));
+    assert_eq!(t4["node_selector"]["karpenter.sh/nodepool"], "t4-slices");
+    assert_eq!(t4["tolerations"][0]["key"], "nvidia.com/gpu");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "a plan after apply is empty: {}", plan.text());
+
+    // Hand edits: an overlay's capacity, the pool's limits. Both are drift, set back in place.
+    server.kubectl_ok(&[
+        "patch",
+        "nodeoverlays.karpenter.sh",
+        "t4-slices-gpu4",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"capacity":{"nvidia.com/gpu.shared":"4"}}}"#,
+    ]);
+    server.kubectl_ok(&[
+        "patch",
+        "nodepools.karpenter.sh",
+        "t4-slices",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"limits":{"nvidia.com/gpu.shared":"1000"}}}"#,
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(
+        plan.stdout.contains("update in-place")
+            && plan.stdout.contains("NodeOverlay/t4-slices-gpu4")
+            && plan.stdout.contains("\"1000\"")
+            && !plan.stdout.contains("must be replaced"),
+        "{}",
+        plan.stdout
+    );
+    ws.apply();
+    assert_eq!(
+        overlay_capacity(&server, "t4-slices-gpu4").as_deref(),
+        Some("40")
+    );
+    let pool = get(&server, "nodepools.karpenter.sh", "t4-slices").unwrap();
+    assert_eq!(pool["spec"]["limits"]["nvidia.com/gpu.shared"], "80");
+
+    // An overlay deleted out of band is made again.
+    server.kubectl_ok(&["delete", "nodeoverlays.karpenter.sh", "t4-slices-gpu1"]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    ws.apply();
+    assert_eq!(
+        overlay_capacity(&server, "t4-slices-gpu1").as_deref(),
+        Some("10")
+    );
+
+    // Fewer slices and no 4-GPU nodes: in place, and the 4-GPU overlay goes.
+    ws.write("main.tf", &pool_tf(4, "[1]"));
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(plan.stdout.contains("1 to change"), "{}", plan.stdout);
+    ws.apply();
+    assert_eq!(
+        overlay_capacity(&server, "t4-slices-gpu1").as_deref(),
+        Some("4")
+    );
+    assert_eq!(overlay_capacity(&server, "t4-slices-gpu4"), None);
+    let pool = get(&server, "nodepools.karpenter.sh", "t4-slices").unwrap();
+    assert_eq!(pool["spec"]["limits"]["nvidia.com/gpu.shared"], "32");
+
+    // The NodePool deleted out of band: the plan makes it again, taking back the overlay and the
+    // node class this provider made for it.
+    server.kubectl_ok(&["delete", "nodepools.karpenter.sh", "t4-slices"]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(plan.stdout.contains("will be created"), "{}", plan.stdout);
+    ws.apply();
+    assert!(get(&server, "nodepools.karpenter.sh", "t4-slices").is_some());
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    // Import: a NodePool the provider did not make is refused; the declaration on one it made
+    // gives every argument back.
+    ws.ok(&["state", "rm", "fracgpu_karpenter_nodepool.t4"]);
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "by-hand"},
+          "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+            "kind": "EC2NodeClass", "name": "default"}, "requirements": []}}}}"#,
+    );
+    let out = ws.run(&[
+        "import",
+        "-no-color",
+        "fracgpu_karpenter_nodepool.t4",
+        "by-hand",
+    ]);
+    assert_ne!(out.code, 0);
+    let text = flat(&out.text());
+    assert!(
+        text.contains("NodePool not made by this provider"),
+        "{text}"
+    );
+    ws.ok(&["import", "fracgpu_karpenter_nodepool.t4", "t4-slices"]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "an imported pool plans empty: {}", plan.text());
+
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    for (kind, name) in [
+        ("nodepools.karpenter.sh", "t4-slices"),
+        ("nodeoverlays.karpenter.sh", "t4-slices-gpu1"),
+        ("ec2nodeclasses.karpenter.k8s.aws", "t4-slices"),
+    ] {
+        assert!(
+            get(&server, kind, name).is_none(),
+            "{kind} {name} left behind"
+        );
+    }
+    assert!(get(&server, "nodepools.karpenter.sh", "by-hand").is_some());
+
+    // Create refuses to take over a NodePool it did not make.
+    let taken = pool_tf(4, "[1]").replace("\"t4-slices\"", "\"by-hand\"");
+    ws.write("main.tf", &taken);
+    let out = ws.run(&["apply", "-auto-approve", "-no-color"]);
+    assert_ne!(out.code, 0);
+    let text = flat(&out.text());
+    assert!(
+        text.contains("NodePool already exists") && text.contains("terraform import"),
+        "{text}"
+    );
+    let kept = get(&server, "nodepools.karpenter.sh", "by-hand").unwrap();
+    assert!(
+        kept["spec"]["template"]["metadata"].get("labels").is_none(),
+        "untouched: {kept}"
+    );
+}
+
+/// The docs' example, applied, planned empty and destroyed on a real server.
+#[test]
+fn the_example_applies_on_a_real_server() {
+    let Some(server) = karpenter_server() else {
+        return;
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ws = Workspace::with_tree(
+        &root.join("examples"),
+        "resources/fracgpu_karpenter_nodepool",
+    )
+    .env("KUBECONFIG", &server.kubeconfig().display().to_string());
+    ws.init();
+    ws.apply();
+    let nap = get(&server, "nodepools.karpenter.sh", "a100-mps").expect("the NAP pool");
+    assert_eq!(
+        nap["spec"]["template"]["spec"]["nodeClassRef"]["kind"],
+        "AKSNodeClass"
+    );
+    assert_eq!(
+        overlay_capacity(&server, "t4-slices-gpu4"),
+        None,
+        "not renamed"
+    );
+    let overlay = get(&server, "nodeoverlays.karpenter.sh", "t4-slices-gpu4").unwrap();
+    assert_eq!(overlay["spec"]["capacity"]["nvidia.com/gpu"], "40");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(get(&server, "nodepools.karpenter.sh", "a100-mps").is_none());
+}
+
+/// Bad input is refused by the plan, before anything is written, on the attribute to fix.
+#[test]
+fn bad_input_is_refused_at_plan_time_on_its_attribute() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "gpu_counts     = [4]\n  limit_gpus = 2",
+            "limit_gpus",
+            &["Limit below one node", "at least 4"],
+        ),
+        (
+            "gpu_counts     = [3]",
+            "gpu_counts",
+            &["GPU count not offered", "Counts offered: 1, 4, 8"],
+        ),
+        (
+            "gpu_counts     = [1]\n  capacity_types = [\"preemptible\"]",
+            "capacity_types",
+            &["Invalid capacity type"],
+        ),
+    ];
+    for (args, attribute, wanted) in cases {
+        let tf = format!(
+            r#"{REQUIRED_PROVIDERS}
+resource "fracgpu_karpenter_nodepool" "x" {{
+  name      = "bad"
+  gpu_model = "T4"
+  {args}
+  time_slicing {{ replicas = 4 }}
+  eks {{ node_class_name = "default" }}
+}}
+"#
+        );
+        let ws = Workspace::new(&tf);
+        ws.init();
+        let out = ws.run(&["plan", "-no-color"]);
+        assert_eq!(out.code, 1, "{args}: {}", out.text());
+        let text = flat(&out.text());
+        for w in *wanted {
+            assert!(text.contains(w), "{args}: wanted {w:?} in {text}");
+        }
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.trim_start().contains(&format!("{attribute} ")) && l.contains(':')),
+            "{args}: the diagnostic points at {attribute}: {}",
+            out.stderr
+        );
+    }
+    // MIG on node auto-provisioning, which passes no GPU instance profile to its nodes.
+    let tf = format!(
+        r#"{REQUIRED_PROVIDERS}
+resource "fracgpu_karpenter_nodepool" "x" {{
+  name       = "nap-mig"
+  gpu_model  = "A100-80GB"
+  gpu_counts = [1]
+  mig {{ profile = "1g.10gb" }}
+  aks {{ node_class_name = "default" }}
+}}
+"#
+    );
+    let ws = Workspace::new(&tf);
+    ws.init();
+    let out = ws.run(&["plan", "-no-color"]);
+    assert_eq!(out.code, 1, "{}", out.text());
+    let text = flat(&out.text());
+    assert!(
+        text.contains("MIG not supported by node auto-provisioning")
+            && text.contains("Use time_slicing or mps"),
+        "{text}"
+    );
+}

@@ -1,0 +1,4 @@
+import {
+  to       = fracgpu_karpenter_nodepool.eks
+  identity = { name = "t4-slices" }
+}
