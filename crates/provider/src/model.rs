@@ -431,6 +431,20 @@ tfplugin::object! {
 }
 
 impl KubernetesArgs {
+    /// The attribute a connection failure is blamed on: the first of the block's ways to
+    /// reach a cluster that is set (none set: the provider's own settings are used).
+    pub fn access(&self) -> Option<&'static str> {
+        [
+            (self.host.is_some(), "kubernetes.0.host"),
+            (self.config_path.is_some(), "kubernetes.0.config_path"),
+            (self.config_context.is_some(), "kubernetes.0.config_context"),
+            (self.exec.is_some(), "kubernetes.0.exec"),
+        ]
+        .into_iter()
+        .find(|(set, _)| *set)
+        .map(|(_, path)| path)
+    }
+
     pub fn settings(&self) -> KubernetesSettings {
         KubernetesSettings {
             config_path: self.config_path.0.clone(),

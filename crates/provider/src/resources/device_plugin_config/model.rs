@@ -204,16 +204,7 @@ impl Args {
     /// The attribute that says how to reach the cluster, as `kubernetes.0.host`; None when the
     /// provider's block or the environment does.
     pub(super) fn access(&self) -> Option<&'static str> {
-        let b = self.kubernetes.as_ref()?;
-        [
-            (b.host.is_some(), "kubernetes.0.host"),
-            (b.config_path.is_some(), "kubernetes.0.config_path"),
-            (b.config_context.is_some(), "kubernetes.0.config_context"),
-            (b.exec.is_some(), "kubernetes.0.exec"),
-        ]
-        .into_iter()
-        .find(|(set, _)| *set)
-        .map(|(_, path)| path)
+        self.kubernetes.as_ref().and_then(KubernetesArgs::access)
     }
 
     /// The resource's own cluster settings (empty: the provider's apply).

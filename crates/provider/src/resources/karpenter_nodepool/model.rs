@@ -298,16 +298,7 @@ fn problem_diagnostic(p: &Problem) -> Diagnostic {
 impl Args {
     /// Where a failed request should send the user.
     pub(super) fn access(&self) -> Option<&'static str> {
-        let b = self.kubernetes.as_ref()?;
-        [
-            (b.host.is_some(), "kubernetes.0.host"),
-            (b.config_path.is_some(), "kubernetes.0.config_path"),
-            (b.config_context.is_some(), "kubernetes.0.config_context"),
-            (b.exec.is_some(), "kubernetes.0.exec"),
-        ]
-        .into_iter()
-        .find(|(set, _)| *set)
-        .map(|(_, path)| path)
+        self.kubernetes.as_ref().and_then(KubernetesArgs::access)
     }
 
     /// The pool as the renderer takes it; what the schema cannot check is a diagnostic here.
