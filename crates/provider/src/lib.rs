@@ -29,7 +29,8 @@
 //!   cluster has, for its list and the `fracgpu_nodepools` data source.
 //! - `actions`: the actions `terraform apply -invoke` and `action_trigger` run
 //!   (`fracgpu_device_plugin_rollout`).
-//! - `list_resources`: the lists `terraform query` reads (`list "fracgpu_nodepool"`).
+//! - `list_resources`: the lists `terraform query` reads (`list "fracgpu_nodepool"`,
+//!   `list "fracgpu_karpenter_nodepool"`).
 //! - `data_sources`: one file per data source.
 //! - `functions`: provider-defined functions (`provider::fracgpu::...`).
 //! - `model`: schema pieces and conversions shared by resources and data sources (sharing blocks,

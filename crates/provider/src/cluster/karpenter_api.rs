@@ -88,6 +88,29 @@ impl Cluster {
         Ok(got.map(|o| serde_json::to_value(o).unwrap_or_default()))
     }
 
+    /// Every NodePool of the cluster, ordered by name; an empty list where the cluster serves
+    /// no karpenter.sh/v1 NodePools (no Karpenter installed).
+    pub async fn node_pools(&self) -> Result<Vec<Value>, KubeError> {
+        let kind = serde_json::json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool"});
+        let got = match self
+            .karpenter_api(&kind)?
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(l) => l.items,
+            Err(e) => match KubeError::from_kube(&self.target, e) {
+                e if e.is_not_found() => return Ok(Vec::new()),
+                e => return Err(e),
+            },
+        };
+        let mut pools: Vec<Value> = got
+            .into_iter()
+            .map(|o| serde_json::to_value(o).unwrap_or_default())
+            .collect();
+        pools.sort_by_key(name_of);
+        Ok(pools)
+    }
+
     /// Deletes the objects, the NodePool first (so Karpenter stops launching before its node
     /// class goes); a missing one is already gone.
     pub async fn delete_karpenter(&self, objects: &[Value]) -> Result<(), KubeError> {

@@ -4,10 +4,12 @@
 //! drift that apply sets back -> an update that drops a GPU count deletes its overlay -> a
 //! NodePool deleted out of band is made again -> import reads the declaration back -> destroy.
 //! Also: the plan's warning when Karpenter runs with the NodeOverlay gate off, the refusal of a
-//! NodePool the provider did not make, and bad input refused at plan time on its attribute.
+//! NodePool the provider did not make, `terraform query` listing the NodePools and generating a
+//! configuration that imports clean, and bad input refused at plan time on its attribute.
 
 use super::karpenter_objects::{KARPENTER, karpenter_server};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
+use crate::common::tools::{self, Tool};
 use serde_json::Value;
 use testkit::apiserver::ApiServer;
 
@@ -264,6 +266,97 @@ fn lifecycle_drift_and_import_on_a_real_server() {
         kept["spec"]["template"]["metadata"].get("labels").is_none(),
         "untouched: {kept}"
     );
+}
+
+/// `terraform query` (terraform 1.15) lists every NodePool, those made otherwise by name; the
+/// documented filter keeps the time-sliced ones; the configuration it generates imports the pool
+/// and then plans empty.
+#[test]
+fn terraform_query_lists_the_node_pools_and_generates_a_clean_import() {
+    let Some(tf) = tools::require(Tool::Terraform115) else {
+        return;
+    };
+    let Some(server) = karpenter_server() else {
+        return;
+    };
+    let kc = server.kubeconfig().display().to_string();
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "true"),
+    );
+    let ws = Workspace::new(&pool_tf(10, "[1, 4]"))
+        .with_terraform(&tf)
+        .env("KUBECONFIG", &kc);
+    ws.init();
+    ws.apply();
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "by-hand"},
+          "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+            "kind": "EC2NodeClass", "name": "default"}, "requirements": []}}}}"#,
+    );
+
+    ws.write(
+        "all.tfquery.hcl",
+        "list \"fracgpu_karpenter_nodepool\" \"all\" {\n  provider = fracgpu\n}\n",
+    );
+    let all = ws.ok(&["query", "-no-color"]);
+    for shown in [
+        "t4-slices (EKS Karpenter, T4 x1 or x4, time-slicing x10)",
+        "by-hand (not made by fracgpu)",
+    ] {
+        assert!(all.stdout.contains(shown), "{shown:?} in:\n{}", all.text());
+    }
+
+    // The documented example: the time-sliced pools only.
+    std::fs::remove_file(ws.dir.join("all.tfquery.hcl")).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    ws.write(
+        "time_sliced.tfquery.hcl",
+        &std::fs::read_to_string(
+            root.join(
+                "examples/list-resources/fracgpu_karpenter_nodepool/list-resource.tfquery.hcl",
+            ),
+        )
+        .unwrap(),
+    );
+    let sliced = ws.ok(&["query", "-no-color"]);
+    assert!(sliced.stdout.contains("t4-slices ("), "{}", sliced.text());
+    assert!(!sliced.stdout.contains("by-hand"), "{}", sliced.text());
+
+    // Forget the pool and let the query write its configuration: an import, then nothing to do.
+    std::fs::remove_file(ws.dir.join("time_sliced.tfquery.hcl")).unwrap();
+    ws.ok(&["state", "rm", "fracgpu_karpenter_nodepool.t4"]);
+    ws.write(
+        "main.tf",
+        &format!("{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{}}\n"),
+    );
+    ws.write(
+        "all.tfquery.hcl",
+        "list \"fracgpu_karpenter_nodepool\" \"all\" {\n  provider = fracgpu\n}\n",
+    );
+    let generated = ws.ok(&["query", "-no-color", "-generate-config-out=pools.tf"]);
+    let text = flat(&generated.text());
+    assert!(
+        text.contains("NodePools not made by this provider left out") && text.contains("by-hand"),
+        "{text}"
+    );
+    let pools = std::fs::read_to_string(ws.dir.join("pools.tf")).unwrap();
+    assert_eq!(pools.matches("import {").count(), 1, "{pools}");
+    assert!(pools.contains("\"t4-slices\""), "{pools}");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(
+        plan.stdout
+            .contains("1 to import, 0 to add, 0 to change, 0 to destroy"),
+        "{}",
+        plan.stdout
+    );
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "an imported pool plans empty: {}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(get(&server, "nodepools.karpenter.sh", "t4-slices").is_none());
 }
 
 /// The docs' example, applied, planned empty and destroyed on a real server.

@@ -18,8 +18,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::cluster::Cluster;
 use crate::cluster::karpenter_api::OverlayGate;
 use crate::operation::{Cut, bounded};
+use crate::resources::nodepool::discovery::sharing_name;
+use gpu::SharingMode;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::{Decoded, FromValue, ToValue, merge};
 use tfplugin::plan::Planned;
@@ -94,11 +97,14 @@ impl KarpenterNodePool {
 
     async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
         let mut state = state.clone();
-        // An import's skeleton: only the name, the rest from the NodePool's declaration.
+        // An import's skeleton: only the name, the rest from the NodePool's declaration. The
+        // declaration carries no `kubernetes` block, so the provider's client read it and
+        // reads the rest.
+        let mut imported = None;
         if state.get("gpu_model").is_null() {
             let name = state.get("name").as_str()?.to_string();
-            let c = self.connect(None).await.map_err(|d| diags.push(d)).ok()?;
-            let live = ops::node_pool(&c, &name)
+            let c = imported.insert(self.connect(None).await.map_err(|d| diags.push(d)).ok()?);
+            let live = ops::node_pool(c, &name)
                 .await
                 .map_err(|e| diags.push(ops::kube_diagnostic("read the NodePool", None, &e)))
                 .ok()??;
@@ -128,20 +134,131 @@ impl KarpenterNodePool {
                 })
                 .ok()?;
         }
+        let c = match imported {
+            Some(c) => c,
+            None => {
+                let args = Args::from_value(&state).or_report_state(diags, REIMPORT)?;
+                self.connect(Some(&args))
+                    .await
+                    .map_err(|d| diags.push(d))
+                    .ok()?
+            }
+        };
+        Self::observed(&c, state, diags).await
+    }
+
+    /// The state with what the cluster holds of the pool's objects; None when the NodePool is
+    /// gone or after an error diagnostic.
+    async fn observed(c: &Cluster, mut state: Value, diags: &mut Diagnostics) -> Option<Value> {
         let args = Args::from_value(&state).or_report_state(diags, REIMPORT)?;
         let desired = resolve(&args, diags)?;
-        let c = self
-            .connect(Some(&args))
-            .await
-            .map_err(|d| diags.push(d))
-            .ok()?;
-        let objects = ops::observe(&c, &args, &desired)
+        let objects = ops::observe(c, &args, &desired)
             .await
             .map_err(|d| diags.push(d))
             .ok()??;
         merge(&mut state, &desired.computed(objects));
         Some(state)
     }
+
+    /// The NodePools of the cluster the provider's settings reach (as an import reads it), for
+    /// `terraform query`: those this provider made, with their sharing, and the others by name
+    /// only (`state` None: nothing to import them from). `sharing` keeps those shared that way;
+    /// `with_state` reads each made one back as an import would. A pool whose declaration
+    /// cannot be read back is left out with a warning.
+    pub async fn listed(
+        &self,
+        sharing: Option<&str>,
+        with_state: bool,
+        diags: &mut Diagnostics,
+    ) -> Option<Vec<Listed>> {
+        let c = self.connect(None).await.map_err(|d| diags.push(d)).ok()?;
+        let pools = c
+            .node_pools()
+            .await
+            .map_err(|e| diags.push(ops::kube_diagnostic("list the NodePools", None, &e)))
+            .ok()?;
+        let mut out = Vec::new();
+        for live in pools {
+            let name = live
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let Some(declared) = ops::declared(&live).and_then(|t| declared_state(t).ok()) else {
+                if sharing.is_none() {
+                    out.push(Listed {
+                        display_name: format!("{name} (not made by fracgpu)"),
+                        name,
+                        state: None,
+                    });
+                }
+                continue;
+            };
+            let Ok(args) = Args::from_value(&declared) else {
+                continue;
+            };
+            let mode = args.sharing.mode();
+            if sharing.is_some_and(|s| s != sharing_name(&mode)) {
+                continue;
+            }
+            let state = if with_state {
+                let mut own = Diagnostics::new();
+                let Some(st) = Self::observed(&c, declared, &mut own).await else {
+                    let why = own
+                        .0
+                        .iter()
+                        .map(|d| format!("{}: {}", d.summary, d.detail))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    diags.push(Diagnostic::warning(
+                        "NodePool left out",
+                        format!("NodePool {name} could not be read back as an import would: {why}"),
+                    ));
+                    continue;
+                };
+                Some(st)
+            } else {
+                None
+            };
+            out.push(Listed {
+                display_name: listed_name(&name, &args, &mode),
+                name,
+                state,
+            });
+        }
+        Some(out)
+    }
+}
+
+/// A NodePool as `terraform query` lists it.
+pub struct Listed {
+    pub name: String,
+    pub display_name: String,
+    /// The state an import gives it; None for a NodePool this provider did not make, or when
+    /// the resource was not asked for.
+    pub state: Option<Value>,
+}
+
+/// What `terraform query` shows of a pool this provider made: where, which GPUs, how shared.
+fn listed_name(name: &str, args: &Args, mode: &SharingMode) -> String {
+    let place = if args.aks.is_some() {
+        "AKS node auto-provisioning"
+    } else {
+        "EKS Karpenter"
+    };
+    let counts = args
+        .gpu_counts
+        .iter()
+        .map(|n| format!("x{n}"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let sharing = match mode {
+        SharingMode::None => "whole GPUs".to_string(),
+        SharingMode::Mig { profile, .. } => format!("MIG {profile}"),
+        SharingMode::TimeSlicing { replicas, .. } => format!("time-slicing x{replicas}"),
+        SharingMode::Mps { replicas } => format!("MPS x{replicas}"),
+    };
+    format!("{name} ({place}, {} {counts}, {sharing})", args.gpu_model)
 }
 
 /// Fills the computed attributes from the rendering: on create and update, and on a plan
