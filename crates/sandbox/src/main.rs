@@ -4,7 +4,8 @@
 //! [--jitter-ms J]]` prints its endpoints and runs until SIGINT or SIGTERM. `--latency-ms` delays
 //! every cloud and Kubernetes API answer by N ms plus up to J ms, as a real cloud's round trip.
 //! `demo` runs the quick start (see `sandbox::demo`). `twin` plays the GPU stack's digital twin
-//! against any Kubernetes API server (see `sandbox::kube::remote_twin`).
+//! against any Kubernetes API server (see `sandbox::kube::remote_twin`), Karpenter included
+//! (`sandbox::kube::remote_karpenter`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [-
     operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes \
     of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, \
     .memory):\n  writes their labels and their nvidia.com/ extended resources (status \
-    subresource), every SECONDS (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA \
+    subresource); and Karpenter where the server serves its CRDs:\n      launches the Nodes pending pods need from the NodePools and NodeOverlays; every SECONDS     (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA \
     that verifies the server (else the system roots).";
 
 /// `twin`'s flags.
@@ -82,9 +83,18 @@ async fn twin(args: TwinArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.once {
         let r = t.sync_once().await?;
         let pods = t.kubelet_once().await?;
+        let k = t.karpenter_once().await?;
         println!(
-            "gpu nodes: {:?}; written: {:?}; refused: {:?}; pods written: {pods:?}",
-            r.gpu_nodes, r.written, r.refused
+            "gpu nodes: {:?}; written: {:?}; refused: {:?}; pods written: {pods:?}; \
+             karpenter launched: {:?}; pending: {:?}",
+            r.gpu_nodes,
+            r.written,
+            r.refused,
+            k.launched
+                .iter()
+                .map(|l| format!("{} ({}, {})", l.node, l.instance_type, l.node_pool))
+                .collect::<Vec<_>>(),
+            k.pending
         );
         return Ok(());
     }

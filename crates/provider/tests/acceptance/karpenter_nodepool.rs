@@ -5,12 +5,15 @@
 //! NodePool deleted out of band is made again -> import reads the declaration back -> destroy.
 //! Also: the plan's warning when Karpenter runs with the NodeOverlay gate off, the refusal of a
 //! NodePool the provider did not make, `terraform query` listing the NodePools and generating a
-//! configuration that imports clean, and bad input refused at plan time on its attribute.
+//! configuration that imports clean, the twin's Karpenter scaling the pool from zero by slices,
+//! and bad input refused at plan time on its attribute.
 
 use super::karpenter_objects::{KARPENTER, karpenter_server};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 use crate::common::tools::{self, Tool};
-use serde_json::Value;
+use ::sandbox::kube::remote_karpenter::LAUNCHED_FOR;
+use ::sandbox::kube::remote_twin::RemoteTwin;
+use serde_json::{Value, json};
 use testkit::apiserver::ApiServer;
 
 fn pool_tf(replicas: u32, counts: &str) -> String {
@@ -359,6 +362,103 @@ fn terraform_query_lists_the_node_pools_and_generates_a_clean_import() {
     assert!(get(&server, "nodepools.karpenter.sh", "t4-slices").is_none());
 }
 
+/// Pods that ask for one slice each, placed as the pool's outputs say.
+fn slice_pods(t4: &Value, from: usize, to: usize) -> String {
+    let resource = t4["resource_name"].as_str().unwrap();
+    let items: Vec<Value> = (from..to)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("model-{i:02}"), "namespace": "default"},
+                "spec": {"nodeSelector": t4["node_selector"], "tolerations": t4["tolerations"],
+                    "containers": [{"name": "m", "image": "example.com/model:1",
+                        "resources": {"limits": {resource: 1}}}]}})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}
+
+/// The twin's Karpenter on the real server reads the NodePool and NodeOverlays the provider wrote:
+/// ten pending pods of one slice on a 1-GPU x 10 pool bring one node, not ten; a second pass adds
+/// none; five more bring a second; with the NodeOverlay gate off no instance type offers slices.
+#[test]
+fn the_twins_karpenter_scales_the_pool_from_zero_by_slices() {
+    let Some(server) = karpenter_server() else {
+        return;
+    };
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "true"),
+    );
+    let ws = Workspace::new(&pool_tf(10, "[1, 4]"))
+        .env("KUBECONFIG", &server.kubeconfig().display().to_string());
+    ws.init();
+    ws.apply();
+    let t4 = ws.output_json()["t4"]["value"].clone();
+    let twin = RemoteTwin::new(&server.url, Some(&server.ca_pem()), server.admin_token()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let pass = || rt.block_on(twin.karpenter_once()).expect("karpenter pass");
+    let nodes = || -> Vec<Value> {
+        let list: Value = serde_json::from_str(&server.kubectl_ok(&[
+            "get",
+            "nodes",
+            "-l",
+            "karpenter.sh/nodepool=t4-slices",
+            "-o",
+            "json",
+        ]))
+        .unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    };
+
+    server.kubectl_stdin(&["create", "-f", "-"], &slice_pods(&t4, 0, 10));
+    let r = pass();
+    assert!(r.overlays_read, "{r:?}");
+    assert_eq!(r.launched.len(), 1, "{r:?}");
+    assert_eq!(r.launched[0].instance_type, "g4dn.xlarge");
+    assert_eq!(r.launched[0].pods.len(), 10);
+    let made = nodes();
+    assert_eq!(made.len(), 1);
+    let labels = &made[0]["metadata"]["labels"];
+    assert_eq!(
+        labels["nvidia.com/device-plugin.config"],
+        t4["device_plugin_config_name"]
+    );
+    assert_eq!(labels["karpenter.k8s.aws/instance-gpu-count"], "1");
+    assert!(
+        made[0]["metadata"]["annotations"][LAUNCHED_FOR]
+            .as_str()
+            .is_some_and(|p| p.contains("default/model-00")),
+        "{}",
+        made[0]
+    );
+    let r = pass();
+    assert!(r.launched.is_empty(), "the new node holds them: {r:?}");
+
+    server.kubectl_stdin(&["create", "-f", "-"], &slice_pods(&t4, 10, 15));
+    let r = pass();
+    assert_eq!(r.launched.len(), 1, "{r:?}");
+    assert_eq!(r.launched[0].pods.len(), 5);
+    assert_eq!(nodes().len(), 2);
+
+    // Without the gate Karpenter sizes nodes by whole GPUs: slices fit no instance type.
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "false"),
+    );
+    server.kubectl_ok(&["delete", "nodes", "-l", "karpenter.sh/nodepool=t4-slices"]);
+    let r = pass();
+    assert!(!r.overlays_read && r.launched.is_empty(), "{r:?}");
+    assert_eq!(r.pending.len(), 15, "{r:?}");
+    let resource = t4["resource_name"].as_str().unwrap();
+    assert!(
+        r.pending[0].1.contains(&format!("Insufficient {resource}")),
+        "{r:?}"
+    );
+}
+
 /// The docs' example, applied, planned empty and destroyed on a real server.
 #[test]
 fn the_example_applies_on_a_real_server() {
@@ -387,6 +487,45 @@ fn the_example_applies_on_a_real_server() {
     assert_eq!(overlay["spec"]["capacity"]["nvidia.com/gpu"], "40");
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "{}", plan.text());
+
+    // The twin's Karpenter (self-hosted, gate on) scales the NAP pool from zero: eight pods of
+    // one MPS share on 1-GPU A100s shared four ways bring two nodes.
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "true"),
+    );
+    let state = ws.show_json();
+    let nap = state["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == "fracgpu_karpenter_nodepool.nap")
+        .map(|r| r["values"].clone())
+        .expect("the NAP pool in state");
+    server.kubectl_stdin(&["create", "-f", "-"], &slice_pods(&nap, 0, 8));
+    let twin = RemoteTwin::new(&server.url, Some(&server.ca_pem()), server.admin_token()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(twin.karpenter_once()).expect("karpenter pass");
+    let types: Vec<&str> = r
+        .launched
+        .iter()
+        .map(|l| l.instance_type.as_str())
+        .collect();
+    assert_eq!(
+        types,
+        ["Standard_NC24ads_A100_v4", "Standard_NC24ads_A100_v4"],
+        "{r:?}"
+    );
+    assert!(
+        r.launched
+            .iter()
+            .all(|l| l.node_pool == "a100-mps" && l.pods.len() == 4)
+    );
+    server.kubectl_ok(&["delete", "pods", "--all", "-n", "default"]);
+    server.kubectl_ok(&["delete", "nodes", "-l", "karpenter.sh/nodepool=a100-mps"]);
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(get(&server, "nodepools.karpenter.sh", "a100-mps").is_none());
 }

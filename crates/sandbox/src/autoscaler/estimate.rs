@@ -60,7 +60,7 @@ fn tolerates(t: &Toleration, (key, value, effect): &(String, String, String)) ->
 
 /// Why a pod cannot go to a node with these labels, taints and room; None when it can. The texts
 /// are the scheduler's predicate failures as cluster-autoscaler quotes them in its events.
-fn refusal(
+pub(crate) fn refusal(
     pod: &PendingPod,
     labels: &BTreeMap<String, String>,
     taints: &[(String, String, String)],
@@ -89,7 +89,7 @@ fn refusal(
     None
 }
 
-fn take(free: &mut BTreeMap<String, u64>, pod: &PendingPod) {
+pub(crate) fn take(free: &mut BTreeMap<String, u64>, pod: &PendingPod) {
     for (r, q) in &pod.requests {
         if let Some(f) = free.get_mut(r) {
             *f -= q;

@@ -13,4 +13,5 @@ pub(crate) mod log;
 mod run;
 mod template;
 
+pub(crate) use estimate::{refusal, take};
 pub(crate) use run::run;

@@ -33,6 +33,7 @@ mod kinds;
 mod meta;
 mod patch;
 mod proto;
+pub mod remote_karpenter;
 pub mod remote_twin;
 mod schema;
 mod select;

@@ -189,7 +189,7 @@ impl RemoteTwin {
         }
     }
 
-    async fn get(&self, path: &str) -> Result<Option<Value>, RemoteError> {
+    pub(super) async fn get(&self, path: &str) -> Result<Option<Value>, RemoteError> {
         self.send(reqwest::Method::GET, path, None).await
     }
 
@@ -452,7 +452,7 @@ impl RemoteTwin {
 
     /// A POST or DELETE with a JSON body; a 404 or 409 (the pod went or moved meanwhile) is left
     /// to the next pass.
-    async fn write(
+    pub(super) async fn write(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -477,6 +477,20 @@ impl RemoteTwin {
             }
             if let Err(e) = self.kubelet_once().await {
                 eprintln!("twin: {e}");
+            }
+            match self.karpenter_once().await {
+                Ok(r) => {
+                    for l in r.launched {
+                        eprintln!(
+                            "twin: karpenter launched {} ({}) of nodepool {} for {} pod(s)",
+                            l.node,
+                            l.instance_type,
+                            l.node_pool,
+                            l.pods.len()
+                        );
+                    }
+                }
+                Err(e) => eprintln!("twin: {e}"),
             }
             tokio::select! {
                 _ = &mut stop => return,

@@ -113,100 +113,63 @@ impl Cluster {
 
     /// The pods waiting for a node and the room on every node, for the twin's autoscaler.
     pub(crate) fn demand(&self) -> ClusterDemand {
-        let pods: Vec<&Value> = self
-            .objects
-            .get(&kinds::PODS.qualified())
-            .map(|m| m.values().collect())
-            .unwrap_or_default();
-        let mut used: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        let mut pending = Vec::new();
-        for p in &pods {
-            if p.pointer("/metadata/deletionTimestamp").is_some() {
-                continue;
-            }
-            let phase = p.pointer("/status/phase").and_then(Value::as_str);
-            if matches!(phase, Some("Succeeded" | "Failed")) {
-                continue;
-            }
-            let requests = pod_requests(p);
-            match p.pointer("/spec/nodeName").and_then(Value::as_str) {
-                Some(n) if !n.is_empty() => {
-                    let u = used.entry(n.to_string()).or_default();
-                    for (r, q) in requests {
-                        *u.entry(r).or_insert(0) += q;
-                    }
-                }
-                _ => pending.push((
-                    p.pointer("/metadata/creationTimestamp")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    PendingPod {
-                        name: format!(
-                            "{}/{}",
-                            p.pointer("/metadata/namespace")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default(),
-                            p.pointer("/metadata/name")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                        ),
-                        requests,
-                        node_selector: str_map(p.pointer("/spec/nodeSelector")),
-                        tolerations: p
-                            .pointer("/spec/tolerations")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .map(|t| {
-                                let s = |k: &str| {
-                                    t.get(k)
-                                        .and_then(Value::as_str)
-                                        .unwrap_or_default()
-                                        .to_string()
-                                };
-                                Toleration {
-                                    key: s("key"),
-                                    operator: s("operator"),
-                                    value: s("value"),
-                                    effect: s("effect"),
-                                }
-                            })
-                            .collect(),
-                    },
-                )),
-            }
+        let of = |k: kinds::Kind| {
+            self.objects
+                .get(&k.qualified())
+                .into_iter()
+                .flat_map(|m| m.values())
+        };
+        demand_of(of(kinds::PODS), of(kinds::NODES), |name, _| {
+            self.twins.get(name).map(|t| t.pool.clone())
+        })
+    }
+}
+
+/// The pods waiting for a node and the room on every node, from an API server's pods and nodes;
+/// `pool_of` names the pool a node (name, object) belongs to.
+pub(crate) fn demand_of<'a>(
+    pods: impl Iterator<Item = &'a Value>,
+    nodes: impl Iterator<Item = &'a Value>,
+    pool_of: impl Fn(&str, &Value) -> Option<String>,
+) -> ClusterDemand {
+    let pods: Vec<&Value> = pods.collect();
+    let mut used: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut pending = Vec::new();
+    for p in &pods {
+        if p.pointer("/metadata/deletionTimestamp").is_some() {
+            continue;
         }
-        // Oldest first, then by name: the order the autoscaler considers them in.
-        pending.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
-        let nodes = self
-            .objects
-            .get(&kinds::NODES.qualified())
-            .into_iter()
-            .flat_map(|m| m.values())
-            .map(|n| {
-                let name = n
-                    .pointer("/metadata/name")
+        let phase = p.pointer("/status/phase").and_then(Value::as_str);
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let requests = pod_requests(p);
+        match p.pointer("/spec/nodeName").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() => {
+                let u = used.entry(n.to_string()).or_default();
+                for (r, q) in requests {
+                    *u.entry(r).or_insert(0) += q;
+                }
+            }
+            _ => pending.push((
+                p.pointer("/metadata/creationTimestamp")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
-                    .to_string();
-                let mut free: BTreeMap<String, u64> = n
-                    .pointer("/status/allocatable")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                    .filter(|(k, _)| extended(k))
-                    .filter_map(|(k, v)| integer(v).map(|q| (k.clone(), q)))
-                    .collect();
-                for (r, q) in used.get(&name).into_iter().flatten() {
-                    let f = free.entry(r.clone()).or_insert(0);
-                    *f = f.saturating_sub(*q);
-                }
-                NodeRoom {
-                    pool: self.twins.get(&name).map(|t| t.pool.clone()),
-                    labels: labels_of(n),
-                    taints: n
-                        .pointer("/spec/taints")
+                    .to_string(),
+                PendingPod {
+                    name: format!(
+                        "{}/{}",
+                        p.pointer("/metadata/namespace")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default(),
+                        p.pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    ),
+                    requests,
+                    node_selector: str_map(p.pointer("/spec/nodeSelector")),
+                    tolerations: p
+                        .pointer("/spec/tolerations")
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
@@ -217,18 +180,65 @@ impl Cluster {
                                     .unwrap_or_default()
                                     .to_string()
                             };
-                            (s("key"), s("value"), s("effect"))
+                            Toleration {
+                                key: s("key"),
+                                operator: s("operator"),
+                                value: s("value"),
+                                effect: s("effect"),
+                            }
                         })
                         .collect(),
-                    unschedulable: n.pointer("/spec/unschedulable") == Some(&Value::Bool(true)),
-                    free,
-                    name,
-                }
-            })
-            .collect();
-        ClusterDemand {
-            pending: pending.into_iter().map(|(_, p)| p).collect(),
-            nodes,
+                },
+            )),
         }
+    }
+    // Oldest first, then by name: the order the autoscaler considers them in.
+    pending.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+    let nodes = nodes
+        .map(|n| {
+            let name = n
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let mut free: BTreeMap<String, u64> = n
+                .pointer("/status/allocatable")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| extended(k))
+                .filter_map(|(k, v)| integer(v).map(|q| (k.clone(), q)))
+                .collect();
+            for (r, q) in used.get(&name).into_iter().flatten() {
+                let f = free.entry(r.clone()).or_insert(0);
+                *f = f.saturating_sub(*q);
+            }
+            NodeRoom {
+                pool: pool_of(&name, n),
+                labels: labels_of(n),
+                taints: n
+                    .pointer("/spec/taints")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|t| {
+                        let s = |k: &str| {
+                            t.get(k)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
+                        };
+                        (s("key"), s("value"), s("effect"))
+                    })
+                    .collect(),
+                unschedulable: n.pointer("/spec/unschedulable") == Some(&Value::Bool(true)),
+                free,
+                name,
+            }
+        })
+        .collect();
+    ClusterDemand {
+        pending: pending.into_iter().map(|(_, p)| p).collect(),
+        nodes,
     }
 }
