@@ -268,10 +268,10 @@ async fn eks_refresh_of_a_cluster_is_one_list_and_each_describe_once() {
     let (base, seen) = serve().await;
     let (client, other) = (eks(&base).await, eks(&base).await);
     // DescribeNodegroup has no batch form: one ListNodegroups page, then one describe each; the
-    // groups' Auto Scaling groups (their node templates) in one DescribeAutoScalingGroups, beside
-    // the one of the first pool's own read.
-    let specs: Vec<PoolSpec> = (0..30).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
-    scenario(&client, &other, &specs, &seen, 2 + specs.len() + 2).await;
+    // groups' Auto Scaling groups (their node templates) in two DescribeAutoScalingGroups of 50
+    // names at most, sent together, beside the one of the first pool's own read.
+    let specs: Vec<PoolSpec> = (0..60).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
+    scenario(&client, &other, &specs, &seen, 2 + specs.len() + 3).await;
 }
 
 async fn gke(base: &str) -> GkeClient {

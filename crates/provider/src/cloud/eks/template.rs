@@ -35,6 +35,9 @@ const MAX_TAGS: usize = 50 - 4;
 const MAX_KEY: usize = 128;
 /// Group names one DescribeAutoScalingGroups may name (its `MaxRecords` is at most 100).
 const NAMES_PER_DESCRIBE: usize = 50;
+/// DescribeAutoScalingGroups calls of one refresh in flight: Auto Scaling publishes no read
+/// rate either, and four covers 200 groups in one round trip.
+const TEMPLATE_DESCRIBES_IN_FLIGHT: usize = 4;
 
 /// The template's tags.
 fn tags(t: &NodeTemplate<'_>) -> BTreeMap<String, String> {
@@ -96,48 +99,63 @@ pub(super) fn asg_names(ng: &Nodegroup) -> Vec<String> {
 
 impl EksClient {
     /// The template tags of each named group that exists, by name, in as few
-    /// DescribeAutoScalingGroups calls as the API allows.
+    /// DescribeAutoScalingGroups calls as the API allows, those of different names at once (a
+    /// refresh of 200 node groups waits one round trip for their templates, not four).
     pub(super) async fn templates(
         &self,
         region: &str,
         names: &[String],
         ctx: &OpCtx,
     ) -> Result<HashMap<String, BTreeMap<String, String>>, CloudError> {
-        let mut out = HashMap::new();
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
         if names.is_empty() {
-            return Ok(out);
+            return Ok(HashMap::new());
         }
-        let client = self.asg_client(region)?;
-        for chunk in names.chunks(NAMES_PER_DESCRIBE) {
-            let mut token: Option<String> = None;
-            loop {
-                let req = client
-                    .describe_auto_scaling_groups()
-                    .set_auto_scaling_group_names(Some(chunk.to_vec()))
-                    .max_records(100)
-                    .set_next_token(token.clone());
-                let page = self
-                    .call(ctx, "DescribeAutoScalingGroups", || req.clone().send())
-                    .await?;
-                for g in page.auto_scaling_groups() {
-                    let template = g
-                        .tags()
-                        .iter()
-                        .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
-                        .filter(|(k, _)| k.starts_with(PREFIX))
-                        .collect();
-                    out.insert(
-                        g.auto_scaling_group_name().unwrap_or_default().to_string(),
-                        template,
-                    );
-                }
-                match page.next_token().filter(|t| !t.is_empty()) {
-                    Some(t) => token = Some(t.to_string()),
-                    None => break,
-                }
+        let client = &self.asg_client(region)?;
+        let chunks: Vec<HashMap<String, BTreeMap<String, String>>> =
+            stream::iter(names.chunks(NAMES_PER_DESCRIBE).map(<[String]>::to_vec))
+                .map(|chunk| async move { self.templates_of_chunk(client, &chunk, ctx).await })
+                .buffer_unordered(TEMPLATE_DESCRIBES_IN_FLIGHT)
+                .try_collect()
+                .await?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+
+    /// One DescribeAutoScalingGroups of at most [`NAMES_PER_DESCRIBE`] names, every page.
+    async fn templates_of_chunk(
+        &self,
+        client: &aws_sdk_autoscaling::Client,
+        chunk: &[String],
+        ctx: &OpCtx,
+    ) -> Result<HashMap<String, BTreeMap<String, String>>, CloudError> {
+        let mut out = HashMap::new();
+        let mut token: Option<String> = None;
+        loop {
+            let req = client
+                .describe_auto_scaling_groups()
+                .set_auto_scaling_group_names(Some(chunk.to_vec()))
+                .max_records(100)
+                .set_next_token(token.clone());
+            let page = self
+                .call(ctx, "DescribeAutoScalingGroups", || req.clone().send())
+                .await?;
+            for g in page.auto_scaling_groups() {
+                let template = g
+                    .tags()
+                    .iter()
+                    .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
+                    .filter(|(k, _)| k.starts_with(PREFIX))
+                    .collect();
+                out.insert(
+                    g.auto_scaling_group_name().unwrap_or_default().to_string(),
+                    template,
+                );
+            }
+            match page.next_token().filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t.to_string()),
+                None => return Ok(out),
             }
         }
-        Ok(out)
     }
 
     /// The template a node group's groups carry (the first group's: EKS makes one).
