@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::remote_twin::{RemoteError, RemoteTwin};
-use super::store::demand::demand_of;
+use super::store::demand::{demand_of, integer, pod_requests, str_map, taints_of as taints};
 use crate::autoscaler::{refusal, take};
 use crate::catalog::{self, Gpu};
 use crate::nodes::{NodeRoom, PendingPod};
@@ -200,28 +200,6 @@ fn array<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
         .unwrap_or_default()
 }
 
-fn str_map(v: Option<&Value>) -> BTreeMap<String, String> {
-    v.and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
-}
-
-fn taints(v: &[Value]) -> Vec<(String, String, String)> {
-    v.iter()
-        .map(|t| {
-            let s = |k: &str| {
-                t.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            (s("key"), s("value"), s("effect"))
-        })
-        .collect()
-}
-
 /// A NodePool as the scheduler reads it.
 #[derive(Debug, Clone)]
 struct Pool {
@@ -284,14 +262,7 @@ fn pool_of(np: &Value) -> Option<Pool> {
         .into_iter()
         .flatten()
         .filter(|(k, _)| k.contains('/'))
-        .filter_map(|(k, v)| {
-            let q = match v {
-                Value::String(s) => s.parse().ok(),
-                Value::Number(n) => n.as_u64(),
-                _ => None,
-            }?;
-            Some((k.clone(), q))
-        })
+        .filter_map(|(k, v)| Some((k.clone(), integer(v)?)))
         .collect();
     Some(Pool {
         name,
@@ -564,7 +535,7 @@ impl RemoteTwin {
                         pod.pointer("/spec/nodeName").and_then(Value::as_str)
                             == Some(room.name.as_str())
                     })
-                    .flat_map(super::store::demand::pod_requests)
+                    .flat_map(pod_requests)
                     .fold(BTreeMap::new(), |mut m, (r, q)| {
                         *m.entry(r).or_insert(0) += q;
                         m

@@ -23,7 +23,8 @@ fn extended(name: &str) -> bool {
     name.contains('/') && !name.starts_with("kubernetes.io/") && !name.starts_with("hugepages-")
 }
 
-fn integer(v: &Value) -> Option<u64> {
+/// A count as the API writes one: a number, or a quantity string of digits.
+pub(crate) fn integer(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n.as_u64(),
         Value::String(s) => s.parse().ok(),
@@ -31,7 +32,8 @@ fn integer(v: &Value) -> Option<u64> {
     }
 }
 
-fn str_map(v: Option<&Value>) -> BTreeMap<String, String> {
+/// An object of strings (labels, a node selector); other values left out.
+pub(crate) fn str_map(v: Option<&Value>) -> BTreeMap<String, String> {
     v.and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -39,6 +41,21 @@ fn str_map(v: Option<&Value>) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A string field of an object, empty when absent.
+fn field(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Taints (core/v1 Taint) as (key, value, effect).
+pub(crate) fn taints_of(v: &[Value]) -> Vec<(String, String, String)> {
+    v.iter()
+        .map(|t| (field(t, "key"), field(t, "value"), field(t, "effect")))
+        .collect()
 }
 
 /// A pod's ask: per extended resource, its containers' requests (or limits) summed.
@@ -173,19 +190,11 @@ pub(crate) fn demand_of<'a>(
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
-                        .map(|t| {
-                            let s = |k: &str| {
-                                t.get(k)
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default()
-                                    .to_string()
-                            };
-                            Toleration {
-                                key: s("key"),
-                                operator: s("operator"),
-                                value: s("value"),
-                                effect: s("effect"),
-                            }
+                        .map(|t| Toleration {
+                            key: field(t, "key"),
+                            operator: field(t, "operator"),
+                            value: field(t, "value"),
+                            effect: field(t, "effect"),
                         })
                         .collect(),
                 },
@@ -216,21 +225,12 @@ pub(crate) fn demand_of<'a>(
             NodeRoom {
                 pool: pool_of(&name, n),
                 labels: labels_of(n),
-                taints: n
-                    .pointer("/spec/taints")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .map(|t| {
-                        let s = |k: &str| {
-                            t.get(k)
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string()
-                        };
-                        (s("key"), s("value"), s("effect"))
-                    })
-                    .collect(),
+                taints: taints_of(
+                    n.pointer("/spec/taints")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default(),
+                ),
                 unschedulable: n.pointer("/spec/unschedulable") == Some(&Value::Bool(true)),
                 free,
                 name,
