@@ -11,7 +11,7 @@
 use super::karpenter_objects::{KARPENTER, karpenter_server};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace, flat};
 use crate::common::tools::{self, Tool};
-use ::sandbox::kube::remote_karpenter::LAUNCHED_FOR;
+use ::sandbox::kube::remote_karpenter::{KarpenterReport, LAUNCHED_FOR};
 use ::sandbox::kube::remote_twin::RemoteTwin;
 use serde_json::{Value, json};
 use testkit::apiserver::ApiServer;
@@ -299,6 +299,15 @@ fn terraform_query_lists_the_node_pools_and_generates_a_clean_import() {
             "kind": "EC2NodeClass", "name": "default"}, "requirements": []}}}}"#,
     );
 
+    // A declaration edited by hand: left out, and said so.
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "garbled",
+          "annotations": {"fracgpu.dev/declaration": "{\"gpu_model\": 4"}},
+          "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+            "kind": "EC2NodeClass", "name": "default"}, "requirements": []}}}}"#,
+    );
+
     ws.write(
         "all.tfquery.hcl",
         "list \"fracgpu_karpenter_nodepool\" \"all\" {\n  provider = fracgpu\n}\n",
@@ -310,6 +319,12 @@ fn terraform_query_lists_the_node_pools_and_generates_a_clean_import() {
     ] {
         assert!(all.stdout.contains(shown), "{shown:?} in:\n{}", all.text());
     }
+    let text = flat(&all.text());
+    assert!(
+        text.contains("NodePool left out") && text.contains("NodePool garbled's"),
+        "{text}"
+    );
+    server.kubectl_ok(&["delete", "nodepools.karpenter.sh", "garbled"]);
 
     // The documented example: the time-sliced pools only.
     std::fs::remove_file(ws.dir.join("all.tfquery.hcl")).unwrap();
@@ -362,6 +377,17 @@ fn terraform_query_lists_the_node_pools_and_generates_a_clean_import() {
     assert!(get(&server, "nodepools.karpenter.sh", "t4-slices").is_none());
 }
 
+/// One pass of the twin's Karpenter against the server.
+fn karpenter_pass(server: &ApiServer) -> KarpenterReport {
+    let twin = RemoteTwin::new(&server.url, Some(&server.ca_pem()), server.admin_token()).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(twin.karpenter_once())
+        .expect("karpenter pass")
+}
+
 /// Pods that ask for one slice each, placed as the pool's outputs say.
 fn slice_pods(t4: &Value, from: usize, to: usize) -> String {
     let resource = t4["resource_name"].as_str().unwrap();
@@ -394,12 +420,7 @@ fn the_twins_karpenter_scales_the_pool_from_zero_by_slices() {
     ws.init();
     ws.apply();
     let t4 = ws.output_json()["t4"]["value"].clone();
-    let twin = RemoteTwin::new(&server.url, Some(&server.ca_pem()), server.admin_token()).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let pass = || rt.block_on(twin.karpenter_once()).expect("karpenter pass");
+    let pass = || karpenter_pass(&server);
     let nodes = || -> Vec<Value> {
         let list: Value = serde_json::from_str(&server.kubectl_ok(&[
             "get",
@@ -503,12 +524,7 @@ fn the_example_applies_on_a_real_server() {
         .map(|r| r["values"].clone())
         .expect("the NAP pool in state");
     server.kubectl_stdin(&["create", "-f", "-"], &slice_pods(&nap, 0, 8));
-    let twin = RemoteTwin::new(&server.url, Some(&server.ca_pem()), server.admin_token()).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let r = rt.block_on(twin.karpenter_once()).expect("karpenter pass");
+    let r = karpenter_pass(&server);
     let types: Vec<&str> = r
         .launched
         .iter()

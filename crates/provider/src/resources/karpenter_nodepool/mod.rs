@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use crate::cluster::Cluster;
 use crate::cluster::karpenter_api::OverlayGate;
 use crate::operation::{Cut, bounded};
-use crate::resources::nodepool::discovery::sharing_name;
+use crate::resources::nodepool::discovery::{sharing_label, sharing_name};
 use gpu::SharingMode;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::{Decoded, FromValue, ToValue, merge};
@@ -98,8 +98,8 @@ impl KarpenterNodePool {
     async fn do_read(&self, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
         let mut state = state.clone();
         // An import's skeleton: only the name, the rest from the NodePool's declaration. The
-        // declaration carries no `kubernetes` block, so the provider's client read it and
-        // reads the rest.
+        // declaration carries no `kubernetes` block, so the client that read it (the
+        // provider's settings) reads the rest too.
         let mut imported = None;
         if state.get("gpu_model").is_null() {
             let name = state.get("name").as_str()?.to_string();
@@ -125,11 +125,7 @@ impl KarpenterNodePool {
                 .map_err(|e| {
                     diags.push(Diagnostic::error(
                         "Unreadable declaration",
-                        format!(
-                            "NodePool {name}'s {} annotation does not read as this provider's \
-                            arguments ({e}); it was edited by hand or written by another version.",
-                            model::DECLARATION
-                        ),
+                        unreadable(&name, &e),
                     ))
                 })
                 .ok()?;
@@ -184,7 +180,7 @@ impl KarpenterNodePool {
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let Some(declared) = ops::declared(&live).and_then(|t| declared_state(t).ok()) else {
+            let Some(text) = ops::declared(&live) else {
                 if sharing.is_none() {
                     out.push(Listed {
                         display_name: format!("{name} (not made by fracgpu)"),
@@ -194,8 +190,19 @@ impl KarpenterNodePool {
                 }
                 continue;
             };
-            let Ok(args) = Args::from_value(&declared) else {
-                continue;
+            let read = declared_state(text).and_then(|st| match Args::from_value(&st) {
+                Ok(args) => Ok((st, args)),
+                Err(_) => Err("its arguments do not decode".to_string()),
+            });
+            let (declared, args) = match read {
+                Ok(r) => r,
+                Err(e) => {
+                    diags.push(Diagnostic::warning(
+                        "NodePool left out",
+                        unreadable(&name, &e),
+                    ));
+                    continue;
+                }
             };
             let mode = args.sharing.mode();
             if sharing.is_some_and(|s| s != sharing_name(&mode)) {
@@ -210,6 +217,11 @@ impl KarpenterNodePool {
                         .map(|d| format!("{}: {}", d.summary, d.detail))
                         .collect::<Vec<_>>()
                         .join("; ");
+                    let why = if why.is_empty() {
+                        "it was deleted while the query ran".to_string()
+                    } else {
+                        why
+                    };
                     diags.push(Diagnostic::warning(
                         "NodePool left out",
                         format!("NodePool {name} could not be read back as an import would: {why}"),
@@ -228,6 +240,15 @@ impl KarpenterNodePool {
         }
         Some(out)
     }
+}
+
+/// Why a NodePool's declaration gives no state.
+fn unreadable(name: &str, e: &str) -> String {
+    format!(
+        "NodePool {name}'s {} annotation does not read as this provider's arguments ({e}); it \
+        was edited by hand or written by another version.",
+        model::DECLARATION
+    )
 }
 
 /// A NodePool as `terraform query` lists it.
@@ -252,13 +273,11 @@ fn listed_name(name: &str, args: &Args, mode: &SharingMode) -> String {
         .map(|n| format!("x{n}"))
         .collect::<Vec<_>>()
         .join(" or ");
-    let sharing = match mode {
-        SharingMode::None => "whole GPUs".to_string(),
-        SharingMode::Mig { profile, .. } => format!("MIG {profile}"),
-        SharingMode::TimeSlicing { replicas, .. } => format!("time-slicing x{replicas}"),
-        SharingMode::Mps { replicas } => format!("MPS x{replicas}"),
-    };
-    format!("{name} ({place}, {} {counts}, {sharing})", args.gpu_model)
+    format!(
+        "{name} ({place}, {} {counts}, {})",
+        args.gpu_model,
+        sharing_label(mode)
+    )
 }
 
 /// Fills the computed attributes from the rendering: on create and update, and on a plan

@@ -91,6 +91,16 @@ pub struct Found {
     pub mode: Option<SharingMode>,
 }
 
+/// How `terraform query` shows a mode: `MIG 1g.5gb`, `time-slicing x10`, `whole GPUs`.
+pub fn sharing_label(mode: &SharingMode) -> String {
+    match mode {
+        SharingMode::None => "whole GPUs".to_string(),
+        SharingMode::Mig { profile, .. } => format!("MIG {profile}"),
+        SharingMode::TimeSlicing { replicas, .. } => format!("time-slicing x{replicas}"),
+        SharingMode::Mps { replicas } => format!("MPS x{replicas}"),
+    }
+}
+
 /// The `sharing` filter's name of a mode.
 pub fn sharing_name(mode: &SharingMode) -> &'static str {
     match mode {
@@ -107,10 +117,7 @@ impl Found {
         let spec = &self.pool.spec;
         let sharing = match &self.mode {
             None => "no GPU".to_string(),
-            Some(SharingMode::None) => "whole GPUs".to_string(),
-            Some(SharingMode::Mig { profile, .. }) => format!("MIG {profile}"),
-            Some(SharingMode::TimeSlicing { replicas, .. }) => format!("time-slicing x{replicas}"),
-            Some(SharingMode::Mps { replicas }) => format!("MPS x{replicas}"),
+            Some(mode) => sharing_label(mode),
         };
         let size = match spec.scaling {
             crate::cloud::Scaling::Fixed { nodes: 1 } => "1 node".to_string(),
