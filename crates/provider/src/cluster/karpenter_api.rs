@@ -88,9 +88,9 @@ impl Cluster {
         Ok(got.map(|o| serde_json::to_value(o).unwrap_or_default()))
     }
 
-    /// Every NodePool of the cluster, ordered by name; an empty list where the cluster serves
-    /// no karpenter.sh/v1 NodePools (no Karpenter installed).
-    pub async fn node_pools(&self) -> Result<Vec<Value>, KubeError> {
+    /// Every NodePool of the cluster, ordered by name; None where the cluster serves no
+    /// karpenter.sh/v1 NodePools (no Karpenter installed).
+    pub async fn node_pools(&self) -> Result<Option<Vec<Value>>, KubeError> {
         let kind = serde_json::json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool"});
         let got = match self
             .karpenter_api(&kind)?
@@ -99,7 +99,7 @@ impl Cluster {
         {
             Ok(l) => l.items,
             Err(e) => match KubeError::from_kube(&self.target, e) {
-                e if e.is_not_found() => return Ok(Vec::new()),
+                e if e.is_not_found() => return Ok(None),
                 e => return Err(e),
             },
         };
@@ -108,7 +108,7 @@ impl Cluster {
             .map(|o| serde_json::to_value(o).unwrap_or_default())
             .collect();
         pools.sort_by_key(name_of);
-        Ok(pools)
+        Ok(Some(pools))
     }
 
     /// Deletes the objects, the NodePool first (so Karpenter stops launching before its node

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::resources::karpenter_nodepool::{KarpenterNodePool, TYPE_NAME};
+use crate::resources::karpenter_nodepool::{DECLARATION, KarpenterNodePool, TYPE_NAME};
 use crate::resources::nodepool::discovery::SHARING_MODES;
 use crate::state::ProviderState;
 use tfplugin::api::{ListItem, ListResource, ListSink, Resource};
@@ -106,11 +106,11 @@ impl ListResource for KarpenterNodePoolList {
             diags.push(Diagnostic::warning(
                 "NodePools not made by this provider left out",
                 format!(
-                    "{} carry no fracgpu.dev/declaration annotation, so there is nothing to \
-                        import them from and no configuration to generate. They are listed \
-                        without `include_resource` or `-generate-config-out`; to manage one, \
-                        declare it in fracgpu_karpenter_nodepool under another name and delete \
-                        the old one once the new pool serves.",
+                    "{} carry no {DECLARATION} annotation, so there is nothing to import \
+                        them from and no configuration to generate. They are listed without \
+                        `include_resource` or `-generate-config-out`; to manage one, declare it \
+                        in fracgpu_karpenter_nodepool under another name and delete the old one \
+                        once the new pool serves.",
                     not_ours.join(", ")
                 ),
             ));

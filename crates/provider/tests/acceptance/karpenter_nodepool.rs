@@ -377,6 +377,33 @@ fn terraform_query_lists_the_node_pools_and_generates_a_clean_import() {
     assert!(get(&server, "nodepools.karpenter.sh", "t4-slices").is_none());
 }
 
+/// A cluster without Karpenter: the query finds nothing and says why.
+#[test]
+fn terraform_query_says_when_the_cluster_has_no_karpenter() {
+    let Some(tf) = tools::require(Tool::Terraform115) else {
+        return;
+    };
+    let Some(server) = ApiServer::start() else {
+        return;
+    };
+    let ws = Workspace::new(&format!(
+        "{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{}}\n"
+    ))
+    .with_terraform(&tf)
+    .env("KUBECONFIG", &server.kubeconfig().display().to_string());
+    ws.init();
+    ws.write(
+        "all.tfquery.hcl",
+        "list \"fracgpu_karpenter_nodepool\" \"all\" {\n  provider = fracgpu\n}\n",
+    );
+    let out = ws.ok(&["query", "-no-color"]);
+    let text = flat(&out.text());
+    assert!(
+        text.contains("No Karpenter on this cluster") && text.contains("karpenter.sh/v1"),
+        "{text}"
+    );
+}
+
 /// One pass of the twin's Karpenter against the server.
 fn karpenter_pass(server: &ApiServer) -> KarpenterReport {
     let twin = RemoteTwin::new(&server.url, Some(&server.ca_pem()), server.admin_token()).unwrap();

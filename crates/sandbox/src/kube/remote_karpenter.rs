@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::remote_twin::{RemoteError, RemoteTwin};
-use super::store::demand::{demand_of, integer, pod_requests, str_map, taints_of as taints};
+use super::store::demand::{allocatable, demand_of, integer, str_map, taints_of as taints};
 use crate::autoscaler::{refusal, take};
 use crate::catalog::{self, Gpu};
 use crate::nodes::{NodeRoom, PendingPod};
@@ -500,54 +500,43 @@ impl RemoteTwin {
                 .and_then(Value::as_str)
                 .map(str::to_string)
         };
+        // A pool's node counts with its instance type's simulated capacity.
+        let simulated = |pool: Option<&str>, ty: Option<&str>| -> Option<BTreeMap<String, u64>> {
+            let i = pools.iter().position(|x| Some(x.name.as_str()) == pool)?;
+            cands[i]
+                .iter()
+                .find(|c| Some(c.offer.name) == ty)
+                .map(|c| c.capacity.clone())
+        };
         let demand = demand_of(
             array(&pods, "/items").iter(),
             array(&nodes, "/items").iter(),
             pool_label,
+            |pool, n| {
+                let ty = n.pointer("/metadata/labels/node.kubernetes.io~1instance-type");
+                simulated(pool, ty.and_then(Value::as_str)).unwrap_or_else(|| allocatable(n))
+            },
         );
-        // A pool's node counts with its instance type's simulated capacity, less what is bound.
         let mut in_use: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        let mut rooms = Vec::new();
-        for mut room in demand.nodes {
-            let sim = room.pool.as_ref().and_then(|p| {
-                let i = pools.iter().position(|x| &x.name == p)?;
-                let ty = room.labels.get(INSTANCE_TYPE)?;
-                cands[i]
-                    .iter()
-                    .find(|c| c.offer.name == ty)
-                    .map(|c| (p.clone(), c.capacity.clone()))
-            });
-            if let Some((p, cap)) = sim {
-                // Karpenter schedules onto a node it launched without its startup taints and
-                // the taints of a node still coming up (`KnownEphemeralTaints`,
-                // pkg/scheduling/taints.go: not-ready, unreachable, uninitialized).
-                let startup = pools
-                    .iter()
-                    .find(|x| x.name == p)
-                    .map(|x| taints(&x.startup))
-                    .unwrap_or_default();
-                room.taints
-                    .retain(|t| !EPHEMERAL_TAINTS.contains(&t.0.as_str()) && !startup.contains(t));
+        let mut rooms = demand.nodes;
+        for room in &mut rooms {
+            let Some(p) = room.pool.clone() else {
+                continue;
+            };
+            let Some(pool) = pools.iter().find(|x| x.name == p) else {
+                continue;
+            };
+            // Karpenter schedules onto a node it launched without its startup taints and the
+            // taints of a node still coming up (`KnownEphemeralTaints`, pkg/scheduling/taints.go:
+            // not-ready, unreachable, uninitialized).
+            let startup = taints(&pool.startup);
+            room.taints
+                .retain(|t| !EPHEMERAL_TAINTS.contains(&t.0.as_str()) && !startup.contains(t));
+            if let Some(cap) =
+                simulated(Some(&p), room.labels.get(INSTANCE_TYPE).map(String::as_str))
+            {
                 add(in_use.entry(p).or_default(), &cap);
-                let bound: BTreeMap<String, u64> = array(&pods, "/items")
-                    .iter()
-                    .filter(|pod| {
-                        pod.pointer("/spec/nodeName").and_then(Value::as_str)
-                            == Some(room.name.as_str())
-                    })
-                    .flat_map(pod_requests)
-                    .fold(BTreeMap::new(), |mut m, (r, q)| {
-                        *m.entry(r).or_insert(0) += q;
-                        m
-                    });
-                let mut free = cap;
-                for (r, q) in bound {
-                    let f = free.entry(r).or_insert(0);
-                    *f = f.saturating_sub(q);
-                }
-                room.free = free;
             }
-            rooms.push(room);
         }
         let existing: Vec<String> = rooms.iter().map(|r| r.name.clone()).collect();
         let (claims, pending) = schedule(&pools, &cands, rooms, &in_use, &demand.pending);

@@ -32,6 +32,7 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 use model::{Args, Computed, Desired, PoolIdentity, REIMPORT, declared_state, resolve};
 use schema::{NAME_RE, TIMEOUTS};
 
+pub(crate) use model::DECLARATION;
 pub use resource::{KarpenterNodePool, TYPE_NAME};
 pub use schema::schema;
 
@@ -173,6 +174,15 @@ impl KarpenterNodePool {
             .await
             .map_err(|e| diags.push(ops::kube_diagnostic("list the NodePools", None, &e)))
             .ok()?;
+        let Some(pools) = pools else {
+            diags.push(Diagnostic::warning(
+                "No Karpenter on this cluster",
+                "The cluster serves no karpenter.sh/v1 NodePools: Karpenter (or AKS node \
+                auto-provisioning) is not installed there, or the provider's `kubernetes` block \
+                (or KUBECONFIG) reaches another cluster.",
+            ));
+            return Some(Vec::new());
+        };
         let mut out = Vec::new();
         for live in pools {
             let name = live

@@ -17,7 +17,7 @@ use super::schema::{CAPACITY_TYPES, DEFAULT_CAPACITY_TYPE};
 
 /// The annotation on the NodePool that holds the arguments it was made from (never the
 /// `kubernetes` block, which may hold credentials), so that an import gets them back exactly.
-pub(super) const DECLARATION: &str = "fracgpu.dev/declaration";
+pub(crate) const DECLARATION: &str = "fracgpu.dev/declaration";
 
 /// The last fix for a state that does not read.
 pub(super) const REIMPORT: &str =

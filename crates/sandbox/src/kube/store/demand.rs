@@ -136,18 +136,34 @@ impl Cluster {
                 .into_iter()
                 .flat_map(|m| m.values())
         };
-        demand_of(of(kinds::PODS), of(kinds::NODES), |name, _| {
-            self.twins.get(name).map(|t| t.pool.clone())
-        })
+        demand_of(
+            of(kinds::PODS),
+            of(kinds::NODES),
+            |name, _| self.twins.get(name).map(|t| t.pool.clone()),
+            |_, n| allocatable(n),
+        )
     }
 }
 
+/// The extended resources a Node reports allocatable.
+pub(crate) fn allocatable(n: &Value) -> BTreeMap<String, u64> {
+    n.pointer("/status/allocatable")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| extended(k))
+        .filter_map(|(k, v)| integer(v).map(|q| (k.clone(), q)))
+        .collect()
+}
+
 /// The pods waiting for a node and the room on every node, from an API server's pods and nodes;
-/// `pool_of` names the pool a node (name, object) belongs to.
+/// `pool_of` names the pool a node (name, object) belongs to, `capacity_of` what the node of
+/// that pool offers before its pods (its [`allocatable`], or what an autoscaler simulates).
 pub(crate) fn demand_of<'a>(
     pods: impl Iterator<Item = &'a Value>,
     nodes: impl Iterator<Item = &'a Value>,
     pool_of: impl Fn(&str, &Value) -> Option<String>,
+    capacity_of: impl Fn(Option<&str>, &Value) -> BTreeMap<String, u64>,
 ) -> ClusterDemand {
     let pods: Vec<&Value> = pods.collect();
     let mut used: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -210,20 +226,14 @@ pub(crate) fn demand_of<'a>(
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let mut free: BTreeMap<String, u64> = n
-                .pointer("/status/allocatable")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .filter(|(k, _)| extended(k))
-                .filter_map(|(k, v)| integer(v).map(|q| (k.clone(), q)))
-                .collect();
+            let pool = pool_of(&name, n);
+            let mut free = capacity_of(pool.as_deref(), n);
             for (r, q) in used.get(&name).into_iter().flatten() {
                 let f = free.entry(r.clone()).or_insert(0);
                 *f = f.saturating_sub(*q);
             }
             NodeRoom {
-                pool: pool_of(&name, n),
+                pool,
                 labels: labels_of(n),
                 taints: taints_of(
                     n.pointer("/spec/taints")
