@@ -259,16 +259,20 @@ pub trait NodePools: Send + Sync {
     /// does not exist is an error.
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
 
-    /// [`NodePools::list`] for a refresh's shared read (`cloud::SharedReads`): a read that
-    /// answers for many clusters (GKE: a project's instance group sizes) is taken once per
-    /// refresh, from `across`.
+    /// [`NodePools::list`] for a refresh's shared read (`cloud::SharedReads`), each pool handed
+    /// to `found` as soon as it is known (EKS: as its node group is described), so that the
+    /// refresh's reads of the first pools need not wait for the last. A read that answers for
+    /// many clusters (GKE: a project's instance group sizes) is taken once per refresh, from
+    /// `across`. An error ends the list; the pools found before it stand.
     async fn list_in_refresh(
         &self,
         cluster: &Location,
         _across: &AcrossClusters,
         ctx: &OpCtx,
-    ) -> Result<Vec<Pool>, CloudError> {
-        self.list(cluster, ctx).await
+        found: &(dyn Fn(Pool) + Send + Sync),
+    ) -> Result<(), CloudError> {
+        self.list(cluster, ctx).await?.into_iter().for_each(found);
+        Ok(())
     }
 
     /// The zones a new pool at `location` runs in when it names none (GKE: the cluster's), for
@@ -286,11 +290,3 @@ pub trait NodePools: Send + Sync {
 /// instance groups): enough to list a large cluster quickly, few enough to stay clear of the
 /// clouds' request rate limits.
 pub(crate) const LIST_READS_IN_FLIGHT: usize = 8;
-
-/// DescribeNodegroup calls an EKS list keeps in flight. EKS has no batch describe, so a refresh
-/// of N node groups of one cluster waits N / this many round trips: with 8, a plan of 200 node
-/// groups at 100 ms a request took 4.1 times the plan at none (the `latency` benchmark), nearly
-/// all of it in the describes. EKS publishes no read rate; 16 is terraform's own refresh with
-/// its default `-parallelism` of 10 and some room, and a throttled describe (ThrottlingException)
-/// is retried with backoff like any other.
-pub(crate) const EKS_DESCRIBES_IN_FLIGHT: usize = 16;

@@ -8,7 +8,11 @@
 //! The first read of a cluster in a refresh is a single read all the same, and the list starts
 //! with the second: a cluster of which the configuration manages one pool costs one request, as
 //! before (on EKS a list describes every node group of the cluster), and a refresh of many pools
-//! of a cluster costs one read and one list.
+//! of a cluster costs one read and one list. The second read runs the list; each later read is
+//! answered as soon as the list has found its pool (on EKS, where the list is a describe per node
+//! group, as its group is described), so terraform's work on the first pools overlaps the
+//! describes of the rest. However the listing read ends (done, failed, or dropped by terraform),
+//! the listing ends with it, and a read still waiting reads its pool on its own.
 //!
 //! The rules that keep drift exact:
 //! - A snapshot belongs to one refresh: terraform configures the provider once per graph walk,
@@ -25,26 +29,43 @@
 //!   own GET, which reports its own error if the cloud still fails.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use tokio::sync::OnceCell;
+use tokio::sync::watch;
 
 use super::across::{AcrossClusters, MAX_AGE};
 use super::error::CloudError;
 use super::pool::{Location, NodePools, Pool};
 use crate::operation::OpCtx;
 
-/// One cluster's pools as a list saw them, or None when the list failed.
-type Listed = Option<Arc<HashMap<String, Pool>>>;
+/// One cluster's pools as its list has found them so far.
+#[derive(Default)]
+struct Listing {
+    pools: HashMap<String, Pool>,
+    /// The list is over (done, failed, or abandoned): a pool it did not find is read on its own.
+    ended: bool,
+}
 
 struct Snapshot {
-    /// When the list was started.
+    /// When the snapshot was started.
     at: Instant,
     /// Reads of the cluster so far in this snapshot.
     reads: AtomicUsize,
-    pools: OnceCell<Listed>,
+    /// Whether a read has started the list.
+    listing: AtomicBool,
+    found: watch::Sender<Listing>,
+}
+
+/// Ends a listing when the read running the list is done with it, however that happens: a read
+/// terraform abandons (a stop) must not leave the others waiting for a list nobody runs.
+struct EndOnDrop<'a>(&'a watch::Sender<Listing>);
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|l| l.ended = true);
+    }
 }
 
 /// The snapshots of one provider process, per cluster.
@@ -57,7 +78,9 @@ pub struct SharedReads {
 
 impl SharedReads {
     /// The pool a refresh sees: the first of a cluster read on its own, the others from the
-    /// cluster's snapshot, taken now if there is none.
+    /// cluster's snapshot, taken now if there is none. The second read runs the list, and every
+    /// later read is answered as soon as the list has found its pool (on EKS, as its node group
+    /// is described), not when the list ends.
     pub async fn read(
         &self,
         client: &dyn NodePools,
@@ -69,33 +92,37 @@ impl SharedReads {
         if snapshot.reads.fetch_add(1, Ordering::Relaxed) == 0 {
             return client.get(location, name, ctx).await;
         }
-        let listed = snapshot
-            .pools
-            .get_or_init(|| async {
-                match client.list_in_refresh(location, &self.across, ctx).await {
-                    Ok(pools) => {
-                        tracing::debug!(
-                            cloud = location.cloud().as_str(),
-                            pools = pools.len(),
-                            "listed the cluster's pools for this refresh"
-                        );
-                        Some(Arc::new(
-                            pools
-                                .into_iter()
-                                .map(|p| (p.spec.name.clone(), p))
-                                .collect(),
-                        ))
-                    }
-                    Err(e) => {
-                        tracing::warn!(cloud = location.cloud().as_str(), error = %e, "listing the \
-                            cluster's pools failed; reading each pool on its own");
-                        None
-                    }
-                }
-            })
-            .await;
-        match listed.as_ref().and_then(|pools| pools.get(name)) {
-            Some(pool) => Ok(Some(pool.clone())),
+        let mut found = snapshot.found.subscribe();
+        if !snapshot.listing.swap(true, Ordering::Relaxed) {
+            let _end = EndOnDrop(&snapshot.found);
+            let count = AtomicUsize::new(0);
+            let listed = client
+                .list_in_refresh(location, &self.across, ctx, &|pool| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    snapshot.found.send_modify(|l| {
+                        l.pools.insert(pool.spec.name.clone(), pool);
+                    });
+                })
+                .await;
+            let pools = count.load(Ordering::Relaxed);
+            match listed {
+                Ok(()) => tracing::debug!(
+                    cloud = location.cloud().as_str(),
+                    pools,
+                    "listed the cluster's pools for this refresh"
+                ),
+                Err(e) => tracing::warn!(cloud = location.cloud().as_str(), pools, error = %e,
+                    "listing the cluster's pools failed; reading each pool it did not find on \
+                    its own"),
+            }
+        }
+        let listed = found
+            .wait_for(|l| l.ended || l.pools.contains_key(name))
+            .await
+            .ok()
+            .and_then(|l| l.pools.get(name).cloned());
+        match listed {
+            Some(pool) => Ok(Some(pool)),
             None => client.get(location, name, ctx).await,
         }
     }
@@ -122,7 +149,8 @@ impl SharedReads {
                 let s = Arc::new(Snapshot {
                     at: Instant::now(),
                     reads: AtomicUsize::new(0),
-                    pools: OnceCell::new(),
+                    listing: AtomicBool::new(false),
+                    found: watch::Sender::new(Listing::default()),
                 });
                 clusters.insert(location.clone(), s.clone());
                 s

@@ -917,6 +917,24 @@ async fn the_node_template_lives_on_the_groups_auto_scaling_group() {
         !keys.contains(&format!("{prefix}label/team").as_str()),
         "{keys:?}"
     );
+
+    // A list finds the templates through the `eks:cluster-name` tag EKS puts on the group; a
+    // group stripped of it is read by name, and lists the same.
+    asg_client(&env.url)
+        .delete_tags()
+        .tags(
+            aws_sdk_autoscaling::types::Tag::builder()
+                .resource_id(&asg)
+                .resource_type("auto-scaling-group")
+                .key("eks:cluster-name")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let listed = env.eks.list(&loc(), &read_ctx()).await.unwrap();
+    let listed = listed.iter().find(|p| p.spec.name == "auto").unwrap();
+    assert_eq!(listed.spec.node_template, want.node_template);
 }
 
 /// The Auto Scaling API of the sandbox, as a user's SDK would call it.

@@ -166,11 +166,11 @@ async fn aks_does_not_follow_a_next_link_to_another_host() {
     assert!(text.contains("169.254.169.254"), "{text}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eks_follows_every_page_of_the_list() {
-    let (_sb, base) = serve(|r| r).await;
+/// An EKS client of the sandbox at `base` and its cluster with `n` node groups made, named
+/// `ng000`...
+async fn eks_with_groups(base: &str, n: usize) -> (EksClient, Location) {
     let client = EksClient::new(EksConfig {
-        sandbox: Some(base.clone()),
+        sandbox: Some(base.to_string()),
         region: Some("us-east-1".into()),
         ..EksConfig::default()
     })
@@ -181,8 +181,7 @@ async fn eks_follows_every_page_of_the_list() {
         region: "us-east-1".into(),
         cluster: "sandbox-eks".into(),
     };
-    // 120 node groups: two pages of ListNodegroups' 100.
-    let specs: Vec<PoolSpec> = (0..120)
+    let specs: Vec<PoolSpec> = (0..n)
         .map(|i| {
             spec(
                 loc.clone(),
@@ -198,11 +197,56 @@ async fn eks_follows_every_page_of_the_list() {
         })
         .collect();
     create_all(&client, &specs).await;
+    (client, loc)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eks_follows_every_page_of_the_list() {
+    let (_sb, base) = serve(|r| r).await;
+    // 120 node groups: two pages of ListNodegroups' 100, the first page's describes under way
+    // while the second is asked for.
+    let (client, loc) = eks_with_groups(&base, 120).await;
     let listed = client.list(&loc, &ctx()).await.unwrap();
     assert_eq!(listed.len(), 120);
     assert_eq!(names(&listed)[119], "ng119");
     let one = client.get(&loc, "ng007", &ctx()).await.unwrap().unwrap();
     assert_eq!(listed[7], one);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eks_list_whose_describes_are_throttled_still_describes_every_group() {
+    let (_sb, base) = serve(|r| r).await;
+    let (client, loc) = eks_with_groups(&base, 120).await;
+    // A burst of ThrottlingException on the describes (not on ListNodegroups, whose path has
+    // no trailing slash): the list narrows its window and retries them.
+    let armed = reqwest::Client::new()
+        .post(format!("{base}/_sandbox/faults"))
+        .json(&serde_json::json!({
+            "match": {"method": "GET", "path_contains": "/node-groups/"},
+            "count": 12, "kind": "429", "retry_after": 0
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(armed.status().as_u16(), 201, "fault accepted");
+    let listed = client.list(&loc, &ctx()).await.unwrap();
+    let left: serde_json::Value = reqwest::get(format!("{base}/_sandbox/faults"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        left["faults"].as_array().unwrap().len(),
+        0,
+        "all 12 were met"
+    );
+    assert_eq!(listed.len(), 120, "{:?}", names(&listed));
+    for (i, pool) in listed.iter().enumerate() {
+        let name = format!("ng{i:03}");
+        let one = client.get(&loc, &name, &ctx()).await.unwrap();
+        assert_eq!(Some(pool), one.as_ref(), "{name} as get reads it");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

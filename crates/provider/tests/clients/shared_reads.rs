@@ -268,10 +268,11 @@ async fn eks_refresh_of_a_cluster_is_one_list_and_each_describe_once() {
     let (base, seen) = serve().await;
     let (client, other) = (eks(&base).await, eks(&base).await);
     // DescribeNodegroup has no batch form: one ListNodegroups page, then one describe each; the
-    // groups' Auto Scaling groups (their node templates) in two DescribeAutoScalingGroups of 50
-    // names at most, sent together, beside the one of the first pool's own read.
+    // groups' Auto Scaling groups (their node templates) in one DescribeAutoScalingGroups
+    // filtered on the cluster's tag; beside them the first pool's own read (its describe and its
+    // group's).
     let specs: Vec<PoolSpec> = (0..60).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
-    scenario(&client, &other, &specs, &seen, 2 + specs.len() + 3).await;
+    scenario(&client, &other, &specs, &seen, 1 + specs.len() + 1 + 2).await;
 }
 
 async fn gke(base: &str) -> GkeClient {
@@ -537,4 +538,90 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
         again[1][1].as_ref().unwrap().spec.scaling,
         Scaling::Fixed { nodes: 3 }
     );
+}
+
+/// Twenty EKS node groups `ng00`..`ng19`, made by `client`; their cluster.
+async fn eks_groups(client: &EksClient) -> Location {
+    let specs: Vec<PoolSpec> = (0..20).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    specs[0].location.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eks_reads_are_answered_as_their_groups_are_described_not_when_the_list_ends() {
+    let (base, _seen) = serve().await;
+    let client = eks(&base).await;
+    let loc = eks_groups(&client).await;
+    // One describe of the list answers three seconds late.
+    fault(
+        &base,
+        serde_json::json!({"match": {"method": "GET",
+        "path_contains": "/node-groups/ng19"}, "count": 1, "kind": "slow", "delay_ms": 3000}),
+    )
+    .await;
+    let shared = SharedReads::default();
+    let ctx = ctx();
+    assert!(
+        shared
+            .read(&client, &loc, "ng00", &ctx)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The second read runs the list, which cannot end before the late describe does; the third
+    // is answered as soon as its own group is described.
+    let lister = shared.read(&client, &loc, "ng01", &ctx);
+    let early = shared.read(&client, &loc, "ng02", &ctx);
+    tokio::pin!(lister);
+    let early = tokio::select! {
+        biased;
+        _ = &mut lister => panic!("the list ended before ng02 was answered"),
+        early = early => early.unwrap(),
+    };
+    assert_eq!(early, client.get(&loc, "ng02", &ctx).await.unwrap());
+    assert!(lister.await.unwrap().is_some());
+    // The late group came from the list too.
+    let late = shared.read(&client, &loc, "ng19", &ctx).await.unwrap();
+    assert_eq!(late, client.get(&loc, "ng19", &ctx).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_eks_list_leaves_no_read_waiting() {
+    let (base, _seen) = serve().await;
+    let client = eks(&base).await;
+    let loc = eks_groups(&client).await;
+    fault(
+        &base,
+        serde_json::json!({"match": {"method": "GET",
+        "path_contains": "/node-groups/ng19"}, "count": 1, "kind": "slow", "delay_ms": 3000}),
+    )
+    .await;
+    let shared = SharedReads::default();
+    let ctx = ctx();
+    assert!(
+        shared
+            .read(&client, &loc, "ng00", &ctx)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The read running the list is dropped (terraform gave up on it) while the late describe
+    // is out.
+    tokio::select! {
+        _ = shared.read(&client, &loc, "ng01", &ctx) => panic!("the list ended early"),
+        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+    }
+    // The group that list never found is read on its own; without an end to the listing this
+    // read would wait for ever (bounded here so that a regression fails instead of hanging).
+    let late = tokio::time::timeout(
+        Duration::from_secs(60),
+        shared.read(&client, &loc, "ng19", &ctx),
+    )
+    .await
+    .expect("a read after an abandoned list does not wait for it")
+    .unwrap();
+    assert_eq!(late, client.get(&loc, "ng19", &ctx).await.unwrap());
 }

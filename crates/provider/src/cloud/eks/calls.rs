@@ -48,6 +48,7 @@ impl EksClient {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let attempt_timeout = self.attempt_timeout;
+        let throttles = &self.throttles;
         let attempt = move || {
             let sent = tokio::time::timeout(attempt_timeout, send());
             async move {
@@ -66,6 +67,9 @@ impl EksClient {
                 };
                 if !failure.retryable {
                     return Err(failure.error);
+                }
+                if matches!(failure.error, CloudError::Api { .. }) {
+                    throttles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Ok(Attempt::Failed(Failure {
                     last: Err(failure.error),

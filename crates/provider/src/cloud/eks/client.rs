@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use aws_sdk_eks::Client;
@@ -29,6 +30,9 @@ pub struct EksClient {
     pub(super) attempt_timeout: Duration,
     /// How long creates and deletes took, for the first look at the next (see `watch`).
     pub(super) pace: crate::operation::Pace,
+    /// Calls of this client that the server throttled or failed (retryable API errors), so far:
+    /// a list's describes narrow their window when it grows (see `window`).
+    pub(super) throttles: AtomicU64,
 }
 
 /// Whether an API error carries the EKS error code `want`.

@@ -138,6 +138,7 @@ impl EksClient {
             retry_cap: Duration::from_secs(20),
             attempt_timeout: Duration::from_secs(60),
             pace: Default::default(),
+            throttles: Default::default(),
         })
     }
 

@@ -38,9 +38,14 @@ mod target;
 mod template;
 #[cfg(test)]
 mod tests;
+mod window;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 
+use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::CloudError;
 use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec, TargetFields};
 use crate::operation::OpCtx;
@@ -52,6 +57,7 @@ pub use client::{EksClient, MAX_ATTEMPTS};
 pub use config::EksConfig;
 pub use mapping::{canonical_scaling, canonical_spec, request_token};
 pub use target::{DEFAULT_EKS_AMI, Eks, RETIRED_EKS_AMI, SANDBOX_REGION};
+use window::Window;
 
 #[async_trait]
 impl NodePools for EksClient {
@@ -130,37 +136,26 @@ impl NodePools for EksClient {
     }
 
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
-        use futures_util::stream::{self, StreamExt, TryStreamExt};
-        let (region, name) = eks_location(cluster)?;
-        let client = self.client(region)?;
-        let names = self.list_names(&client, name, ctx).await?;
-        let client = &client;
-        let described: Vec<_> = stream::iter(names)
-            .map(|ng| async move { self.describe(client, name, &ng, ctx).await })
-            .buffered(crate::cloud::pool::EKS_DESCRIBES_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        let groups: Vec<_> = described
-            .into_iter()
-            .flatten()
-            .filter(|ng| status_of(ng) != "DELETING")
-            .collect();
-        // Every group's Auto Scaling group in as few calls as the API allows, not one a group.
-        let asgs: Vec<String> = groups.iter().flat_map(template::asg_names).collect();
-        let mut templates = self.templates(region, &asgs, ctx).await?;
-        let mut pools: Vec<Pool> = groups
-            .iter()
-            .map(|ng| {
-                let mut pool = to_pool(region, name, ng);
-                pool.spec.node_template = template::asg_names(ng)
-                    .iter()
-                    .find_map(|n| templates.remove(n))
-                    .unwrap_or_default();
-                pool
-            })
-            .collect();
+        let pools = Mutex::new(Vec::new());
+        self.list_each(cluster, ctx, &|p| {
+            pools.lock().unwrap_or_else(PoisonError::into_inner).push(p)
+        })
+        .await?;
+        let mut pools = pools.into_inner().unwrap_or_else(PoisonError::into_inner);
         pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         Ok(pools)
+    }
+
+    /// The list, each pool handed on as soon as its node group is described (and its template
+    /// known), not when the last is.
+    async fn list_in_refresh(
+        &self,
+        cluster: &Location,
+        _across: &AcrossClusters,
+        ctx: &OpCtx,
+        found: &(dyn Fn(Pool) + Send + Sync),
+    ) -> Result<(), CloudError> {
+        self.list_each(cluster, ctx, found).await
     }
 
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
@@ -210,6 +205,134 @@ impl NodePools for EksClient {
         }
         // A settled group that keeps refusing deletion: say why rather than wait for nothing.
         Err(last.unwrap_or_else(|| gone(cluster, name)))
+    }
+}
+
+impl EksClient {
+    /// Every node group of the cluster as a pool, handed to `found` once it is described and its
+    /// node template known. The templates of the cluster's groups come beside the describes,
+    /// from one read that needs no group name ([`Self::cluster_templates`]); a group that read
+    /// missed (or every group, if it failed) is asked after by name, in as few calls as the API
+    /// allows, once the describes are done.
+    async fn list_each(
+        &self,
+        cluster: &Location,
+        ctx: &OpCtx,
+        found: &(dyn Fn(Pool) + Send + Sync),
+    ) -> Result<(), CloudError> {
+        let (region, name) = eks_location(cluster)?;
+        let client = self.client(region)?;
+        let pool_of =
+            |ng: &aws_sdk_eks::types::Nodegroup,
+             templates: &mut HashMap<String, std::collections::BTreeMap<_, _>>| {
+                let mut pool = to_pool(region, name, ng);
+                pool.spec.node_template = template::asg_names(ng)
+                    .iter()
+                    .find_map(|n| templates.remove(n))
+                    .unwrap_or_default();
+                pool
+            };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        // `tx` goes with the describes: when they end, so does the loop that takes their groups.
+        let describes = async move {
+            let mut send = |ng| {
+                let _ = tx.send(ng);
+            };
+            self.describe_each(&client, name, ctx, &mut send).await
+        };
+        let templating = async {
+            let mut templates = self
+                .cluster_templates(region, name, ctx)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::debug!(error = %e, "the cluster's Auto Scaling groups were not \
+                        listed; reading each node group's by name");
+                    HashMap::new()
+                });
+            let mut missed = Vec::new();
+            while let Some(ng) = rx.recv().await {
+                if status_of(&ng) == "DELETING" {
+                    continue;
+                }
+                let groups = template::asg_names(&ng);
+                if groups.is_empty() || groups.iter().any(|n| templates.contains_key(n)) {
+                    found(pool_of(&ng, &mut templates));
+                } else {
+                    missed.push(ng);
+                }
+            }
+            (templates, missed)
+        };
+        let (described, (mut templates, missed)) = tokio::join!(describes, templating);
+        described?;
+        if !missed.is_empty() {
+            let names: Vec<String> = missed.iter().flat_map(template::asg_names).collect();
+            templates.extend(self.templates(region, &names, ctx).await?);
+            for ng in &missed {
+                found(pool_of(ng, &mut templates));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every node group of the cluster, described, each handed to `on`: the describes of a page
+    /// of ListNodegroups start as soon as the page is in, beside the next page, and as many are
+    /// in flight as the list's [`Window`] allows. The first failure ends the list (a shared read
+    /// then falls back to each pool's own read). Groups gone between the list and their
+    /// describe are left out.
+    async fn describe_each(
+        &self,
+        client: &aws_sdk_eks::Client,
+        cluster: &str,
+        ctx: &OpCtx,
+        on: &mut (dyn FnMut(aws_sdk_eks::types::Nodegroup) + Send),
+    ) -> Result<(), CloudError> {
+        use futures_util::stream::{FuturesUnordered, StreamExt};
+        use std::collections::VecDeque;
+        use std::sync::atomic::Ordering;
+
+        enum Event<P, D> {
+            Page(P),
+            Described(D),
+        }
+        let throttles = || self.throttles.load(Ordering::Relaxed);
+        let page_of = |token, n| Box::pin(self.list_page(client, cluster, token, n, ctx));
+        let describe = |ng: String| async move { self.describe(client, cluster, &ng, ctx).await };
+        let mut pages = 1;
+        let mut page = Some(page_of(None, 0));
+        let mut queued = VecDeque::new();
+        let mut in_flight = FuturesUnordered::new();
+        let mut window = Window::new(throttles());
+        loop {
+            while in_flight.len() < window.size()
+                && let Some(ng) = queued.pop_front()
+            {
+                in_flight.push(describe(ng));
+            }
+            let event = tokio::select! {
+                listed = async { page.as_mut().expect("only while a page is due").await },
+                    if page.is_some() => Event::Page(listed),
+                Some(described) = in_flight.next(), if !in_flight.is_empty() => {
+                    Event::Described(described)
+                }
+                else => break,
+            };
+            match event {
+                Event::Page(listed) => {
+                    let (names, next) = listed?;
+                    queued.extend(names);
+                    page = next.map(|token| page_of(Some(token), pages));
+                    pages += 1;
+                }
+                Event::Described(described) => {
+                    window.answered(throttles());
+                    if let Some(ng) = described? {
+                        on(ng);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -17,37 +17,36 @@ use crate::operation::{Backoff, Check, Start, poll_until};
 const MAX_LIST_PAGES: usize = 100;
 
 impl EksClient {
-    /// The names of every node group of the cluster, page after page (ListNodegroups returns at
-    /// most 100 a page with a `nextToken` for the rest). A cluster that does not exist is an error.
-    pub(super) async fn list_names(
+    /// One page of the cluster's node group names (ListNodegroups returns at most 100 a page),
+    /// and the `nextToken` of the next page if there is one. A cluster that does not exist is an
+    /// error. `page` counts the pages so far: a list that keeps naming a next page is broken, not
+    /// a reason to go on forever.
+    pub(super) async fn list_page(
         &self,
         client: &Client,
         cluster: &str,
+        token: Option<String>,
+        page: usize,
         ctx: &OpCtx,
-    ) -> Result<Vec<String>, CloudError> {
-        let mut names = Vec::new();
-        let mut token: Option<String> = None;
-        // A list that keeps naming a next page is broken, not a reason to loop forever.
-        for _ in 0..MAX_LIST_PAGES {
-            let req = client
-                .list_nodegroups()
-                .cluster_name(cluster)
-                .max_results(100)
-                .set_next_token(token.clone());
-            let out = self
-                .call(ctx, &format!("ListNodegroups of {cluster}"), || {
-                    req.clone().send()
-                })
-                .await?;
-            names.extend(out.nodegroups.unwrap_or_default());
-            match out.next_token.filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t),
-                None => return Ok(names),
-            }
+    ) -> Result<(Vec<String>, Option<String>), CloudError> {
+        if page >= MAX_LIST_PAGES {
+            return Err(CloudError::BadResponse(
+                format!("ListNodegroups of {cluster} did not end after {MAX_LIST_PAGES} pages")
+                    .into(),
+            ));
         }
-        Err(CloudError::BadResponse(
-            format!("ListNodegroups of {cluster} did not end after {MAX_LIST_PAGES} pages").into(),
-        ))
+        let req = client
+            .list_nodegroups()
+            .cluster_name(cluster)
+            .max_results(100)
+            .set_next_token(token);
+        let out = self
+            .call(ctx, &format!("ListNodegroups of {cluster}"), || {
+                req.clone().send()
+            })
+            .await?;
+        let next = out.next_token.filter(|t| !t.is_empty());
+        Ok((out.nodegroups.unwrap_or_default(), next))
     }
 
     pub(super) async fn describe(

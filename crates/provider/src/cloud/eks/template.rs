@@ -128,14 +128,45 @@ impl EksClient {
         chunk: &[String],
         ctx: &OpCtx,
     ) -> Result<HashMap<String, BTreeMap<String, String>>, CloudError> {
+        let req = client
+            .describe_auto_scaling_groups()
+            .set_auto_scaling_group_names(Some(chunk.to_vec()));
+        self.templates_described(req, ctx).await
+    }
+
+    /// The template tags of every Auto Scaling group of the cluster's managed node groups, by
+    /// group name: one DescribeAutoScalingGroups filtered on the `eks:cluster-name` tag (100
+    /// groups a page), which needs no group name and so can go out beside ListNodegroups instead
+    /// of after the describes. EKS puts that tag on every managed node group's group
+    /// (kubernetes/autoscaler `cluster-autoscaler/proposals/circumvent-tag-limit-aws.md`, by the
+    /// EKS team; the EKS user guide's AWSServiceRoleForAmazonEKSNodegroup policy lets EKS create
+    /// groups only with its `eks:*` tags). A group someone stripped of the tag is simply not in
+    /// the answer: the list reads it by name ([`Self::templates`]).
+    pub(super) async fn cluster_templates(
+        &self,
+        region: &str,
+        cluster: &str,
+        ctx: &OpCtx,
+    ) -> Result<HashMap<String, BTreeMap<String, String>>, CloudError> {
+        let client = self.asg_client(region)?;
+        let filter = aws_sdk_autoscaling::types::Filter::builder()
+            .name("tag:eks:cluster-name")
+            .values(cluster)
+            .build();
+        let req = client.describe_auto_scaling_groups().filters(filter);
+        self.templates_described(req, ctx).await
+    }
+
+    /// Every page of one DescribeAutoScalingGroups: each group's template tags, by group name.
+    async fn templates_described(
+        &self,
+        req: aws_sdk_autoscaling::operation::describe_auto_scaling_groups::builders::DescribeAutoScalingGroupsFluentBuilder,
+        ctx: &OpCtx,
+    ) -> Result<HashMap<String, BTreeMap<String, String>>, CloudError> {
         let mut out = HashMap::new();
         let mut token: Option<String> = None;
         loop {
-            let req = client
-                .describe_auto_scaling_groups()
-                .set_auto_scaling_group_names(Some(chunk.to_vec()))
-                .max_records(100)
-                .set_next_token(token.clone());
+            let req = req.clone().max_records(100).set_next_token(token.clone());
             let page = self
                 .call(ctx, "DescribeAutoScalingGroups", || req.clone().send())
                 .await?;

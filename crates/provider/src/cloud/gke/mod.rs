@@ -372,8 +372,11 @@ impl NodePools for GkeClient {
         cluster: &Location,
         across: &AcrossClusters,
         ctx: &OpCtx,
-    ) -> Result<Vec<Pool>, CloudError> {
-        self.list_sized(cluster, Some(across), ctx).await
+        found: &(dyn Fn(Pool) + Send + Sync),
+    ) -> Result<(), CloudError> {
+        let pools = self.list_sized(cluster, Some(across), ctx).await?;
+        pools.into_iter().for_each(found);
+        Ok(())
     }
 
     async fn default_zones(
