@@ -260,18 +260,20 @@ pub trait NodePools: Send + Sync {
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
 
     /// [`NodePools::list`] for a refresh's shared read (`cloud::SharedReads`), each pool handed
-    /// to `found` as soon as it is known (EKS: as its node group is described), so that the
-    /// refresh's reads of the first pools need not wait for the last. A read that answers for
-    /// many clusters (GKE: a project's instance group sizes) is taken once per refresh, from
-    /// `across`. An error ends the list; the pools found before it stand.
+    /// to `to.found` as soon as it is known (EKS: as its node group is described, those reads
+    /// wait for first), so that the refresh's reads need not wait for the last pool. A read that
+    /// answers for many clusters (GKE: a project's instance group sizes) is taken once per
+    /// refresh, from `across`. An error ends the list; the pools found before it stand.
     async fn list_in_refresh(
         &self,
         cluster: &Location,
         _across: &AcrossClusters,
         ctx: &OpCtx,
-        found: &(dyn Fn(Pool) + Send + Sync),
+        to: &dyn Listening,
     ) -> Result<(), CloudError> {
-        self.list(cluster, ctx).await?.into_iter().for_each(found);
+        for pool in self.list(cluster, ctx).await? {
+            to.found(pool);
+        }
         Ok(())
     }
 
@@ -284,6 +286,16 @@ pub trait NodePools: Send + Sync {
     ) -> Result<Option<Vec<String>>, CloudError> {
         Ok(None)
     }
+}
+
+/// Those a refresh's list works for ([`NodePools::list_in_refresh`]): the reads waiting on it.
+pub trait Listening: Send + Sync {
+    /// The list found this pool.
+    fn found(&self, pool: Pool);
+    /// The pools reads have come to wait for since the last call, by name: a list that reads
+    /// pools one by one (EKS) reads these first. Terraform refreshes in an order of its own, and
+    /// holds one of its `-parallelism` slots for each read that waits.
+    fn wanted(&self) -> Vec<String>;
 }
 
 /// Reads of single pools a list keeps in flight at once (GKE reads each fixed-size pool's

@@ -10,9 +10,10 @@
 //! before (on EKS a list describes every node group of the cluster), and a refresh of many pools
 //! of a cluster costs one read and one list. The second read runs the list; each later read is
 //! answered as soon as the list has found its pool (on EKS, where the list is a describe per node
-//! group, as its group is described), so terraform's work on the first pools overlaps the
-//! describes of the rest. However the listing read ends (done, failed, or dropped by terraform),
-//! the listing ends with it, and a read still waiting reads its pool on its own.
+//! group, as its group is described, those reads wait for first), so terraform's work on the
+//! first pools overlaps the describes of the rest. However the listing read ends (done, failed,
+//! or dropped by terraform), the listing ends with it, and a read still waiting reads its pool on
+//! its own.
 //!
 //! The rules that keep drift exact:
 //! - A snapshot belongs to one refresh: terraform configures the provider once per graph walk,
@@ -37,7 +38,7 @@ use tokio::sync::watch;
 
 use super::across::{AcrossClusters, MAX_AGE};
 use super::error::CloudError;
-use super::pool::{Location, NodePools, Pool};
+use super::pool::{Listening, Location, NodePools, Pool};
 use crate::operation::OpCtx;
 
 /// One cluster's pools as its list has found them so far.
@@ -56,6 +57,33 @@ struct Snapshot {
     /// Whether a read has started the list.
     listing: AtomicBool,
     found: watch::Sender<Listing>,
+    /// Pools reads wait for that the list has not been told of yet.
+    wanted: Mutex<Vec<String>>,
+}
+
+/// The reads of one snapshot, as its list sees them.
+struct Listener<'a> {
+    snapshot: &'a Snapshot,
+    count: AtomicUsize,
+}
+
+impl Listening for Listener<'_> {
+    fn found(&self, pool: Pool) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.snapshot.found.send_modify(|l| {
+            l.pools.insert(pool.spec.name.clone(), pool);
+        });
+    }
+
+    fn wanted(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .snapshot
+                .wanted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
 }
 
 /// Ends a listing when the read running the list is done with it, however that happens: a read
@@ -93,18 +121,23 @@ impl SharedReads {
             return client.get(location, name, ctx).await;
         }
         let mut found = snapshot.found.subscribe();
+        if !snapshot.found.borrow().ended {
+            let mut wanted = snapshot
+                .wanted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            wanted.push(name.to_string());
+        }
         if !snapshot.listing.swap(true, Ordering::Relaxed) {
             let _end = EndOnDrop(&snapshot.found);
-            let count = AtomicUsize::new(0);
+            let listener = Listener {
+                snapshot: &snapshot,
+                count: AtomicUsize::new(0),
+            };
             let listed = client
-                .list_in_refresh(location, &self.across, ctx, &|pool| {
-                    count.fetch_add(1, Ordering::Relaxed);
-                    snapshot.found.send_modify(|l| {
-                        l.pools.insert(pool.spec.name.clone(), pool);
-                    });
-                })
+                .list_in_refresh(location, &self.across, ctx, &listener)
                 .await;
-            let pools = count.load(Ordering::Relaxed);
+            let pools = listener.count.load(Ordering::Relaxed);
             match listed {
                 Ok(()) => tracing::debug!(
                     cloud = location.cloud().as_str(),
@@ -151,6 +184,7 @@ impl SharedReads {
                     reads: AtomicUsize::new(0),
                     listing: AtomicBool::new(false),
                     found: watch::Sender::new(Listing::default()),
+                    wanted: Mutex::default(),
                 });
                 clusters.insert(location.clone(), s.clone());
                 s

@@ -870,18 +870,7 @@ async fn the_node_template_lives_on_the_groups_auto_scaling_group() {
 
     // Out of band: the resources tag goes. A read shows it; update puts it back and drops a
     // template tag the spec no longer names.
-    asg_client(&env.url)
-        .delete_tags()
-        .tags(
-            aws_sdk_autoscaling::types::Tag::builder()
-                .resource_id(&asg)
-                .resource_type("auto-scaling-group")
-                .key(format!("{prefix}resources/nvidia.com/gpu"))
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    delete_asg_tag(&env.url, &asg, &format!("{prefix}resources/nvidia.com/gpu")).await;
     let drifted = env.pool("auto").await.unwrap().unwrap();
     assert!(
         !drifted
@@ -920,21 +909,26 @@ async fn the_node_template_lives_on_the_groups_auto_scaling_group() {
 
     // A list finds the templates through the `eks:cluster-name` tag EKS puts on the group; a
     // group stripped of it is read by name, and lists the same.
-    asg_client(&env.url)
+    delete_asg_tag(&env.url, &asg, "eks:cluster-name").await;
+    let listed = env.eks.list(&loc(), &read_ctx()).await.unwrap();
+    let listed = listed.iter().find(|p| p.spec.name == "auto").unwrap();
+    assert_eq!(listed.spec.node_template, want.node_template);
+}
+
+/// Removes a tag from an Auto Scaling group, as a user would behind the provider's back.
+async fn delete_asg_tag(url: &str, asg: &str, key: &str) {
+    asg_client(url)
         .delete_tags()
         .tags(
             aws_sdk_autoscaling::types::Tag::builder()
-                .resource_id(&asg)
+                .resource_id(asg)
                 .resource_type("auto-scaling-group")
-                .key("eks:cluster-name")
+                .key(key)
                 .build(),
         )
         .send()
         .await
         .unwrap();
-    let listed = env.eks.list(&loc(), &read_ctx()).await.unwrap();
-    let listed = listed.iter().find(|p| p.spec.name == "auto").unwrap();
-    assert_eq!(listed.spec.node_template, want.node_template);
 }
 
 /// The Auto Scaling API of the sandbox, as a user's SDK would call it.

@@ -540,37 +540,34 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
     );
 }
 
-/// Twenty EKS node groups `ng00`..`ng19`, made by `client`; their cluster.
-async fn eks_groups(client: &EksClient) -> Location {
+/// Twenty EKS node groups `ng00`..`ng19` on the sandbox at `base`, of which the describe of
+/// `ng19` answers three seconds late, once; and a refresh's shared reads of them whose first
+/// read (of `ng00`, on its own) is done, so that the next read runs the list.
+async fn a_late_describe(base: &str) -> (EksClient, Location, SharedReads) {
+    let client = eks(base).await;
     let specs: Vec<PoolSpec> = (0..20).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
     let ctx = ctx();
     for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
         r.expect("created");
     }
-    specs[0].location.clone()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eks_reads_are_answered_as_their_groups_are_described_not_when_the_list_ends() {
-    let (base, _seen) = serve().await;
-    let client = eks(&base).await;
-    let loc = eks_groups(&client).await;
-    // One describe of the list answers three seconds late.
+    let loc = specs[0].location.clone();
     fault(
-        &base,
+        base,
         serde_json::json!({"match": {"method": "GET",
         "path_contains": "/node-groups/ng19"}, "count": 1, "kind": "slow", "delay_ms": 3000}),
     )
     .await;
     let shared = SharedReads::default();
+    let first = shared.read(&client, &loc, "ng00", &ctx).await.unwrap();
+    assert!(first.is_some());
+    (client, loc, shared)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eks_reads_are_answered_as_their_groups_are_described_not_when_the_list_ends() {
+    let (base, _seen) = serve().await;
+    let (client, loc, shared) = a_late_describe(&base).await;
     let ctx = ctx();
-    assert!(
-        shared
-            .read(&client, &loc, "ng00", &ctx)
-            .await
-            .unwrap()
-            .is_some()
-    );
     // The second read runs the list, which cannot end before the late describe does; the third
     // is answered as soon as its own group is described.
     let lister = shared.read(&client, &loc, "ng01", &ctx);
@@ -591,23 +588,8 @@ async fn eks_reads_are_answered_as_their_groups_are_described_not_when_the_list_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abandoned_eks_list_leaves_no_read_waiting() {
     let (base, _seen) = serve().await;
-    let client = eks(&base).await;
-    let loc = eks_groups(&client).await;
-    fault(
-        &base,
-        serde_json::json!({"match": {"method": "GET",
-        "path_contains": "/node-groups/ng19"}, "count": 1, "kind": "slow", "delay_ms": 3000}),
-    )
-    .await;
-    let shared = SharedReads::default();
+    let (client, loc, shared) = a_late_describe(&base).await;
     let ctx = ctx();
-    assert!(
-        shared
-            .read(&client, &loc, "ng00", &ctx)
-            .await
-            .unwrap()
-            .is_some()
-    );
     // The read running the list is dropped (terraform gave up on it) while the late describe
     // is out.
     tokio::select! {
@@ -624,4 +606,41 @@ async fn an_abandoned_eks_list_leaves_no_read_waiting() {
     .expect("a read after an abandoned list does not wait for it")
     .unwrap();
     assert_eq!(late, client.get(&loc, "ng19", &ctx).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eks_list_describes_first_the_groups_reads_wait_for() {
+    let (base, seen) = serve().await;
+    let client = eks(&base).await;
+    let specs: Vec<PoolSpec> = (0..60).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    let loc = &specs[0].location;
+    let shared = SharedReads::default();
+    assert!(
+        shared
+            .read(&client, loc, "ng00", &ctx)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    taken(&seen);
+    // The read that lists waits for the last group of ListNodegroups' order.
+    assert!(
+        shared
+            .read(&client, loc, "ng59", &ctx)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let describes: Vec<String> = taken(&seen)
+        .into_iter()
+        .filter(|r| r.starts_with("GET ") && r.contains("/node-groups/"))
+        .collect();
+    assert_eq!(describes.len(), 60, "{describes:#?}");
+    let at = describes.iter().position(|r| r.ends_with("/ng59")).unwrap();
+    // Among the first window of describes, not the sixtieth.
+    assert!(at < 16, "ng59 described {at}th: {describes:#?}");
 }

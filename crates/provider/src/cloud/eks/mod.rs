@@ -47,7 +47,7 @@ use async_trait::async_trait;
 
 use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec, TargetFields};
+use crate::cloud::pool::{Listening, Location, NodePools, Pool, PoolSpec, TargetFields};
 use crate::operation::OpCtx;
 use crate::operation::{Backoff, Start};
 use mapping::{ConfigChange, eks_location, operation_failed, status_of, to_pool, to_spec};
@@ -136,26 +136,36 @@ impl NodePools for EksClient {
     }
 
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
-        let pools = Mutex::new(Vec::new());
-        self.list_each(cluster, ctx, &|p| {
-            pools.lock().unwrap_or_else(PoisonError::into_inner).push(p)
-        })
-        .await?;
-        let mut pools = pools.into_inner().unwrap_or_else(PoisonError::into_inner);
+        /// A list of the pools, all of them, in no order of interest.
+        struct Collect(Mutex<Vec<Pool>>);
+        impl Listening for Collect {
+            fn found(&self, pool: Pool) {
+                self.0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(pool);
+            }
+            fn wanted(&self) -> Vec<String> {
+                Vec::new()
+            }
+        }
+        let pools = Collect(Mutex::new(Vec::new()));
+        self.list_each(cluster, ctx, &pools).await?;
+        let mut pools = pools.0.into_inner().unwrap_or_else(PoisonError::into_inner);
         pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         Ok(pools)
     }
 
     /// The list, each pool handed on as soon as its node group is described (and its template
-    /// known), not when the last is.
+    /// known), not when the last is; the groups reads wait for are described first.
     async fn list_in_refresh(
         &self,
         cluster: &Location,
         _across: &AcrossClusters,
         ctx: &OpCtx,
-        found: &(dyn Fn(Pool) + Send + Sync),
+        to: &dyn Listening,
     ) -> Result<(), CloudError> {
-        self.list_each(cluster, ctx, found).await
+        self.list_each(cluster, ctx, to).await
     }
 
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError> {
@@ -209,7 +219,7 @@ impl NodePools for EksClient {
 }
 
 impl EksClient {
-    /// Every node group of the cluster as a pool, handed to `found` once it is described and its
+    /// Every node group of the cluster as a pool, handed to `to` once it is described and its
     /// node template known. The templates of the cluster's groups come beside the describes,
     /// from one read that needs no group name ([`Self::cluster_templates`]); a group that read
     /// missed (or every group, if it failed) is asked after by name, in as few calls as the API
@@ -218,7 +228,7 @@ impl EksClient {
         &self,
         cluster: &Location,
         ctx: &OpCtx,
-        found: &(dyn Fn(Pool) + Send + Sync),
+        to: &dyn Listening,
     ) -> Result<(), CloudError> {
         let (region, name) = eks_location(cluster)?;
         let client = self.client(region)?;
@@ -238,7 +248,8 @@ impl EksClient {
             let mut send = |ng| {
                 let _ = tx.send(ng);
             };
-            self.describe_each(&client, name, ctx, &mut send).await
+            self.describe_each(&client, name, ctx, &|| to.wanted(), &mut send)
+                .await
         };
         let templating = async {
             let mut templates = self
@@ -256,7 +267,7 @@ impl EksClient {
                 }
                 let groups = template::asg_names(&ng);
                 if groups.is_empty() || groups.iter().any(|n| templates.contains_key(n)) {
-                    found(pool_of(&ng, &mut templates));
+                    to.found(pool_of(&ng, &mut templates));
                 } else {
                     missed.push(ng);
                 }
@@ -269,15 +280,15 @@ impl EksClient {
             let names: Vec<String> = missed.iter().flat_map(template::asg_names).collect();
             templates.extend(self.templates(region, &names, ctx).await?);
             for ng in &missed {
-                found(pool_of(ng, &mut templates));
+                to.found(pool_of(ng, &mut templates));
             }
         }
         Ok(())
     }
 
     /// Every node group of the cluster, described, each handed to `on`: the describes of a page
-    /// of ListNodegroups start as soon as the page is in, beside the next page, and as many are
-    /// in flight as the list's [`Window`] allows. The first failure ends the list (a shared read
+    /// of ListNodegroups start as soon as the page is in, beside the next page, the names
+    /// `wanted` gives first, and as many are in flight as the list's [`Window`] allows. The first failure ends the list (a shared read
     /// then falls back to each pool's own read). Groups gone between the list and their
     /// describe are left out.
     async fn describe_each(
@@ -285,6 +296,7 @@ impl EksClient {
         client: &aws_sdk_eks::Client,
         cluster: &str,
         ctx: &OpCtx,
+        wanted: &(dyn Fn() -> Vec<String> + Send + Sync),
         on: &mut (dyn FnMut(aws_sdk_eks::types::Nodegroup) + Send),
     ) -> Result<(), CloudError> {
         use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -303,7 +315,20 @@ impl EksClient {
         let mut queued = VecDeque::new();
         let mut in_flight = FuturesUnordered::new();
         let mut window = Window::new(throttles());
+        // Names asked for that are not described yet (nor in flight): they go first, and a name
+        // not yet listed goes first once its page is in.
+        let mut first = std::collections::HashSet::new();
         loop {
+            first.extend(wanted());
+            if !first.is_empty() && !queued.is_empty() {
+                let (now, rest): (VecDeque<String>, VecDeque<String>) =
+                    queued.drain(..).partition(|ng| first.contains(ng));
+                for ng in &now {
+                    first.remove(ng);
+                }
+                queued = now;
+                queued.extend(rest);
+            }
             while in_flight.len() < window.size()
                 && let Some(ng) = queued.pop_front()
             {

@@ -56,7 +56,7 @@ use google_cloud_container_v1::model::{self as m, NodeLabels, NodeTaints};
 
 use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::{CloudError, Detail};
-use crate::cloud::pool::{Location, NodePools, Pool, PoolSpec, Scaling};
+use crate::cloud::pool::{Listening, Location, NodePools, Pool, PoolSpec, Scaling};
 use crate::operation::OpCtx;
 use config::{StaticToken, credentials_from};
 use mapping::{
@@ -372,10 +372,11 @@ impl NodePools for GkeClient {
         cluster: &Location,
         across: &AcrossClusters,
         ctx: &OpCtx,
-        found: &(dyn Fn(Pool) + Send + Sync),
+        to: &dyn Listening,
     ) -> Result<(), CloudError> {
-        let pools = self.list_sized(cluster, Some(across), ctx).await?;
-        pools.into_iter().for_each(found);
+        for pool in self.list_sized(cluster, Some(across), ctx).await? {
+            to.found(pool);
+        }
         Ok(())
     }
 
