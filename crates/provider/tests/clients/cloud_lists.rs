@@ -218,7 +218,8 @@ async fn an_eks_list_whose_describes_are_throttled_still_describes_every_group()
     let (_sb, base) = serve(|r| r).await;
     let (client, loc) = eks_with_groups(&base, 120).await;
     // A burst of ThrottlingException on the describes (not on ListNodegroups, whose path has
-    // no trailing slash): the list narrows its window and retries them.
+    // no trailing slash): the list retries them, its window narrowed (the window's own unit
+    // tests show by how much).
     let armed = reqwest::Client::new()
         .post(format!("{base}/_sandbox/faults"))
         .json(&serde_json::json!({

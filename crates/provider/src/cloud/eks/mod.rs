@@ -288,9 +288,9 @@ impl EksClient {
 
     /// Every node group of the cluster, described, each handed to `on`: the describes of a page
     /// of ListNodegroups start as soon as the page is in, beside the next page, the names
-    /// `wanted` gives first, and as many are in flight as the list's [`Window`] allows. The first failure ends the list (a shared read
-    /// then falls back to each pool's own read). Groups gone between the list and their
-    /// describe are left out.
+    /// `wanted` gives first, and as many are in flight as the list's [`Window`] allows. The
+    /// first failure ends the list (a shared read then falls back to each pool's own read).
+    /// Groups gone between the list and their describe are left out.
     async fn describe_each(
         &self,
         client: &aws_sdk_eks::Client,
@@ -315,8 +315,8 @@ impl EksClient {
         let mut queued = VecDeque::new();
         let mut in_flight = FuturesUnordered::new();
         let mut window = Window::new(throttles());
-        // Names asked for that are not described yet (nor in flight): they go first, and a name
-        // not yet listed goes first once its page is in.
+        // Names reads asked for: those still queued go first, and one not listed yet goes first
+        // once its page is in (a name already in flight or described just stays here).
         let mut first = std::collections::HashSet::new();
         loop {
             first.extend(wanted());

@@ -139,9 +139,10 @@ impl EksClient {
     /// groups a page), which needs no group name and so can go out beside ListNodegroups instead
     /// of after the describes. EKS puts that tag on every managed node group's group
     /// (kubernetes/autoscaler `cluster-autoscaler/proposals/circumvent-tag-limit-aws.md`, by the
-    /// EKS team; the EKS user guide's AWSServiceRoleForAmazonEKSNodegroup policy lets EKS create
-    /// groups only with its `eks:*` tags). A group someone stripped of the tag is simply not in
-    /// the answer: the list reads it by name ([`Self::templates`]).
+    /// EKS team; in the EKS user guide's "AWS managed policies", the policy of EKS's node group
+    /// role allows CreateAutoScalingGroup only in a request that carries one of the tag keys
+    /// `eks`, `eks:cluster-name`, `eks:nodegroup-name`). A group someone stripped of the tag is
+    /// simply not in the answer: the list reads it by name ([`Self::templates`]).
     pub(super) async fn cluster_templates(
         &self,
         region: &str,

@@ -10,8 +10,8 @@
 //!
 //! Measured with the `latency` benchmark (200 node groups of one cluster, 300 ms a request): with
 //! 16 describes always in flight the describes took 13 round trips and the plan 3.97 times the
-//! plan at no latency; with this window (and the list's pools answered as they are described)
-//! 1.71 times.
+//! plan at no latency; with this window (and the list's pools answered as they are described,
+//! those terraform waits for first) 1.7 to 1.9 times over three runs.
 
 /// The window of a list's first describes: terraform's own refresh, at its default
 /// `-parallelism` of 10, has 10 reads in flight, and a list stands for many of them.
