@@ -56,7 +56,7 @@ pub(crate) use config::AWS_ACCOUNT;
 pub use config::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Latency};
 pub use context::Ctx;
 pub use handle::{Sandbox, WeakSandbox};
-pub use nodes::{NodeEvent, NodeSink, PoolNodes, RecordingSink};
+pub use nodes::{NodeEvent, NodeSink, OsImage, PoolNodes, RecordingSink};
 pub use persist::SandboxError;
 pub(crate) use persist::write_atomic;
 pub use world::World;

@@ -40,10 +40,38 @@ pub struct PoolNodes {
     pub mig_instances_per_gpu: u32,
     /// GKE's own GPU sharing: (TIME_SHARING | MPS, max shared clients per GPU).
     pub gke_sharing: Option<(String, u32)>,
-    /// The node's `status.nodeInfo.osImage` when the node image says more than the default
-    /// Ubuntu does, e.g. an EKS node group's AMI family. Bottlerocket's NVIDIA variants run the
-    /// device plugin as a host service (see the twin), so what runs on a node depends on it.
-    pub os_image: Option<String>,
+    /// The node's OS when the node image says more than the default Ubuntu does, e.g. an EKS
+    /// node group's AMI family. Bottlerocket's NVIDIA variants run the device plugin as a host
+    /// service configured from the OS's settings (see the twin), so what runs on a node depends
+    /// on it.
+    pub os_image: Option<OsImage>,
+}
+
+/// The OS a pool's nodes boot: the image as `status.nodeInfo.osImage` names it, and the user data
+/// the instances boot with (decoded), which an OS that takes its settings from there reads
+/// (Bottlerocket: TOML `settings.*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OsImage {
+    pub name: String,
+    pub user_data: Option<String>,
+}
+
+impl From<&str> for OsImage {
+    fn from(name: &str) -> OsImage {
+        OsImage {
+            name: name.to_string(),
+            user_data: None,
+        }
+    }
+}
+
+impl From<String> for OsImage {
+    fn from(name: String) -> OsImage {
+        OsImage {
+            name,
+            user_data: None,
+        }
+    }
 }
 
 pub trait NodeSink: Send + Sync {
@@ -103,6 +131,9 @@ pub struct NodeRoom {
 
 /// What happened to a pool, collected while the world is locked and delivered after it is released
 /// (a sink may call back into the sandbox).
+// A handful of events per settled operation, moved once each: boxing the pool's nodes would buy
+// nothing and change the variant clients match on.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeEvent {
     Changed(PoolNodes),

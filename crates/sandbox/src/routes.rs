@@ -9,9 +9,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{any, get, post};
 
-use super::api::{CloudApi, handle};
+use super::api::{ApiRequest, CloudApi, handle};
 use super::arm::{Arm, token};
-use super::eks::{AutoScaling, Eks};
+use super::eks::{self, AutoScaling, Ec2, Eks};
 use super::gke::{Gke, instance_group_manager};
 use super::{Sandbox, faults, inventory, kube, util};
 
@@ -42,8 +42,9 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
         .route("/subscriptions/{*rest}", any(handle::<Arm>))
         .route("/v1/{*rest}", any(handle::<Gke>))
         .route("/compute/v1/{*rest}", get(instance_group_manager))
-        // Amazon EC2 Auto Scaling's awsQuery endpoint: every action is a POST to the root.
-        .route("/", post(handle::<AutoScaling>))
+        // Amazon EC2's and Amazon EC2 Auto Scaling's Query endpoints: every action is a POST to
+        // the root.
+        .route("/", post(aws_query))
         .route("/clusters", any(handle::<Eks>))
         .route("/clusters/{*rest}", any(handle::<Eks>))
         .with_state(sb.clone())
@@ -51,6 +52,16 @@ pub(crate) fn router(sb: &Sandbox, extra: Router) -> Router {
         .merge(extra)
         .fallback(util::not_found);
     behind_faults(sb, router)
+}
+
+/// `POST /`: EC2 or Auto Scaling, by the service the request's SigV4 scope names (`eks::is_ec2`);
+/// a request without a readable scope goes to Auto Scaling, which refuses it in its shape.
+async fn aws_query(state: State<Sandbox>, req: ApiRequest) -> Response {
+    if eks::is_ec2(&req.headers) {
+        handle::<Ec2>(state, req).await
+    } else {
+        handle::<AutoScaling>(state, req).await
+    }
 }
 
 /// `GET /_sandbox/autoscaler`: the twin's cluster-autoscaler decisions, oldest first
@@ -78,21 +89,25 @@ async fn fault_layer(State(sb): State<Sandbox>, req: Request, next: Next) -> Res
         tokio::time::sleep(latency.draw()).await;
     }
     let fault = sb.faults().take(req.method(), &path);
+    let ec2 = path == "/" && eks::is_ec2(req.headers());
     match fault {
-        Some(fault) => faults::apply(fault, req, next, |status| injected(&path, status)).await,
+        Some(fault) => faults::apply(fault, req, next, |status| injected(&path, ec2, status)).await,
         None => next.run(req).await,
     }
 }
 
-/// An injected failure in the error shape of the API the path belongs to. Compute Engine paths and
-/// the Azure AD token endpoint answer in ARM's shape, as they always have here.
-fn injected(path: &str, status: StatusCode) -> Response {
+/// An injected failure in the error shape of the API the path belongs to (`ec2`: the root's request
+/// is for EC2, not Auto Scaling). Compute Engine paths and the Azure AD token endpoint answer in
+/// ARM's shape, as they always have here.
+fn injected(path: &str, ec2: bool, status: StatusCode) -> Response {
     use axum::response::IntoResponse;
     let message = format!("sandbox fault injection: {status}");
     if path.starts_with("/v1/") {
         Gke::injected(status, message).into_response()
     } else if path.starts_with("/k8s/") {
         kube::http::injected(status, message)
+    } else if path == "/" && ec2 {
+        Ec2::injected(status, message).into_response()
     } else if path == "/" {
         AutoScaling::injected(status, message).into_response()
     } else if path.starts_with("/clusters") {

@@ -77,17 +77,17 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
         mig_profile: mig.map(|(p, _)| p.to_string()),
         mig_instances_per_gpu: mig.map_or(0, |(_, n)| n),
         gke_sharing: None,
-        os_image: os_image(&p.os_sku),
+        os_image: os_image(&p.os_sku).map(Into::into),
     }
 }
 
 /// What a node of an OS SKU reports as its OS image; Ubuntu 22.04, AKS's default, is the node's
 /// default.
-fn os_image(os_sku: &str) -> Option<String> {
+fn os_image(os_sku: &str) -> Option<&'static str> {
     match os_sku {
-        "Ubuntu2404" => Some("Ubuntu 24.04.3 LTS".into()),
-        "AzureLinux3" => Some("Microsoft Azure Linux 3.0".into()),
-        "AzureLinux" | "CBLMariner" => Some("CBL-Mariner/Linux".into()),
+        "Ubuntu2404" => Some("Ubuntu 24.04.3 LTS"),
+        "AzureLinux3" => Some("Microsoft Azure Linux 3.0"),
+        "AzureLinux" | "CBLMariner" => Some("CBL-Mariner/Linux"),
         _ => None,
     }
 }

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::asg::asg_name;
-use super::world::{EKS_VERSION, EksCluster, EksUpdate, Nodegroup};
+use super::world::{EKS_VERSION, EksCluster, EksUpdate, NgLaunchTemplate, Nodegroup};
 use crate::AWS_ACCOUNT;
 use crate::catalog;
 use crate::dates::epoch_secs;
-use crate::nodes::{PoolNodes, k8s_effect};
+use crate::nodes::{OsImage, PoolNodes, k8s_effect};
 use crate::util::fnv1a;
 
 /// The nodes EKS creates for a node group, with EKS's node labels.
@@ -57,8 +57,22 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         mig_profile: None,
         mig_instances_per_gpu: 0,
         gke_sharing: None,
-        os_image: Some(os_image(&s.ami_type, &s.version)),
+        os_image: Some(OsImage {
+            name: os_image(&s.ami_type, &s.version),
+            user_data: s.launch_template.as_ref().and_then(user_data),
+        }),
     }
+}
+
+/// The user data a node of the group boots with, decoded as the instance reads it (EC2 holds it
+/// base64-encoded; IMDS serves it decoded). Bottlerocket reads its settings there. EKS merges its
+/// own bootstrap settings into a Bottlerocket template's TOML; the twin needs only the user's.
+fn user_data(lt: &NgLaunchTemplate) -> Option<String> {
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(lt.user_data.as_deref()?.trim())
+        .ok()?;
+    Some(String::from_utf8_lossy(&raw).into_owned())
 }
 
 /// What a node of an AMI type reports as its OS image (`kubectl get nodes -o wide`); Bottlerocket
@@ -122,7 +136,7 @@ pub(crate) fn nodegroup_json(c: &EksCluster, ng: &Nodegroup) -> Value {
         v["remoteAccess"] = r.clone();
     }
     if let Some(lt) = &s.launch_template {
-        v["launchTemplate"] = lt.clone();
+        v["launchTemplate"] = json!({"name": lt.name, "version": lt.version, "id": lt.id});
     }
     v
 }

@@ -10,13 +10,14 @@ use serde_json::{Value, json};
 use super::asg::{asg_name, eks_tags};
 use super::documents::{nodegroup_json, pool_nodes, update_json};
 use super::error::{AwsError, aws, invalid};
+use super::launch_templates;
 use super::validate::{
-    check_ami_version, check_labels, check_scaling, opt_int, opt_str, parse_body, parse_create,
-    parse_taints, str_list, str_map,
+    check_ami_version, check_labels, check_scaling, launch_template_spec, opt_int, opt_str,
+    parse_body, parse_create, parse_taints, str_list, str_map,
 };
 use super::world::{
-    EKS_VERSION, EksUpdate, EksWorld, MAX_NODEGROUPS, NgSpec, Nodegroup, Pending, RELEASE_VERSION,
-    cluster, in_use, ng_missing,
+    EKS_VERSION, EksUpdate, EksWorld, MAX_NODEGROUPS, NgLaunchTemplate, NgSpec, Nodegroup, Pending,
+    RELEASE_VERSION, cluster, in_use, ng_missing,
 };
 use crate::api::ApiRequest;
 use crate::nodes::NodeEvent;
@@ -104,7 +105,10 @@ pub(super) fn create(
     let req = parse_body(&request.body)?;
     sb.with_world_opts(request.fail, |w, ctx| {
         cluster(&w.eks, region, c)?;
-        let (name, spec, token) = parse_create(&req)?;
+        let (name, mut spec, token) = parse_create(&req)?;
+        if let Some(want) = &spec.launch_template {
+            spec.launch_template = Some(resolve_template(&w.eks, region, want)?);
+        }
         w.count_create_request("eks", c, &name);
         let cl = cluster(&w.eks, region, c)?;
         if let Some(existing) = cl.nodegroups.get(&name) {
@@ -164,6 +168,51 @@ pub(super) fn create(
         let doc = nodegroup_json(cm, &ng);
         cm.nodegroups.insert(name, ng);
         Ok(json_response(StatusCode::OK, &json!({ "nodegroup": doc })))
+    })
+}
+
+/// The launch template a request names, looked up in the region: its id, name, version number
+/// (the template's default version when the request gives none, as the EKS API reference has it
+/// for `LaunchTemplateSpecification.version`) and that version's user data. A template or version
+/// that does not exist is an InvalidParameterException naming it (the messages are the sandbox's
+/// own: no real answer was found quoted).
+fn resolve_template(
+    eks: &EksWorld,
+    region: &str,
+    want: &NgLaunchTemplate,
+) -> Result<NgLaunchTemplate, AwsError> {
+    let (t, named) = if want.id.is_empty() {
+        (
+            launch_templates::by_name(eks, region, &want.name),
+            format!("name {}", want.name),
+        )
+    } else {
+        (
+            launch_templates::by_id(eks, region, &want.id),
+            format!("ID {}", want.id),
+        )
+    };
+    let t = t.ok_or_else(|| {
+        invalid(format!(
+            "The launch template with {named} does not exist in {region}."
+        ))
+    })?;
+    let asked = if want.version.is_empty() {
+        "$Default"
+    } else {
+        want.version.as_str()
+    };
+    let v = t.version(asked).ok_or_else(|| {
+        invalid(format!(
+            "Version {asked} of launch template {} ({}) does not exist.",
+            t.name, t.id
+        ))
+    })?;
+    Ok(NgLaunchTemplate {
+        id: t.id.clone(),
+        name: t.name.clone(),
+        version: v.number.to_string(),
+        user_data: v.data.user_data.clone(),
     })
 }
 
@@ -421,10 +470,42 @@ pub(super) fn update_version(
         check_ami_version(&spec.ami_type, version)?;
         spec.version = version.to_string();
         spec.release_version = release.clone();
-        let params = vec![
+        let mut params = vec![
             ("Version".to_string(), version.to_string()),
             ("ReleaseVersion".to_string(), release),
         ];
+        // A new version of the group's own launch template (EKS API reference,
+        // UpdateNodegroupVersion: "You can update a node group using a launch template only if the
+        // node group was originally deployed with a launch template"; the template itself cannot
+        // change, only its version). The messages for a group without one and for another
+        // template are the sandbox's own.
+        if let Some(want) = launch_template_spec(&req)? {
+            let Some(current) = &spec.launch_template else {
+                return Err(invalid(format!(
+                    "Nodegroup {ng} was not created with a launch template, so it can't be \
+                     updated with one."
+                )));
+            };
+            let same = if want.id.is_empty() {
+                want.name == current.name
+            } else {
+                want.id == current.id
+            };
+            if !same {
+                return Err(invalid(format!(
+                    "Nodegroup {ng} uses launch template {} ({}); a node group's launch template \
+                     can't be changed, only its version.",
+                    current.name, current.id
+                )));
+            }
+            let resolved = resolve_template(&w.eks, region, &want)?;
+            params.push(("LaunchTemplateName".to_string(), resolved.name.clone()));
+            params.push((
+                "LaunchTemplateVersion".to_string(),
+                resolved.version.clone(),
+            ));
+            spec.launch_template = Some(resolved);
+        }
         let key = format!("{region}/{c}");
         let doc = start_update(w, ctx, &key, ng, spec, "VersionUpdate", params);
         Ok(json_response(StatusCode::OK, &json!({ "update": doc })))

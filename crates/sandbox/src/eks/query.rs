@@ -80,9 +80,29 @@ impl Params {
     /// The members of a list parameter (`{name}.member.1`, `.2`, ...), each as the parameters
     /// under its prefix with the prefix removed; numbering stops at the first gap, as the services do.
     pub(super) fn members(&self, name: &str) -> Vec<Params> {
+        self.numbered(&format!("{name}.member"))
+    }
+
+    /// The items of a list parameter in EC2's flavour of the protocol, which numbers them without
+    /// `.member` (`{name}.1`, `{name}.2`, ...: botocore's `ec2` serializer, lists flattened under
+    /// their `locationName`).
+    pub(super) fn items(&self, name: &str) -> Vec<Params> {
+        self.numbered(name)
+    }
+
+    /// The strings of an EC2 list parameter (`{name}.N`).
+    pub(super) fn item_strings(&self, name: &str) -> Vec<String> {
+        self.items(name)
+            .into_iter()
+            .filter_map(|p| p.get("").map(str::to_string))
+            .collect()
+    }
+
+    /// The parameters under `{prefix}.1`, `{prefix}.2`, ... with the prefix removed.
+    fn numbered(&self, prefix: &str) -> Vec<Params> {
         let mut out = Vec::new();
         for i in 1.. {
-            let prefix = format!("{name}.member.{i}");
+            let prefix = format!("{prefix}.{i}");
             let dotted = format!("{prefix}.");
             let m: BTreeMap<String, String> = self
                 .0
@@ -101,6 +121,23 @@ impl Params {
             out.push(Params(m));
         }
         out
+    }
+
+    /// The parameters under `{prefix}.` with the prefix removed (a structure member).
+    pub(super) fn nested(&self, prefix: &str) -> Params {
+        let dotted = format!("{prefix}.");
+        Params(
+            self.0
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix(&dotted).map(|r| (r.to_string(), v.clone())))
+                .collect(),
+        )
+    }
+
+    /// Whether any parameter is under `{prefix}.`.
+    pub(super) fn has(&self, prefix: &str) -> bool {
+        let dotted = format!("{prefix}.");
+        self.0.keys().any(|k| k.starts_with(&dotted))
     }
 
     /// A list of strings (`{name}.member.N`).
@@ -126,7 +163,7 @@ pub(super) fn answer(action: &str, result: Option<&str>) -> Response {
     xml_response(StatusCode::OK, body)
 }
 
-fn xml_response(status: StatusCode, body: String) -> Response {
+pub(super) fn xml_response(status: StatusCode, body: String) -> Response {
     let mut r = (status, body).into_response();
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
@@ -155,7 +192,7 @@ pub(super) fn escape(s: &str) -> String {
 }
 
 /// A request id in the UUID form AWS uses, varied by the answer and a random part.
-fn request_id(seed: &str) -> String {
+pub(super) fn request_id(seed: &str) -> String {
     let h = fnv1a(seed) ^ fastrand::u64(..);
     format!(
         "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",

@@ -78,3 +78,14 @@ pub(super) fn sigv4_region(headers: &HeaderMap, service: &str) -> Result<String,
     }
     Ok(scope[2].to_string())
 }
+
+/// The service the credential scope of a request's SigV4 Authorization header names, if it has
+/// a readable one (`.../<region>/<service>/aws4_request`).
+pub(super) fn scope_service(headers: &HeaderMap) -> Option<&str> {
+    let auth = headers.get("authorization")?.to_str().ok()?;
+    let credential = auth
+        .strip_prefix("AWS4-HMAC-SHA256 ")?
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix("Credential="))?;
+    credential.split('/').nth(3)
+}

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::{AwsError, aws};
+use super::launch_templates::LaunchTemplate;
 use crate::operations::{Kind, Queue};
 
 pub(crate) const EKS_VERSION: &str = "1.33";
@@ -28,6 +29,9 @@ pub(crate) struct EksWorld {
     /// Node groups with an operation in flight, by (deadline, cluster key, node group).
     #[serde(default)]
     pub(crate) pending: Queue<(u64, String, String)>,
+    /// EC2 launch templates of every region, by id (`launch_templates.rs`).
+    #[serde(default)]
+    pub(crate) launch_templates: BTreeMap<String, LaunchTemplate>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,11 +86,31 @@ pub(crate) struct NgSpec {
     pub(crate) taints: Vec<(String, String, String)>,
     pub(crate) disk_size: Option<i64>,
     pub(crate) remote_access: Option<Value>,
-    pub(crate) launch_template: Option<Value>,
+    pub(crate) launch_template: Option<NgLaunchTemplate>,
     pub(crate) tags: BTreeMap<String, String>,
     pub(crate) version: String,
     pub(crate) release_version: String,
     pub(crate) max_unavailable: i64,
+}
+
+/// A node group's launch template (EKS API reference, `LaunchTemplateSpecification`: id, name,
+/// version), resolved when the group was made or last updated, with the user data of that version.
+/// EKS launches the nodes from a launch template of its own made from the version given (the
+/// group's Auto Scaling group names an `eks-<uuid>` template), so a later version of the user's
+/// template changes nothing until UpdateNodegroupVersion names it (EKS user guide, "Customizing
+/// managed nodes with launch templates" and "Update a managed node group").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NgLaunchTemplate {
+    #[serde(default)]
+    pub(crate) id: String,
+    #[serde(default)]
+    pub(crate) name: String,
+    /// A version number, as a string (EKS shows the number even when asked for `$Default`).
+    #[serde(default)]
+    pub(crate) version: String,
+    /// The version's user data, base64 as EC2 holds it.
+    #[serde(default)]
+    pub(crate) user_data: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,8 +8,8 @@
 //! Bottlerocket's NVIDIA variants are the exception on EKS: their device plugin is a host service the
 //! OS configures from its own settings (`settings.kubelet-device-plugins.nvidia.*`: time-slicing, mps,
 //! mig.profile; bottlerocket.dev, "kubelet-device-plugins"), not the operator's daemonset. Nothing the
-//! operator's ConfigMap, the config label or the MIG manager label says reaches it, so with the OS's
-//! default settings such a node advertises whole GPUs.
+//! operator's ConfigMap, the config label or the MIG manager label says reaches it: it advertises what
+//! the settings in the node's user data say (`twin/bottlerocket.rs`), whole GPUs without any.
 //!
 //! Written from the device plugin's documented config format (api/config/v1), independently of the provider.
 
@@ -52,6 +52,9 @@ pub(crate) struct NodeTwin {
     /// The device plugin is the OS's own host service (Bottlerocket), deaf to the GPU operator.
     #[serde(default)]
     pub(crate) host_device_plugin: bool,
+    /// The user data the node booted with (decoded), where such an OS reads its settings.
+    #[serde(default)]
+    pub(crate) user_data: Option<String>,
     /// GPU feature discovery's `nvidia.com/mig.capable` label, when the node carries one (it wins over
     /// the product name).
     #[serde(default)]
@@ -468,11 +471,11 @@ pub(crate) fn advertise(
         return Ok(gke(t, mig));
     }
     if t.host_device_plugin {
-        // Bottlerocket's settings default to no sharing and no MIG: whole GPUs, whatever the
-        // operator's objects and the node's labels say.
-        let mut a = Advert::default();
-        a.resources.insert("nvidia.com/gpu".into(), t.gpus as u64);
-        return Ok(a);
+        // What the OS's settings say, whatever the operator's objects and the node's labels say.
+        return Ok(Advert {
+            resources: bottlerocket::advertise(t)?,
+            labels: BTreeMap::new(),
+        });
     }
     let inp = &t.loaded;
     let cfg = if inp.config_name.is_empty() {
@@ -798,9 +801,11 @@ pub(crate) fn twin_from_labels(
         seen_mig_label: None,
         mig_refused: None,
         host_device_plugin: host_device_plugin(os_image),
+        user_data: None,
         mig_capable: labels.get(GFD_MIG_CAPABLE).map(|v| v == "true"),
     })
 }
 
+mod bottlerocket;
 #[cfg(test)]
 mod tests;

@@ -159,7 +159,8 @@ impl Cluster {
                 loaded: current.clone(),
                 seen_mig_label: None,
                 mig_refused: None,
-                host_device_plugin: twin::host_device_plugin(p.os_image.as_deref()),
+                host_device_plugin: twin::host_device_plugin(os_name(p)),
+                user_data: p.os_image.as_ref().and_then(|o| o.user_data.clone()),
                 mig_capable: None,
             };
             if let Some(o) = &old_twin {
@@ -385,7 +386,11 @@ pub(super) fn standard_labels(
 
 /// The node's `status.nodeInfo.osImage`.
 fn os_image(p: &PoolNodes) -> &str {
-    p.os_image.as_deref().unwrap_or("Ubuntu 22.04.5 LTS")
+    os_name(p).unwrap_or("Ubuntu 22.04.5 LTS")
+}
+
+fn os_name(p: &PoolNodes) -> Option<&str> {
+    p.os_image.as_ref().map(|o| o.name.as_str())
 }
 
 pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {

@@ -20,6 +20,7 @@ fn twin(cloud: &str) -> NodeTwin {
         },
         seen_mig_label: None,
         host_device_plugin: false,
+        user_data: None,
         mig_capable: None,
         mig_refused: None,
     }

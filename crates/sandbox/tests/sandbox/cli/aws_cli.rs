@@ -342,3 +342,135 @@ async fn aws_cli_tags_the_node_groups_auto_scaling_group() {
     assert!(o.ok, "{}", o.stderr);
     assert_eq!(o.json()["AutoScalingGroups"], json!([]));
 }
+
+async fn ec2(endpoint: &str, env: &[(&str, String)], args: &[&str]) -> Out {
+    let mut a = vec!["ec2", "--endpoint-url", endpoint, "--output", "json"];
+    a.extend_from_slice(args);
+    run("aws", &a, env).await
+}
+
+/// A launch template made, versioned, read and deleted with `aws ec2` (botocore parses the
+/// sandbox's EC2 XML), and named by a node group made with `aws eks`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_cli_drives_launch_templates() {
+    use base64::Engine as _;
+    if tools::require(Tool::Aws).is_none() {
+        return;
+    }
+    let s = start(0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = aws_env(dir.path());
+    let e = s.base.as_str();
+    let toml =
+        "[settings.kubelet-device-plugins.nvidia]\ndevice-sharing-strategy = \"time-slicing\"\n";
+    let ud = base64::engine::general_purpose::STANDARD.encode(toml);
+    let data = json!({"UserData": ud, "BlockDeviceMappings": [{"DeviceName": "/dev/xvdb",
+        "Ebs": {"VolumeSize": 80, "VolumeType": "gp3"}}]})
+    .to_string();
+    let o = ec2(
+        e,
+        &env,
+        &[
+            "create-launch-template",
+            "--launch-template-name",
+            "br-ts",
+            "--version-description",
+            "first",
+            "--launch-template-data",
+            &data,
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    let lt = o.json()["LaunchTemplate"].clone();
+    let id = lt["LaunchTemplateId"].as_str().unwrap().to_string();
+    assert_eq!(lt["LaunchTemplateName"], "br-ts");
+    assert_eq!(lt["LatestVersionNumber"], 1);
+    let o = ec2(
+        e,
+        &env,
+        &[
+            "create-launch-template",
+            "--launch-template-name",
+            "br-ts",
+            "--launch-template-data",
+            "{}",
+        ],
+    )
+    .await;
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains("InvalidLaunchTemplateName.AlreadyExistsException"),
+        "{}",
+        o.stderr
+    );
+    let o = ec2(
+        e,
+        &env,
+        &[
+            "describe-launch-template-versions",
+            "--launch-template-id",
+            &id,
+            "--versions",
+            "$Latest",
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    let v = &o.json()["LaunchTemplateVersions"][0];
+    assert_eq!(v["VersionNumber"], 1);
+    assert_eq!(v["DefaultVersion"], true);
+    assert_eq!(v["LaunchTemplateData"]["UserData"], ud);
+    assert_eq!(
+        v["LaunchTemplateData"]["BlockDeviceMappings"][0],
+        json!({"DeviceName": "/dev/xvdb", "Ebs": {"VolumeSize": 80, "VolumeType": "gp3"}})
+    );
+
+    let o = aws(
+        e,
+        &env,
+        &[
+            "create-nodegroup",
+            "--cluster-name",
+            "sandbox-eks",
+            "--nodegroup-name",
+            "br",
+            "--node-role",
+            "arn:aws:iam::123456789012:role/node",
+            "--subnets",
+            "subnet-0a",
+            "--instance-types",
+            "g4dn.xlarge",
+            "--ami-type",
+            "BOTTLEROCKET_x86_64_NVIDIA",
+            "--launch-template",
+            "name=br-ts",
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(
+        o.json()["nodegroup"]["launchTemplate"],
+        json!({"name": "br-ts", "version": "1", "id": id})
+    );
+
+    let o = ec2(
+        e,
+        &env,
+        &["delete-launch-template", "--launch-template-id", &id],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    let o = ec2(
+        e,
+        &env,
+        &["describe-launch-templates", "--launch-template-ids", &id],
+    )
+    .await;
+    assert!(
+        !o.ok && o.stderr.contains("InvalidLaunchTemplateId.NotFound"),
+        "{}",
+        o.stderr
+    );
+}

@@ -2,6 +2,8 @@
 //! models (see the module above for where moto departs from EKS).
 
 use super::*;
+use crate::cloud::ec2::{b64, create_form, ec2_at, enc, tag};
+use axum::http::StatusCode;
 
 /// The fields moto models and gets right, with ARN and ASG ids made comparable.
 fn comparable(ng: &Value) -> Value {
@@ -182,5 +184,101 @@ async fn eks_happy_path_matches_moto() {
         diffs.join("\n")
     );
     assert_eq!(answers[4][1]["labels"], json!({"team": "ml"}));
+    moto.stop().await;
+}
+
+/// EC2 launch templates: the same raw requests to moto and to the sandbox answer the same codes
+/// for a duplicate name, a template id and a template name that do not exist, and a version that
+/// does not exist, and the same version documents. (moto departs from EC2 elsewhere:
+/// DescribeLaunchTemplates skips an id that does not exist, where EC2 answers
+/// InvalidLaunchTemplateId.NotFound, and DeleteLaunchTemplate answers a missing id with
+/// InvalidLaunchTemplateName.NotFoundException; neither is compared.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ec2_launch_template_answers_match_moto() {
+    if tools::require(Tool::Moto).is_none() {
+        return;
+    }
+    let moto = Moto::start().await;
+    let s = start(0).await;
+    let toml = "[settings.kubelet-device-plugins.nvidia]\ndevice-sharing-strategy = \"mps\"\n";
+    let mut answers: Vec<Vec<Value>> = Vec::new();
+    for url in [format!("{}/", moto.url), "/".to_string()] {
+        let call = |form: String| {
+            let (s, url) = (&s, url.clone());
+            async move { ec2_at(s, &url, "us-east-1", &form).await }
+        };
+        let outcome = |r: &Resp| json!({"status": r.status.as_u16(), "code": tag(&r.text, "Code")});
+        let mut a = Vec::new();
+        let r = call(create_form("moto-cmp", Some(toml))).await;
+        assert_eq!(r.status, StatusCode::OK, "{url}: {}", r.text);
+        let id = tag(&r.text, "launchTemplateId").unwrap();
+        a.push(json!({"name": tag(&r.text, "launchTemplateName"),
+            "default": tag(&r.text, "defaultVersionNumber"), "latest": tag(&r.text, "latestVersionNumber")}));
+        a.push(outcome(&call(create_form("moto-cmp", None)).await));
+        a.push(outcome(
+            &call(
+                "Action=DescribeLaunchTemplateVersions&LaunchTemplateId=lt-0123456789abcdef0"
+                    .into(),
+            )
+            .await,
+        ));
+        a.push(outcome(
+            &call("Action=DescribeLaunchTemplates&LaunchTemplateName.1=nope".into()).await,
+        ));
+        a.push(outcome(
+            &call(format!(
+                "Action=DescribeLaunchTemplateVersions&LaunchTemplateId={id}&LaunchTemplateVersion.1=9"
+            ))
+            .await,
+        ));
+        let r = call(format!(
+            "Action=CreateLaunchTemplateVersion&LaunchTemplateId={id}&SourceVersion=1\
+             &LaunchTemplateData.UserData={}",
+            enc(&b64("[settings]\n"))
+        ))
+        .await;
+        a.push(json!({"version": tag(&r.text, "versionNumber")}));
+        for v in ["%24Latest", "%24Default", "1"] {
+            let r = call(format!(
+                "Action=DescribeLaunchTemplateVersions&LaunchTemplateName=moto-cmp&LaunchTemplateVersion.1={v}"
+            ))
+            .await;
+            assert_eq!(r.status, StatusCode::OK, "{url} {v}: {}", r.text);
+            a.push(json!({"version": tag(&r.text, "versionNumber"),
+                "default": tag(&r.text, "defaultVersion"), "userData": tag(&r.text, "userData")}));
+        }
+        answers.push(a);
+    }
+    let steps = [
+        "create",
+        "create again",
+        "versions of a missing id",
+        "describe a missing name",
+        "a missing version",
+        "create version 2",
+        "$Latest",
+        "$Default",
+        "version 1",
+    ];
+    let diffs: Vec<String> = steps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| answers[0][*i] != answers[1][*i])
+        .map(|(i, step)| {
+            format!(
+                "{step}:\n  moto    {}\n  sandbox {}",
+                answers[0][i], answers[1][i]
+            )
+        })
+        .collect();
+    assert!(
+        diffs.is_empty(),
+        "sandbox and moto disagree:\n{}",
+        diffs.join("\n")
+    );
+    assert_eq!(
+        answers[1][4]["code"],
+        "InvalidLaunchTemplateId.VersionNotFound"
+    );
     moto.stop().await;
 }

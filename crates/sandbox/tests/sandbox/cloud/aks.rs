@@ -319,7 +319,8 @@ async fn aks_migrates_the_os_sku_in_place_between_ubuntu_and_azure_linux() {
     // The nodes are reimaged.
     let n = changed(&s.sink.take(), "ts1");
     assert_eq!(
-        n.last().and_then(|n| n.os_image.as_deref()),
+        n.last()
+            .and_then(|n| n.os_image.as_ref().map(|o| o.name.as_str())),
         Some("Ubuntu 24.04.3 LTS")
     );
     assert_eq!(

@@ -425,13 +425,16 @@ async fn eks_bottlerocket_nodes_report_their_image() {
     })
     .await;
     assert_eq!(
-        changed(&events, "br")[0].os_image.as_deref(),
+        changed(&events, "br")[0]
+            .os_image
+            .as_ref()
+            .map(|o| o.name.as_str()),
         Some("Bottlerocket OS 1.51.0 (aws-k8s-1.33-nvidia)")
     );
     assert!(
         changed(&events, "al")[0]
             .os_image
-            .as_deref()
-            .is_some_and(|o| o.starts_with("Amazon Linux 2023"))
+            .as_ref()
+            .is_some_and(|o| o.name.starts_with("Amazon Linux 2023"))
     );
 }

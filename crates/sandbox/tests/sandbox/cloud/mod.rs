@@ -4,6 +4,7 @@
 mod aks;
 mod autoscaling;
 mod bad_requests;
+pub(crate) mod ec2;
 mod eks;
 mod faults;
 mod gke;
