@@ -155,10 +155,10 @@ fn valid_name(n: &str) -> bool {
 fn named<'a>(eks: &'a EksWorld, region: &str, p: &Params) -> Result<&'a LaunchTemplate, Ec2Error> {
     let nonempty = |k: &str| p.get(k).filter(|v| !v.is_empty());
     if let Some(id) = nonempty("LaunchTemplateId") {
-        return by_id(eks, region, id).ok_or_else(|| id_missing(id));
+        return by_id(&eks.launch_templates, region, id).ok_or_else(|| id_missing(id));
     }
     if let Some(name) = nonempty("LaunchTemplateName") {
-        return by_name(eks, region, name).ok_or_else(|| name_missing(name));
+        return by_name(&eks.launch_templates, region, name).ok_or_else(|| name_missing(name));
     }
     Err(ec2_error(
         "MissingParameter",
@@ -355,7 +355,7 @@ fn create(
             &format!("<launchTemplate>{}</launchTemplate>", template_xml(t)),
         ));
     }
-    if by_name(eks, region, name).is_some() {
+    if by_name(&eks.launch_templates, region, name).is_some() {
         return Err(ec2_error(
             "InvalidLaunchTemplateName.AlreadyExistsException",
             "Launch template name already in use.",
@@ -427,10 +427,10 @@ fn describe(eks: &EksWorld, region: &str, p: &Params) -> Result<Response, Ec2Err
     let names = p.item_strings("LaunchTemplateName");
     let mut chosen: Vec<&LaunchTemplate> = Vec::new();
     for id in &ids {
-        chosen.push(by_id(eks, region, id).ok_or_else(|| id_missing(id))?);
+        chosen.push(by_id(&eks.launch_templates, region, id).ok_or_else(|| id_missing(id))?);
     }
     for name in &names {
-        chosen.push(by_name(eks, region, name).ok_or_else(|| {
+        chosen.push(by_name(&eks.launch_templates, region, name).ok_or_else(|| {
             ec2_error(
                 "InvalidLaunchTemplateName.NotFoundException",
                 "At least one of the launch templates specified in the request does not exist.",

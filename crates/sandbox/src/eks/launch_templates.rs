@@ -8,9 +8,9 @@
 //! `LaunchTemplate`/`LaunchTemplateVersion` shapes; botocore data/ec2/2016-11-15/service-2.json.
 //! A template's first version is its default until changed (ModifyLaunchTemplate, not modelled).
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-use super::world::EksWorld;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct LaunchTemplate {
@@ -67,18 +67,19 @@ impl LaunchTemplate {
     }
 }
 
+/// The templates of every region, by id.
+pub(crate) type Templates = BTreeMap<String, LaunchTemplate>;
+
 /// A region's template with this id.
-pub(crate) fn by_id<'a>(eks: &'a EksWorld, region: &str, id: &str) -> Option<&'a LaunchTemplate> {
-    eks.launch_templates.get(id).filter(|t| t.region == region)
+pub(crate) fn by_id<'a>(all: &'a Templates, region: &str, id: &str) -> Option<&'a LaunchTemplate> {
+    all.get(id).filter(|t| t.region == region)
 }
 
 /// A region's template with this name (names are unique in a region).
 pub(crate) fn by_name<'a>(
-    eks: &'a EksWorld,
+    all: &'a Templates,
     region: &str,
     name: &str,
 ) -> Option<&'a LaunchTemplate> {
-    eks.launch_templates
-        .values()
-        .find(|t| t.region == region && t.name == name)
+    all.values().find(|t| t.region == region && t.name == name)
 }

@@ -183,12 +183,12 @@ fn resolve_template(
 ) -> Result<NgLaunchTemplate, AwsError> {
     let (t, named) = if want.id.is_empty() {
         (
-            launch_templates::by_name(eks, region, &want.name),
+            launch_templates::by_name(&eks.launch_templates, region, &want.name),
             format!("name {}", want.name),
         )
     } else {
         (
-            launch_templates::by_id(eks, region, &want.id),
+            launch_templates::by_id(&eks.launch_templates, region, &want.id),
             format!("ID {}", want.id),
         )
     };

@@ -25,13 +25,22 @@ use std::collections::BTreeMap;
 
 use toml::{Table, Value};
 
-use super::{NodeTwin, mig_instances};
+use super::mig_geometry::mig_instances;
+
+/// What a node's host device plugin works from: its GPUs, as GPU feature discovery names them,
+/// and the user data the instance booted with.
+pub(crate) struct Host<'a> {
+    pub(crate) gpus: u32,
+    pub(crate) product: &'a str,
+    pub(crate) memory_mib: u64,
+    pub(crate) user_data: Option<&'a str>,
+}
 
 /// The extended resources a Bottlerocket node's host device plugin advertises.
-pub(crate) fn advertise(t: &NodeTwin) -> Result<BTreeMap<String, u64>, String> {
+pub(crate) fn advertise(t: &Host<'_>) -> Result<BTreeMap<String, u64>, String> {
     let gpus = t.gpus as u64;
     let whole = || BTreeMap::from([("nvidia.com/gpu".to_string(), gpus)]);
-    let Some(user_data) = t.user_data.as_deref().filter(|u| !u.trim().is_empty()) else {
+    let Some(user_data) = t.user_data.filter(|u| !u.trim().is_empty()) else {
         return Ok(whole());
     };
     let doc: Table = toml::from_str(user_data)
@@ -122,7 +131,7 @@ fn nvidia_table(doc: &Table) -> Result<Option<&Table>, String> {
 
 /// MIG instances per GPU for this node's GPU model, or None when the settings name no profile
 /// for it.
-fn mig_partitions(t: &NodeTwin, nvidia: &Table, prefix: &str) -> Result<Option<u32>, String> {
+fn mig_partitions(t: &Host<'_>, nvidia: &Table, prefix: &str) -> Result<Option<u32>, String> {
     let profiles = match nvidia.get("mig").map(|m| (m, m.get("profile"))) {
         None | Some((_, None)) => return Ok(None),
         Some((_, Some(Value::Table(p)))) => p,
@@ -135,7 +144,6 @@ fn mig_partitions(t: &NodeTwin, nvidia: &Table, prefix: &str) -> Result<Option<u
     let Value::String(value) = value else {
         return Err(format!("{prefix}.mig.profile.\"{key}\" must be a string"));
     };
-    let product = t.gpu_product.as_deref().unwrap_or_default();
     if let Ok(n) = value.parse::<u32>() {
         // A number of partitions: NVIDIA's MIG geometries split a GPU into 1 to 7 instances.
         return if (1..=7).contains(&n) {
@@ -146,15 +154,15 @@ fn mig_partitions(t: &NodeTwin, nvidia: &Table, prefix: &str) -> Result<Option<u
             ))
         };
     }
-    mig_instances(product, t.gpu_memory_mib, value)
+    mig_instances(t.product, t.memory_mib, value)
         .map(Some)
         .ok_or_else(|| format!("MIG profile {value:?} is not valid for a {key} GPU"))
 }
 
 /// The key Bottlerocket's MIG settings use for a GPU model: the model in lower case and its
 /// memory in GB, rounded up (`a100.40gb`, `h100.80gb`).
-pub(crate) fn gpu_key(t: &NodeTwin) -> String {
-    let product = t.gpu_product.as_deref().unwrap_or_default();
+pub(crate) fn gpu_key(t: &Host<'_>) -> String {
+    let product = t.product;
     let model = product
         .split(['-', ' '])
         .filter(|p| !p.eq_ignore_ascii_case("nvidia"))
@@ -164,7 +172,7 @@ pub(crate) fn gpu_key(t: &NodeTwin) -> String {
         })
         .unwrap_or(product)
         .to_ascii_lowercase();
-    format!("{model}.{}gb", t.gpu_memory_mib.div_ceil(1024))
+    format!("{model}.{}gb", t.memory_mib.div_ceil(1024))
 }
 
 fn string<'a>(t: &'a Table, key: &str, at: &str) -> Result<Option<&'a str>, String> {
@@ -194,25 +202,13 @@ fn boolean(t: &Table, key: &str, at: &str) -> Result<Option<bool>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::twin::PluginInputs;
 
-    fn node(product: &str, memory_mib: u64, gpus: u32, user_data: &str) -> NodeTwin {
-        NodeTwin {
-            cloud: "eks".into(),
-            pool: "br".into(),
-            gpu_product: Some(product.into()),
+    fn node<'a>(product: &'a str, memory_mib: u64, gpus: u32, user_data: &'a str) -> Host<'a> {
+        Host {
             gpus,
-            gpu_memory_mib: memory_mib,
-            mig_profile: None,
-            mig_instances_per_gpu: 0,
-            gke_sharing: None,
-            pool_labels: BTreeMap::new(),
-            loaded: PluginInputs::default(),
-            seen_mig_label: None,
-            host_device_plugin: true,
-            user_data: Some(user_data.into()),
-            mig_capable: None,
-            mig_refused: None,
+            product,
+            memory_mib,
+            user_data: Some(user_data),
         }
     }
 
