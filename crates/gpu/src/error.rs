@@ -104,8 +104,8 @@ pub(crate) mod summary {
     pub(crate) const INVALID_SHARING: &str = "Invalid GPU sharing";
     pub(crate) const INVALID_REPLICAS: &str = "Invalid replica count";
     pub(crate) const INVALID_OS_SKU: &str = "Unsupported OS SKU";
-    pub(crate) const SHARING_NOT_ON_BOTTLEROCKET: &str =
-        "GPU sharing not available on Bottlerocket";
+    pub(crate) const MIG_STRATEGY_NOT_ON_BOTTLEROCKET: &str =
+        "MIG strategy not supported on Bottlerocket";
     pub(crate) const CONFLICTING_LABEL: &str = "Conflicting node label";
     pub(crate) const INVALID_TAINT: &str = "Invalid taint";
     pub(crate) const CONFLICTING_TAINT: &str = "Conflicting taint";

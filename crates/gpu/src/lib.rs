@@ -9,8 +9,10 @@
 //! - `sharing`: the sharing modes, pool validation and the derived placement facts.
 //! - `placement`: whether a workload fits a pool and what it must request.
 //! - `device_plugin`: the NVIDIA device plugin config document: model, renderer, parser.
+//! - `bottlerocket`: Bottlerocket's own device plugin settings, written and read back.
 //! - `observed`: the way back, from what a cloud reports to the sharing mode that produced it.
 
+pub mod bottlerocket;
 mod catalog;
 pub mod device_plugin;
 mod error;

@@ -19,11 +19,20 @@ pub struct Observed<'a> {
     pub aks_gpu_instance_profile: Option<&'a str>,
     pub gke_partition_size: Option<&'a str>,
     pub gke_sharing: Option<GkeSharing>,
+    /// The Bottlerocket settings (TOML user data) an EKS node group's nodes start with, where the
+    /// group has a launch template on a Bottlerocket AMI: they, not the labels, say how the host's
+    /// device plugin shares the GPUs.
+    pub bottlerocket_settings: Option<&'a str>,
 }
 
 /// The sharing mode the observations imply. `prior` supplies what no cloud records (the MIG
 /// strategy on GKE, where GKE's own plugin has none).
 pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> SharingMode {
+    if o.cloud == Cloud::Eks
+        && let Some(settings) = o.bottlerocket_settings
+    {
+        return crate::bottlerocket::sharing_of(settings, o.gpu);
+    }
     let config_label = o.labels.get(DEVICE_PLUGIN_CONFIG_LABEL).map(String::as_str);
     let label_strategy = match config_label {
         Some("mig-single") => Some(MigStrategy::Single),
@@ -177,6 +186,7 @@ mod tests {
                 .as_ref()
                 .and_then(|a| a.gpu_partition_size),
             gke_sharing: d.gke_accelerator.as_ref().and_then(|a| a.sharing),
+            bottlerocket_settings: None,
         };
         assert_eq!(
             sharing_from_observed(&o, Some(&d.sharing)),
@@ -249,6 +259,7 @@ mod tests {
             aks_gpu_instance_profile: None,
             gke_partition_size: None,
             gke_sharing: None,
+            bottlerocket_settings: None,
         };
         assert_eq!(
             sharing_from_observed(&o, None),

@@ -79,6 +79,7 @@ fn spec(cloud: &str, i: usize) -> PoolSpec {
                 node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
                 subnet_ids: vec!["subnet-0a1".into()],
                 ami_type: "AL2023_x86_64_NVIDIA".into(),
+                bottlerocket_settings: None,
             }),
             true,
         ),

@@ -224,38 +224,34 @@ pub(super) fn check_pool_name(cloud: Cloud, name: &str) -> Result<(), DomainErro
 }
 
 /// Bottlerocket's NVIDIA variants run the NVIDIA device plugin as a host service configured by the
-/// OS's own settings (`settings.kubelet-device-plugins.nvidia`: time-slicing, mps, mig.profile), not
-/// by the GPU operator. The node label and ConfigMap this crate derives would do nothing there, and
-/// the nodes would advertise whole GPUs while the pool promised slices, so an EKS pool that shares
-/// its GPUs must run an Amazon Linux 2023 NVIDIA AMI.
+/// OS's own settings (`settings.kubelet-device-plugins.nvidia`, see [`crate::bottlerocket`]), not by
+/// the GPU operator: a pool on them shares its GPUs through those settings, which take MIG with the
+/// device plugin's `single` strategy only (bottlerocket-os/bottlerocket#4483).
 pub fn check_eks_ami_type(sharing: &SharingMode, ami_type: &str) -> Result<(), DomainError> {
-    if !ami_type.starts_with("BOTTLEROCKET") || matches!(sharing, SharingMode::None) {
-        return Ok(());
+    match sharing {
+        SharingMode::Mig {
+            strategy: MigStrategy::Mixed,
+            ..
+        } if ami_type.starts_with("BOTTLEROCKET") => {
+            let instead = if ami_type.contains("ARM_64") {
+                "AL2023_ARM_64_NVIDIA"
+            } else {
+                "AL2023_x86_64_NVIDIA"
+            };
+            Err(DomainError::new(
+                Field::MigStrategy,
+                summary::MIG_STRATEGY_NOT_ON_BOTTLEROCKET,
+                format!(
+                    "On {ami_type} the NVIDIA device plugin is a Bottlerocket host service whose \
+                    settings partition GPUs with the `single` MIG strategy only. Set \
+                    mig.strategy = \"single\" (pods then request nvidia.com/gpu), or use \
+                    ami_type = \"{instead}\", where the GPU operator's device plugin supports \
+                    `mixed`."
+                ),
+            ))
+        }
+        _ => Ok(()),
     }
-    let how = match sharing {
-        SharingMode::Mig { .. } => "MIG partitions",
-        SharingMode::TimeSlicing { .. } => "time-slicing",
-        SharingMode::Mps { .. } => "MPS",
-        SharingMode::None => "",
-    };
-    let instead = if ami_type.contains("ARM_64") {
-        "AL2023_ARM_64_NVIDIA"
-    } else {
-        "AL2023_x86_64_NVIDIA"
-    };
-    Err(DomainError::new(
-        Field::EksAmiType,
-        summary::SHARING_NOT_ON_BOTTLEROCKET,
-        format!(
-            "On {ami_type} the NVIDIA device plugin is a Bottlerocket host service configured \
-                through              Bottlerocket settings \
-                (settings.kubelet-device-plugins.nvidia), not by the GPU operator, so \
-                the              node label and device plugin config this pool relies on for {how} \
-                would have no effect and              the nodes would advertise whole GPUs. Use \
-                ami_type = \"{instead}\" for a shared pool, or              remove the sharing \
-                block to keep whole GPUs on Bottlerocket."
-        ),
-    ))
 }
 
 /// MIG is not supported on Azure Linux node images, so an AKS MIG pool must run Ubuntu.

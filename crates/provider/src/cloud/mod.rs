@@ -11,6 +11,7 @@
 
 mod across;
 pub mod aks;
+mod answer;
 pub mod eks;
 mod error;
 pub mod gke;

@@ -84,6 +84,11 @@ pub struct EksPoolFields {
     pub node_role_arn: String,
     pub subnet_ids: Vec<String>,
     pub ami_type: String,
+    /// The Bottlerocket device plugin settings (TOML) of a Bottlerocket pool that shares its GPUs,
+    /// delivered as the user data of the node group's launch template: None for a pool without
+    /// a launch template of its own (every other pool). Read back from the template's version the
+    /// node group uses.
+    pub bottlerocket_settings: Option<String>,
 }
 
 /// The part of a pool only its target has: one variant per target, the same as its
@@ -146,6 +151,7 @@ static NO_EKS: EksPoolFields = EksPoolFields {
     node_role_arn: String::new(),
     subnet_ids: Vec::new(),
     ami_type: String::new(),
+    bottlerocket_settings: None,
 };
 
 impl PoolSpec {

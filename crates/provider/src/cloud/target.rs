@@ -183,6 +183,7 @@ pub trait Target: Send + Sync {
             aks_gpu_instance_profile: None,
             gke_partition_size: None,
             gke_sharing: None,
+            bottlerocket_settings: None,
         }
     }
 

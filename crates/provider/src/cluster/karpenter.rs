@@ -23,9 +23,8 @@
 //!   pkg/providers/imagefamily/customscriptsbootstrap/provisionclientbootstrap.go: "Unsupported
 //!   as of now (MIG)").
 //! - Bottlerocket's NVIDIA variants run the device plugin on the host and read
-//!   `settings.kubelet-device-plugins.nvidia`, never the ConfigMap: time-slicing since 1.25.0
-//!   (bottlerocket-os/bottlerocket#4230), MIG with the `single` strategy since 1.34.0
-//!   (bottlerocket#4483), MPS in the 1.54.x settings reference (bottlerocket-core-kit#789).
+//!   `settings.kubelet-device-plugins.nvidia`, never the ConfigMap (`gpu::bottlerocket` has the
+//!   settings, the releases that brought each and their sources).
 
 use std::collections::BTreeMap;
 
@@ -235,81 +234,39 @@ fn below(version: &str, min: (u32, u32, u32)) -> bool {
 }
 
 /// Bottlerocket's device plugin settings for a sharing mode, as TOML user data; an error names
-/// what Bottlerocket cannot do.
+/// what the pinned Bottlerocket version cannot do.
 fn bottlerocket_settings(
     sharing: &SharingMode,
     gpu: &GpuModel,
     version: &str,
 ) -> Result<Option<String>, Problem> {
-    const TABLE: &str = "[settings.kubelet-device-plugins.nvidia]";
-    let pinned_below = |min: (u32, u32, u32), what: &str| {
-        if below(version, min) {
-            Err(problem(
-                "eks.node_class.ami_version",
-                "Bottlerocket version too old",
-                format!(
-                    "Bottlerocket {version} has no {what} setting for its NVIDIA device plugin; \
-                    it came in {}.{}.{}. Pin that version or later, or use `latest`.",
-                    min.0, min.1, min.2
-                ),
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    Ok(Some(match sharing {
-        SharingMode::None => return Ok(None),
-        SharingMode::TimeSlicing {
-            replicas,
-            rename_by_default,
-            fail_requests_greater_than_one,
-        } => {
-            pinned_below((1, 25, 0), "time-slicing")?;
+    if let SharingMode::Mig { strategy, .. } = sharing
+        && *strategy != MigStrategy::Single
+    {
+        return Err(problem(
+            "mig.strategy",
+            "MIG strategy not supported on Bottlerocket",
+            "Bottlerocket's device plugin supports MIG with the `single` strategy only \
+            (bottlerocket-os/bottlerocket#4483). Set mig.strategy = \"single\", or use \
+            eks.node_class.ami_family = \"al2023\", where the GPU operator's MIG manager \
+            supports `mixed`."
+                .to_string(),
+        ));
+    }
+    if let Some((min, what)) = gpu::bottlerocket::min_version(sharing)
+        && below(version, min)
+    {
+        return Err(problem(
+            "eks.node_class.ami_version",
+            "Bottlerocket version too old",
             format!(
-                "{TABLE}\ndevice-sharing-strategy = \"time-slicing\"\n\n\
-                [settings.kubelet-device-plugins.nvidia.time-slicing]\nreplicas = {replicas}\n\
-                rename-by-default = {rename_by_default}\n\
-                fail-requests-greater-than-one = {fail_requests_greater_than_one}\n"
-            )
-        }
-        SharingMode::Mps { replicas } => {
-            pinned_below((1, 54, 0), "MPS")?;
-            format!(
-                "{TABLE}\ndevice-sharing-strategy = \"mps\"\n\n\
-                [settings.kubelet-device-plugins.nvidia.mps]\nreplicas = {replicas}\n"
-            )
-        }
-        SharingMode::Mig {
-            profile, strategy, ..
-        } => {
-            if *strategy != MigStrategy::Single {
-                return Err(problem(
-                    "mig.strategy",
-                    "MIG strategy not supported on Bottlerocket",
-                    "Bottlerocket's device plugin supports MIG with the `single` strategy only \
-                    (bottlerocket-os/bottlerocket#4483). Set mig.strategy = \"single\", or use \
-                    eks.node_class.ami_family = \"al2023\", where the GPU operator's MIG manager \
-                    supports `mixed`."
-                        .to_string(),
-                ));
-            }
-            pinned_below((1, 34, 0), "MIG")?;
-            // The settings name a GPU by its model and memory, e.g. `a100.40gb`.
-            let key = format!(
-                "{}.{}gb",
-                gpu.id
-                    .split('-')
-                    .next()
-                    .unwrap_or(gpu.id)
-                    .to_ascii_lowercase(),
-                gpu.memory_mib.div_ceil(1024)
-            );
-            format!(
-                "{TABLE}\ndevice-partitioning-strategy = \"mig\"\n\n\
-                [settings.kubelet-device-plugins.nvidia.mig.profile]\n\"{key}\" = \"{profile}\"\n"
-            )
-        }
-    }))
+                "Bottlerocket {version} has no {what} setting for its NVIDIA device plugin; \
+                it came in {}.{}.{}. Pin that version or later, or use `latest`.",
+                min.0, min.1, min.2
+            ),
+        ));
+    }
+    Ok(gpu::bottlerocket::settings(sharing, gpu))
 }
 
 /// Checks a pool and renders its objects; every problem found is returned.

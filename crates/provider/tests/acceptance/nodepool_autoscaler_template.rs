@@ -406,3 +406,48 @@ fn get_json(url: &str) -> Value {
         .unwrap();
     rt.block_on(async { reqwest::get(url).await.unwrap().json().await.unwrap() })
 }
+
+/// A Bottlerocket node group scales from zero the same way: the template on its Auto Scaling group
+/// says ten slices, so ten pending pods bring one node, whose host device plugin (set up by the
+/// launch template's settings, with no GPU operator config at all) advertises the ten.
+#[test]
+fn a_bottlerocket_group_scales_from_zero_by_slices() {
+    let Some(kubectl) = testkit::tools::require(testkit::tools::Tool::Kubectl) else {
+        return;
+    };
+    let stack = sandbox::start_stack(Duration::ZERO);
+    let config = format!(
+        "{REQUIRED_PROVIDERS}\nprovider \"fracgpu\" {{\n  sandbox = \"{}\"\n}}\n\n\
+         resource \"fracgpu_nodepool\" \"br\" {{\n  name         = \"zerobr\"\n  \
+         machine_type = \"g4dn.xlarge\"\n  autoscaling {{\n    min_nodes = 0\n    max_nodes = 5\n  }}\n  \
+         eks {{\n    cluster_name  = \"sandbox-eks\"\n    \
+         node_role_arn = \"arn:aws:iam::123456789012:role/gpu-nodes\"\n    \
+         subnet_ids    = [\"subnet-0a1\"]\n    ami_type      = \"BOTTLEROCKET_x86_64_NVIDIA\"\n  }}\n  \
+         time_slicing {{ replicas = 10 }}\n}}\n",
+        stack.url
+    );
+    let ws = Workspace::new(&config);
+    ws.init();
+    ws.apply();
+    assert!(stack.nodes("eks", "sandbox-eks", "zerobr").is_empty());
+    let pool = state_of(&ws, "br");
+    let manifest = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(manifest.path(), pods(&pool, 10)).unwrap();
+    let out = std::process::Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(stack.kubeconfig("eks", "sandbox-eks"))
+        .args(["apply", "-f"])
+        .arg(manifest.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nodes = stack.nodes("eks", "sandbox-eks", "zerobr");
+    assert_eq!(nodes.len(), 1, "ten slices fit one node: {nodes:#?}");
+    assert_eq!(nodes[0]["status"]["allocatable"]["nvidia.com/gpu"], "10");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "the plan is empty:\n{}", plan.text());
+}

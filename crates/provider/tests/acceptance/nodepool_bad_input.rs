@@ -188,36 +188,14 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
             vec!["Invalid attribute value", "AL2023_x86_64_NVIDIA"],
         ),
         (
-            "time-slicing on Bottlerocket",
+            "mixed MIG on Bottlerocket",
             format!(
-                "name = \"p\"\n  machine_type = \"g4dn.xlarge\"\n  eks {{\n    cluster_name = \"c\"\n    node_role_arn = \"r\"\n    subnet_ids = [\"s\"]\n    ami_type = \"BOTTLEROCKET_x86_64_NVIDIA\"\n  }}\n  time_slicing {{ replicas = 4 }}"
+                "name = \"p\"\n  machine_type = \"p4d.24xlarge\"\n  eks {{\n    cluster_name = \"c\"\n    node_role_arn = \"r\"\n    subnet_ids = [\"s\"]\n    ami_type = \"BOTTLEROCKET_x86_64_NVIDIA\"\n  }}\n  mig {{\n    profile = \"1g.5gb\"\n    strategy = \"mixed\"\n  }}"
             ),
             vec![
-                "GPU sharing not available on Bottlerocket",
-                "ami_type = \"BOTTLEROCKET_x86_64_NVIDIA\"",
-                "settings.kubelet-device-plugins",
-                "AL2023_x86_64_NVIDIA",
-            ],
-        ),
-        (
-            "MPS on Bottlerocket",
-            format!(
-                "name = \"p\"\n  machine_type = \"g4dn.xlarge\"\n  eks {{\n    cluster_name = \"c\"\n    node_role_arn = \"r\"\n    subnet_ids = [\"s\"]\n    ami_type = \"BOTTLEROCKET_ARM_64_NVIDIA\"\n  }}\n  mps {{ replicas = 2 }}"
-            ),
-            vec![
-                "GPU sharing not available on Bottlerocket",
-                "ami_type = \"BOTTLEROCKET_ARM_64_NVIDIA\"",
-                "AL2023_ARM_64_NVIDIA",
-            ],
-        ),
-        (
-            "MIG on Bottlerocket",
-            format!(
-                "name = \"p\"\n  machine_type = \"p4d.24xlarge\"\n  eks {{\n    cluster_name = \"c\"\n    node_role_arn = \"r\"\n    subnet_ids = [\"s\"]\n    ami_type = \"BOTTLEROCKET_x86_64_NVIDIA\"\n  }}\n  mig {{ profile = \"1g.5gb\" }}"
-            ),
-            vec![
-                "GPU sharing not available on Bottlerocket",
-                "ami_type = \"BOTTLEROCKET_x86_64_NVIDIA\"",
+                "MIG strategy not supported on Bottlerocket",
+                "strategy = \"mixed\"",
+                "mig.strategy = \"single\"",
                 "AL2023_x86_64_NVIDIA",
             ],
         ),

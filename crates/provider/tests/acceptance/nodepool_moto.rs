@@ -195,3 +195,74 @@ resource "fracgpu_nodepool" "p" {{
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert!(ws.show_json()["values"].is_null());
 }
+
+/// The launch template names (`fracgpu/...`) moto's EC2 holds, as boto3 lists them.
+fn moto_templates(url: &str) -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            &format!(
+                "import boto3; print(sorted(t['LaunchTemplateName'] for t in boto3.client('ec2', endpoint_url='{url}', region_name='us-east-1').describe_launch_templates()['LaunchTemplates']))"
+            ),
+        ])
+        .envs(AWS_ENV)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A Bottlerocket node group that shares its GPUs, against moto's EKS and EC2: the launch
+/// template is made in moto's EC2, named by the node group, read back (an empty plan) and
+/// deleted with the group.
+#[test]
+fn eks_bottlerocket_launch_template_against_moto() {
+    if crate::common::tools::require(crate::common::tools::Tool::Moto).is_none() {
+        return;
+    }
+    let (_moto, url) = start_moto();
+    create_cluster(&url);
+    let config = format!(
+        r#"{REQUIRED_PROVIDERS}
+provider "fracgpu" {{
+  aws {{
+    region   = "us-east-1"
+    endpoint = "{url}"
+  }}
+}}
+
+resource "fracgpu_nodepool" "p" {{
+  name         = "br"
+  machine_type = "g4dn.xlarge"
+  node_count   = 1
+  disk_size_gb = 60
+  eks {{
+    cluster_name  = "moto-eks"
+    node_role_arn = "arn:aws:iam::123456789012:role/gpu-nodes"
+    subnet_ids    = ["subnet-1"]
+    ami_type      = "BOTTLEROCKET_x86_64_NVIDIA"
+  }}
+  mps {{ replicas = 3 }}
+}}
+"#
+    );
+    let mut ws = Workspace::new(&config);
+    for (k, v) in AWS_ENV {
+        ws = ws.env(k, v);
+    }
+    ws.init();
+    ws.apply();
+    assert_eq!(moto_templates(&url), "['fracgpu/moto-eks/br']");
+    let state = ws.show_json();
+    let values = &state["values"]["root_module"]["resources"][0]["values"];
+    assert_eq!(values["disk_size_gb"], 60);
+    assert_eq!(values["mps"][0]["replicas"], 3);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "read back from moto's EC2:\n{}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert_eq!(moto_templates(&url), "[]");
+}

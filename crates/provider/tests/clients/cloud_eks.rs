@@ -174,6 +174,7 @@ fn time_sliced(name: &str) -> PoolSpec {
             node_role_arn: ROLE.into(),
             subnet_ids: vec!["subnet-0aaa".into(), "subnet-0bbb".into()],
             ami_type: "AL2023_x86_64_NVIDIA".into(),
+            bottlerocket_settings: None,
         }),
     }
 }

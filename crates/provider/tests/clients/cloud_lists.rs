@@ -192,6 +192,7 @@ async fn eks_with_groups(base: &str, n: usize) -> (EksClient, Location) {
                     node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
                     subnet_ids: vec!["subnet-0a1".into()],
                     ami_type: "AL2023_x86_64_NVIDIA".into(),
+                    bottlerocket_settings: None,
                 }),
             )
         })

@@ -162,6 +162,7 @@ async fn an_eks_create_is_not_described_at_once_and_the_second_is_described_once
             node_role_arn: "arn:aws:iam::123456789012:role/gpu-nodes".into(),
             subnet_ids: vec!["subnet-0a1".into()],
             ami_type: "AL2023_x86_64_NVIDIA".into(),
+            bottlerocket_settings: None,
         }),
     };
     let ctx = OpCtx::new(Duration::from_secs(60), StopSignal::default());

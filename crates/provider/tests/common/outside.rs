@@ -75,11 +75,38 @@ impl Outside {
 
     /// `aws eks <args>` against the sandbox's EKS in us-east-1.
     pub fn aws_eks(&self, args: &[&str]) -> String {
+        self.aws("eks", args)
+    }
+
+    /// `aws ec2 <args>` against the sandbox's EC2 (launch templates) in us-east-1.
+    pub fn aws_ec2(&self, args: &[&str]) -> String {
+        self.aws("ec2", args)
+    }
+
+    /// `aws <service> <args>` against the sandbox in us-east-1; its output.
+    fn aws(&self, service: &str, args: &[&str]) -> String {
+        let cmd = self.aws_command(service, args);
+        self.run(cmd, &format!("aws {service} {}", args.join(" ")))
+    }
+
+    /// `aws <service> <args>`, which must fail; what it said on stderr.
+    pub fn aws_fails(&self, service: &str, args: &[&str]) -> String {
+        let out = self.aws_command(service, args).output().unwrap();
+        assert!(
+            !out.status.success(),
+            "aws {service} {} succeeded:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn aws_command(&self, service: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.aws);
-        cmd.args(["eks", "--endpoint-url", &self.url, "--output", "json"])
+        cmd.args([service, "--endpoint-url", &self.url, "--output", "json"])
             .args(args);
         self.aws_env(&mut cmd);
-        self.run(cmd, &format!("aws eks {}", args.join(" ")))
+        cmd
     }
 
     /// The aws CLI's environment: the sandbox's keys and region, no config of the machine's.
@@ -98,17 +125,7 @@ impl Outside {
 
     /// `aws autoscaling <args>` against the sandbox's Auto Scaling API in us-east-1.
     pub fn aws_autoscaling(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new(&self.aws);
-        cmd.args([
-            "autoscaling",
-            "--endpoint-url",
-            &self.url,
-            "--output",
-            "json",
-        ])
-        .args(args);
-        self.aws_env(&mut cmd);
-        self.run(cmd, &format!("aws autoscaling {}", args.join(" ")))
+        self.aws("autoscaling", args)
     }
 
     /// Creates an agent pool of the sandbox's AKS cluster with ARM's REST API: a client

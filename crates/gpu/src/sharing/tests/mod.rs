@@ -95,34 +95,30 @@ fn aks_mig_needs_ubuntu() {
 }
 
 #[test]
-fn bottlerocket_keeps_whole_gpus() {
+fn bottlerocket_shares_but_not_by_mixed_mig() {
     for sharing in [
-        mig("1g.5gb", MigStrategy::Mixed, None),
+        mig("1g.5gb", MigStrategy::Single, None),
         ts(4),
         SharingMode::Mps { replicas: 2 },
+        SharingMode::None,
     ] {
-        let err = check_eks_ami_type(&sharing, "BOTTLEROCKET_x86_64_NVIDIA").unwrap_err();
-        assert_eq!(
-            (err.field, err.summary),
-            (
-                Field::EksAmiType,
-                "GPU sharing not available on Bottlerocket"
-            )
-        );
-        assert!(
-            err.detail.contains("AL2023_x86_64_NVIDIA"),
-            "{}",
-            err.detail
-        );
-        assert!(check_eks_ami_type(&sharing, "AL2023_x86_64_NVIDIA").is_ok());
+        assert!(check_eks_ami_type(&sharing, "BOTTLEROCKET_x86_64_NVIDIA").is_ok());
     }
-    let arm = check_eks_ami_type(&ts(2), "BOTTLEROCKET_ARM_64_NVIDIA").unwrap_err();
-    assert!(
-        arm.detail.contains("AL2023_ARM_64_NVIDIA"),
-        "{}",
-        arm.detail
+    let mixed = mig("1g.5gb", MigStrategy::Mixed, None);
+    let err = check_eks_ami_type(&mixed, "BOTTLEROCKET_ARM_64_NVIDIA").unwrap_err();
+    assert_eq!(
+        (err.field, err.summary),
+        (
+            Field::MigStrategy,
+            "MIG strategy not supported on Bottlerocket"
+        )
     );
-    assert!(check_eks_ami_type(&SharingMode::None, "BOTTLEROCKET_x86_64_NVIDIA").is_ok());
+    assert!(
+        err.detail.contains("AL2023_ARM_64_NVIDIA") && err.detail.contains("\"single\""),
+        "{}",
+        err.detail
+    );
+    assert!(check_eks_ami_type(&mixed, "AL2023_x86_64_NVIDIA").is_ok());
 }
 
 #[test]

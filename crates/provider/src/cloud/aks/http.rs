@@ -225,28 +225,12 @@ impl Resp {
     }
 }
 
+/// An answer's body, at most [`MAX_BODY`] bytes.
 pub(super) async fn read_bounded(
-    mut resp: reqwest::Response,
+    resp: reqwest::Response,
     what: &str,
 ) -> Result<Vec<u8>, CloudError> {
-    if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(CloudError::BadResponse(
-            format!("{what}: the answer is larger than {MAX_BODY} bytes").into(),
-        ));
-    }
-    let mut buf = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| {
-        let message = format!("{what}: {}", error_chain(&e));
-        CloudError::Transport(Detail::caused_by(message, e))
-    })? {
-        if buf.len() + chunk.len() > MAX_BODY {
-            return Err(CloudError::BadResponse(
-                format!("{what}: the answer is larger than {MAX_BODY} bytes").into(),
-            ));
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(buf)
+    crate::cloud::answer::read_body(resp, what, MAX_BODY).await
 }
 
 #[derive(Deserialize)]

@@ -363,6 +363,7 @@ impl Target for Aks {
             aks_gpu_instance_profile: spec.aks().gpu_instance_profile.as_deref(),
             gke_partition_size: None,
             gke_sharing: None,
+            bottlerocket_settings: None,
         }
     }
 

@@ -23,6 +23,8 @@ pub struct EksClient {
     /// The same for the Auto Scaling API, which holds the node groups' Auto Scaling groups.
     pub(super) asg_base: aws_sdk_autoscaling::config::Builder,
     pub(super) asg_clients: Mutex<HashMap<String, aws_sdk_autoscaling::Client>>,
+    /// EC2, for the launch templates of Bottlerocket node groups (the `ec2` module).
+    pub(super) ec2: Ec2,
     pub(super) poll_first: Duration,
     pub(super) poll_cap: Duration,
     pub(super) retry_first: Duration,
@@ -38,4 +40,13 @@ pub struct EksClient {
 /// Whether an API error carries the EKS error code `want`.
 pub(super) fn has_code(e: &CloudError, want: &str) -> bool {
     matches!(e, CloudError::Api { code, .. } if code == want)
+}
+
+/// How the client reaches EC2: where, and as whom.
+pub(crate) struct Ec2 {
+    pub(super) http: reqwest::Client,
+    /// Everything goes here when set (the sandbox, a moto server, an endpoint override); else
+    /// the region's public endpoint.
+    pub(super) endpoint: Option<String>,
+    pub(super) credentials: Option<aws_credential_types::provider::SharedCredentialsProvider>,
 }

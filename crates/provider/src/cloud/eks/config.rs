@@ -11,8 +11,10 @@ use aws_sdk_eks::config::retry::RetryConfig;
 use aws_sdk_eks::config::timeout::TimeoutConfig;
 use aws_sdk_eks::config::{BehaviorVersion, Credentials, Region};
 
+use aws_credential_types::provider::SharedCredentialsProvider;
+
 use super::calls::BoundAnswers;
-use super::client::EksClient;
+use super::client::{Ec2, EksClient};
 use crate::cloud::error::CloudError;
 
 /// How the provider reaches EKS. Static keys win over `profile`, which wins over the AWS default
@@ -47,6 +49,21 @@ impl std::fmt::Debug for EksConfig {
     }
 }
 
+/// The HTTP client of the EC2 calls (the SDK clients have their own).
+fn ec2_http() -> Result<reqwest::Client, CloudError> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| {
+            let message = format!(
+                "cannot build the HTTP client: {}",
+                crate::cloud::error::error_chain(&e)
+            );
+            CloudError::Transport(crate::cloud::error::Detail::caused_by(message, e))
+        })
+}
+
 impl EksClient {
     pub async fn new(cfg: EksConfig) -> Result<EksClient, CloudError> {
         // Our retry loop replaces the SDK's (see the module docs); the connect timeout keeps a
@@ -57,7 +74,7 @@ impl EksClient {
             .build();
         let nonempty = |o: &Option<String>| o.clone().filter(|s| !s.trim().is_empty());
         let region = nonempty(&cfg.region);
-        let (base, asg_base, fast) = if let Some(url) = nonempty(&cfg.sandbox) {
+        let (base, asg_base, ec2, fast) = if let Some(url) = nonempty(&cfg.sandbox) {
             // The sandbox checks that a SigV4 header is well formed, not who signed it.
             let credentials =
                 Credentials::new("AKIDSANDBOX", "sandbox", None, None, "fracgpu-sandbox");
@@ -69,11 +86,16 @@ impl EksClient {
                 .timeout_config(timeouts.clone());
             let asg = aws_sdk_autoscaling::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
-                .credentials_provider(credentials)
-                .endpoint_url(url)
+                .credentials_provider(credentials.clone())
+                .endpoint_url(&url)
                 .retry_config(retry)
                 .timeout_config(timeouts);
-            (b, asg, true)
+            let ec2 = Ec2 {
+                http: ec2_http()?,
+                endpoint: Some(url),
+                credentials: Some(SharedCredentialsProvider::new(credentials)),
+            };
+            (b, asg, ec2, true)
         } else {
             let mut loader = aws_config::defaults(BehaviorVersion::latest())
                 .retry_config(retry)
@@ -106,9 +128,15 @@ impl EksClient {
                 loader = loader.endpoint_url(e);
             }
             let sdk = loader.load().await;
+            let ec2 = Ec2 {
+                http: ec2_http()?,
+                endpoint: nonempty(&cfg.endpoint),
+                credentials: sdk.credentials_provider(),
+            };
             (
                 aws_sdk_eks::config::Builder::from(&sdk),
                 aws_sdk_autoscaling::config::Builder::from(&sdk),
+                ec2,
                 false,
             )
         };
@@ -123,6 +151,7 @@ impl EksClient {
             clients: Mutex::new(HashMap::new()),
             asg_base,
             asg_clients: Mutex::new(HashMap::new()),
+            ec2,
             // Real node groups take minutes; the sandbox's operations take about two seconds.
             poll_first: if fast {
                 Duration::from_millis(250)
@@ -196,7 +225,7 @@ impl EksClient {
         Ok(c.clone())
     }
 
-    fn region_or_default<'a>(&'a self, region: &'a str) -> Result<&'a str, CloudError> {
+    pub(super) fn region_or_default<'a>(&'a self, region: &'a str) -> Result<&'a str, CloudError> {
         Ok(if region.is_empty() {
             self.default_region
                 .as_deref()

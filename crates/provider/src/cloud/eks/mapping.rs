@@ -14,7 +14,7 @@ use crate::cloud::pool::{
 };
 
 /// The disk size EKS gives a Linux or Bottlerocket node group when the request has none.
-const DEFAULT_DISK_SIZE_GB: u32 = 20;
+pub(super) const DEFAULT_DISK_SIZE_GB: u32 = 20;
 /// Node labels EKS manages itself; never part of a spec, never removed by an update.
 const RESERVED_LABEL_PREFIX: &str = "eks.amazonaws.com/";
 
@@ -168,6 +168,7 @@ pub(super) fn to_spec(region: &str, cluster: &str, ng: &Nodegroup) -> PoolSpec {
                 .ami_type()
                 .map(|a| a.as_str().to_string())
                 .unwrap_or_default(),
+            bottlerocket_settings: None,
         }),
     }
 }

@@ -32,6 +32,8 @@
 mod calls;
 mod client;
 mod config;
+mod ec2;
+mod launch;
 mod mapping;
 mod operations;
 mod target;
@@ -81,12 +83,22 @@ impl NodePools for EksClient {
         };
         let mut pool = to_pool(region, cluster, &ng);
         pool.spec.node_template = self.template_of(region, &ng, ctx).await?;
+        self.read_template(region, &ng, &mut pool, ctx).await?;
         Ok(Some(pool))
     }
 
     async fn create(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
         let (region, cluster) = eks_location(&spec.location)?;
-        let mut pool = self.create_group(spec, ctx).await?;
+        let template = self.template_for_create(region, cluster, spec, ctx).await?;
+        let mut pool = match self.create_group(spec, template.as_ref(), ctx).await {
+            Ok(pool) => pool,
+            Err(e) => return Err(self.unmake_template(spec, template, e, ctx).await),
+        };
+        if template.is_some() {
+            // What the template holds now: the create wrote it, or found it holding it.
+            pool.spec.eks_mut().bottlerocket_settings = spec.eks().bottlerocket_settings.clone();
+            pool.spec.disk_size_gb = canonical_spec(spec).disk_size_gb;
+        }
         if spec.node_template.is_empty() {
             return Ok(pool);
         }
@@ -121,8 +133,13 @@ impl NodePools for EksClient {
         spec: &PoolSpec,
         ctx: &OpCtx,
     ) -> Result<Pool, CloudError> {
-        let (region, _) = eks_location(&spec.location)?;
-        let (mut pool, ng) = self.update_group(current, spec, ctx).await?;
+        let (region, cluster) = eks_location(&spec.location)?;
+        let (mut pool, mut ng) = self.update_group(current, spec, ctx).await?;
+        if let Some(rolled) = self.roll_template(region, cluster, &ng, spec, ctx).await? {
+            pool = to_pool(region, cluster, &rolled);
+            ng = rolled;
+        }
+        self.read_template(region, &ng, &mut pool, ctx).await?;
         // Against the tags the group holds now, not `current` (which may be the last refresh's,
         // see `update_reads_the_pool`): one read, and a write only of what differs.
         pool.spec.node_template = self
@@ -185,16 +202,18 @@ impl NodePools for EksClient {
                 })
                 .await
             {
-                Ok(_) => {
-                    return self
-                        .wait_gone(
-                            &client,
-                            cluster,
-                            name,
-                            ctx,
-                            Some(("DeleteNodegroup", Start::Now)),
-                        )
-                        .await;
+                Ok(out) => {
+                    // The group names its template in the answer: no read more for it.
+                    let template = out.nodegroup().and_then(launch::used_by);
+                    self.wait_gone(
+                        &client,
+                        cluster,
+                        name,
+                        ctx,
+                        Some(("DeleteNodegroup", Start::Now)),
+                    )
+                    .await?;
+                    return self.delete_made_template(region, template, ctx).await;
                 }
                 Err(e) if has_code(&e, "ResourceNotFoundException") => return Ok(()),
                 // Already DELETING (a retried request), or CREATING/UPDATING: wait, then decide.
@@ -242,6 +261,18 @@ impl EksClient {
                     .unwrap_or_default();
                 pool
             };
+        // A Bottlerocket group's launch template is read before its pool is handed on; one that
+        // cannot be read leaves the pool out, to be read on its own.
+        let hand_on = |mut pool: Pool, ng: &aws_sdk_eks::types::Nodegroup| {
+            let ng = ng.clone();
+            async move {
+                match self.read_template(region, &ng, &mut pool, ctx).await {
+                    Ok(()) => to.found(pool),
+                    Err(e) => tracing::debug!(nodegroup = %pool.spec.name, error = %e,
+                        "eks: a node group's launch template was not read; reading the group on its own"),
+                }
+            }
+        };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         // `tx` goes with the describes: when they end, so does the loop that takes their groups.
         let describes = async move {
@@ -267,7 +298,7 @@ impl EksClient {
                 }
                 let groups = template::asg_names(&ng);
                 if groups.is_empty() || groups.iter().any(|n| templates.contains_key(n)) {
-                    to.found(pool_of(&ng, &mut templates));
+                    hand_on(pool_of(&ng, &mut templates), &ng).await;
                 } else {
                     missed.push(ng);
                 }
@@ -280,7 +311,7 @@ impl EksClient {
             let names: Vec<String> = missed.iter().flat_map(template::asg_names).collect();
             templates.extend(self.templates(region, &names, ctx).await?);
             for ng in &missed {
-                to.found(pool_of(ng, &mut templates));
+                hand_on(pool_of(ng, &mut templates), ng).await;
             }
         }
         Ok(())
@@ -363,9 +394,14 @@ impl EksClient {
 
 impl EksClient {
     /// Creates the node group and waits until it is ACTIVE (its template aside).
-    async fn create_group(&self, spec: &PoolSpec, ctx: &OpCtx) -> Result<Pool, CloudError> {
+    async fn create_group(
+        &self,
+        spec: &PoolSpec,
+        template: Option<&ec2::TemplateRef>,
+        ctx: &OpCtx,
+    ) -> Result<Pool, CloudError> {
         let (region, cluster) = eks_location(&spec.location)?;
-        let TargetFields::Eks(eks) = &spec.target else {
+        let TargetFields::Eks(_) = &spec.target else {
             return Err(CloudError::Api {
                 status: 0,
                 code: "InvalidSpec".into(),
@@ -380,7 +416,7 @@ impl EksClient {
         let mut token = request_token(spec);
         for attempt in 0..3 {
             let err = match self
-                .send_create(&client, cluster, spec, eks, &token, ctx)
+                .send_create(&client, cluster, spec, template, &token, ctx)
                 .await
             {
                 // Created at once (moto does so): nothing to wait for.
@@ -424,9 +460,13 @@ impl EksClient {
                     .await?;
                 continue;
             }
-            // The template lives on the Auto Scaling group, not in the node group.
+            // The node template lives on the Auto Scaling group, the Bottlerocket settings and
+            // the data volume in the launch template: not in the node group.
             let group_of = |mut s: PoolSpec| {
                 s.node_template.clear();
+                if s.eks_mut().bottlerocket_settings.take().is_some() {
+                    s.disk_size_gb = None;
+                }
                 s
             };
             if to_spec(region, cluster, &ng) == group_of(canonical_spec(spec)) {
@@ -553,6 +593,41 @@ impl EksClient {
                 "node group {cluster}:{name} still differs from the configuration after three updates"
             ),
         })
+    }
+}
+
+impl EksClient {
+    /// A create that failed before its node group existed leaves no template behind: the error
+    /// is returned as it was, with what the clean-up could not do added to the log.
+    async fn unmake_template(
+        &self,
+        spec: &PoolSpec,
+        template: Option<ec2::TemplateRef>,
+        error: CloudError,
+        ctx: &OpCtx,
+    ) -> CloudError {
+        let Some(t) = template else { return error };
+        let Ok((region, cluster)) = eks_location(&spec.location) else {
+            return error;
+        };
+        let Ok(client) = self.client(region) else {
+            return error;
+        };
+        // A group that uses the template (still creating past the deadline, say) keeps it: the
+        // state keeps the group, and its delete deletes both. No group, or someone else's group
+        // of that name, leaves the template to no one: it goes.
+        match self.describe(&client, cluster, &spec.name, ctx).await {
+            Ok(Some(ng)) if launch::used_by(&ng).is_some_and(|u| u.name == t.name) => {}
+            Ok(_) => {
+                if let Err(e) = self.delete_made_template(region, Some(t), ctx).await {
+                    tracing::warn!(cluster, nodegroup = %spec.name, error = %e,
+                        "eks: the launch template of a node group that was not created is left behind");
+                }
+            }
+            Err(e) => tracing::warn!(cluster, nodegroup = %spec.name, error = %e,
+                "eks: could not tell whether the node group exists; its launch template is kept"),
+        }
+        error
     }
 }
 

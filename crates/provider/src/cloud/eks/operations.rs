@@ -9,7 +9,7 @@ use super::mapping::{
     issues_suffix, operation_failed, scaling_config, status_of, to_i32, to_pool, to_sdk_taint,
 };
 use crate::cloud::error::CloudError;
-use crate::cloud::pool::{EksPoolFields, Pool, PoolSpec};
+use crate::cloud::pool::{Pool, PoolSpec};
 use crate::operation::OpCtx;
 use crate::operation::{Backoff, Check, Start, poll_until};
 
@@ -266,10 +266,11 @@ impl EksClient {
         client: &Client,
         cluster: &str,
         spec: &PoolSpec,
-        eks: &EksPoolFields,
+        template: Option<&super::ec2::TemplateRef>,
         token: &str,
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
+        let eks = spec.eks();
         let (min, max, desired) = scaling_config(spec.scaling);
         let mut req = client
             .create_nodegroup()
@@ -301,8 +302,14 @@ impl EksClient {
         if !eks.ami_type.is_empty() {
             req = req.ami_type(AmiTypes::from(eks.ami_type.as_str()));
         }
-        if let Some(d) = spec.disk_size_gb {
-            req = req.disk_size(to_i32(d));
+        // With a launch template the data volume is the template's (EKS refuses diskSize then).
+        match template {
+            Some(t) => req = req.launch_template(super::launch::specification(t)),
+            None => {
+                if let Some(d) = spec.disk_size_gb {
+                    req = req.disk_size(to_i32(d));
+                }
+            }
         }
         self.call(
             ctx,

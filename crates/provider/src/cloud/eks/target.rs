@@ -10,7 +10,7 @@ use gpu::{Cloud, SharingMode};
 use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::OneOf;
-use tfplugin::{DecodeError, Diagnostic, Type, Value};
+use tfplugin::{AttrPath, DecodeError, Diagnostic, Type, Value};
 
 use super::config::EksConfig;
 use crate::cloud::error::CloudError;
@@ -33,6 +33,11 @@ const EKS_GPU_AMIS: &[&str] = &[
     "BOTTLEROCKET_x86_64_NVIDIA",
     "BOTTLEROCKET_ARM_64_NVIDIA",
 ];
+
+/// Whether an AMI type is one of Bottlerocket's, whose device plugin reads its own settings.
+pub(super) fn is_bottlerocket(ami_type: &str) -> bool {
+    ami_type.starts_with("BOTTLEROCKET")
+}
 
 /// The EKS descriptor.
 pub struct Eks;
@@ -262,9 +267,14 @@ impl Target for Eks {
                 .describe(&format!(
                     "GPU AMI type. Default `{DEFAULT_EKS_AMI}`. The \
                         Bottlerocket NVIDIA AMIs run the NVIDIA device plugin as a host service \
-                        set up by Bottlerocket's own settings, which the GPU operator cannot \
-                        reach: they take no `mig`, `time_slicing` or `mps` (use an AL2023 NVIDIA \
-                        AMI to share GPUs). `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs \
+                        set up by Bottlerocket's own settings, not by the GPU operator: a \
+                        Bottlerocket pool that shares its GPUs gets a launch template \
+                        (`fracgpu/<cluster>/<node group>`) whose user data carries them \
+                        (`settings.kubelet-device-plugins.nvidia`; MIG with the `single` strategy \
+                        only), and needs no `fracgpu_device_plugin_config`. Starting or ending \
+                        sharing on Bottlerocket replaces the node group (EKS cannot add or remove \
+                        a launch template); other sharing changes roll its nodes to a new \
+                        template version. `{RETIRED_EKS_AMI}` is retired: EKS has no AL2 AMIs \
                         for Kubernetes 1.33 and later, and a plan warns."
                 ))
                 .validate(OneOf(EKS_GPU_AMIS))
@@ -293,20 +303,47 @@ impl Target for Eks {
         let Ok(b) = PoolArgs::from_value(block) else {
             return Vec::new();
         };
+        // The one refusal is of a MIG strategy Bottlerocket lacks: on `mig.strategy`.
         gpu::check_eks_ami_type(sharing, &b.ami_type())
             .err()
-            .map(|e| Diagnostic::error(e.summary, e.detail).at(block_path(self, "ami_type")))
+            .map(|e| {
+                let at = AttrPath::root()
+                    .with_attr("mig")
+                    .with_index(0)
+                    .with_attr("strategy");
+                Diagnostic::error(e.summary, e.detail).at(at)
+            })
             .into_iter()
             .collect()
     }
 
-    fn fields(&self, block: &Value, _derived: &gpu::Derived) -> TargetFields {
+    /// A Bottlerocket pool that shares its GPUs carries Bottlerocket's device plugin settings,
+    /// which its launch template delivers (`ec2.rs`).
+    fn fields(&self, block: &Value, derived: &gpu::Derived) -> TargetFields {
         let b = PoolArgs::from_value(block).unwrap_or_default();
+        let ami_type = b.ami_type();
         TargetFields::Eks(EksPoolFields {
-            ami_type: b.ami_type(),
+            bottlerocket_settings: is_bottlerocket(&ami_type)
+                .then(|| gpu::bottlerocket::settings(&derived.sharing, derived.gpu))
+                .flatten(),
+            ami_type,
             node_role_arn: b.node_role_arn,
             subnet_ids: b.subnet_ids,
         })
+    }
+
+    /// On a Bottlerocket node group with a launch template, the template's settings say how the
+    /// host's device plugin shares the GPUs, whatever the labels say.
+    fn observed<'a>(&self, spec: &'a PoolSpec, gpu: &'static gpu::GpuModel) -> gpu::Observed<'a> {
+        gpu::Observed {
+            cloud: Cloud::Eks,
+            gpu,
+            labels: &spec.labels,
+            aks_gpu_instance_profile: None,
+            gke_partition_size: None,
+            gke_sharing: None,
+            bottlerocket_settings: spec.eks().bottlerocket_settings.as_deref(),
+        }
     }
 
     fn block_of(&self, pool: &Pool) -> Value {
@@ -340,9 +377,13 @@ impl Target for Eks {
         }
     }
 
-    /// EKS expresses sharing with node labels only; all of it changes in place.
-    fn gpu_change_replaces(&self, _old: &PoolSpec, _new: &PoolSpec) -> bool {
-        false
+    /// EKS expresses sharing with node labels, and on Bottlerocket with the settings of the node
+    /// group's launch template: all of it changes in place (a new template version), except
+    /// sharing that starts or ends on Bottlerocket. A node group made without a launch template
+    /// can never take one (EKS user guide, "Customize managed nodes with launch templates"), and
+    /// one made with a template keeps it.
+    fn gpu_change_replaces(&self, old: &PoolSpec, new: &PoolSpec) -> bool {
+        old.eks().bottlerocket_settings.is_some() != new.eks().bottlerocket_settings.is_some()
     }
 
     /// A warning on an AMI type EKS no longer publishes for current Kubernetes versions: Amazon

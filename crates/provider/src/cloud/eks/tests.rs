@@ -40,6 +40,7 @@ fn spec() -> PoolSpec {
             node_role_arn: "arn:aws:iam::1:role/r".into(),
             subnet_ids: vec!["subnet-b".into(), "subnet-a".into()],
             ami_type: "AL2023_x86_64_NVIDIA".into(),
+            bottlerocket_settings: None,
         }),
     }
 }

@@ -319,6 +319,7 @@ impl Target for Gke {
                     max_clients,
                 },
             }),
+            bottlerocket_settings: None,
         }
     }
 
