@@ -326,7 +326,8 @@ fn a_refresh_interrupted_during_a_slow_read_stops_with_terraform() {
         .env("TF_LOG_PATH", LOG);
     ws.init();
     ws.apply();
-    plan_interrupted_during_a_slow_read(&ws, &sb.url, "agentPools/intread");
+    // A refresh reads an AKS pool through the cluster's agent pool list.
+    plan_interrupted_during_a_slow_read(&ws, &sb.url, "sandbox-aks/agentPools");
     let state = pools::state_pools(&ws);
     assert_eq!(
         state.len(),

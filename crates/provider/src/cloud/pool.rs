@@ -265,6 +265,15 @@ pub trait NodePools: Send + Sync {
     /// does not exist is an error.
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
 
+    /// Whether listing a cluster costs no more requests than reading one of its pools (one ARM
+    /// agent pool list against one GET; GKE's node pool list, with the project's instance group
+    /// sizes shared by its clusters, against a node pool GET and its instance groups'). A refresh
+    /// then lists from its first read of the cluster (`cloud::SharedReads`). Not so on EKS,
+    /// whose list describes every node group of the cluster.
+    fn lists_for_a_read(&self) -> bool {
+        false
+    }
+
     /// [`NodePools::list`] for a refresh's shared read (`cloud::SharedReads`), each pool handed
     /// to `to.found` as soon as it is known (EKS: as its node group is described, those reads
     /// wait for first), so that the refresh's reads need not wait for the last pool. A read that

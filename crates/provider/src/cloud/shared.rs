@@ -5,10 +5,12 @@
 //! described concurrently) and every other refresh read of that cluster answers from that
 //! snapshot.
 //!
-//! The first read of a cluster in a refresh is a single read all the same, and the list starts
-//! with the second: a cluster of which the configuration manages one pool costs one request, as
-//! before (on EKS a list describes every node group of the cluster), and a refresh of many pools
-//! of a cluster costs one read and one list. The second read runs the list; each later read is
+//! Where a list costs more than a read of one pool (EKS, whose list describes every node group of
+//! the cluster), the first read of a cluster in a refresh is a single read all the same, and the
+//! list starts with the second: a cluster of which the configuration manages one pool costs one
+//! request, as before, and a refresh of many pools of a cluster costs one read and one list.
+//! Where it costs no more (`NodePools::lists_for_a_read`: AKS, GKE) the first read runs the list,
+//! so a refresh costs one list per cluster. Each read after the one that runs the list is
 //! answered as soon as the list has found its pool (on EKS, where the list is a describe per node
 //! group, as its group is described, those reads wait for first), so terraform's work on the
 //! first pools overlaps the describes of the rest. However the listing read ends (done, failed,
@@ -105,10 +107,10 @@ pub struct SharedReads {
 }
 
 impl SharedReads {
-    /// The pool a refresh sees: the first of a cluster read on its own, the others from the
-    /// cluster's snapshot, taken now if there is none. The second read runs the list, and every
-    /// later read is answered as soon as the list has found its pool (on EKS, as its node group
-    /// is described), not when the list ends.
+    /// The pool a refresh sees: from the cluster's snapshot, taken now if there is none, but for
+    /// the first read of a cluster whose list costs more than a read, which reads on its own.
+    /// The first read that lists runs the list, and every later read is answered as soon as the
+    /// list has found its pool (on EKS, as its node group is described), not when the list ends.
     pub async fn read(
         &self,
         client: &dyn NodePools,
@@ -117,7 +119,7 @@ impl SharedReads {
         ctx: &OpCtx,
     ) -> Result<Option<Pool>, CloudError> {
         let snapshot = self.snapshot(location);
-        if snapshot.reads.fetch_add(1, Ordering::Relaxed) == 0 {
+        if snapshot.reads.fetch_add(1, Ordering::Relaxed) == 0 && !client.lists_for_a_read() {
             return client.get(location, name, ctx).await;
         }
         let mut found = snapshot.found.subscribe();

@@ -148,6 +148,22 @@ fn template_in_use(outside: &Outside) -> (String, String, Value) {
     )
 }
 
+/// The aws CLI finds no template of the pool's name.
+fn assert_no_template(outside: &Outside) {
+    let gone = outside.aws_fails(
+        "ec2",
+        &[
+            "describe-launch-templates",
+            "--launch-template-names",
+            TEMPLATE,
+        ],
+    );
+    assert!(
+        gone.contains("InvalidLaunchTemplateName.NotFoundException"),
+        "{gone}"
+    );
+}
+
 fn shared_config(url: &str, replicas: u32) -> String {
     config(
         url,
@@ -261,18 +277,7 @@ fn eks_bottlerocket_pool_shares_through_its_launch_template() {
     // Destroyed, the template goes with the group.
     ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     assert_eq!(sb.pools(), vec![]);
-    let gone = outside.aws_fails(
-        "ec2",
-        &[
-            "describe-launch-templates",
-            "--launch-template-names",
-            TEMPLATE,
-        ],
-    );
-    assert!(
-        gone.contains("InvalidLaunchTemplateName.NotFoundException"),
-        "{gone}"
-    );
+    assert_no_template(&outside);
 }
 
 /// A create EKS refuses leaves no launch template behind, and a throttled template call is
@@ -291,18 +296,7 @@ fn eks_bottlerocket_create_cleans_up_and_rides_out_throttling() {
     assert_eq!(out.code, 1, "{}", out.text());
     assert!(flat(&out.text()).contains("sn-0a1"), "{}", out.text());
     assert_eq!(sb.pools(), vec![]);
-    let gone = outside.aws_fails(
-        "ec2",
-        &[
-            "describe-launch-templates",
-            "--launch-template-names",
-            TEMPLATE,
-        ],
-    );
-    assert!(
-        gone.contains("InvalidLaunchTemplateName.NotFoundException"),
-        "{gone}"
-    );
+    assert_no_template(&outside);
     assert!(ws.show_json()["values"].is_null());
 
     // The first two template calls are throttled (EC2 and Auto Scaling share `POST /`; this pool

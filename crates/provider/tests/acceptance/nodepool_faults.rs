@@ -98,8 +98,9 @@ fn throttling_bursts_on_create_and_read_are_ridden_out() {
     assert_eq!(state.len(), 2);
     assert!(state.iter().all(|p| !p.tainted));
 
-    // Reads are throttled too: the refresh of the next plan waits and sees no drift.
-    sb.inject(json!({"match": {"method": "GET", "path_contains": "agentPools/thraks"}, "count": 3, "kind": "429", "retry_after": 1}));
+    // Reads are throttled too: the refresh of the next plan waits and sees no drift. (A refresh
+    // reads an AKS pool through the cluster's agent pool list.)
+    sb.inject(json!({"match": {"method": "GET", "path_contains": "sandbox-aks/agentPools"}, "count": 3, "kind": "429", "retry_after": 1}));
     sb.inject(json!({"match": {"method": "GET", "path_contains": "node-groups/threks"}, "count": 3, "kind": "429", "retry_after": 1}));
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(

@@ -1205,6 +1205,12 @@ type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
 
 /// A stand-in for EKS that answers every request with canned responses in order (the last one
 /// repeats) and records the requests: for answers the sandbox does not give.
+/// DescribeAutoScalingGroups finding nothing, as Auto Scaling's Query protocol answers it.
+const NO_AUTO_SCALING_GROUPS: &str = "<DescribeAutoScalingGroupsResponse \
+    xmlns=\"http://autoscaling.amazonaws.com/doc/2011-01-01/\"><DescribeAutoScalingGroupsResult>\
+    <AutoScalingGroups/></DescribeAutoScalingGroupsResult><ResponseMetadata><RequestId>stub\
+    </RequestId></ResponseMetadata></DescribeAutoScalingGroupsResponse>";
+
 async fn stub(responses: Vec<(u16, Option<&'static str>, String)>) -> (String, Seen) {
     use axum::http::{HeaderValue, StatusCode};
     use axum::response::{IntoResponse, Response};
@@ -1212,7 +1218,12 @@ async fn stub(responses: Vec<(u16, Option<&'static str>, String)>) -> (String, S
     let log = seen.clone();
     let app = axum::Router::new().fallback(
         move |method: axum::http::Method, uri: axum::http::Uri, body: axum::body::Bytes| {
-            let n = {
+            // Auto Scaling's Query endpoint (a get's tag-filtered read of the group's Auto
+            // Scaling group) is not what these scripts are about: it finds no group.
+            let auto_scaling = method == axum::http::Method::POST && uri.path() == "/";
+            let n = if auto_scaling {
+                usize::MAX
+            } else {
                 let mut log = log.lock().unwrap();
                 log.push((
                     method.to_string(),
@@ -1221,7 +1232,11 @@ async fn stub(responses: Vec<(u16, Option<&'static str>, String)>) -> (String, S
                 ));
                 log.len() - 1
             };
-            let (status, kind, body) = responses[n.min(responses.len() - 1)].clone();
+            let (status, kind, body) = if auto_scaling {
+                (200, None, NO_AUTO_SCALING_GROUPS.to_string())
+            } else {
+                responses[n.min(responses.len() - 1)].clone()
+            };
             async move {
                 let mut r: Response = (StatusCode::from_u16(status).unwrap(), body).into_response();
                 r.headers_mut()

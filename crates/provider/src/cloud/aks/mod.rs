@@ -55,6 +55,10 @@ const MAX_LIST_PAGES: usize = 100;
 
 #[async_trait]
 impl NodePools for AksClient {
+    fn lists_for_a_read(&self) -> bool {
+        true
+    }
+
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
         let mut url = self.pools_url(cluster)?;
         let mut pools = Vec::new();

@@ -74,16 +74,22 @@ impl NodePools for EksClient {
     ) -> Result<Option<Pool>, CloudError> {
         let (region, cluster) = eks_location(location)?;
         let client = self.client(region)?;
-        let Some(ng) = self
-            .describe(&client, cluster, name, ctx)
-            .await?
-            .filter(|ng| status_of(ng) != "DELETING")
-        else {
+        // The group's Auto Scaling group found by its EKS tags beside the describe, not by the
+        // name the describe gives after it: one round trip instead of two.
+        let (described, tagged) = tokio::join!(
+            self.describe(&client, cluster, name, ctx),
+            self.nodegroup_templates(region, cluster, name, ctx),
+        );
+        let Some(ng) = described?.filter(|ng| status_of(ng) != "DELETING") else {
             return Ok(None);
         };
         let mut pool = to_pool(region, cluster, &ng);
-        pool.spec.node_template = self.template_of(region, &ng, ctx).await?;
-        self.read_template(region, &ng, &mut pool, ctx).await?;
+        let (template, settings) = tokio::join!(
+            self.template_from(region, &ng, tagged.ok(), ctx),
+            self.read_template(region, &ng, &mut pool, ctx),
+        );
+        settings?;
+        pool.spec.node_template = template?;
         Ok(Some(pool))
     }
 

@@ -190,6 +190,47 @@ impl EksClient {
         }
     }
 
+    /// The template tags of the Auto Scaling groups EKS tagged as one node group's
+    /// (`eks:cluster-name` and `eks:nodegroup-name`, as [`Self::cluster_templates`] says): a
+    /// read that needs no group name, so a single read of a node group sends it beside the
+    /// group's describe rather than after it.
+    pub(super) async fn nodegroup_templates(
+        &self,
+        region: &str,
+        cluster: &str,
+        nodegroup: &str,
+        ctx: &OpCtx,
+    ) -> Result<HashMap<String, BTreeMap<String, String>>, CloudError> {
+        let client = self.asg_client(region)?;
+        let tag = |key: &str, value: &str| {
+            aws_sdk_autoscaling::types::Filter::builder()
+                .name(format!("tag:{key}"))
+                .values(value)
+                .build()
+        };
+        let req = client
+            .describe_auto_scaling_groups()
+            .filters(tag("eks:cluster-name", cluster))
+            .filters(tag("eks:nodegroup-name", nodegroup));
+        self.templates_described(req, ctx).await
+    }
+
+    /// The template of `ng` from what a tag-filtered read found (`tagged`), or, where that missed
+    /// the node group's Auto Scaling group (a tag someone removed, a failed read), read by name.
+    pub(super) async fn template_from(
+        &self,
+        region: &str,
+        ng: &Nodegroup,
+        tagged: Option<HashMap<String, BTreeMap<String, String>>>,
+        ctx: &OpCtx,
+    ) -> Result<BTreeMap<String, String>, CloudError> {
+        let mut tagged = tagged.unwrap_or_default();
+        match asg_names(ng).iter().find_map(|n| tagged.remove(n)) {
+            Some(template) => Ok(template),
+            None => self.template_of(region, ng, ctx).await,
+        }
+    }
+
     /// The template a node group's groups carry (the first group's: EKS makes one).
     pub(super) async fn template_of(
         &self,

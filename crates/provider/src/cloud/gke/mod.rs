@@ -211,6 +211,10 @@ impl GkeClient {
 
 #[async_trait]
 impl NodePools for GkeClient {
+    fn lists_for_a_read(&self) -> bool {
+        true
+    }
+
     async fn get(
         &self,
         location: &Location,

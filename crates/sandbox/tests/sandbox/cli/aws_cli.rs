@@ -162,13 +162,12 @@ async fn aws_cli_drives_the_node_group_lifecycle() {
 }
 
 async fn autoscaling(endpoint: &str, env: &[(&str, String)], args: &[&str]) -> Out {
-    let mut a = vec![
-        "autoscaling",
-        "--endpoint-url",
-        endpoint,
-        "--output",
-        "json",
-    ];
+    service("autoscaling", endpoint, env, args).await
+}
+
+/// `aws <service> --endpoint-url <endpoint> --output json <args>`.
+async fn service(name: &str, endpoint: &str, env: &[(&str, String)], args: &[&str]) -> Out {
+    let mut a = vec![name, "--endpoint-url", endpoint, "--output", "json"];
     a.extend_from_slice(args);
     run("aws", &a, env).await
 }
@@ -344,9 +343,7 @@ async fn aws_cli_tags_the_node_groups_auto_scaling_group() {
 }
 
 async fn ec2(endpoint: &str, env: &[(&str, String)], args: &[&str]) -> Out {
-    let mut a = vec!["ec2", "--endpoint-url", endpoint, "--output", "json"];
-    a.extend_from_slice(args);
-    run("aws", &a, env).await
+    service("ec2", endpoint, env, args).await
 }
 
 /// A launch template made, versioned, read and deleted with `aws ec2` (botocore parses the
