@@ -72,6 +72,59 @@ pub fn settings(sharing: &SharingMode, gpu: &GpuModel) -> Option<String> {
     })
 }
 
+/// The device plugin's table of a node's user data, when it parses: what [`settings`] writes and
+/// [`sharing_of`] reads, and the only part of the user data this crate speaks for.
+fn device_plugin_table(user_data: &str) -> Option<Option<toml::Value>> {
+    let doc = user_data.parse::<toml::Table>().ok()?;
+    Some(
+        doc.get("settings")
+            .and_then(|s| s.get("kubelet-device-plugins"))
+            .and_then(|p| p.get("nvidia"))
+            .cloned(),
+    )
+}
+
+/// Whether two user data say the same to the device plugin (the rest of the settings aside):
+/// whether a node group's launch template needs a new version for the sharing.
+pub fn same_device_plugin_settings(a: &str, b: &str) -> bool {
+    match (device_plugin_table(a), device_plugin_table(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// `user_data` with its device plugin settings replaced by those of `ours` (what [`settings`]
+/// rendered), every other setting kept: a launch template can carry settings of its maker's
+/// that a change of sharing must not drop. User data that is not TOML (Bottlerocket would not
+/// boot from it) is replaced whole.
+pub fn with_device_plugin_settings(user_data: Option<&str>, ours: &str) -> String {
+    let theirs = user_data.filter(|u| !u.trim().is_empty());
+    let (Some(Ok(mut doc)), Ok(mine)) = (
+        theirs.map(|u| u.parse::<toml::Table>()),
+        ours.parse::<toml::Table>(),
+    ) else {
+        return ours.to_string();
+    };
+    fn merge(into: &mut toml::Table, from: toml::Table) {
+        for (k, v) in from {
+            match (into.get_mut(&k), v) {
+                (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+                (_, v) => {
+                    into.insert(k, v);
+                }
+            }
+        }
+    }
+    // Ours replace theirs whole: a sharing key of theirs that ours lacks must not linger.
+    if let Some(toml::Value::Table(settings)) = doc.get_mut("settings")
+        && let Some(toml::Value::Table(plugins)) = settings.get_mut("kubelet-device-plugins")
+    {
+        plugins.remove("nvidia");
+    }
+    merge(&mut doc, mine);
+    doc.to_string()
+}
+
 /// The sharing that settings (TOML, as a node's user data holds it) set up on `gpu`: whole GPUs
 /// when they say nothing the device plugin would act on, or do not parse (Bottlerocket then
 /// keeps its defaults). Any TOML spelling is read, not only the one [`settings`] writes.
@@ -173,6 +226,36 @@ mod tests {
             device-partitioning-strategy = \"mig\"\n\
             [settings.kubelet-device-plugins.nvidia.mig.profile]\n\"h100.80gb\" = \"1g.10gb\"\n";
         assert_eq!(sharing_of(other, a100), SharingMode::None);
+    }
+
+    #[test]
+    fn other_settings_are_kept_and_compared_apart() {
+        let a100 = gpu_model("A100-40GB").expect("catalog");
+        let four = settings(&SharingMode::Mps { replicas: 4 }, a100).unwrap();
+        let eight = settings(&SharingMode::Mps { replicas: 8 }, a100).unwrap();
+        let theirs = format!("[settings.kernel]\nlockdown = \"integrity\"\n\n{four}");
+        assert!(same_device_plugin_settings(&theirs, &four));
+        assert!(!same_device_plugin_settings(&theirs, &eight));
+        let merged = with_device_plugin_settings(Some(&theirs), &eight);
+        assert!(merged.contains("lockdown = \"integrity\""), "{merged}");
+        assert_eq!(sharing_of(&merged, a100), SharingMode::Mps { replicas: 8 });
+        // A strategy of theirs that ours does not name goes with the rest of their table.
+        let ts = settings(
+            &SharingMode::TimeSlicing {
+                replicas: 2,
+                rename_by_default: false,
+                fail_requests_greater_than_one: false,
+            },
+            a100,
+        )
+        .unwrap();
+        let switched = with_device_plugin_settings(Some(&ts), &eight);
+        assert!(!switched.contains("time-slicing"), "{switched}");
+        assert_eq!(with_device_plugin_settings(None, &eight), eight);
+        assert_eq!(
+            with_device_plugin_settings(Some("not = [toml"), &eight),
+            eight
+        );
     }
 
     #[test]

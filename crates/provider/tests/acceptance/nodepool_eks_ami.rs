@@ -217,8 +217,12 @@ fn eks_bottlerocket_pool_shares_through_its_launch_template() {
     assert_eq!(nodes[0]["status"]["allocatable"]["nvidia.com/gpu"], "8");
     assert_eq!(ws.plan_exit_code().0, 0);
 
-    // Someone rolls the group to a version of their own: the plan shows it and sets it back.
-    let theirs = settings.replace("replicas = 8", "replicas = 2");
+    // Someone rolls the group to a version of their own, with a setting of theirs beside: the
+    // plan shows the sharing and sets it back, and their setting stays.
+    let theirs = format!(
+        "[settings.kernel]\nlockdown = \"integrity\"\n\n{}",
+        settings.replace("replicas = 8", "replicas = 2")
+    );
     let created: Value = serde_json::from_str(
         &outside.aws_ec2(&[
             "create-launch-template-version",
@@ -260,7 +264,13 @@ fn eks_bottlerocket_pool_shares_through_its_launch_template() {
         plan.text()
     );
     ws.apply();
-    assert!(template_in_use(&outside).1.contains("replicas = 8"));
+    let (_, settings, _) = template_in_use(&outside);
+    assert!(
+        settings.contains("replicas = 8") && settings.contains("lockdown = \"integrity\""),
+        "{settings}"
+    );
+    let nodes = sb.nodes("eks", "sandbox-eks", "gpus");
+    assert_eq!(nodes[0]["status"]["allocatable"]["nvidia.com/gpu"], "8");
     assert_eq!(ws.plan_exit_code().0, 0);
 
     // Imported, the group reads as the same time-sliced pool.

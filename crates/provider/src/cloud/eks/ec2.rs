@@ -27,7 +27,7 @@ use aws_sigv4::sign::v4;
 use aws_smithy_xml::decode::{Document, ScopedDecoder, try_data};
 use base64::Engine as _;
 
-use super::client::{EksClient, MAX_ATTEMPTS};
+use super::client::{EksClient, MAX_ATTEMPTS, has_code};
 use crate::cloud::error::{CloudError, Detail, error_chain};
 use crate::operation::{Attempt, Backoff, Failure, OpCtx, retry, retryable_status};
 
@@ -105,10 +105,8 @@ fn data_params(data: &TemplateData) -> Vec<(String, String)> {
 }
 
 impl EksClient {
-    /// Makes the template `name` with `data` as its first version, or, when a template of that
-    /// name exists (a create that was cut short, retried), adds `data` as its newest version
-    /// unless that already holds it.
-    pub(super) async fn put_template(
+    /// Makes the template `name` with `data` as its first version.
+    pub(super) async fn create_template(
         &self,
         region: &str,
         name: &str,
@@ -117,33 +115,19 @@ impl EksClient {
     ) -> Result<TemplateRef, CloudError> {
         let mut params = vec![("LaunchTemplateName".to_string(), name.to_string())];
         params.extend(data_params(data));
-        match self.ec2(ctx, region, "CreateLaunchTemplate", params).await {
-            Ok(doc) => {
-                let t = doc.child("launchTemplate");
-                Ok(TemplateRef {
-                    id: t.text("launchTemplateId"),
-                    name: t.text("launchTemplateName"),
-                    version: t.text("latestVersionNumber"),
-                })
-            }
-            Err(e) if has_code(&e, "InvalidLaunchTemplateName.AlreadyExistsException") => {
-                let latest = TemplateRef {
-                    id: String::new(),
-                    name: name.to_string(),
-                    version: "$Latest".into(),
-                };
-                let (found, held) = self.template_version(region, &latest, ctx).await?;
-                if &held == data {
-                    Ok(found)
-                } else {
-                    self.new_template_version(region, &found, data, ctx).await
-                }
-            }
-            Err(e) => Err(e),
-        }
+        let doc = self
+            .ec2(ctx, region, "CreateLaunchTemplate", params)
+            .await?;
+        let t = doc.child("launchTemplate");
+        Ok(TemplateRef {
+            id: t.text("launchTemplateId"),
+            name: t.text("launchTemplateName"),
+            version: t.text("latestVersionNumber"),
+        })
     }
 
-    /// Adds `data` as the newest version of the template.
+    /// Adds a version of the template: `template`'s version with what `data` says instead
+    /// (EC2's `SourceVersion`), so that what else the template holds stays as it was.
     pub(super) async fn new_template_version(
         &self,
         region: &str,
@@ -151,7 +135,10 @@ impl EksClient {
         data: &TemplateData,
         ctx: &OpCtx,
     ) -> Result<TemplateRef, CloudError> {
-        let mut params = vec![("LaunchTemplateId".to_string(), template.id.clone())];
+        let mut params = vec![
+            ("LaunchTemplateId".to_string(), template.id.clone()),
+            ("SourceVersion".to_string(), template.version.clone()),
+        ];
         params.extend(data_params(data));
         let doc = self
             .ec2(ctx, region, "CreateLaunchTemplateVersion", params)
@@ -389,10 +376,6 @@ impl EksClient {
             Err(interrupted) => Err(fatal(interrupted.into())),
         }
     }
-}
-
-fn has_code(e: &CloudError, want: &str) -> bool {
-    super::client::has_code(e, want)
 }
 
 fn decode_user_data(b64: &str) -> Result<String, CloudError> {

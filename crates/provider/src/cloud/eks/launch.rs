@@ -4,7 +4,7 @@
 
 use aws_sdk_eks::types::{LaunchTemplateSpecification, Nodegroup};
 
-use super::client::EksClient;
+use super::client::{EksClient, has_code};
 use super::ec2::{TemplateData, TemplateRef, made_here, template_name};
 use super::mapping::DEFAULT_DISK_SIZE_GB;
 use super::target::is_bottlerocket;
@@ -55,7 +55,21 @@ impl EksClient {
         };
         let name = template_name(cluster, &spec.name);
         tracing::debug!(cluster, nodegroup = %spec.name, template = %name, "eks: writing the node group's launch template");
-        self.put_template(region, &name, &data, ctx).await.map(Some)
+        match self.create_template(region, &name, &data, ctx).await {
+            Ok(made) => Ok(Some(made)),
+            // An earlier create's, cut short: its newest version, brought up to date.
+            Err(e) if has_code(&e, "InvalidLaunchTemplateName.AlreadyExistsException") => {
+                let latest = TemplateRef {
+                    id: String::new(),
+                    name,
+                    version: "$Latest".into(),
+                };
+                let (found, held) = self.template_version(region, &latest, ctx).await?;
+                let next = self.bring_to(region, &found, held, &data, ctx).await?;
+                Ok(Some(next.unwrap_or(found)))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// A pool read from `ng`, with what the group's launch template holds where it is the
@@ -106,17 +120,14 @@ impl EksClient {
             });
         };
         let (current, held) = self.template_version(region, &used, ctx).await?;
+        // The settings only: the data volume is the group's disk size, whose change replaces.
         let held = TemplateData {
-            // The settings only: the data volume is the group's disk size, which replaces.
             data_volume_gb: data.data_volume_gb,
             ..held
         };
-        if held == data {
+        let Some(next) = self.bring_to(region, &current, held, &data, ctx).await? else {
             return Ok(None);
-        }
-        let next = self
-            .new_template_version(region, &current, &data, ctx)
-            .await?;
+        };
         tracing::debug!(cluster, nodegroup = %name, version = %next.version, "eks: rolling the node group to a new launch template version");
         let client = self.client(region)?;
         let req = client
@@ -138,6 +149,33 @@ impl EksClient {
         self.wait_update(&client, cluster, name, update, ctx)
             .await?;
         self.describe(&client, cluster, name, ctx).await
+    }
+
+    /// A new version of the template when `held` (what version `current` holds) does not say
+    /// to the device plugin what `want` says, or sizes another data volume: `current` with the
+    /// device plugin's settings replaced, the template's other settings kept (the group may be
+    /// an imported one, whose template carries settings of its maker's).
+    async fn bring_to(
+        &self,
+        region: &str,
+        current: &TemplateRef,
+        held: TemplateData,
+        want: &TemplateData,
+        ctx: &OpCtx,
+    ) -> Result<Option<TemplateRef>, CloudError> {
+        let ours = want.user_data.as_deref().unwrap_or_default();
+        let theirs = held.user_data.as_deref();
+        let same = gpu::bottlerocket::same_device_plugin_settings(theirs.unwrap_or_default(), ours);
+        if same && held.data_volume_gb == want.data_volume_gb {
+            return Ok(None);
+        }
+        let next = TemplateData {
+            user_data: Some(gpu::bottlerocket::with_device_plugin_settings(theirs, ours)),
+            data_volume_gb: want.data_volume_gb,
+        };
+        self.new_template_version(region, current, &next, ctx)
+            .await
+            .map(Some)
     }
 
     /// Deletes the template the provider made for a deleted node group; a template of another
