@@ -1,10 +1,26 @@
-//! A cloud answer's body, read whole under a size bound: the clients built on reqwest (ARM's and
-//! EC2's) read their answers through this; the SDK clients bound theirs with `crate::bounded`.
+//! What the clouds' clients built on reqwest (ARM's and EC2's) share: how the HTTP client is
+//! made, and an answer's body read whole under a size bound (the SDK clients bound theirs with
+//! `crate::bounded`).
+
+use std::time::Duration;
 
 use super::error::{CloudError, Detail, error_chain};
 
-/// A reqwest answer's body read whole, refused past `max` bytes (the clients built on reqwest,
-/// ARM's and EC2's, read their answers through this; the bodies are documents of a few KiB).
+/// An HTTP client that follows no redirect (one could carry the credentials elsewhere) and gives
+/// up on a connection after 10 s (a black-holed endpoint must not eat a whole attempt).
+pub(crate) fn http_client() -> Result<reqwest::Client, CloudError> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| {
+            let message = format!("cannot build the HTTP client: {}", error_chain(&e));
+            CloudError::Transport(Detail::caused_by(message, e))
+        })
+}
+
+/// A reqwest answer's body read whole, refused past `max` bytes (the bodies are documents of a
+/// few KiB).
 pub(crate) async fn read_body(
     mut resp: reqwest::Response,
     what: &str,

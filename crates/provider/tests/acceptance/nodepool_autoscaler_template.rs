@@ -332,6 +332,24 @@ fn pods(pool: &Value, n: usize) -> String {
         .join("\n---\n")
 }
 
+/// `n` pending pods of one slice on `pool`, applied with kubectl to the cluster of `kubeconfig`.
+fn apply_pods(kubectl: &std::path::Path, kubeconfig: &std::path::Path, pool: &Value, n: usize) {
+    let manifest = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(manifest.path(), pods(pool, n)).unwrap();
+    let out = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "-f"])
+        .arg(manifest.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The twin's cluster-autoscalers read what the real ones read: ten pending pods of one slice on
 /// a pool of one GPU x ten replicas at zero nodes bring one node, on every cloud, and the
 /// autoscaler says why.
@@ -360,21 +378,7 @@ fn shared_pools_scale_from_zero_by_slices_on_every_cloud() {
         );
         let pool = state_of(&ws, cloud);
         assert_eq!(pool["slices_per_node"], 10);
-        let manifest = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(manifest.path(), pods(&pool, 10)).unwrap();
-        let kubeconfig = stack.kubeconfig(cloud, &cluster);
-        let out = std::process::Command::new(&kubectl)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["apply", "-f"])
-            .arg(manifest.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl apply: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        apply_pods(&kubectl, &stack.kubeconfig(cloud, &cluster), &pool, 10);
         let nodes = stack.nodes(cloud, &cluster, &pool_name);
         assert_eq!(
             nodes.len(),
@@ -431,20 +435,7 @@ fn a_bottlerocket_group_scales_from_zero_by_slices() {
     ws.apply();
     assert!(stack.nodes("eks", "sandbox-eks", "zerobr").is_empty());
     let pool = state_of(&ws, "br");
-    let manifest = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(manifest.path(), pods(&pool, 10)).unwrap();
-    let out = std::process::Command::new(&kubectl)
-        .arg("--kubeconfig")
-        .arg(stack.kubeconfig("eks", "sandbox-eks"))
-        .args(["apply", "-f"])
-        .arg(manifest.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    apply_pods(&kubectl, &stack.kubeconfig("eks", "sandbox-eks"), &pool, 10);
     let nodes = stack.nodes("eks", "sandbox-eks", "zerobr");
     assert_eq!(nodes.len(), 1, "ten slices fit one node: {nodes:#?}");
     assert_eq!(nodes[0]["status"]["allocatable"]["nvidia.com/gpu"], "10");

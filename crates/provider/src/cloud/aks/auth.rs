@@ -12,7 +12,8 @@ use reqwest::Url;
 
 use super::client::{AZURE_TIMING, AksClient, SANDBOX_TIMING};
 use super::config::AksConfig;
-use super::http::{http_client, read_bounded};
+use super::http::read_bounded;
+use crate::cloud::answer::http_client;
 use crate::cloud::error::{CloudError, Detail, error_chain};
 use crate::operation::OpCtx;
 

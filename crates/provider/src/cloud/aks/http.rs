@@ -21,17 +21,6 @@ const API_VERSION: &str = "2025-10-01";
 /// Responses larger than this are refused: no agent pool document comes near it.
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
-pub(super) fn http_client() -> Result<reqwest::Client, CloudError> {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| {
-            let message = format!("cannot build the HTTP client: {}", error_chain(&e));
-            CloudError::Transport(Detail::caused_by(message, e))
-        })
-}
-
 impl AksClient {
     pub(super) fn pool_url(&self, location: &Location, name: &str) -> Result<Url, CloudError> {
         self.arm_url(location, Some(name))

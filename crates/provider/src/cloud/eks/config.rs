@@ -49,21 +49,6 @@ impl std::fmt::Debug for EksConfig {
     }
 }
 
-/// The HTTP client of the EC2 calls (the SDK clients have their own).
-fn ec2_http() -> Result<reqwest::Client, CloudError> {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| {
-            let message = format!(
-                "cannot build the HTTP client: {}",
-                crate::cloud::error::error_chain(&e)
-            );
-            CloudError::Transport(crate::cloud::error::Detail::caused_by(message, e))
-        })
-}
-
 impl EksClient {
     pub async fn new(cfg: EksConfig) -> Result<EksClient, CloudError> {
         // Our retry loop replaces the SDK's (see the module docs); the connect timeout keeps a
@@ -91,7 +76,7 @@ impl EksClient {
                 .retry_config(retry)
                 .timeout_config(timeouts);
             let ec2 = Ec2 {
-                http: ec2_http()?,
+                http: crate::cloud::answer::http_client()?,
                 endpoint: Some(url),
                 credentials: Some(SharedCredentialsProvider::new(credentials)),
             };
@@ -129,7 +114,7 @@ impl EksClient {
             }
             let sdk = loader.load().await;
             let ec2 = Ec2 {
-                http: ec2_http()?,
+                http: crate::cloud::answer::http_client()?,
                 endpoint: nonempty(&cfg.endpoint),
                 credentials: sdk.credentials_provider(),
             };
