@@ -1,6 +1,7 @@
 //! The control plane of the sandbox: fault injection and the inventory.
 //!
-//! `POST /_sandbox/faults` with `{"match": {"method"?, "path_contains"?}, "count", "kind", "retry_after"?,
+//! `POST /_sandbox/faults` with `{"match": {"method"?, "path_contains"?, "path_ends_with"?}, "count",
+//! "kind", "retry_after"?,
 //! "delay_ms"?}` makes the next `count` matching requests fail: `429` (with Retry-After), `500`, `503`,
 //! `drop` (the connection is cut before an answer), `drop_after` (the request is served, then the
 //! connection is cut: the cloud acted, the client never hears of it), `slow` (answered after
@@ -83,6 +84,9 @@ pub(crate) struct Match {
     pub(crate) method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) path_contains: Option<String>,
+    /// Tells a list (`/node-groups`) from the reads of its items (`/node-groups/ng1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) path_ends_with: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,6 +222,10 @@ impl Match {
                 .path_contains
                 .as_deref()
                 .is_none_or(|p| path.contains(p))
+            && self
+                .path_ends_with
+                .as_deref()
+                .is_none_or(|p| path.ends_with(p))
     }
 }
 

@@ -311,6 +311,14 @@ pub trait Listening: Send + Sync {
     /// pools one by one (EKS) reads these first. Terraform refreshes in an order of its own, and
     /// holds one of its `-parallelism` slots for each read that waits.
     fn wanted(&self) -> Vec<String>;
+    /// Notified whenever a read comes to wait, so that a list busy with other calls starts that
+    /// read at once rather than at its next answer; None where nobody waits on the list.
+    fn asked(&self) -> Option<&tokio::sync::Notify> {
+        None
+    }
+    /// A read of this one pool, made in this refresh, found none: as good as a read of its own
+    /// (a list that reads pools one by one tells this of the pools reads wait for).
+    fn gone(&self, _name: &str) {}
 }
 
 /// Reads of single pools a list keeps in flight at once (GKE reads each fixed-size pool's

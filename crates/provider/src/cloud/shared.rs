@@ -12,8 +12,9 @@
 //! Where it costs no more (`NodePools::lists_for_a_read`: AKS, GKE) the first read runs the list,
 //! so a refresh costs one list per cluster. Each read after the one that runs the list is
 //! answered as soon as the list has found its pool (on EKS, where the list is a describe per node
-//! group, as its group is described, those reads wait for first), so terraform's work on the
-//! first pools overlaps the describes of the rest. However the listing read ends (done, failed,
+//! group, as its group is described: the groups reads wait for are described at once, before
+//! the list has named them), so terraform's work on the first pools overlaps the describes of
+//! the rest. However the listing read ends (done, failed,
 //! or dropped by terraform), the listing ends with it, and a read still waiting reads its pool on
 //! its own.
 //!
@@ -26,8 +27,9 @@
 //!   project), since those cover the cluster written to.
 //!   Create, update, delete and import read the cloud themselves ([`NodePools::get`]), never
 //!   through a snapshot.
-//! - A pool the snapshot lacks is read once on its own before it is reported gone, so a pool
-//!   created after the list (by an import walk, say) is never dropped from state.
+//! - A pool the snapshot lacks is read once on its own before it is reported gone (by the read,
+//!   or by the list where it reads that one pool: EKS describes the groups reads wait for), so a
+//!   pool created after the list (by an import walk, say) is never dropped from state.
 //! - A list that fails is not an error of every pool of the cluster: each read falls back to its
 //!   own GET, which reports its own error if the cloud still fails.
 
@@ -47,6 +49,8 @@ use crate::operation::OpCtx;
 #[derive(Default)]
 struct Listing {
     pools: HashMap<String, Pool>,
+    /// Pools a read of their own, made by the list, found gone.
+    gone: std::collections::HashSet<String>,
     /// The list is over (done, failed, or abandoned): a pool it did not find is read on its own.
     ended: bool,
 }
@@ -61,6 +65,8 @@ struct Snapshot {
     found: watch::Sender<Listing>,
     /// Pools reads wait for that the list has not been told of yet.
     wanted: Mutex<Vec<String>>,
+    /// Notified when a name joins `wanted`.
+    asked: tokio::sync::Notify,
 }
 
 /// The reads of one snapshot, as its list sees them.
@@ -85,6 +91,16 @@ impl Listening for Listener<'_> {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         )
+    }
+
+    fn asked(&self) -> Option<&tokio::sync::Notify> {
+        Some(&self.snapshot.asked)
+    }
+
+    fn gone(&self, name: &str) {
+        self.snapshot.found.send_modify(|l| {
+            l.gone.insert(name.to_string());
+        });
     }
 }
 
@@ -129,6 +145,8 @@ impl SharedReads {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             wanted.push(name.to_string());
+            drop(wanted);
+            snapshot.asked.notify_one();
         }
         if !snapshot.listing.swap(true, Ordering::Relaxed) {
             let _end = EndOnDrop(&snapshot.found);
@@ -152,12 +170,15 @@ impl SharedReads {
             }
         }
         let listed = found
-            .wait_for(|l| l.ended || l.pools.contains_key(name))
+            .wait_for(|l| l.ended || l.pools.contains_key(name) || l.gone.contains(name))
             .await
             .ok()
-            .and_then(|l| l.pools.get(name).cloned());
+            .and_then(|l| match l.pools.get(name) {
+                Some(pool) => Some(Some(pool.clone())),
+                None => l.gone.contains(name).then_some(None),
+            });
         match listed {
-            Some(pool) => Ok(Some(pool)),
+            Some(pool) => Ok(pool),
             None => client.get(location, name, ctx).await,
         }
     }
@@ -187,6 +208,7 @@ impl SharedReads {
                     listing: AtomicBool::new(false),
                     found: watch::Sender::new(Listing::default()),
                     wanted: Mutex::default(),
+                    asked: tokio::sync::Notify::new(),
                 });
                 clusters.insert(location.clone(), s.clone());
                 s

@@ -352,10 +352,15 @@ async fn gke_failed_aggregated_list_reads_each_pools_groups() {
         "sizes as the groups tell them"
     );
     let requests = taken(&seen);
-    // The node pool list, the failed aggregated list, then each listed pool's own group.
+    // The node pool list and the failed aggregated list, side by side, then each listed pool's
+    // own group.
     assert_eq!(requests.len(), 2 + specs.len(), "{requests:#?}");
+    let firsts = &requests[..2];
     assert!(
-        requests[1].ends_with("/aggregated/instanceGroupManagers"),
+        firsts
+            .iter()
+            .any(|r| r.ends_with("/aggregated/instanceGroupManagers"))
+            && firsts.iter().any(|r| r.ends_with("/nodePools")),
         "{requests:#?}"
     );
     for (name, pool) in names.iter().zip(&read) {
@@ -636,4 +641,53 @@ async fn an_eks_list_describes_first_the_groups_reads_wait_for() {
     let at = describes.iter().position(|r| r.ends_with("/ng59")).unwrap();
     // Among the first window of describes, not the sixtieth.
     assert!(at < 16, "ng59 described {at}th: {describes:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eks_read_waits_for_its_own_describe_not_for_the_list_page() {
+    let (base, seen) = serve().await;
+    let client = eks(&base).await;
+    let specs: Vec<PoolSpec> = (0..3).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
+    let ctx = ctx();
+    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
+        r.expect("created");
+    }
+    let loc = &specs[0].location;
+    let shared = SharedReads::default();
+    assert!(
+        shared
+            .read(&client, loc, "ng00", &ctx)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // ListNodegroups answers six seconds late, once.
+    fault(
+        &base,
+        serde_json::json!({"match": {"method": "GET", "path_ends_with": "/node-groups"},
+            "count": 1, "kind": "slow", "delay_ms": 6_000}),
+    )
+    .await;
+    taken(&seen);
+    // The second read runs the list; both reads are answered by their own describes, sent at
+    // once, while the page is still out (the lister goes on until the list ends).
+    let lister = shared.read(&client, loc, "ng01", &ctx);
+    let other = shared.read(&client, loc, "ng02", &ctx);
+    tokio::pin!(lister);
+    let other = tokio::select! {
+        _ = &mut lister => panic!("the list ended before ng02 was answered"),
+        other = other => other.unwrap(),
+        _ = tokio::time::sleep(Duration::from_secs(5)) => {
+            panic!("ng02 waited for the ListNodegroups page: {:#?}", taken(&seen))
+        }
+    };
+    assert_eq!(other, client.get(loc, "ng02", &ctx).await.unwrap());
+    assert!(lister.await.unwrap().is_some());
+    let describes: Vec<String> = taken(&seen)
+        .into_iter()
+        .filter(|r| r.starts_with("GET ") && r.contains("/node-groups/"))
+        .collect();
+    // ng01 and ng02 for the reads, ng00 when the page names it, and ng02 once more by the
+    // check above: each group of the list described once.
+    assert_eq!(describes.len(), 4, "{describes:#?}");
 }

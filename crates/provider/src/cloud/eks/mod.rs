@@ -285,8 +285,7 @@ impl EksClient {
             let mut send = |ng| {
                 let _ = tx.send(ng);
             };
-            self.describe_each(&client, name, ctx, &|| to.wanted(), &mut send)
-                .await
+            self.describe_each(&client, name, ctx, to, &mut send).await
         };
         let templating = async {
             let mut templates = self
@@ -324,74 +323,90 @@ impl EksClient {
     }
 
     /// Every node group of the cluster, described, each handed to `on`: the describes of a page
-    /// of ListNodegroups start as soon as the page is in, beside the next page, the names
-    /// `wanted` gives first, and as many are in flight as the list's [`Window`] allows. The
-    /// first failure ends the list (a shared read then falls back to each pool's own read).
-    /// Groups gone between the list and their describe are left out.
+    /// of ListNodegroups start as soon as the page is in, beside the next page, and as many are
+    /// in flight as the list's [`Window`] allows. The groups reads wait for (`to.wanted()`) are
+    /// described at once, whatever the window and before their page is in: terraform holds one
+    /// of its `-parallelism` slots for each of those reads, so they are bounded by it, and each
+    /// would be a describe of its own without the list. The first failure ends the list (a
+    /// shared read then falls back to each pool's own read). Groups gone between the list and
+    /// their describe are left out.
     async fn describe_each(
         &self,
         client: &aws_sdk_eks::Client,
         cluster: &str,
         ctx: &OpCtx,
-        wanted: &(dyn Fn() -> Vec<String> + Send + Sync),
+        to: &dyn Listening,
         on: &mut (dyn FnMut(aws_sdk_eks::types::Nodegroup) + Send),
     ) -> Result<(), CloudError> {
         use futures_util::stream::{FuturesUnordered, StreamExt};
-        use std::collections::VecDeque;
+        use std::collections::{HashSet, VecDeque};
         use std::sync::atomic::Ordering;
 
         enum Event<P, D> {
             Page(P),
             Described(D),
+            Asked,
         }
         let throttles = || self.throttles.load(Ordering::Relaxed);
         let page_of = |token, n| Box::pin(self.list_page(client, cluster, token, n, ctx));
-        let describe = |ng: String| async move { self.describe(client, cluster, &ng, ctx).await };
+        let describe = |ng: String| async move {
+            let described = self.describe(client, cluster, &ng, ctx).await;
+            (ng, described)
+        };
+        let asked = || async {
+            match to.asked() {
+                Some(asked) => asked.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         let mut pages = 1;
         let mut page = Some(page_of(None, 0));
         let mut queued = VecDeque::new();
         let mut in_flight = FuturesUnordered::new();
         let mut window = Window::new(throttles());
-        // Names reads asked for: those still queued go first, and one not listed yet goes first
-        // once its page is in (a name already in flight or described just stays here).
-        let mut first = std::collections::HashSet::new();
+        // Every name given to a describe (or queued for one): a group is described once.
+        let mut named = HashSet::new();
         loop {
-            first.extend(wanted());
-            if !first.is_empty() && !queued.is_empty() {
-                let (now, rest): (VecDeque<String>, VecDeque<String>) =
-                    queued.drain(..).partition(|ng| first.contains(ng));
-                for ng in &now {
-                    first.remove(ng);
+            for ng in to.wanted() {
+                // Not named yet, or queued behind others: described now.
+                let queued_at = queued.iter().position(|q| *q == ng);
+                if let Some(at) = queued_at {
+                    queued.remove(at);
                 }
-                queued = now;
-                queued.extend(rest);
+                if named.insert(ng.clone()) || queued_at.is_some() {
+                    in_flight.push(describe(ng));
+                }
             }
             while in_flight.len() < window.size()
                 && let Some(ng) = queued.pop_front()
             {
                 in_flight.push(describe(ng));
             }
+            let busy = page.is_some() || !in_flight.is_empty();
             let event = tokio::select! {
                 listed = async { page.as_mut().expect("only while a page is due").await },
                     if page.is_some() => Event::Page(listed),
                 Some(described) = in_flight.next(), if !in_flight.is_empty() => {
                     Event::Described(described)
                 }
+                () = asked(), if busy => Event::Asked,
                 else => break,
             };
             match event {
                 Event::Page(listed) => {
                     let (names, next) = listed?;
-                    queued.extend(names);
+                    queued.extend(names.into_iter().filter(|ng| named.insert(ng.clone())));
                     page = next.map(|token| page_of(Some(token), pages));
                     pages += 1;
                 }
-                Event::Described(described) => {
+                Event::Described((name, described)) => {
                     window.answered(throttles());
-                    if let Some(ng) = described? {
-                        on(ng);
+                    match described? {
+                        Some(ng) => on(ng),
+                        None => to.gone(&name),
                     }
                 }
+                Event::Asked => {}
             }
         }
         Ok(())

@@ -332,6 +332,9 @@ pub(super) fn status_name(np: &NodePool) -> String {
     np.status.name().unwrap_or("STATUS_UNSPECIFIED").to_string()
 }
 
+/// Compute Engine's v1 API as GKE's instance group URLs name it.
+pub(super) const COMPUTE_V1: &str = "https://www.googleapis.com/compute/v1";
+
 /// Where to read an instance group manager. Credentials only ever go to Google's APIs or the
 /// sandbox, whatever URL a response names.
 pub(super) fn compute_url(sandbox: Option<&str>, url: &str) -> Option<String> {

@@ -186,11 +186,23 @@ impl GkeClient {
         use futures_util::stream::{self, StreamExt, TryStreamExt};
         let parent = mapping::cluster_path(cluster)?;
         // ListNodePoolsResponse has no page token: one answer holds every pool.
-        let listed = self
-            .call(ctx, &format!("GET {parent}/nodePools"), false, || {
-                self.cm.list_node_pools().set_parent(parent.clone()).send()
-            })
-            .await?;
+        let what = format!("GET {parent}/nodePools");
+        let list = self.call(ctx, &what, false, || {
+            self.cm.list_node_pools().set_parent(parent.clone()).send()
+        });
+        // In a refresh, the project's instance group sizes are listed beside the pools rather
+        // than after them (one round trip instead of two): they live in the cluster's project,
+        // which instance group URLs name by its ID. A project written as its number, or a
+        // cluster without fixed-size pools, makes this list one the refresh did not need.
+        let listed = match across {
+            Some(across) => {
+                let (project, _, _) = mapping::gke_location(cluster)?;
+                let project = format!("{}/projects/{project}", mapping::COMPUTE_V1);
+                let sizes = self.project_sizes(&project, Some(across), ctx);
+                tokio::join!(list, sizes).0?
+            }
+            None => list.await?,
+        };
         let live: Vec<m::NodePool> = listed
             .node_pools
             .into_iter()

@@ -182,27 +182,37 @@ impl GkeClient {
             .collect();
         let mut out = Vec::new();
         for project in projects {
-            let take = || async {
-                let mut sizes = GroupSizes::new();
-                match self.aggregated_sizes(project, &mut sizes, ctx).await {
-                    Ok(()) => Some(sizes),
-                    Err(e) => {
-                        tracing::debug!(project, error = %e, "cannot list the instance group \
-                            managers; reading each pool's groups");
-                        None
-                    }
-                }
-            };
-            let listed = match across {
-                Some(across) => {
-                    let key = format!("compute instanceGroupManagers {project}");
-                    across.get_or_take(&key, take).await
-                }
-                None => take().await.map(Arc::new),
-            };
-            out.push(listed?);
+            out.push(self.project_sizes(project, across, ctx).await?);
         }
         Some(out)
+    }
+
+    /// One project's instance group sizes (`project` as instance group URLs name it), shared by
+    /// the refresh's clusters when `across` is given. None when they cannot be listed.
+    pub(super) async fn project_sizes(
+        &self,
+        project: &str,
+        across: Option<&AcrossClusters>,
+        ctx: &OpCtx,
+    ) -> Option<Arc<GroupSizes>> {
+        let take = || async {
+            let mut sizes = GroupSizes::new();
+            match self.aggregated_sizes(project, &mut sizes, ctx).await {
+                Ok(()) => Some(sizes),
+                Err(e) => {
+                    tracing::debug!(project, error = %e, "cannot list the instance group \
+                        managers; reading each pool's groups");
+                    None
+                }
+            }
+        };
+        match across {
+            Some(across) => {
+                let key = format!("compute instanceGroupManagers {project}");
+                across.get_or_take(&key, take).await
+            }
+            None => take().await.map(Arc::new),
+        }
     }
 
     /// One project's managers (`project` as the URLs name it: `https://.../compute/v1/projects/p`),
