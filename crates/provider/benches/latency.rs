@@ -133,6 +133,8 @@ struct Tier {
     per_cloud: [usize; 3],
     /// Plan wall time at each of LATENCIES_MS.
     plans: Vec<Duration>,
+    /// The plan at the highest latency with `-parallelism` as large as the pool count.
+    wide_plan: Duration,
     data_plan: Duration,
     /// Requests of one plan at 0 ms, per cloud.
     requests: BTreeMap<&'static str, u64>,
@@ -178,6 +180,8 @@ fn measure(n: usize) -> Tier {
     data.init();
     data.apply();
     let plan = |ws: &Workspace| ws.tf(&["plan", "-input=false", "-refresh=true"]);
+    let wide = format!("-parallelism={n}");
+    let wide_plan = |ws: &Workspace| ws.tf(&["plan", "-input=false", "-refresh=true", &wide]);
     let rounds = if n > 500 { 1 } else { 3 };
     // Requests of one plan, counted alone.
     sb.counts.lock().unwrap().clear();
@@ -185,6 +189,7 @@ fn measure(n: usize) -> Tier {
     let requests = sb.counts.lock().unwrap().clone();
     let mut plans = vec![Vec::new(); LATENCIES_MS.len()];
     let mut data_plans = Vec::new();
+    let mut wide_plans = Vec::new();
     // Interleaved rounds, so a slow moment of the machine falls on every latency alike.
     for _ in 0..rounds {
         for (i, ms) in LATENCIES_MS.iter().enumerate() {
@@ -194,6 +199,8 @@ fn measure(n: usize) -> Tier {
             });
             plans[i].push(plan(&pools));
         }
+        // Still at the highest latency.
+        wide_plans.push(wide_plan(&pools));
         sb.sandbox.set_latency(Latency::default());
         data_plans.push(plan(&data));
     }
@@ -201,6 +208,7 @@ fn measure(n: usize) -> Tier {
     Tier {
         per_cloud: [a, g, e],
         plans: plans.into_iter().map(median).collect(),
+        wide_plan: median(wide_plans),
         data_plan: median(data_plans),
         requests,
     }
@@ -238,6 +246,12 @@ fn main() {
                 secs(*d) / base
             );
         }
+        let most = LATENCIES_MS[LATENCIES_MS.len() - 1];
+        let wide = secs(t.wide_plan);
+        println!(
+            "  plan at {most:>3} ms, -parallelism={n}: {wide:>7.2} s  {:>5.2}x the plan at 0 ms",
+            wide / base
+        );
         println!(
             "  plan of {n} terraform_data:     {:>7.2} s  (the 0 ms plan is {:.2}x it)",
             secs(t.data_plan),
@@ -270,6 +284,13 @@ fn main() {
                 &format!("{r} requests for {} pools", t.per_cloud[i]),
             );
         }
+        figures::record(
+            &format!("latency{n}_ratio{most}_wide"),
+            &format!("plan {n} pools at {most} ms, -parallelism={n} / at 0 ms"),
+            wide / base,
+            "x",
+            &format!("{wide:.2} s vs {base:.2} s"),
+        );
         let tokens = t.requests.get("aks token").copied().unwrap_or(0);
         println!("    aks tokens: {tokens}");
         for (ms, d) in LATENCIES_MS.iter().zip(&t.plans).skip(1) {

@@ -18,6 +18,17 @@
 //! or dropped by terraform), the listing ends with it, and a read still waiting reads its pool on
 //! its own.
 //!
+//! What this cannot shorten: terraform refreshes a configuration's resource blocks one after
+//! another. Each resource instance holds one of the walk's `-parallelism` slots while it is read
+//! and planned (`ContextGraphWalker.Execute` in terraform's `internal/terraform`, around a
+//! semaphore that is a Go channel, whose blocked senders are served first come, first served),
+//! and a block's instances ask for slots when the block is expanded, so they queue behind every
+//! instance of the blocks expanded before. The clusters of a second block are not named to the
+//! provider before the first block's reads are nearly done, so each block waits for its own
+//! lists in turn; `-parallelism` as large as the number of pools lets every block's reads in at
+//! once, and costs no more requests, a cluster being listed once however many reads wait on it
+//! (measured in the `latency` benchmark and the large-configurations guide).
+//!
 //! The rules that keep drift exact:
 //! - A snapshot belongs to one refresh: terraform configures the provider once per graph walk,
 //!   and configuring clears every snapshot (as does age, for a provider process kept alive across
