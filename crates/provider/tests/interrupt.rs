@@ -326,8 +326,8 @@ fn a_refresh_interrupted_during_a_slow_read_stops_with_terraform() {
         .env("TF_LOG_PATH", LOG);
     ws.init();
     ws.apply();
-    // A refresh reads an AKS pool through the cluster's agent pool list.
-    plan_interrupted_during_a_slow_read(&ws, &sb.url, "sandbox-aks/agentPools");
+    // A refresh reads an AKS pool through the cluster's document (its agentPoolProfiles).
+    plan_interrupted_during_a_slow_read(&ws, &sb.url, "managedClusters/sandbox-aks");
     let state = pools::state_pools(&ws);
     assert_eq!(
         state.len(),

@@ -99,8 +99,8 @@ fn throttling_bursts_on_create_and_read_are_ridden_out() {
     assert!(state.iter().all(|p| !p.tainted));
 
     // Reads are throttled too: the refresh of the next plan waits and sees no drift. (A refresh
-    // reads an AKS pool through the cluster's agent pool list.)
-    sb.inject(json!({"match": {"method": "GET", "path_contains": "sandbox-aks/agentPools"}, "count": 3, "kind": "429", "retry_after": 1}));
+    // reads an AKS pool through the cluster's document, whose agentPoolProfiles hold its pools.)
+    sb.inject(json!({"match": {"method": "GET", "path_ends_with": "managedClusters/sandbox-aks"}, "count": 3, "kind": "429", "retry_after": 1}));
     sb.inject(json!({"match": {"method": "GET", "path_contains": "node-groups/threks"}, "count": 3, "kind": "429", "retry_after": 1}));
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(

@@ -202,7 +202,12 @@ fn an_apply_of_many_pools_reads_per_cluster_not_per_pool() {
     );
     assert_eq!(of(k, "eks POST node-groups/*/update-config"), P, "{k:#?}");
     assert_eq!(of(k, "gke GET clusters/*"), 0, "{k:#?}");
-    at_most(of(k, "aks GET agentPools"), C, "AKS lists", k);
+    at_most(
+        of(k, "aks GET managedClusters/*"),
+        C,
+        "AKS lists (each cluster's document)",
+        k,
+    );
     at_most(
         of(k, "aks GET agentPools/*"),
         C + 2 * P,

@@ -18,20 +18,27 @@ use crate::operation::{Attempt, Failure, retry, retry_after_seconds, retryable_s
 
 const API_VERSION: &str = "2025-10-01";
 
-/// Responses larger than this are refused: no agent pool document comes near it.
+/// Responses larger than this are refused: no agent pool document comes near it, nor a cluster's
+/// with AKS's 100 agent pools in it (a few kB each).
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
 impl AksClient {
     pub(super) fn pool_url(&self, location: &Location, name: &str) -> Result<Url, CloudError> {
-        self.arm_url(location, Some(name))
+        self.arm_url(location, &["agentPools", name])
     }
 
     /// The cluster's agent pool collection, which a GET lists.
     pub(super) fn pools_url(&self, location: &Location) -> Result<Url, CloudError> {
-        self.arm_url(location, None)
+        self.arm_url(location, &["agentPools"])
     }
 
-    fn arm_url(&self, location: &Location, name: Option<&str>) -> Result<Url, CloudError> {
+    /// The managed cluster, whose document holds every agent pool in `agentPoolProfiles`.
+    pub(super) fn cluster_url(&self, location: &Location) -> Result<Url, CloudError> {
+        self.arm_url(location, &[])
+    }
+
+    /// The cluster's URL with `tail`'s segments after it.
+    fn arm_url(&self, location: &Location, tail: &[&str]) -> Result<Url, CloudError> {
         let (sub, rg, cluster) = aks_location(location)?;
         let mut u = self.arm.clone();
         {
@@ -47,9 +54,8 @@ impl AksClient {
                 "Microsoft.ContainerService",
                 "managedClusters",
                 cluster,
-                "agentPools",
             ]);
-            seg.extend(name);
+            seg.extend(tail);
         }
         u.query_pairs_mut().append_pair("api-version", API_VERSION);
         Ok(u)

@@ -331,6 +331,26 @@ pub(super) fn terminal(state: &str) -> Option<bool> {
 }
 
 /// The pool document in the provider's terms. Values AKS chose by itself read back as "not set".
+/// A pool from one of the cluster document's `agentPoolProfiles` (the agent pool's properties
+/// beside its name), read as [`to_pool`] reads the agent pool's own document; its ARM id is the
+/// cluster's (`cluster_id`, as ARM spells it) with `/agentPools/<name>`.
+pub(super) fn profile_to_pool(
+    location: &Location,
+    cluster_id: Option<&str>,
+    profile: &Value,
+) -> Result<Pool, CloudError> {
+    let name = profile["name"]
+        .as_str()
+        .ok_or_else(|| CloudError::BadResponse("an agent pool profile has no name".into()))?;
+    let mut properties = profile.as_object().cloned().unwrap_or_default();
+    properties.remove("name");
+    let mut doc = serde_json::json!({ "name": name, "properties": properties });
+    if let Some(cluster) = cluster_id {
+        doc["id"] = format!("{cluster}/agentPools/{name}").into();
+    }
+    to_pool(location, name, &doc)
+}
+
 pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Pool, CloudError> {
     let ap: AgentPool = serde_json::from_value(doc.clone()).map_err(|e| {
         CloudError::BadResponse(Detail::caused_by(format!("agent pool document: {e}"), e))
