@@ -1,8 +1,8 @@
 //! The control plane of the sandbox: fault injection and the inventory.
 //!
 //! `POST /_sandbox/faults` with `{"match": {"method"?, "path_contains"?, "path_ends_with"?}, "count",
-//! "kind", "retry_after"?,
-//! "delay_ms"?}` makes the next `count` matching requests fail: `429` (with Retry-After), `500`, `503`,
+//! "kind", "retry_after"?, "delay_ms"?}` makes the next `count` matching requests fail: `429` (with
+//! Retry-After), `500`, `503`,
 //! `drop` (the connection is cut before an answer), `drop_after` (the request is served, then the
 //! connection is cut: the cloud acted, the client never hears of it), `slow` (answered after
 //! `delay_ms`) or `fail_operation` (the request succeeds but its operation ends Failed). Errors use the matched

@@ -14,9 +14,8 @@
 //! answered as soon as the list has found its pool (on EKS, where the list is a describe per node
 //! group, as its group is described: the groups reads wait for are described at once, before
 //! the list has named them), so terraform's work on the first pools overlaps the describes of
-//! the rest. However the listing read ends (done, failed,
-//! or dropped by terraform), the listing ends with it, and a read still waiting reads its pool on
-//! its own.
+//! the rest. However the listing read ends (done, failed, or dropped by terraform), the listing
+//! ends with it, and a read still waiting reads its pool on its own.
 //!
 //! What this cannot shorten: terraform refreshes a configuration's resource blocks one after
 //! another. Each resource instance holds one of the walk's `-parallelism` slots while it is read

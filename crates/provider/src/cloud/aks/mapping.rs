@@ -330,7 +330,6 @@ pub(super) fn terminal(state: &str) -> Option<bool> {
     }
 }
 
-/// The pool document in the provider's terms. Values AKS chose by itself read back as "not set".
 /// A pool from one of the cluster document's `agentPoolProfiles` (the agent pool's properties
 /// beside its name), read as [`to_pool`] reads the agent pool's own document; its ARM id is the
 /// cluster's (`cluster_id`, as ARM spells it) with `/agentPools/<name>`.
@@ -351,6 +350,7 @@ pub(super) fn profile_to_pool(
     to_pool(location, name, &doc)
 }
 
+/// The pool document in the provider's terms. Values AKS chose by itself read back as "not set".
 pub(super) fn to_pool(location: &Location, name: &str, doc: &Value) -> Result<Pool, CloudError> {
     let ap: AgentPool = serde_json::from_value(doc.clone()).map_err(|e| {
         CloudError::BadResponse(Detail::caused_by(format!("agent pool document: {e}"), e))

@@ -20,7 +20,7 @@
 /// `-parallelism` of 10, has 10 reads in flight, and a list stands for many of them; the groups
 /// those reads wait for are described outside the window.
 pub(super) const FIRST: usize = 32;
-/// The most: 200 node groups (well past EKS's default quota of 30 per cluster) in three rounds.
+/// The most: 200 node groups (well past EKS's default quota of 30 per cluster) in four rounds.
 pub(super) const MOST: usize = 64;
 /// The least a throttled list falls back to.
 pub(super) const LEAST: usize = 4;
