@@ -542,27 +542,33 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
     );
 }
 
-/// Twenty EKS node groups `ng00`..`ng19` on the sandbox at `base`, of which the describe of
-/// `ng19` answers three seconds late, once; and a refresh's shared reads of them whose first
-/// read (of `ng00`, on its own) is done, so that the next read runs the list.
-async fn a_late_describe(base: &str) -> (EksClient, Location, SharedReads) {
+/// `n` EKS node groups `ng00`, `ng01`.. on the sandbox at `base`, and a refresh's shared reads of
+/// them whose first read (of `ng00`, on its own) is done, so that the next read runs the list.
+async fn eks_groups_read_once(base: &str, n: usize) -> (EksClient, Location, SharedReads) {
     let client = eks(base).await;
-    let specs: Vec<PoolSpec> = (0..20).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
+    let specs: Vec<PoolSpec> = (0..n).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
     let ctx = ctx();
     for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
         r.expect("created");
     }
     let loc = specs[0].location.clone();
+    let shared = SharedReads::default();
+    let first = shared.read(&client, &loc, "ng00", &ctx).await.unwrap();
+    assert!(first.is_some());
+    (client, loc, shared)
+}
+
+/// [`eks_groups_read_once`] of twenty groups, of which the describe of `ng19` answers three
+/// seconds late, once.
+async fn a_late_describe(base: &str) -> (EksClient, Location, SharedReads) {
+    let read_once = eks_groups_read_once(base, 20).await;
     fault(
         base,
         serde_json::json!({"match": {"method": "GET",
         "path_contains": "/node-groups/ng19"}, "count": 1, "kind": "slow", "delay_ms": 3000}),
     )
     .await;
-    let shared = SharedReads::default();
-    let first = shared.read(&client, &loc, "ng00", &ctx).await.unwrap();
-    assert!(first.is_some());
-    (client, loc, shared)
+    read_once
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -613,21 +619,8 @@ async fn an_abandoned_eks_list_leaves_no_read_waiting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eks_list_describes_first_the_groups_reads_wait_for() {
     let (base, seen) = serve().await;
-    let client = eks(&base).await;
-    let specs: Vec<PoolSpec> = (0..60).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
-    let ctx = ctx();
-    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
-        r.expect("created");
-    }
-    let loc = &specs[0].location;
-    let shared = SharedReads::default();
-    assert!(
-        shared
-            .read(&client, loc, "ng00", &ctx)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let (client, loc, shared) = eks_groups_read_once(&base, 60).await;
+    let (loc, ctx) = (&loc, ctx());
     taken(&seen);
     // The read that lists waits for the last group of ListNodegroups' order.
     assert!(
@@ -650,21 +643,8 @@ async fn an_eks_list_describes_first_the_groups_reads_wait_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eks_read_waits_for_its_own_describe_not_for_the_list_page() {
     let (base, seen) = serve().await;
-    let client = eks(&base).await;
-    let specs: Vec<PoolSpec> = (0..3).map(|i| eks_spec(&format!("ng{i:02}"))).collect();
-    let ctx = ctx();
-    for r in join_all(specs.iter().map(|s| client.create(s, &ctx))).await {
-        r.expect("created");
-    }
-    let loc = &specs[0].location;
-    let shared = SharedReads::default();
-    assert!(
-        shared
-            .read(&client, loc, "ng00", &ctx)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let (client, loc, shared) = eks_groups_read_once(&base, 3).await;
+    let (loc, ctx) = (&loc, ctx());
     // ListNodegroups answers six seconds late, once.
     fault(
         &base,
