@@ -189,6 +189,11 @@ fn pool_not_found(name: &str) -> ArmError {
     )
 }
 
+/// The managed cluster's document. Its `agentPoolProfiles` hold every agent pool of the cluster,
+/// each the agent pool's `properties` with its `name` beside them: the AKS REST specification
+/// (azure-rest-api-specs, containerservice managedClusters.json) declares
+/// ManagedClusterAgentPoolProfile as ManagedClusterAgentPoolProfileProperties and a name, the
+/// same properties an AgentPool resource carries.
 fn get_cluster(sb: &Sandbox, sub: &str, rg: &str, cluster: &str) -> Result<Response, ArmError> {
     sb.with_world(|w, _| {
         let c = find_cluster(&mut w.aks, sub, rg, cluster)?;
