@@ -658,7 +658,9 @@ async fn an_eks_read_waits_for_its_own_describe_not_for_the_list_page() {
     let lister = shared.read(&client, loc, "ng01", &ctx);
     let other = shared.read(&client, loc, "ng02", &ctx);
     tokio::pin!(lister);
+    // Biased: the lister is polled first, so it is the read that starts the list.
     let other = tokio::select! {
+        biased;
         _ = &mut lister => panic!("the list ended before ng02 was answered"),
         other = other => other.unwrap(),
         _ = tokio::time::sleep(Duration::from_secs(5)) => {
