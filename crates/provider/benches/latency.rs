@@ -44,6 +44,11 @@ const PROVIDER: &str = env!("CARGO_BIN_EXE_terraform-provider-fracgpu");
 /// cluster spread as a large configuration would be.
 const AKS_POOLS_PER_CLUSTER: usize = 100;
 const GKE_POOLS_PER_CLUSTER: usize = 20;
+/// EKS's default quota of managed node groups per cluster (L-6D54EA21): a refresh's EKS reads
+/// are spread over clusters as a real account's would be. The quota can be raised, but not past
+/// a hard limit of 100 per cluster (aws/containers-roadmap#2272 asks for more), so one cluster
+/// of 200 or 2000 node groups, which the sandbox would hold, is not a configuration EKS allows.
+const EKS_POOLS_PER_CLUSTER: usize = 30;
 const LATENCIES_MS: [u64; 3] = [0, 100, 300];
 
 /// Cloud requests seen, per cloud.
@@ -77,9 +82,9 @@ struct Running {
     counts: Counts,
 }
 
-fn start(n: usize) -> (Running, String, String) {
-    let mut clusters = ClusterSpec::defaults_with_nodegroup_quota(n.max(30));
-    let [a, g, _] = split(n);
+fn start(n: usize) -> (Running, [String; 3]) {
+    let mut clusters = ClusterSpec::defaults();
+    let [a, g, e] = split(n);
     for k in 0..a.div_ceil(AKS_POOLS_PER_CLUSTER) {
         clusters.push(ClusterSpec::Aks {
             subscription: DEFAULT_SUBSCRIPTION.into(),
@@ -93,6 +98,13 @@ fn start(n: usize) -> (Running, String, String) {
             project: "sandbox-project".into(),
             location: "us-central1".into(),
             name: format!("lat-gke-{k}"),
+        });
+    }
+    for k in 0..e.div_ceil(EKS_POOLS_PER_CLUSTER) {
+        clusters.push(ClusterSpec::Eks {
+            region: "us-east-1".into(),
+            name: format!("lat-eks-{k}"),
+            nodegroup_quota: None,
         });
     }
     let sandbox = Sandbox::open(Config {
@@ -121,14 +133,14 @@ fn start(n: usize) -> (Running, String, String) {
     let addr = rx.recv().expect("sandbox listening");
     let aks = format!("\"lat-aks-${{floor(count.index / {AKS_POOLS_PER_CLUSTER})}}\"");
     let gke = format!("\"lat-gke-${{floor(count.index / {GKE_POOLS_PER_CLUSTER})}}\"");
+    let eks = format!("\"lat-eks-${{floor(count.index / {EKS_POOLS_PER_CLUSTER})}}\"");
     (
         Running {
             url: format!("http://{addr}"),
             sandbox,
             counts,
         },
-        aks,
-        gke,
+        [aks, gke, eks],
     )
 }
 
@@ -172,10 +184,10 @@ fn split(n: usize) -> [usize; 3] {
 
 fn measure(n: usize) -> Tier {
     let [a, g, e] = split(n);
-    let (sb, aks, gke) = start(n);
+    let (sb, [aks, gke, eks]) = start(n);
     let pools = Workspace::new(
         Path::new(PROVIDER),
-        &pools_tf_on(&sb.url, a, g, e, (&aks, &gke)),
+        &pools_tf_on(&sb.url, a, g, e, (&aks, &gke, &eks)),
     );
     pools.init();
     pools.apply();

@@ -66,7 +66,7 @@ fn measure(n: usize, rounds: usize) -> Tier {
     let gke = format!("\"scale-gke-${{floor(count.index / {GKE_POOLS_PER_CLUSTER})}}\"");
     let pools = Workspace::new(
         Path::new(PROVIDER),
-        &pools_tf_on(&sb.url, a, g, e, (&aks, &gke)),
+        &pools_tf_on(&sb.url, a, g, e, (&aks, &gke, "\"sandbox-eks\"")),
     );
     pools.init();
     let apply_args = ["apply", "-auto-approve", "-input=false"];

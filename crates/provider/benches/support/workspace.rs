@@ -93,18 +93,25 @@ pub const REQUIRED: &str =
 
 /// `aks`, `gke` and `eks` pools in the sandbox's default clusters, time-sliced, one node each.
 pub fn pools_tf(url: &str, aks: usize, gke: usize, eks: usize) -> String {
-    pools_tf_on(url, aks, gke, eks, ("\"sandbox-aks\"", "\"sandbox-gke\""))
+    pools_tf_on(
+        url,
+        aks,
+        gke,
+        eks,
+        ("\"sandbox-aks\"", "\"sandbox-gke\"", "\"sandbox-eks\""),
+    )
 }
 
-/// [`pools_tf`] with the AKS and GKE pools' clusters given as expressions, so that larger worlds
-/// can spread them over clusters with `count.index` (AKS holds at most 100 pools per cluster,
-/// and GKE runs 5 operations per cluster at a time).
+/// [`pools_tf`] with the pools' clusters given as expressions, so that larger worlds can spread
+/// them over clusters with `count.index` (AKS holds at most 100 pools per cluster, GKE runs 5
+/// operations per cluster at a time, and EKS holds 30 managed node groups per cluster unless
+/// its quota is raised).
 pub fn pools_tf_on(
     url: &str,
     aks: usize,
     gke: usize,
     eks: usize,
-    (aks_cluster, gke_cluster): (&str, &str),
+    (aks_cluster, gke_cluster, eks_cluster): (&str, &str, &str),
 ) -> String {
     format!(
         r#"{REQUIRED}
@@ -142,7 +149,7 @@ resource "fracgpu_nodepool" "eks" {{
   machine_type = "g4dn.xlarge"
   node_count   = 1
   eks {{
-    cluster_name  = "sandbox-eks"
+    cluster_name  = {eks_cluster}
     node_role_arn = "arn:aws:iam::123456789012:role/gpu-nodes"
     subnet_ids    = ["subnet-0a1", "subnet-0b2"]
   }}
