@@ -68,6 +68,7 @@ impl Provider for FracGpu {
             "provider configured"
         );
         self.state.configure(settings);
+        self.state.warm_up();
     }
 
     fn data_sources(&self) -> Vec<Arc<dyn DataSource>> {

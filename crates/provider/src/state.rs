@@ -13,7 +13,7 @@ use crate::cloud::target::env;
 use crate::cloud::{CloudError, CloudSettings, NodePools, SharedReads};
 use crate::cluster::KubernetesSettings;
 use crate::model;
-use crate::operation::StopSignal;
+use crate::operation::{OpCtx, StopSignal};
 use tfplugin::object::{FromValue, Known, SingleBlock};
 use tfplugin::{Diagnostics, Value};
 
@@ -60,6 +60,10 @@ impl Settings {
     }
 }
 
+/// How long a client's warm-up may take (an access token): a first call still waiting then asks
+/// on its own.
+const WARM_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Shared by the provider and its resources: the settings, the clients made from them on first
 /// use (a cloud nobody uses needs no credentials), and the stop signal.
 #[derive(Default)]
@@ -80,6 +84,30 @@ impl ProviderState {
             *s = settings;
         }
         self.shared_reads.clear();
+    }
+
+    /// Starts, in the background, what the clients can do before their first call
+    /// ([`NodePools::warm_up`]) for the targets worth it ([`TargetSettings::warms_up`]):
+    /// terraform configures the provider just before a walk's first read, and that read, or the
+    /// first of a later resource block, would otherwise wait a round trip for it. A client that
+    /// cannot be built is left to its first use to report.
+    ///
+    /// [`TargetSettings::warms_up`]: crate::cloud::target::TargetSettings::warms_up
+    pub fn warm_up(self: &Arc<Self>) {
+        let settings = self.settings();
+        for target in TARGETS {
+            let cloud = target.cloud();
+            if !settings.cloud.of(cloud).warms_up() {
+                continue;
+            }
+            let state = Arc::clone(self);
+            tokio::spawn(async move {
+                if let Ok(client) = state.node_pools(cloud).await {
+                    let ctx = OpCtx::new(WARM_UP_LIMIT, state.stop.clone());
+                    client.warm_up(&ctx).await;
+                }
+            });
+        }
     }
 
     pub fn settings(&self) -> Settings {

@@ -257,6 +257,12 @@ pub trait NodePools: Send + Sync {
         false
     }
 
+    /// What the client can do before its first call, started when the provider is configured
+    /// (where [`crate::cloud::target::TargetSettings::warms_up`]): AKS fetches its access token, which
+    /// the first ARM call would otherwise wait for, one round trip on the refresh's way. Errors
+    /// are the first call's to report, which asks again.
+    async fn warm_up(&self, _ctx: &OpCtx) {}
+
     /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
     async fn delete(&self, location: &Location, name: &str, ctx: &OpCtx) -> Result<(), CloudError>;
 

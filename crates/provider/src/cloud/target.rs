@@ -57,6 +57,14 @@ pub trait TargetSettings: Send + Sync {
     /// The node pool client; `sandbox` is the base URL of a fracgpu sandbox standing in for
     /// every cloud.
     async fn connect(&self, sandbox: Option<String>) -> Result<Arc<dyn NodePools>, CloudError>;
+
+    /// Whether the client is worth building when the provider is configured, so that it can do
+    /// ahead what its first call would wait for ([`NodePools::warm_up`]). False where building
+    /// it costs more than it saves (EKS: the AWS configuration may ask the instance metadata
+    /// service for a Region).
+    fn warms_up(&self) -> bool {
+        false
+    }
 }
 
 /// One provisioning target. Implemented by a unit struct in the target's folder and listed in

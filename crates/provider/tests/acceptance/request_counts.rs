@@ -5,6 +5,7 @@
 //! pool and per kind.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use ::sandbox::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION};
 
@@ -234,4 +235,75 @@ fn an_apply_of_many_pools_reads_per_cluster_not_per_pool() {
     );
     let (code, out) = ws.plan_exit_code();
     assert_eq!(code, 0, "the update converged: {}", out.text());
+}
+
+/// An AKS block refreshed after another finds the provider's Azure access token already
+/// fetched: the token is asked for when terraform configures the provider, not by the block's
+/// first read, which would wait that round trip. Here the AKS pool depends on the GKE pool, so
+/// terraform reads it only once the GKE pool's refresh is done; the sandbox holds the GKE reads
+/// back until a token has been asked for (or 30 seconds have passed). A provider that fetches
+/// its token on the first ARM call has them answered after the hold, the token second.
+#[test]
+fn the_azure_token_is_asked_for_when_the_provider_is_configured() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Clone, Default)]
+    struct Watch {
+        holding: Arc<AtomicBool>,
+        token_asked: Arc<tokio::sync::Notify>,
+        asked: Arc<AtomicBool>,
+        events: Seen,
+    }
+    let watch = Watch::default();
+    let w = watch.clone();
+    let sb = sandbox::start_with_layer(Config::instant(), move |r| {
+        r.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let w = w.clone();
+                async move {
+                    let path = req.uri().path().to_string();
+                    if path.contains("/oauth2/") {
+                        w.events.lock().unwrap().push("token asked".into());
+                        w.asked.store(true, Ordering::SeqCst);
+                        w.token_asked.notify_waiters();
+                    }
+                    let list = req.method() == "GET" && path.starts_with("/v1/projects/");
+                    if list && w.holding.load(Ordering::SeqCst) {
+                        let asked = w.token_asked.notified();
+                        if !w.asked.load(Ordering::SeqCst) {
+                            let _ = tokio::time::timeout(Duration::from_secs(30), asked).await;
+                        }
+                    }
+                    let answer = next.run(req).await;
+                    if list {
+                        w.events.lock().unwrap().push("GKE read answered".into());
+                    }
+                    answer
+                }
+            },
+        ))
+    });
+    let gke = Decl::new("gke", "sandbox-gke", "gke0", 3);
+    let aks = Decl::new("aks", "sandbox-aks", "aks0", 1);
+    let main = format!(
+        "{}{}",
+        config(&sb.url, std::slice::from_ref(&gke), ""),
+        aks.hcl("  depends_on = [fracgpu_nodepool.gke0]\n")
+    );
+    let ws = Workspace::new(&main);
+    ws.init();
+    ws.apply();
+
+    watch.events.lock().unwrap().clear();
+    watch.asked.store(false, Ordering::SeqCst);
+    watch.holding.store(true, Ordering::SeqCst);
+    let (code, out) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", out.text());
+    let events = watch.events.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        ["token asked", "GKE read answered"],
+        "one token, asked for before the GKE pool's refresh could end (and used by the AKS read)"
+    );
 }

@@ -81,7 +81,11 @@ pub fn start_counted(config: Config) -> (Running, Seen) {
     (running, seen)
 }
 
-fn start_with_layer(config: Config, layer: impl FnOnce(axum::Router) -> axum::Router) -> Running {
+/// A sandbox whose router `layer` wraps (to record or hold back requests).
+pub fn start_with_layer(
+    config: Config,
+    layer: impl FnOnce(axum::Router) -> axum::Router,
+) -> Running {
     let sandbox = Sandbox::open(config).expect("sandbox opens");
     let router = layer(sandbox.router());
     let (tx, rx) = std::sync::mpsc::channel();

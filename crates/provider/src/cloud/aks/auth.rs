@@ -22,6 +22,8 @@ const PUBLIC_ARM_ENDPOINT: &str = "https://management.azure.com";
 /// request for it can only ever reach the sandbox through [`SandboxTransport`]).
 const SANDBOX_AUTHORITY_HOST: &str = "login.sandbox.invalid";
 const SANDBOX_TENANT: &str = "00000000-0000-0000-0000-000000000000";
+/// The kind of the credential that runs `az` for its tokens.
+pub(super) const CLI_CREDENTIAL: &str = "Azure CLI";
 
 const NO_CREDENTIALS: &str = "no Azure credentials are configured. Set ARM_TENANT_ID, \
     ARM_CLIENT_ID and ARM_CLIENT_SECRET (a service principal); or ARM_USE_OIDC=true with \
@@ -140,7 +142,7 @@ impl AksClient {
                     },
                 ))
                 .map_err(|e| auth_err("Azure CLI credential", e))?;
-                (cred, "Azure CLI")
+                (cred, CLI_CREDENTIAL)
             } else {
                 let mut msg = NO_CREDENTIALS.to_string();
                 if cfg.use_cli {

@@ -62,6 +62,19 @@ impl NodePools for AksClient {
         true
     }
 
+    /// Fetches the access token into the credential's cache (whose lock makes a call that asks
+    /// meanwhile wait for this fetch rather than start another). Not with the Azure CLI
+    /// credential, which runs `az` in a process of its own: a cost for plans without AKS pools
+    /// whose machine merely has `az` logged in.
+    async fn warm_up(&self, ctx: &OpCtx) {
+        if self.credential_kind == auth::CLI_CREDENTIAL {
+            return;
+        }
+        if let Err(e) = self.token(ctx).await {
+            tracing::debug!(error = %e, "no Azure access token ahead of the first ARM call");
+        }
+    }
+
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError> {
         let mut url = self.pools_url(cluster)?;
         let mut pools = Vec::new();

@@ -80,6 +80,11 @@ impl TargetSettings for AzureSettings {
         })?;
         Ok(Arc::new(super::client::AksClient::new(cfg)?))
     }
+
+    /// Building the client reads the environment and chooses a credential, sending nothing.
+    fn warms_up(&self) -> bool {
+        true
+    }
 }
 
 static SCOPE: Scope = Scope {
@@ -113,7 +118,9 @@ impl Target for Aks {
     fn provider_block(&self) -> Block {
         Block::new(
             "Azure (AKS). Unset arguments fall back to the `ARM_*` environment variables, \
-            as the azurerm provider reads them.",
+            as the azurerm provider reads them. With credentials other than the Azure CLI's, \
+            the provider asks for its access token as soon as terraform configures it, so \
+            that AKS pools refreshed late in a plan do not wait for it.",
         )
         .attr(
             Attribute::string("subscription_id")
