@@ -272,9 +272,10 @@ pub trait NodePools: Send + Sync {
     async fn list(&self, cluster: &Location, ctx: &OpCtx) -> Result<Vec<Pool>, CloudError>;
 
     /// Whether listing a cluster costs no more requests than reading one of its pools (ARM's
-    /// managed cluster GET, which holds every agent pool, against an agent pool GET; GKE's node
-    /// pool list, with the project's instance group sizes shared by its clusters, against a node
-    /// pool GET and its instance groups'). A refresh then lists from its first read of the
+    /// managed cluster GET, which holds every agent pool, against an agent pool GET; GKE's list
+    /// of the project's clusters with their node pools, and the project's instance group sizes,
+    /// both shared by the project's clusters, against a node pool GET and its instance groups').
+    /// A refresh then lists from its first read of the
     /// cluster (`cloud::SharedReads`). Not so on EKS, whose list describes every node group of
     /// the cluster.
     fn lists_for_a_read(&self) -> bool {

@@ -2,8 +2,9 @@
 //! `-parallelism`; against a cloud that answers in 100-300 ms that is one round trip (or more) per
 //! pool. Instead, the first refresh read of a cluster lists the cluster once
 //! ([`NodePools::list_in_refresh`]: ARM's managed cluster document, whose agentPoolProfiles hold
-//! every agent pool; GKE's node pool list; EKS's node group list with the node groups described
-//! concurrently) and every other refresh read of that cluster answers from that snapshot.
+//! every agent pool; on GKE the project's clusters, each with its node pools, listed once for
+//! all of them; EKS's node group list with the node groups described concurrently) and every
+//! other refresh read of that cluster answers from that snapshot.
 //!
 //! Where a list costs more than a read of one pool (EKS, whose list describes every node group of
 //! the cluster), the first read of a cluster in a refresh is a single read all the same, and the

@@ -315,8 +315,8 @@ async fn gke_refresh_of_a_cluster_is_one_list_and_one_aggregated_list() {
     let (base, seen) = serve().await;
     let (client, other) = (gke(&base).await, gke(&base).await);
     // 60 pools over three zones. Per pool and zone a single read costs the pool's GET and its
-    // instance group's GET: 120 requests. Shared: the node pool list and one aggregated instance
-    // group manager list: 2, 0.03 a pool.
+    // instance group's GET: 120 requests. Shared: the project's cluster list (each cluster with
+    // its node pools) and one aggregated instance group manager list: 2, 0.03 a pool.
     let specs: Vec<PoolSpec> = (0..60).map(gke_spec).collect();
     scenario(&client, &other, &specs, &seen, 2).await;
 }
@@ -356,15 +356,15 @@ async fn gke_failed_aggregated_list_reads_each_pools_groups() {
         "sizes as the groups tell them"
     );
     let requests = taken(&seen);
-    // The node pool list and the failed aggregated list, side by side, then each listed pool's
-    // own group.
+    // The project's cluster list and the failed aggregated list, side by side, then each
+    // listed pool's own group.
     assert_eq!(requests.len(), 2 + specs.len(), "{requests:#?}");
     let firsts = &requests[..2];
     assert!(
         firsts
             .iter()
             .any(|r| r.ends_with("/aggregated/instanceGroupManagers"))
-            && firsts.iter().any(|r| r.ends_with("/nodePools")),
+            && firsts.iter().any(|r| r.ends_with("/locations/-/clusters")),
         "{requests:#?}"
     );
     for (name, pool) in names.iter().zip(&read) {
@@ -395,8 +395,8 @@ async fn gke_pools_over_the_clusters_three_zones_share_the_aggregated_list() {
     let shared = SharedReads::default();
     let read = read_all(&shared, &client, &gke_loc(), &names).await;
     let requests = taken(&seen);
-    // Read one by one: 20 pools and 60 groups. Shared: the node pool list and the aggregated
-    // list.
+    // Read one by one: 20 pools and 60 groups. Shared: the project's cluster list and the
+    // aggregated list.
     assert!(requests.len() <= 2, "{requests:#?}");
     for (name, pool) in names.iter().zip(&read) {
         let single = client.get(&gke_loc(), name, &ctx).await.unwrap();
@@ -434,9 +434,14 @@ fn with(requests: &[String], part: &str) -> usize {
     requests.iter().filter(|r| r.contains(part)).count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
-    const CLUSTERS: usize = 4;
+/// The project's clusters of [`gke_clusters_of_one_project_share_their_lists_per_refresh`]: `of(k)`
+/// names cluster k's pools.
+const PROJECT_CLUSTERS: usize = 4;
+
+/// A sandbox with [`PROJECT_CLUSTERS`] more GKE clusters in the default project, ten pools in
+/// each; the requests seen, the client that made them, another, and each cluster's pool names.
+async fn project_of_clusters() -> (String, Seen, GkeClient, GkeClient, Vec<Vec<String>>) {
+    const CLUSTERS: usize = PROJECT_CLUSTERS;
     let more = (0..CLUSTERS)
         .map(|k| ClusterSpec::Gke {
             project: "sandbox-project".into(),
@@ -463,9 +468,19 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
         mine.map(|s| s.name.clone()).collect()
     };
     let names: Vec<Vec<String>> = (0..CLUSTERS).map(of).collect();
+    (base, seen, client, other, names)
+}
 
-    // One refresh over the four clusters: per cluster its node pool list; the project's
-    // instance groups once for all four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_clusters_of_one_project_share_their_lists_per_refresh() {
+    const CLUSTERS: usize = PROJECT_CLUSTERS;
+    let (_base, seen, client, other, names) = project_of_clusters().await;
+    let of = |k: usize| names[k].clone();
+    let ctx = ctx();
+
+    // One refresh over the four clusters: the project's clusters, each with its node pools, in
+    // one list over every location (`locations/-`), and its instance groups in one aggregated
+    // list, side by side: two requests, one round trip, for all four.
     taken(&seen);
     let shared = SharedReads::default();
     let read = read_clusters(&shared, &client, &names).await;
@@ -475,7 +490,12 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
         1,
         "one aggregated list for the project: {requests:#?}"
     );
-    assert!(requests.len() <= CLUSTERS + 1, "{requests:#?}");
+    assert_eq!(
+        with(&requests, "/locations/-/clusters"),
+        1,
+        "one cluster list for the project: {requests:#?}"
+    );
+    assert_eq!(requests.len(), 2, "{requests:#?}");
     for (k, pools) in read.iter().enumerate() {
         for (name, pool) in names[k].iter().zip(pools) {
             let single = client.get(&gke_cluster(k), name, &ctx).await.unwrap();
@@ -529,6 +549,11 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
         1,
         "the project's list taken again after the write: {requests:#?}"
     );
+    assert_eq!(
+        with(&requests, "/locations/-/clusters"),
+        1,
+        "and its clusters: {requests:#?}"
+    );
 
     // A new refresh takes it once again, for every cluster.
     shared.clear();
@@ -540,6 +565,42 @@ async fn gke_clusters_of_one_project_share_one_aggregated_list_per_refresh() {
         again[1][1].as_ref().unwrap().spec.scaling,
         Scaling::Fixed { nodes: 3 }
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gke_failed_cluster_list_reads_each_clusters_pools() {
+    let (base, seen, client, _other, names) = project_of_clusters().await;
+    let ctx = ctx();
+    // The project's cluster list fails (here a broken answer; a role without
+    // `container.clusters.list` would be refused): each cluster's own node pool list instead,
+    // once per cluster, and the project's list not tried again in this refresh.
+    fault(
+        &base,
+        serde_json::json!({"match": {"method": "GET", "path_ends_with": "/locations/-/clusters"},
+        "count": 1, "kind": "malformed"}),
+    )
+    .await;
+    taken(&seen);
+    let shared = SharedReads::default();
+    let read = read_clusters(&shared, &client, &names).await;
+    let requests = taken(&seen);
+    assert_eq!(with(&requests, "/locations/-/clusters"), 1, "{requests:#?}");
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| r.ends_with("/nodePools"))
+            .count(),
+        PROJECT_CLUSTERS,
+        "{requests:#?}"
+    );
+    assert_eq!(requests.len(), 1 + PROJECT_CLUSTERS + 1, "{requests:#?}");
+    for (k, pools) in read.iter().enumerate() {
+        for (name, pool) in names[k].iter().zip(pools) {
+            let single = client.get(&gke_cluster(k), name, &ctx).await.unwrap();
+            assert!(pool.is_some(), "{name} exists");
+            assert_eq!(pool.as_ref(), single.as_ref(), "{name} as get reads it");
+        }
+    }
 }
 
 /// `n` EKS node groups `ng00`, `ng01`.. on the sandbox at `base`, and a refresh's shared reads of

@@ -27,7 +27,9 @@
 //! `instanceGroupManagers.aggregatedList`, one request per project and 500 managers, and reads
 //! the groups of a pool on their own only when that list lacks them or fails. In a refresh the
 //! clusters of one project share that list (`cloud::AcrossClusters`): it is taken once per project
-//! per refresh, not once per cluster.
+//! per refresh, not once per cluster; and so do they share the project's cluster list over every
+//! location, whose clusters hold their node pools (`GkeClient::project_pools`), so that a refresh
+//! of many clusters of a project waits one round trip, not one for each cluster it comes to.
 //!
 //! Waits for operations are paced ([`Pace`](crate::operation::Pace)): the first look at an
 //! operation comes shortly before the quickest one of its type (CREATE_NODE_POOL, ...) was seen
@@ -187,24 +189,34 @@ impl GkeClient {
         let parent = mapping::cluster_path(cluster)?;
         // ListNodePoolsResponse has no page token: one answer holds every pool.
         let what = format!("GET {parent}/nodePools");
-        let list = self.call(ctx, &what, false, || {
-            self.cm.list_node_pools().set_parent(parent.clone()).send()
-        });
-        // In a refresh, the project's instance group sizes are listed beside the pools rather
-        // than after them (one round trip instead of two): they live in the cluster's project,
-        // which instance group URLs name by its ID. A project written as its number, or a
-        // cluster without fixed-size pools, makes this list one the refresh did not need.
+        let list = || async {
+            let listed = self.call(ctx, &what, false, || {
+                self.cm.list_node_pools().set_parent(parent.clone()).send()
+            });
+            listed.await.map(|l| l.node_pools)
+        };
+        // In a refresh, the project's clusters are listed once for all of them (one round trip
+        // for every cluster of the project, whose reads terraform sends as they come), and the
+        // project's instance group sizes beside them rather than after (they live in the
+        // cluster's project, which instance group URLs name by its ID; a project written as its
+        // number, or clusters without fixed-size pools, make this list one the refresh did not
+        // need). A cluster the project's list lacks lists its own pools.
         let listed = match across {
             Some(across) => {
-                let (project, _, _) = mapping::gke_location(cluster)?;
-                let project = format!("{}/projects/{project}", mapping::COMPUTE_V1);
-                let sizes = self.project_sizes(&project, Some(across), ctx);
-                tokio::join!(list, sizes).0?
+                let (project, location, name) = mapping::gke_location(cluster)?;
+                let compute = format!("{}/projects/{project}", mapping::COMPUTE_V1);
+                let sizes = self.project_sizes(&compute, Some(across), ctx);
+                let clusters = self.project_pools(project, across, ctx);
+                let (clusters, _) = tokio::join!(clusters, sizes);
+                let key = (location.to_string(), name.to_string());
+                match clusters.as_deref().and_then(|c| c.get(&key)) {
+                    Some(pools) => pools.clone(),
+                    None => list().await?,
+                }
             }
-            None => list.await?,
+            None => list().await?,
         };
         let live: Vec<m::NodePool> = listed
-            .node_pools
             .into_iter()
             .filter(|np| np.status != m::node_pool::Status::Stopping)
             .collect();

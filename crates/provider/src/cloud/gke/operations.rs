@@ -59,6 +59,10 @@ fn encode(token: &str) -> String {
 }
 use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::CloudError;
+
+/// The node pools of a project's clusters, by (location, cluster name), as one refresh listed
+/// them (`GkeClient::project_pools`).
+pub(super) type ProjectPools = std::collections::HashMap<(String, String), Vec<NodePool>>;
 use crate::cloud::pool::{Location, Pool, PoolSpec, Scaling};
 use crate::operation::OpCtx;
 use crate::operation::{Backoff, Check, Start, poll_until};
@@ -185,6 +189,49 @@ impl GkeClient {
             out.push(self.project_sizes(project, across, ctx).await?);
         }
         Some(out)
+    }
+
+    /// The node pools of every cluster of `project` the refresh can see, by (location, cluster),
+    /// from one `clusters.list` over every location (`locations/-`, which "matches all zones and
+    /// all regions"; each Cluster of the answer holds its `nodePools`, and the answer has no page
+    /// token), taken once per project per refresh through `across`. None when that list fails
+    /// (e.g. a role without `container.clusters.list`); a cluster it lacks (GKE names the zones
+    /// it could not reach in `missingZones`) is read on its own.
+    /// <https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters/list>
+    pub(super) async fn project_pools(
+        &self,
+        project: &str,
+        across: &AcrossClusters,
+        ctx: &OpCtx,
+    ) -> Option<Arc<ProjectPools>> {
+        let take = || async {
+            let parent = format!("projects/{project}/locations/-");
+            let what = format!("GET {parent}/clusters");
+            let listed = self.call(ctx, &what, false, || {
+                self.cm.list_clusters().set_parent(parent.clone()).send()
+            });
+            match listed.await {
+                Ok(listed) => {
+                    if !listed.missing_zones.is_empty() {
+                        tracing::debug!(project, missing = ?listed.missing_zones,
+                            "the project's cluster list lacks zones; their clusters are read on their own");
+                    }
+                    let pools = listed
+                        .clusters
+                        .into_iter()
+                        .map(|c| ((c.location, c.name), c.node_pools));
+                    Some(pools.collect::<ProjectPools>())
+                }
+                Err(e) => {
+                    tracing::debug!(project, error = %e, "cannot list the project's clusters; \
+                        listing each cluster's node pools");
+                    None
+                }
+            }
+        };
+        across
+            .get_or_take(&format!("container clusters {project}"), take)
+            .await
     }
 
     /// One project's instance group sizes (`project` as instance group URLs name it), shared by

@@ -3,7 +3,8 @@
 //! The client library's own transport collects a body whole, however large or endless, and waits
 //! as long as its caller does.
 //!
-//! The REST mapping is GKE v1's (`GET /v1/{name}`, `POST /v1/{parent}/nodePools`, `PUT /v1/{name}`,
+//! The REST mapping is GKE v1's (`GET /v1/{name}`, `GET /v1/{parent}/clusters`,
+//! `POST /v1/{parent}/nodePools`, `PUT /v1/{name}`,
 //! `POST /v1/{name}:setAutoscaling`, `POST /v1/{name}:setSize`, `DELETE /v1/{name}`); requests and
 //! answers are the library's own model types, and errors the library's error type with the HTTP
 //! status, headers and google.rpc status, so `calls` classifies them.
@@ -21,6 +22,10 @@ use crate::cloud::error::error_chain;
 
 /// GKE's documents are a few KiB; anything near this is not GKE.
 pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
+/// A project's clusters, each with its node pools, in one answer (`clusters.list` has no page
+/// token): a few hundred KiB for tens of clusters. Past this the refresh lists each cluster's
+/// pools instead.
+const MAX_CLUSTER_LIST: usize = 32 * 1024 * 1024;
 /// One request, headers to last byte.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -89,6 +94,16 @@ impl BoundedTransport {
         path: &str,
         body: Option<serde_json::Value>,
     ) -> gcc::Result<Response<T>> {
+        self.send_capped(method, path, body, MAX_BODY).await
+    }
+
+    async fn send_capped<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+        cap: usize,
+    ) -> gcc::Result<Response<T>> {
         use google_cloud_auth::credentials::CacheableResource;
         let headers = match self.creds.headers(http::Extensions::new()).await {
             Ok(CacheableResource::New { data, .. }) => data,
@@ -115,7 +130,7 @@ impl BoundedTransport {
         })?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let bytes = match read_capped(resp, MAX_BODY).await {
+        let bytes = match read_capped(resp, cap).await {
             Ok(b) => Bytes::from(b),
             // A timeout while reading is retried like a dropped connection; a body over the cap
             // is not something another attempt would fix.
@@ -159,6 +174,16 @@ impl gcc::stub::ClusterManager for BoundedTransport {
         _options: google_cloud_gax::options::RequestOptions,
     ) -> gcc::Result<Response<m::NodePool>> {
         self.send(Method::GET, &req.name, None).await
+    }
+
+    async fn list_clusters(
+        &self,
+        req: m::ListClustersRequest,
+        _options: google_cloud_gax::options::RequestOptions,
+    ) -> gcc::Result<Response<m::ListClustersResponse>> {
+        let path = format!("{}/clusters", req.parent);
+        self.send_capped(Method::GET, &path, None, MAX_CLUSTER_LIST)
+            .await
     }
 
     async fn list_node_pools(
