@@ -473,7 +473,6 @@ async fn project_of_clusters() -> (String, Seen, GkeClient, GkeClient, Vec<Vec<S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gke_clusters_of_one_project_share_their_lists_per_refresh() {
-    const CLUSTERS: usize = PROJECT_CLUSTERS;
     let (_base, seen, client, other, names) = project_of_clusters().await;
     let of = |k: usize| names[k].clone();
     let ctx = ctx();
