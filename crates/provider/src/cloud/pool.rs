@@ -258,9 +258,9 @@ pub trait NodePools: Send + Sync {
     }
 
     /// What the client can do before its first call, started when the provider is configured
-    /// (where [`crate::cloud::target::TargetSettings::warms_up`]): AKS fetches its access token, which
-    /// the first ARM call would otherwise wait for, one round trip on the refresh's way. Errors
-    /// are the first call's to report, which asks again.
+    /// (where [`crate::cloud::target::TargetSettings::warms_up`]): AKS fetches its access
+    /// token, which the first ARM call would otherwise wait for, one round trip on the
+    /// refresh's way. Errors are the first call's to report, which asks again.
     async fn warm_up(&self, _ctx: &OpCtx) {}
 
     /// Deletes the pool and waits until it is gone. A pool that is already gone is success.
@@ -275,9 +275,8 @@ pub trait NodePools: Send + Sync {
     /// managed cluster GET, which holds every agent pool, against an agent pool GET; GKE's list
     /// of the project's clusters with their node pools, and the project's instance group sizes,
     /// both shared by the project's clusters, against a node pool GET and its instance groups').
-    /// A refresh then lists from its first read of the
-    /// cluster (`cloud::SharedReads`). Not so on EKS, whose list describes every node group of
-    /// the cluster.
+    /// A refresh then lists from its first read of the cluster (`cloud::SharedReads`). Not so
+    /// on EKS, whose list describes every node group of the cluster.
     fn lists_for_a_read(&self) -> bool {
         false
     }

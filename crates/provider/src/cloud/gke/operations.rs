@@ -59,13 +59,13 @@ fn encode(token: &str) -> String {
 }
 use crate::cloud::across::AcrossClusters;
 use crate::cloud::error::CloudError;
+use crate::cloud::pool::{Location, Pool, PoolSpec, Scaling};
+use crate::operation::OpCtx;
+use crate::operation::{Backoff, Check, Start, poll_until};
 
 /// The node pools of a project's clusters, by (location, cluster name), as one refresh listed
 /// them (`GkeClient::project_pools`).
 pub(super) type ProjectPools = std::collections::HashMap<(String, String), Vec<NodePool>>;
-use crate::cloud::pool::{Location, Pool, PoolSpec, Scaling};
-use crate::operation::OpCtx;
-use crate::operation::{Backoff, Check, Start, poll_until};
 
 impl GkeClient {
     /// Polls the operation until DONE. A failed operation is `OperationFailed` with google.rpc's code.
@@ -214,7 +214,8 @@ impl GkeClient {
                 Ok(listed) => {
                     if !listed.missing_zones.is_empty() {
                         tracing::debug!(project, missing = ?listed.missing_zones,
-                            "the project's cluster list lacks zones; their clusters are read on their own");
+                            "the project's cluster list lacks zones; their clusters are listed \
+                            on their own");
                     }
                     let pools = listed
                         .clusters
