@@ -434,8 +434,7 @@ fn with(requests: &[String], part: &str) -> usize {
     requests.iter().filter(|r| r.contains(part)).count()
 }
 
-/// The project's clusters of [`gke_clusters_of_one_project_share_their_lists_per_refresh`]: `of(k)`
-/// names cluster k's pools.
+/// The GKE clusters [`project_of_clusters`] adds to the sandbox's project.
 const PROJECT_CLUSTERS: usize = 4;
 
 /// A sandbox with [`PROJECT_CLUSTERS`] more GKE clusters in the default project, ten pools in
