@@ -1,7 +1,8 @@
 //! What one refresh shares between clusters: a read that answers for many clusters at once, taken
 //! once per refresh instead of once per cluster. GKE's pool sizes come from Compute's
-//! `instanceGroupManagers.aggregatedList`, one list per project whatever the number of clusters
-//! in it, so the clusters of one project share it.
+//! `instanceGroupManagers.aggregatedList`, and its node pools from the project's cluster list
+//! over every location, one list each per project whatever the number of clusters in it, so the
+//! clusters of one project share them.
 //!
 //! A module of its own, depending on nothing of `cloud`, so that the [`NodePools`] trait (in
 //! `pool`) can hand it to a client and the refresh's shared reads (`shared`) can own it without

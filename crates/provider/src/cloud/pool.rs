@@ -284,8 +284,8 @@ pub trait NodePools: Send + Sync {
     /// [`NodePools::list`] for a refresh's shared read (`cloud::SharedReads`), each pool handed
     /// to `to.found` as soon as it is known (EKS: as its node group is described, those reads
     /// wait for first), so that the refresh's reads need not wait for the last pool. A read that
-    /// answers for many clusters (GKE: a project's instance group sizes) is taken once per
-    /// refresh, from `across`. An error ends the list; the pools found before it stand.
+    /// answers for many clusters (GKE: a project's clusters and its instance group sizes) is
+    /// taken once per refresh, from `across`. An error ends the list; the pools found before it stand.
     async fn list_in_refresh(
         &self,
         cluster: &Location,

@@ -34,8 +34,8 @@
 //!   and configuring clears every snapshot (as does age, for a provider process kept alive across
 //!   runs).
 //! - A write to a cluster (create, update, delete) drops its snapshot, before and after, and
-//!   every read the refresh shares between clusters (`across`: GKE's instance group sizes of a
-//!   project), since those cover the cluster written to.
+//!   every read the refresh shares between clusters (`across`: GKE's cluster list and instance
+//!   group sizes of a project), since those cover the cluster written to.
 //!   Create, update, delete and import read the cloud themselves ([`NodePools::get`]), never
 //!   through a snapshot.
 //! - A pool the snapshot lacks is read once on its own before it is reported gone (by the read,

@@ -37,6 +37,10 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, GError> {
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     let not_found = || gerr(404, format!("Not found: {}.", uri.path()));
     match s.as_slice() {
+        // clusters.list: location "-" matches all zones and all regions, and each Cluster of the
+        // answer carries its `nodePools` (GKE REST reference, projects.locations.clusters.list
+        // and ListClustersResponse). `missingZones` names zones GKE could not reach; the
+        // sandbox reaches all of them, so it is left out.
         ["v1", "projects", p, "locations", l, "clusters"] if method == Method::GET => sb
             .with_world(|w, _| {
                 let list: Vec<Value> = w
