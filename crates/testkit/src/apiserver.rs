@@ -1,15 +1,18 @@
-//! A real Kubernetes control plane for the tests: etcd and kube-apiserver v1.34.9 (built from
-//! source, see `shared/tools/kubernetes/README.md`), started the way controller-runtime's envtest
-//! starts them: loopback only, a CA and certificates made here, RBAC on, no kubelet, no
-//! scheduler and no controllers. A test gets a server of its own (start to ready is 3-4 s), so
-//! cluster-scoped objects such as the GPU operator's `cluster-policy` never meet another test's.
+//! A real Kubernetes control plane for the tests, where one is given: etcd and kube-apiserver from
+//! the folder `KUBEBUILDER_ASSETS` names (controller-runtime's envtest convention; etcd may also
+//! come from the PATH), started the way envtest starts them: loopback only, a CA and certificates
+//! made here, RBAC on, no kubelet, no scheduler and no controllers. A test gets a server of its
+//! own (start to ready is 3-4 s), so cluster-scoped objects such as the GPU operator's
+//! `cluster-policy` never meet another test's. The project was last run against v1.34.9.
+//!
+//! No registry ships these binaries, so this tier is optional: without `KUBEBUILDER_ASSETS`,
+//! [`ApiServer::start`] says the test was not run ([`crate::tools::not_run`]) and returns None.
 //!
 //! What a kubelet and the job controller would do is missing; [`HookJobs`] does the one part of
 //! it the Helm tests need (completing Helm's hook Jobs) and nothing more.
 //!
-//! `scripts/test-tools` puts kube-apiserver in its cache (`FRACGPU_KUBE_APISERVER`) and etcd on
-//! the PATH (Debian's `etcd-server`); [`ApiServer::start`] asks [`crate::tools::require`] for
-//! both, so under CI a missing one fails the test.
+//! `scripts/test-tools` puts etcd on the PATH (Debian's `etcd-server`); under CI a missing etcd
+//! fails the test, as any missing registry tool does.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -137,11 +140,12 @@ pub fn fixtures() -> Option<PathBuf> {
 pub const GPU_OPERATOR_CHART: &str = "charts/gpu-operator-v25.10.1.tgz";
 
 impl ApiServer {
-    /// Starts etcd and kube-apiserver and waits until `/readyz` answers 200. None when a binary
-    /// is missing outside CI (after saying so); under CI that is a failure.
+    /// Starts etcd and kube-apiserver and waits until `/readyz` answers 200. None, after saying
+    /// the test did not run, when `KUBEBUILDER_ASSETS` names no control plane; None when etcd is
+    /// missing outside CI (after saying so), under CI that is a failure.
     pub fn start() -> Option<ApiServer> {
+        let apiserver_bin = tools::control_plane(Tool::KubeApiserver)?;
         let etcd_bin = tools::require(Tool::Etcd)?;
-        let apiserver_bin = tools::require(Tool::KubeApiserver)?;
         let kubectl = tools::find(Tool::Kubectl).ok();
         // A free port found here can be taken by another process before the server binds it
         // (tests run side by side): such an attempt is made again on other ports.
@@ -361,17 +365,17 @@ impl ApiServer {
         path
     }
 
-    /// Starts kube-controller-manager v1.34.9 with the given controllers (e.g.
-    /// `daemonset,replicaset,disruption`), flags as the tools' README gives them, the admin's
-    /// kubeconfig, no leader election and no serving port. None when the binary is missing
-    /// outside CI (after saying so); under CI that is a failure. Its log is
-    /// `kube-controller-manager.log` in [`ApiServer::dir`]; it stops with the server.
+    /// Starts kube-controller-manager with the given controllers (e.g.
+    /// `daemonset,replicaset,disruption`), the admin's kubeconfig, no leader election and no
+    /// serving port. None, after saying the test did not run, when `KUBEBUILDER_ASSETS` holds
+    /// none. Its log is `kube-controller-manager.log` in [`ApiServer::dir`]; it stops with the
+    /// server.
     pub fn start_controller_manager(&mut self, controllers: &str) -> Option<()> {
         assert!(
             self.controller_manager.is_none(),
             "kube-controller-manager is already running"
         );
-        let bin = tools::require(Tool::KubeControllerManager)?;
+        let bin = tools::control_plane(Tool::KubeControllerManager)?;
         let d = self.dir.path();
         let kc = self.kubeconfig().display().to_string();
         let log = std::fs::File::create(d.join("kube-controller-manager.log")).expect("a log file");

@@ -1,13 +1,17 @@
 //! The real tools the tests drive, and what a test does when one is missing.
 //!
-//! `scripts/test-tools` installs the pinned ones (helm 3 and 4, kubectl, terraform 1.15,
-//! kube-apiserver and kube-controller-manager; etcd through apt-get) into a
-//! cache outside the repository and lists them in `<cache>/env`; a test that needs one of them
-//! runs the script itself when the cache lacks it, so `cargo test` on a fresh machine fetches
-//! them. The others (terraform, python3 with moto, the aws CLI, gcloud, gpg) come from the
-//! machine. A test asks [`require`] for its
-//! tool: under `CI=true` a missing tool fails the test with the step that installs it, because a
-//! test that cannot run must never pass green there; elsewhere the test is skipped and says so.
+//! `scripts/test-tools` installs the pinned ones (helm 3 and 4, kubectl, terraform 1.15; etcd
+//! through apt-get) into a cache outside the repository and lists them in `<cache>/env`; a test
+//! that needs one of them runs the script itself when the cache lacks it, so `cargo test` on a
+//! fresh machine fetches them. The others (terraform, python3 with moto, the aws CLI, gcloud, gpg)
+//! come from the machine. A test asks [`require`] for its tool: under `CI=true` a missing tool
+//! fails the test with the step that installs it, because a test that cannot run must never pass
+//! green there; elsewhere the test is skipped and says so.
+//!
+//! A real control plane (kube-apiserver, kube-controller-manager) is no registry's package: it is
+//! an optional tier, found where controller-runtime's envtest looks for it, the folder named by
+//! `KUBEBUILDER_ASSETS`. Without it a test that needs it is not run, and says so through
+//! [`not_run`], also under CI: `.ci/run` counts those.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,11 +34,11 @@ pub enum Tool {
     Gpg,
     /// curl, an HTTP client of its own for the APIs that have no CLI here (ARM).
     Curl,
-    /// kube-apiserver v1.34.9, unpacked from shared/tools/kubernetes.
+    /// kube-apiserver, from the folder `KUBEBUILDER_ASSETS` names (optional, see [`not_run`]).
     KubeApiserver,
-    /// kube-controller-manager v1.34.9, from the same folder.
+    /// kube-controller-manager, from the same folder.
     KubeControllerManager,
-    /// etcd for kube-apiserver (Debian's etcd-server).
+    /// etcd for kube-apiserver: `KUBEBUILDER_ASSETS`'s, else the PATH's (Debian's etcd-server).
     Etcd,
 }
 
@@ -74,8 +78,8 @@ impl Tool {
             Tool::Gpg => "install gpg (Debian package gnupg)",
             Tool::Curl => "install curl (Debian package curl)",
             Tool::KubeApiserver | Tool::KubeControllerManager => {
-                "run `scripts/test-tools` (it unpacks the binaries from shared/tools/kubernetes \
-                    beside the checkout, or FRACGPU_KUBERNETES_DIR)"
+                "set KUBEBUILDER_ASSETS to a folder holding kube-apiserver, etcd and \
+                    kube-controller-manager (envtest's layout, e.g. what `setup-envtest use` prints)"
             }
             Tool::Etcd => {
                 "run `scripts/test-tools` as root (it installs Debian's etcd-server), or put etcd \
@@ -91,8 +95,6 @@ impl Tool {
             Tool::Helm4 => Some("FRACGPU_HELM4"),
             Tool::Kubectl => Some("FRACGPU_KUBECTL"),
             Tool::Terraform115 => Some("FRACGPU_TERRAFORM_1_15"),
-            Tool::KubeApiserver => Some("FRACGPU_KUBE_APISERVER"),
-            Tool::KubeControllerManager => Some("FRACGPU_KUBE_CONTROLLER_MANAGER"),
             Tool::Etcd => Some("FRACGPU_ETCD"),
             _ => None,
         }
@@ -202,20 +204,103 @@ pub fn find(tool: Tool) -> Found {
     if let Some((_, r)) = memo.lock().unwrap().iter().find(|(t, _)| *t == tool) {
         return r.clone();
     }
-    let path = match tool.env_key() {
-        Some(key) => cached(key).or_else(|| {
-            install_pinned();
-            cached(key)
-        }),
-        None => None,
-    }
-    .or_else(|| tool.program().and_then(on_path));
+    let path = in_assets(tool)
+        .or_else(|| match tool.env_key() {
+            Some(key) => cached(key).or_else(|| {
+                install_pinned();
+                cached(key)
+            }),
+            None => None,
+        })
+        .or_else(|| tool.program().and_then(on_path));
     let r = match path {
         None => Err(format!("{} is not installed", tool.describe())),
         Some(p) => probe(tool, &p).map(|()| p),
     };
     memo.lock().unwrap().push((tool, r.clone()));
     r
+}
+
+/// The folder of the real control plane: `KUBEBUILDER_ASSETS`, as controller-runtime's envtest
+/// reads it (`pkg/envtest/server.go`: a folder holding `kube-apiserver`, `etcd` and `kubectl`;
+/// this project also looks there for `kube-controller-manager`). None when unset or empty.
+pub fn kubebuilder_assets() -> Option<PathBuf> {
+    std::env::var_os("KUBEBUILDER_ASSETS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
+/// A control plane binary in `KUBEBUILDER_ASSETS`, when that is set and holds it.
+fn in_assets(tool: Tool) -> Option<PathBuf> {
+    let name = match tool {
+        Tool::KubeApiserver => "kube-apiserver",
+        Tool::KubeControllerManager => "kube-controller-manager",
+        Tool::Etcd => "etcd",
+        _ => return None,
+    };
+    Some(kubebuilder_assets()?.join(name)).filter(|p| p.is_file())
+}
+
+/// Says that the running test did not run what it is for, and why: on stderr, and as a line
+/// `<test>\t<why>` appended to the file `FRACGPU_NOT_RUN_FILE` names (`.ci/run` sets it and
+/// prints how many tests did not run). Such a test returns without asserting anything: it is
+/// reported, never counted as proof.
+pub fn not_run(why: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("<unnamed test>");
+    eprintln!("NOT RUN: {test}: {why}");
+    let Some(file) = std::env::var_os("FRACGPU_NOT_RUN_FILE").filter(|f| !f.is_empty()) else {
+        return;
+    };
+    use std::io::Write as _;
+    // One short write per line, in append mode: lines of tests running side by side stay whole.
+    let line = format!("{test}\t{}\n", why.replace(['\n', '\t'], " "));
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+    {
+        Ok(mut f) => {
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                panic!("FRACGPU_NOT_RUN_FILE {}: {e}", Path::new(&file).display());
+            }
+        }
+        Err(e) => panic!("FRACGPU_NOT_RUN_FILE {}: {e}", Path::new(&file).display()),
+    }
+}
+
+/// What a test that needs a real control plane says when there is none.
+pub const NO_CONTROL_PLANE: &str = "not run: no real control plane (set KUBEBUILDER_ASSETS)";
+
+/// The path of a control plane binary (kube-apiserver, kube-controller-manager), or None after
+/// [`not_run`] when `KUBEBUILDER_ASSETS` is unset: the real control plane is an optional tier,
+/// so that is not a failure, also under CI. A folder that is named but lacks kube-apiserver is a
+/// mistake of the one who named it, and fails the test; it may lack kube-controller-manager.
+pub fn control_plane(tool: Tool) -> Option<PathBuf> {
+    debug_assert!(matches!(
+        tool,
+        Tool::KubeApiserver | Tool::KubeControllerManager
+    ));
+    let Some(dir) = kubebuilder_assets() else {
+        not_run(NO_CONTROL_PLANE);
+        return None;
+    };
+    match find(tool) {
+        Ok(p) => Some(p),
+        // envtest's folder need not hold a controller manager ("where present").
+        Err(_) if tool == Tool::KubeControllerManager && in_assets(tool).is_none() => {
+            not_run(&format!(
+                "not run: KUBEBUILDER_ASSETS ({}) holds no kube-controller-manager",
+                dir.display()
+            ));
+            None
+        }
+        Err(why) => panic!(
+            "{why}: KUBEBUILDER_ASSETS names {}, which has no working {}",
+            dir.display(),
+            tool.describe()
+        ),
+    }
 }
 
 /// The tool's path; None (after saying so) when it is missing outside CI. Under CI a missing
