@@ -26,6 +26,11 @@ pub struct Config {
     /// the round trip of a real cloud: ARM, GKE and EKS answer a GET in tens to hundreds of
     /// milliseconds. Default zero.
     pub latency: Latency,
+    /// Whether each cluster starts with the GPU operator installed (its namespace, ClusterPolicy
+    /// CRD, `cluster-policy` and device plugin daemonset, as the provider's deliveries find them).
+    /// Without it a cluster is as a cloud makes it, for installing the operator's chart (or the
+    /// standalone device plugin's) by hand with helm. Default true.
+    pub gpu_operator: bool,
 }
 
 /// A delay added to every answer: `base` plus a uniform draw in `0..=jitter`.
@@ -60,6 +65,7 @@ impl Default for Config {
             node_sink: None,
             clusters: ClusterSpec::defaults(),
             latency: Latency::default(),
+            gpu_operator: true,
         }
     }
 }

@@ -31,6 +31,7 @@
 //! re-exports them, under the paths the sandbox has always had.
 
 mod api;
+pub mod apiserver;
 mod arm;
 mod autoscaler;
 mod catalog;

@@ -3,7 +3,8 @@
 //! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--latency-ms N
 //! [--jitter-ms J]]` prints its endpoints and runs until SIGINT or SIGTERM. `--latency-ms` delays
 //! every cloud and Kubernetes API answer by N ms plus up to J ms, as a real cloud's round trip.
-//! `demo` runs the quick start (see `sandbox::demo`). `twin` plays the GPU stack's digital twin
+//! `demo` runs the quick start (see `sandbox::demo`). `apiserver` serves one bare cluster's
+//! Kubernetes API on its own address, as a test's control plane (see `sandbox::apiserver`). `twin` plays the GPU stack's digital twin
 //! against any Kubernetes API server (see `sandbox::kube::remote_twin`), Karpenter included
 //! (`sandbox::kube::remote_karpenter`).
 
@@ -14,15 +15,52 @@ use std::time::Duration;
 use sandbox::Config;
 
 const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] \
-    [--clusters FILE] [--latency-ms N [--jitter-ms J]]\n       fracgpu-sandbox demo [same \
+    [--clusters FILE] [--latency-ms N [--jitter-ms J]] [--without-gpu-operator]\n       fracgpu-sandbox demo [same \
     flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] \
-    [--once]\n--clusters FILE: a JSON list of extra clusters, e.g. \
+    [--once]\n       fracgpu-sandbox apiserver --port N --dir DIR --token T [--state FILE] \
+    [--openapi DIR]\n--clusters FILE: a JSON list of extra clusters, e.g. \
     [{\"cloud\": \"eks\", \"region\": \"eu-west-1\", \"name\": \"prod\"}]\ntwin: plays the GPU \
     operator, its MIG manager, GPU feature discovery and the NVIDIA device plugin on the\n  nodes \
     of the API server at URL that carry GFD's hardware labels (nvidia.com/gpu.product, .count, \
     .memory):\n  writes their labels and their nvidia.com/ extended resources (status \
     subresource); and Karpenter where the server serves its CRDs:\n      launches the Nodes pending pods need from the NodePools and NodeOverlays; every SECONDS     (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA \
     that verifies the server (else the system roots).";
+
+/// `apiserver`'s flags.
+fn parse_apiserver(args: &[String]) -> Result<sandbox::apiserver::Args, String> {
+    let mut it = args.iter();
+    let (mut port, mut dir, mut token, mut state, mut openapi) = (None, None, None, None, None);
+    while let Some(flag) = it.next() {
+        let (flag, inline) = match flag.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (flag.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "--port" => port = Some(value()?.parse().map_err(|e| format!("--port: {e}"))?),
+            "--dir" => dir = Some(PathBuf::from(value()?)),
+            "--token" => token = Some(value()?),
+            "--state" => state = Some(PathBuf::from(value()?)),
+            "--openapi" => openapi = Some(PathBuf::from(value()?)),
+            other => return Err(format!("unknown flag {other:?}\n{USAGE}")),
+        }
+    }
+    let need = |what: &str| format!("apiserver needs {what}\n{USAGE}");
+    Ok(sandbox::apiserver::Args {
+        port: port.ok_or_else(|| need("--port"))?,
+        dir: dir.ok_or_else(|| need("--dir"))?,
+        token: token
+            .filter(|t: &String| !t.is_empty())
+            .ok_or_else(|| need("--token"))?,
+        state,
+        openapi,
+    })
+}
 
 /// `twin`'s flags.
 #[derive(Debug, PartialEq)]
@@ -111,6 +149,8 @@ struct Args {
     clusters: Option<PathBuf>,
     latency_ms: u64,
     jitter_ms: u64,
+    /// Clusters start without the GPU operator (for installing its chart with helm).
+    without_operator: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -129,6 +169,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         clusters: None,
         latency_ms: 0,
         jitter_ms: 0,
+        without_operator: false,
     };
     while let Some(flag) = it.next() {
         let (flag, inline) = match flag.split_once('=') {
@@ -152,6 +193,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--state" => a.state = Some(PathBuf::from(value()?)),
             "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
+            "--without-gpu-operator" => a.without_operator = true,
             "--latency-ms" | "--jitter-ms" => {
                 let v: u64 = value()?.parse().map_err(|e| format!("{flag}: {e}"))?;
                 if v > 60_000 {
@@ -202,6 +244,28 @@ fn main() -> ExitCode {
             }
         };
     }
+    if argv.first().map(String::as_str) == Some("apiserver") {
+        let args = match parse_apiserver(&argv[1..]) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        };
+        return match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.into())
+            .and_then(|rt| rt.block_on(async { sandbox::apiserver::run(args, shutdown()).await }))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fracgpu-sandbox apiserver: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let args = match parse(&argv) {
         Ok(a) => a,
         Err(e) => {
@@ -245,6 +309,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             base: Duration::from_millis(args.latency_ms),
             jitter: Duration::from_millis(args.jitter_ms),
         },
+        gpu_operator: !args.without_operator,
         ..Config::default()
     };
     let stack = sandbox::stack::Stack::start(config, args.port).await?;

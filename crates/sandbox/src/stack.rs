@@ -39,8 +39,13 @@ impl Stack {
                 ClusterSpec::Gke { name, .. } => ("gke", name),
                 ClusterSpec::Eks { name, .. } => ("eks", name),
             };
-            if !kube.has_cluster(cloud, name) {
+            if kube.has_cluster(cloud, name) {
+                continue;
+            }
+            if config.gpu_operator {
                 kube.add_cluster(cloud, name);
+            } else {
+                kube.add_cluster_without_operator(cloud, name);
             }
         }
         config.node_sink = Some(kube.clone());

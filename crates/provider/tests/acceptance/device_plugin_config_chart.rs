@@ -1,5 +1,5 @@
 //! What NVIDIA's real gpu-operator chart (v25.10.1, from `shared/fixtures`) needs of a Helm
-//! delivery, on a real kube-apiserver with real helm: names its ClusterPolicy template would not
+//! delivery, on a control plane (`testkit::apiserver`) with real helm: names its ClusterPolicy template would not
 //! keep strings are refused at plan time; a `values_path` under a subchart the release does not
 //! render fails before anything is written, with the `clusterType` hint; helm stops at the
 //! resource's timeout and a hook that never finishes is named; and drift is what the operator

@@ -1,6 +1,6 @@
 //! `fracgpu_device_plugin_config` with delivery "argocd" and "flux": the operator installed by an
 //! Argo CD Application or a Flux HelmRelease, as clusters run it. Neither controller runs here:
-//! the real CRDs (from `shared/fixtures`) on a real kube-apiserver hold the objects, and real
+//! the real CRDs (from `shared/fixtures`) on a control plane (`testkit::apiserver`) hold the objects, and real
 //! `helm template` of NVIDIA's chart (on its own, and inside the wrapping chart) with the
 //! object's values shows what a sync would render: the ConfigMap and the ClusterPolicy pointer.
 
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 const CM: &str = "time-slicing-config";
 const OPERATOR_NS: &str = "gpu-operator";
 
-/// A real server with the Argo CD and Flux CRDs and the fixtures' namespaces.
+/// A control plane with the Argo CD and Flux CRDs and the fixtures' namespaces.
 pub(crate) fn gitops_cluster() -> Option<OperatorCluster> {
     let op = OperatorCluster::start(Tool::Helm4)?;
     op.server.install_crds(

@@ -1,6 +1,6 @@
 //! `fracgpu_device_plugin_config` with delivery "helm", and "cluster_policy" on a ClusterPolicy
 //! that a Helm release owns, driven through the real terraform with real helm 3 and helm 4
-//! against a real kube-apiserver, on which NVIDIA's gpu-operator chart v25.10.1 is installed
+//! against a control plane (`testkit::apiserver`), on which NVIDIA's gpu-operator chart v25.10.1 is installed
 //! (on its own, and inside the wrapping chart of `tests/fixtures/charts`). `KUBECONFIG` names a
 //! file that does not exist, or another server running the same release, for every terraform
 //! run: helm must reach the cluster the resource names and nothing else.

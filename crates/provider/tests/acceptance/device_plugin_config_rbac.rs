@@ -1,4 +1,4 @@
-//! Least privilege for `fracgpu_device_plugin_config`, on a real kube-apiserver with RBAC on and
+//! Least privilege for `fracgpu_device_plugin_config`, on a control plane with RBAC on (`testkit::apiserver`) and
 //! NVIDIA's gpu-operator chart v25.10.1 installed: a ServiceAccount bound to exactly the Role and
 //! ClusterRole of the guide `gpu-operator-deliveries.md` (read from its YAML blocks, so the guide
 //! and the test cannot disagree) applies, plans and destroys each delivery through the real

@@ -1,4 +1,4 @@
-//! `fracgpu_device_plugin_config` with delivery "cluster_policy" on a real kube-apiserver, beside
+//! `fracgpu_device_plugin_config` with delivery "cluster_policy" on a control plane (`testkit::apiserver`), beside
 //! NVIDIA's gpu-operator chart v25.10.1 installed by helm 3, with the sandbox's twin playing the
 //! GPU stack through the API (`RemoteTwin`: hand-made nodes with GPU feature discovery's hardware
 //! labels, the device plugin DaemonSet the operator would run): create -> the ConfigMap, the
@@ -67,7 +67,7 @@ fn restart_annotation(op: &OperatorCluster) -> Option<String> {
 }
 
 #[test]
-fn cluster_policy_delivery_lifecycle_on_a_real_server() {
+fn cluster_policy_delivery_lifecycle_on_a_control_plane() {
     let Some(op) = OperatorCluster::start(Tool::Helm3) else {
         return;
     };

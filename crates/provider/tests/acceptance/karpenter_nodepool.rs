@@ -1,4 +1,4 @@
-//! `fracgpu_karpenter_nodepool` through terraform on a real kube-apiserver serving the real
+//! `fracgpu_karpenter_nodepool` through terraform on a control plane (`testkit::apiserver`) serving the real
 //! Karpenter CRDs (AWS provider v1.14.1, Azure provider v1.14.2, from the shared fixtures):
 //! create -> every object as rendered -> an empty plan -> hand edits and a deleted overlay are
 //! drift that apply sets back -> an update that drops a GPU count deletes its overlay -> a
@@ -66,7 +66,7 @@ fn overlay_capacity(server: &ApiServer, name: &str) -> Option<String> {
 }
 
 #[test]
-fn lifecycle_drift_and_import_on_a_real_server() {
+fn lifecycle_drift_and_import_on_a_control_plane() {
     let Some(server) = karpenter_server() else {
         return;
     };
@@ -430,7 +430,7 @@ fn slice_pods(t4: &Value, from: usize, to: usize) -> String {
     json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
 }
 
-/// The twin's Karpenter on the real server reads the NodePool and NodeOverlays the provider wrote:
+/// The twin's Karpenter on the control plane reads the NodePool and NodeOverlays the provider wrote:
 /// ten pending pods of one slice on a 1-GPU x 10 pool bring one node, not ten; a second pass adds
 /// none; five more bring a second; with the NodeOverlay gate off no instance type offers slices.
 #[test]
@@ -507,9 +507,9 @@ fn the_twins_karpenter_scales_the_pool_from_zero_by_slices() {
     );
 }
 
-/// The docs' example, applied, planned empty and destroyed on a real server.
+/// The docs' example, applied, planned empty and destroyed on a control plane.
 #[test]
-fn the_example_applies_on_a_real_server() {
+fn the_example_applies_on_a_control_plane() {
     let Some(server) = karpenter_server() else {
         return;
     };

@@ -1,5 +1,5 @@
 //! The Karpenter objects the provider renders for a shared GPU pool (`cluster::karpenter`),
-//! applied to a real kube-apiserver that serves the real Karpenter CRDs (AWS provider v1.14.1,
+//! applied to a control plane (`testkit::apiserver`) that serves the real Karpenter CRDs (AWS provider v1.14.1,
 //! Azure provider v1.14.2, from the shared fixtures): every object is accepted under strict field
 //! validation, nothing the provider set is pruned or changed by the server's defaulting, and
 //! applying the same objects again changes nothing. This is what a plan after apply relies on.
@@ -144,7 +144,7 @@ fn apply(server: &ApiServer, obj: &Value) -> Value {
     serde_json::from_str(&out).expect("kubectl prints the object")
 }
 
-/// A real API server with the Karpenter CRDs; None when a tool or the fixtures are missing
+/// A control plane with the Karpenter CRDs; None when a tool or the fixtures are missing
 /// outside CI (after saying so).
 pub(crate) fn karpenter_server() -> Option<ApiServer> {
     tools::require(Tool::Kubectl)?;

@@ -209,7 +209,7 @@ fn import_by_id_and_by_generated_config(tf: PathBuf) {
     assert!(sb.pools().is_empty(), "{:?}", sb.pools());
 }
 
-/// On two real API servers: a config delivered as a ConfigMap with the ClusterPolicy pointer
+/// On two control planes (`testkit::apiserver`): a config delivered as a ConfigMap with the ClusterPolicy pointer
 /// beside NVIDIA's chart, and one through the operator's Helm release (the wrapping chart, real
 /// helm 4): create, empty plan, destroy.
 fn device_plugin_config_with_each_delivery(tf: PathBuf) {

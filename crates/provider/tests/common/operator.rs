@@ -1,4 +1,5 @@
-//! NVIDIA's GPU operator on a real kube-apiserver (`testkit::apiserver`), installed by real helm
+//! NVIDIA's GPU operator on a test's control plane (`testkit::apiserver`: a real kube-apiserver
+//! where `KUBEBUILDER_ASSETS` names one, else `fracgpu-sandbox apiserver`), installed by real helm
 //! the way a platform team runs it: NVIDIA's packaged chart v25.10.1 from `shared/fixtures` on
 //! its own, or inside this project's wrapping chart (`tests/fixtures/charts/gpu-operator-wrapper`)
 //! under one alias per kind of cluster. Every helm and kubectl here runs with `KUBECONFIG`
@@ -47,7 +48,7 @@ impl Chart {
     }
 }
 
-/// A real API server with the tools to install the operator on it; the hook Job stand-in runs
+/// A control plane with the tools to install the operator on it; the hook Job stand-in runs
 /// for as long as this lives.
 pub struct OperatorCluster {
     pub server: ApiServer,

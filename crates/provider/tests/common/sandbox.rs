@@ -11,43 +11,9 @@ pub struct Running {
 }
 
 /// The `fracgpu-sandbox` binary of this build, for tests that need the sandbox in a process of
-/// its own (to kill it, or read its usage). `cargo test` at the workspace root builds it for the
-/// sandbox's own tests before any test runs. Building it from here instead would resolve other
-/// dependency features and rebuild half the tree, so a missing or stale binary (a run of this
-/// crate's tests alone after the sandbox changed) is an error that says what to run.
+/// its own (to kill it, or read its usage); see [`testkit::apiserver::sandbox_binary`].
 pub fn binary() -> std::path::PathBuf {
-    // target/<profile>/deps/<test> -> target/<profile>/fracgpu-sandbox
-    let exe = std::env::current_exe().expect("test executable");
-    let bin = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("fracgpu-sandbox");
-    let crate_dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../sandbox"));
-    let sources = newest(&crate_dir.join("src")).max(modified(&crate_dir.join("Cargo.toml")));
-    assert!(
-        bin.exists() && modified(&bin) >= sources,
-        "{} is missing or older than the sandbox's sources: run `cargo test` at the workspace root, or `cargo build -p fracgpu-sandbox` first",
-        bin.display()
-    );
-    bin
-}
-
-fn modified(p: &std::path::Path) -> std::time::SystemTime {
-    std::fs::metadata(p)
-        .and_then(|m| m.modified())
-        .unwrap_or(std::time::UNIX_EPOCH)
-}
-
-/// The newest modification time of the files under `dir`.
-fn newest(dir: &std::path::Path) -> std::time::SystemTime {
-    let mut t = modified(dir);
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        let m = if p.is_dir() { newest(&p) } else { modified(&p) };
-        t = t.max(m);
-    }
-    t
+    testkit::apiserver::sandbox_binary()
 }
 
 pub fn start(op_time: Duration) -> Running {

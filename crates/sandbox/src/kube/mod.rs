@@ -1,16 +1,22 @@
 //! An in-memory Kubernetes API server, one per emulated cluster, served under `/k8s/{cloud}/{cluster}/`
-//! so that kubectl and the kube crate can talk to it. Serve it over HTTPS ([`KubeApi::serve_tls`] or a
-//! [`TlsListener`]): kubectl only sends a kubeconfig's bearer token to an https server.
+//! (or one cluster at the root of its own address, [`KubeApi::root_router`], as
+//! `fracgpu-sandbox apiserver` serves it) so that kubectl, helm and the kube crate can talk to it.
+//! Serve it over HTTPS ([`KubeApi::serve_tls`] or a [`TlsListener`]): kubectl only sends a
+//! kubeconfig's bearer token to an https server.
 //!
-//! It holds namespaces, configmaps, secrets, nodes, apps/v1 daemonsets, the apiextensions CRD of the NVIDIA
-//! ClusterPolicy and nvidia.com/v1 clusterpolicies, with the real server's semantics: resourceVersion
-//! conflicts, generation, managedFields and server-side apply conflicts, watches, Status errors, name and
-//! key validation, discovery and enough OpenAPI v3 for kubectl's server-side field validation. Its nodes are
-//! a digital twin of the cloud's node pools: they advertise the GPU resources the real stack would,
-//! including the GPU operator's habit of ignoring a changed device plugin config until the device plugin
-//! daemonset is restarted. A Node created through the API joins the twin once it carries GPU feature
-//! discovery's hardware labels, as a hand-made node does on a real server, where [`remote_twin`] plays
-//! the same twin through the API.
+//! It serves every built-in resource of kube-apiserver v1.34 ([`kinds`]) and the kinds of every
+//! CustomResourceDefinition a client installs, with the real server's semantics: discovery (legacy
+//! and aggregated) and OpenAPI v2 and v3 documents ([`discovery`], [`openapi`]), resourceVersion
+//! conflicts, generation, managedFields and server-side apply conflicts, status and scale
+//! subresources, watches (streaming lists included), Status errors, name and key validation, CRD
+//! structural schemas (pruning with warnings, defaulting, validation), bearer tokens, ServiceAccount
+//! tokens, impersonation and RBAC with the real 403 wording ([`auth`], [`rbac`]), and validating
+//! admission webhooks ([`admission`]). Its nodes are a digital twin of the cloud's node pools: they
+//! advertise the GPU resources the real stack would, including the GPU operator's habit of ignoring
+//! a changed device plugin config until the device plugin daemonset is restarted. A Node created
+//! through the API joins the twin once it carries GPU feature discovery's hardware labels, as a
+//! hand-made node does on a real server, where [`remote_twin`] plays the same twin through the API.
+//! A bare control plane (`fracgpu-sandbox apiserver`) runs no twin and no controllers, as envtest's.
 //!
 //! It is an independent oracle: every type here is its own, written from the public Kubernetes API and NVIDIA
 //! documents; nothing is shared with the provider's client code.
@@ -22,17 +28,26 @@
 //! advertisement as it was and notes the reason in the node annotation
 //! `sandbox.fracgpu.dev/device-plugin-error`; the seeded ClusterPolicy CRD carries a subset of NVIDIA's
 //! structural schema (`schema.rs` says which parts); built-in kinds get no defaulting (a DaemonSet's pod
-//! template stays as sent). `tests/sandbox/kube_http/differential.rs` compares all of this with a real
-//! kube-apiserver and lists each difference kept.
+//! template stays as sent) and no validation beyond names, labels and the few checks `validate.rs` makes;
+//! CEL rules (`x-kubernetes-validations`) of CRDs are not evaluated; protobuf request bodies are read
+//! for the kinds kubectl sends typed ([`proto`]). `tests/sandbox/kube_http/differential.rs` and
+//! `tests/sandbox/kube_http/control_planes.rs` compare all of this with a real kube-apiserver and
+//! list each difference kept.
 
+mod admission;
+mod auth;
 mod discovery;
+mod identity;
 // The HTTP face uses the API's state; the state does not know its face (the sandbox's fault layer
 // reaches `http::injected` directly, and `KubeApi::router` is defined there).
 pub(crate) mod http;
 mod kinds;
 mod meta;
+mod openapi;
+mod openapi_proto;
 mod patch;
 mod proto;
+mod rbac;
 pub mod remote_karpenter;
 pub mod remote_twin;
 mod schema;
@@ -45,6 +60,7 @@ mod twin;
 mod util;
 mod validate;
 
+pub use openapi::OpenApiDocs;
 pub(crate) use status::ApiError;
 pub(crate) use store::Cluster;
 pub use tls::TlsIdentity;
@@ -68,6 +84,8 @@ pub struct KubeApi {
     /// Called after every write through the API (not dry runs, not the clouds' node hand-off):
     /// the stack points it at the twin's cluster-autoscaler, which reacts to new pending pods.
     on_write: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// The real server's OpenAPI documents, where given (see `openapi.rs`).
+    openapi: OpenApiDocs,
 }
 
 fn cluster_key(cloud: &str, cluster: &str) -> String {
@@ -84,6 +102,21 @@ impl KubeApi {
             tls: Mutex::new(tls),
             changes,
             on_write: Mutex::new(None),
+            openapi: OpenApiDocs::default(),
+        })
+    }
+
+    /// An API server that serves the built-in group versions' OpenAPI documents from `docs`
+    /// (see `openapi.rs`).
+    pub fn with_openapi(docs: OpenApiDocs) -> Arc<Self> {
+        let tls = TlsIdentity::generate().expect("sandbox TLS identity");
+        let (changes, _) = tokio::sync::watch::channel(0);
+        Arc::new(KubeApi {
+            clusters: Mutex::new(BTreeMap::new()),
+            tls: Mutex::new(tls),
+            changes,
+            on_write: Mutex::new(None),
+            openapi: docs,
         })
     }
 
@@ -122,6 +155,16 @@ impl KubeApi {
         self.lock()
             .entry(cluster_key(cloud, cluster))
             .or_insert_with(|| Cluster::without_operator(cloud, cluster));
+        self.changed();
+    }
+
+    /// Adds a bare control plane's cluster: the namespaces a fresh API server makes, no GPU
+    /// operator, no twin, and `token` as the admin's bearer token (group `system:masters`).
+    pub fn add_bare_cluster(&self, cloud: &str, cluster: &str, token: &str) {
+        let mut c = Cluster::without_operator(cloud, cluster);
+        c.controllers = false;
+        c.token = token.to_string();
+        self.lock().insert(cluster_key(cloud, cluster), c);
         self.changed();
     }
 
@@ -256,19 +299,24 @@ impl KubeApi {
             .map(|c| c.token.clone())
     }
 
-    fn authorize(&self, cloud: &str, cluster: &str, headers: &HeaderMap) -> Result<(), ApiError> {
-        let want = self
-            .token(cloud, cluster)
-            .ok_or_else(ApiError::unauthorized)?;
-        let got = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if got.map(str::trim) == Some(want.as_str()) {
-            Ok(())
-        } else {
-            Err(ApiError::unauthorized())
-        }
+    /// The user a request acts as (authentication and impersonation), once RBAC allows it
+    /// what `attrs` say: 401 without a valid token, 403 otherwise (see `auth.rs`, `rbac.rs`).
+    fn admit(
+        &self,
+        cloud: &str,
+        cluster: &str,
+        headers: &HeaderMap,
+        attrs: &identity::Attrs,
+    ) -> Result<identity::User, ApiError> {
+        self.with_cluster(cloud, cluster, |c| {
+            let user = auth::requester(c, headers)?;
+            if c.allowed(&user, attrs) {
+                Ok(user)
+            } else {
+                Err(attrs.forbidden(&user.name))
+            }
+        })
+        .unwrap_or_else(|| Err(ApiError::unauthorized()))
     }
 
     fn with_cluster<T>(

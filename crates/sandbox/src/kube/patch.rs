@@ -270,6 +270,16 @@ pub(crate) fn get_path<'a>(obj: &'a Value, p: &FieldPath) -> Option<&'a Value> {
     Some(cur)
 }
 
+/// Sets the field a dotted path (`.spec.replicas`) names, making the objects on the way.
+pub(crate) fn set_dotted(obj: &mut Value, dotted: &str, v: Value) {
+    let path: FieldPath = dotted
+        .trim_start_matches('.')
+        .split('.')
+        .map(str::to_string)
+        .collect();
+    set_path(obj, &path, v);
+}
+
 pub(crate) fn set_path(obj: &mut Value, p: &FieldPath, v: Value) {
     let mut cur = obj;
     for k in &p[..p.len() - 1] {

@@ -182,9 +182,10 @@ pub(crate) fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
 }
 
 /// Fills in defaults where the parent object exists and the field is absent, or null without
-/// `nullable` (defaulting/algorithm.go; nulls of non-nullable fields without a default are
-/// pruned, as PruneNonNullableNullsWithoutDefaults does).
-pub(crate) fn default(obj: &mut Value, schema: &Value) {
+/// `nullable` (defaulting/algorithm.go); with `prune_nulls`, nulls of non-nullable fields
+/// without a default are removed, as PruneNonNullableNullsWithoutDefaults does when a request
+/// body is decoded.
+pub(crate) fn default(obj: &mut Value, schema: &Value, prune_nulls: bool) {
     match obj {
         Value::Object(m) => {
             if let Some(declared) = props(schema) {
@@ -197,13 +198,13 @@ pub(crate) fn default(obj: &mut Value, schema: &Value) {
                         (Some(Value::Null), Some(d)) if !nullable => {
                             m.insert(k.clone(), d.clone());
                         }
-                        (Some(Value::Null), None) if !nullable => {
+                        (Some(Value::Null), None) if !nullable && prune_nulls => {
                             m.remove(k);
                         }
                         _ => {}
                     }
                     if let Some(c) = m.get_mut(k) {
-                        default(c, cs);
+                        default(c, cs, prune_nulls);
                     }
                 }
             }
@@ -211,7 +212,7 @@ pub(crate) fn default(obj: &mut Value, schema: &Value) {
         Value::Array(a) => {
             if let Some(items) = schema.get("items") {
                 for c in a.iter_mut() {
-                    default(c, items);
+                    default(c, items, prune_nulls);
                 }
             }
         }
@@ -392,7 +393,7 @@ mod tests {
             "spec": {"bogus": 1, "mig": {"strategy": "mixed", "x": true}, "driver": {"kept": 1},
                 "migManager": {"config": {"name": null}}}});
         assert_eq!(prune(&mut o, &s), ["spec.bogus", "spec.mig.x"]);
-        default(&mut o, &s);
+        default(&mut o, &s, true);
         assert_eq!(
             o["spec"]["driver"],
             json!({"kept": 1, "kernelModuleType": "auto"})

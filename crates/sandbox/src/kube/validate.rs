@@ -82,6 +82,34 @@ pub(crate) fn object_name(name: &str, label_only: bool) -> Vec<FieldError> {
     errs
 }
 
+/// A name that can be one segment of a URL path (k8s.io/apimachinery pkg/api/validation/path
+/// IsValidPathSegmentName): not `.` or `..`, no `/` or `%`.
+fn path_segment_name(name: &str) -> Vec<FieldError> {
+    if name.is_empty() {
+        return vec![FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        )];
+    }
+    if name == "." || name == ".." {
+        return vec![FieldError::invalid(
+            "metadata.name",
+            name,
+            format!("may not be '{name}'"),
+        )];
+    }
+    for bad in ["/", "%"] {
+        if name.contains(bad) {
+            return vec![FieldError::invalid(
+                "metadata.name",
+                name,
+                format!("may not contain '{bad}'"),
+            )];
+        }
+    }
+    Vec::new()
+}
+
 pub(crate) fn config_key(field: &str, key: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if key.len() > 253 {
@@ -201,7 +229,20 @@ pub(super) fn validate_object(
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
     let name = meta_str(obj, "name").unwrap_or_default().to_string();
-    let mut errs = object_name(&name, kind == kinds::NAMESPACES);
+    let mut errs = if [
+        kinds::ROLES,
+        kinds::CLUSTERROLES,
+        kinds::ROLEBINDINGS,
+        kinds::CLUSTERROLEBINDINGS,
+    ]
+    .contains(&kind)
+    {
+        // RBAC objects are named by path segment only (pkg/apis/rbac/validation:
+        // ValidateRBACName is path.ValidatePathSegmentName), so `system:discovery` is a name.
+        path_segment_name(&name)
+    } else {
+        object_name(&name, kind == kinds::NAMESPACES)
+    };
     for (field, values) in [("metadata.labels", true), ("metadata.annotations", false)] {
         let ptr = if values {
             "/metadata/labels"

@@ -7,6 +7,7 @@
 
 mod autoscaler;
 mod bin;
+mod charts;
 mod cli;
 mod cloud;
 mod kube_http;

@@ -16,6 +16,8 @@ pub(super) struct Managed {
     pub(super) operation: String,
     pub(super) fields: BTreeSet<FieldPath>,
     pub(super) time: String,
+    /// The subresource it wrote through (`status`), a manager of its own.
+    pub(super) subresource: Option<String>,
 }
 
 pub(super) fn managed_entries(obj: &Value) -> Vec<Managed> {
@@ -43,6 +45,10 @@ pub(super) fn managed_entries(obj: &Value) -> Vec<Managed> {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_string(),
+                    subresource: e
+                        .get("subresource")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                 })
                 .collect()
         })
@@ -59,8 +65,12 @@ pub(super) fn set_managed(obj: &mut Value, owners: &[Managed], api_version: &str
     let list: Vec<Value> = owners
         .iter()
         .map(|e| {
-            json!({"manager": e.manager, "operation": e.operation, "apiVersion": api_version, "time": e.time,
-                "fieldsType": "FieldsV1", "fieldsV1": patch::to_fields_v1(&e.fields)})
+            let mut entry = json!({"manager": e.manager, "operation": e.operation, "apiVersion": api_version, "time": e.time,
+                "fieldsType": "FieldsV1", "fieldsV1": patch::to_fields_v1(&e.fields)});
+            if let Some(sub) = &e.subresource {
+                entry["subresource"] = json!(sub);
+            }
+            entry
         })
         .collect();
     let m = meta_mut(obj);

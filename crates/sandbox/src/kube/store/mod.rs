@@ -31,6 +31,9 @@ pub(crate) struct Cluster {
     pub(crate) cloud: String,
     pub(crate) name: String,
     pub(crate) token: String,
+    /// The tokens the TokenRequest API issued (see `kube/auth.rs`).
+    #[serde(default)]
+    pub(crate) sa_tokens: BTreeMap<String, crate::kube::identity::SaToken>,
     /// The cluster-wide resourceVersion counter.
     pub(crate) rv: u64,
     /// qualified resource -> "namespace/name" -> object
@@ -52,6 +55,19 @@ pub(crate) struct Cluster {
     /// The `Warning` headers of the request being served (the HTTP layer takes them).
     #[serde(skip)]
     pub(crate) warnings: Vec<String>,
+    /// Whether the twin plays the cluster's GPU stack and controllers here. A bare control plane
+    /// (`fracgpu-sandbox apiserver`, as envtest's) runs none: what a test plays, it plays
+    /// through the API.
+    #[serde(default = "yes")]
+    pub(crate) controllers: bool,
+    /// The kinds the established CRDs serve (rebuilt from the stored CRDs after each CRD write
+    /// and after a restore).
+    #[serde(skip)]
+    pub(crate) crd_kinds: Vec<Kind>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One change, as a watch streams it.
@@ -67,11 +83,21 @@ pub(crate) struct WatchEvent {
 /// How many changes a cluster remembers for watches that resume from a resourceVersion.
 const MAX_EVENTS: usize = 1024;
 
+/// `/spec/replicas` for the dotted `.spec.replicas` (or `spec.replicas`) a CRD's scale
+/// subresource names.
+pub(crate) fn json_pointer(dotted: &str) -> String {
+    dotted
+        .trim_start_matches('.')
+        .split('.')
+        .fold(String::new(), |acc, part| format!("{acc}/{part}"))
+}
+
 pub(crate) fn key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
 
 /// What a write is: who does it, and whether it is an update or a server-side apply.
+#[derive(Clone)]
 pub(crate) struct WriteCtx<'a> {
     pub(crate) manager: &'a str,
     pub(crate) apply: Option<BTreeSet<FieldPath>>,
@@ -79,6 +105,8 @@ pub(crate) struct WriteCtx<'a> {
     pub(crate) validation: Validation,
     /// A PATCH (a strict refusal then names the patched object rather than the body).
     pub(crate) patch: bool,
+    /// The subresource written (`status`): only its part of the object changes.
+    pub(crate) subresource: Option<&'a str>,
 }
 
 /// Server-side field validation (KEP-2885, GA in v1.27): unknown fields are dropped silently,
@@ -97,6 +125,7 @@ impl Cluster {
             cloud: cloud.to_string(),
             name: name.to_string(),
             token: format!("sandbox-{}", util::uuid4().replace('-', "")),
+            sa_tokens: BTreeMap::new(),
             rv: 0,
             objects: BTreeMap::new(),
             twins: BTreeMap::new(),
@@ -105,6 +134,8 @@ impl Cluster {
             events: VecDeque::new(),
             events_base: 0,
             warnings: Vec::new(),
+            crd_kinds: Vec::new(),
+            controllers: true,
         };
         c.seed();
         c
@@ -133,6 +164,7 @@ impl Cluster {
                 "kube-apiserver",
             );
         }
+        self.seed_rbac();
         self.seed_object(
             kinds::CRDS,
             json!({"metadata": {"name": kinds::CLUSTERPOLICY_CRD, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
@@ -184,6 +216,23 @@ impl Cluster {
         self.restart_marker = self.daemonset_marker();
     }
 
+    /// The bootstrap ClusterRoles and their bindings a fresh API server writes.
+    fn seed_rbac(&mut self) {
+        for (role, groups) in crate::kube::identity::bootstrap() {
+            let name = role["metadata"]["name"].clone();
+            let subjects: Vec<Value> = groups
+                .iter()
+                .map(|g| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}))
+                .collect();
+            let binding = json!({"metadata": {"name": name, "labels": role["metadata"]["labels"],
+                    "annotations": role["metadata"]["annotations"]},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": subjects});
+            self.seed_object(kinds::CLUSTERROLES, role, "kube-apiserver");
+            self.seed_object(kinds::CLUSTERROLEBINDINGS, binding, "kube-apiserver");
+        }
+    }
+
     fn seed_object(&mut self, kind: Kind, body: Value, manager: &str) {
         let ns = meta_str(&body, "namespace").unwrap_or_default().to_string();
         let ctx = WriteCtx {
@@ -191,6 +240,7 @@ impl Cluster {
             apply: None,
             validation: Validation::Warn,
             patch: false,
+            subresource: None,
         };
         if let Err(e) = self.create(kind, &ns, body, &ctx) {
             debug_assert!(false, "seed object rejected: {e:?}");
@@ -210,7 +260,7 @@ impl Cluster {
             .ok_or_else(|| ApiError::not_found(&kind.qualified(), name))
     }
 
-    fn get_ref(&self, kind: Kind, ns: &str, name: &str) -> Option<&Value> {
+    pub(crate) fn get_ref(&self, kind: Kind, ns: &str, name: &str) -> Option<&Value> {
         self.objects
             .get(&kind.qualified())
             .and_then(|m| m.get(&key(ns, name)))
@@ -246,6 +296,59 @@ impl Cluster {
             .cloned()
     }
 
+    /// Every kind this cluster serves: the built-in ones, then those of its established CRDs.
+    pub(crate) fn served(&self) -> impl Iterator<Item = Kind> + '_ {
+        kinds::TABLE
+            .iter()
+            .copied()
+            .chain(self.crd_kinds.iter().copied())
+    }
+
+    /// Rebuilds the kinds the CRDs serve, after a CRD changed (or the cluster was restored).
+    pub(crate) fn refresh_kinds(&mut self) {
+        self.crd_kinds = self
+            .objects
+            .get(&kinds::CRDS.qualified())
+            .into_iter()
+            .flat_map(|m| m.values())
+            .flat_map(kinds::of_crd)
+            .collect();
+    }
+
+    /// Where the scale subresource reads and writes: spec replicas, status replicas and the
+    /// status selector, as dotted paths (a CRD's from its `subresources.scale`).
+    pub(crate) fn scale_paths(&self, kind: Kind) -> (String, String, String) {
+        let builtin = || {
+            (
+                ".spec.replicas".to_string(),
+                ".status.replicas".to_string(),
+                ".status.selector".to_string(),
+            )
+        };
+        if !kind.custom {
+            return builtin();
+        }
+        let Some(scale) = self
+            .get_ref(kinds::CRDS, "", &kind.qualified())
+            .and_then(|crd| crd.pointer("/spec/versions")?.as_array().cloned())
+            .and_then(|vs| {
+                vs.into_iter()
+                    .find(|v| v["name"] == kind.version)?
+                    .pointer("/subresources/scale")
+                    .cloned()
+            })
+        else {
+            return builtin();
+        };
+        let s = |k: &str| scale[k].as_str().unwrap_or_default().to_string();
+        (
+            s("specReplicasPath"),
+            s("statusReplicasPath"),
+            s("labelSelectorPath"),
+        )
+    }
+
+    #[cfg(test)]
     pub(crate) fn crd_present(&self) -> bool {
         self.get_ref(kinds::CRDS, "", kinds::CLUSTERPOLICY_CRD)
             .is_some()
@@ -317,6 +420,25 @@ impl Cluster {
         Some(obj)
     }
 
+    /// Removes every object of `kind_q` that `pick` chooses (a namespace's contents, a CRD's
+    /// objects), each with its DELETED event.
+    fn unstore_where(&mut self, kind_q: &str, pick: impl Fn(&Value) -> bool) {
+        let chosen: Vec<(String, String)> = self
+            .objects
+            .get(kind_q)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter(|o| pick(o))
+            .map(|o| {
+                let s = |f| meta_str(o, f).unwrap_or_default().to_string();
+                (s("namespace"), s("name"))
+            })
+            .collect();
+        for (ns, n) in chosen {
+            self.unstore(kind_q, &ns, &n);
+        }
+    }
+
     fn record(&mut self, kind_q: &str, ns: &str, event_type: &'static str, obj: &Value) {
         self.events.push_back(WatchEvent {
             rv: self.rv,
@@ -356,5 +478,6 @@ impl Cluster {
     pub(crate) fn after_restore(&mut self) {
         self.events.clear();
         self.events_base = self.rv;
+        self.refresh_kinds();
     }
 }

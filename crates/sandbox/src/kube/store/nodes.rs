@@ -42,6 +42,9 @@ impl Cluster {
     /// A node written through the API that no pool made joins the twin once it carries GPU feature
     /// discovery's hardware labels (a hand-made node, as on a real server with no kubelet).
     pub(crate) fn reconcile(&mut self, written_node: Option<&str>) {
+        if !self.controllers {
+            return;
+        }
         if let Some(n) = written_node.filter(|n| !self.twins.contains_key(*n)) {
             let adopted = self.get_ref(kinds::NODES, "", n).and_then(|node| {
                 twin::twin_from_labels(

@@ -13,6 +13,7 @@ fn ctx(m: &str) -> WriteCtx<'_> {
         apply: None,
         validation: super::Validation::Warn,
         patch: false,
+        subresource: None,
     }
 }
 
@@ -284,7 +285,8 @@ proptest::proptest! {
         };
         c.pool_changed(&pool);
         let node = node_names("eks", "fuzz", "ng", 1, &[]).remove(0);
-        for kind in kinds::ALL {
+        let served: Vec<Kind> = c.served().collect();
+        for kind in served {
             let ns = if kind.namespaced { OPERATOR_NS } else { "" };
             let name = match kind {
                 k if k == kinds::NODES => node.as_str(),

@@ -145,11 +145,11 @@ impl Cluster {
     ) -> Result<Value, ApiError> {
         let body = Self::normalize(kind, ns, Some(name), body)?;
         let old = self.get(kind, ns, name)?;
-        match meta_str(&body, "resourceVersion") {
-            Some(rv) if !rv.is_empty() && Some(rv) != meta_str(&old, "resourceVersion") => {
+        match meta_str(&body, "resourceVersion").filter(|rv| !rv.is_empty()) {
+            Some(rv) if Some(rv) != meta_str(&old, "resourceVersion") => {
                 return Err(ApiError::modified(&kind.qualified(), name));
             }
-            _ if !kind.unconditional_update => {
+            None if !kind.unconditional_update => {
                 // The registry's update strategy checks this before decoding the rest; it names
                 // the resource, and Go prints the value as the integer it parsed.
                 return Err(ApiError::invalid(
@@ -255,6 +255,7 @@ impl Cluster {
             apply: Some(paths.clone()),
             validation: super::Validation::Warn,
             patch: true,
+            subresource: None,
         };
         let Some(old) = self.get_ref(kind, ns, name).cloned() else {
             self.check_namespace(kind, ns)?;
@@ -341,6 +342,31 @@ impl Cluster {
         self.write(kind, ns, name, Some(old), new, &ctx)
     }
 
+    /// Deletes every object of a collection that the selectors choose (`DELETE` on the
+    /// collection): the answer is the list of what was deleted.
+    pub(crate) fn delete_collection(
+        &mut self,
+        kind: Kind,
+        ns: Option<&str>,
+        labels: &crate::kube::select::Selector,
+        fields: &[crate::kube::select::FieldReq],
+    ) -> Result<Value, ApiError> {
+        let chosen = self.list(kind, ns, labels, fields);
+        let mut items = Vec::new();
+        for o in chosen["items"].as_array().into_iter().flatten() {
+            let (n, s) = (
+                meta_str(o, "name").unwrap_or_default(),
+                meta_str(o, "namespace").unwrap_or_default(),
+            );
+            self.delete(kind, s, n, None)?;
+            items.push(o.clone());
+        }
+        Ok(
+            json!({"kind": format!("{}List", kind.kind), "apiVersion": kind.api_version(),
+            "metadata": {"resourceVersion": self.rv.to_string()}, "items": items}),
+        )
+    }
+
     pub(crate) fn delete(
         &mut self,
         kind: Kind,
@@ -373,38 +399,21 @@ impl Cluster {
         }
         self.unstore(&kind.qualified(), ns, name);
         if kind == kinds::NAMESPACES {
-            for k in kinds::ALL.iter().filter(|k| k.namespaced) {
-                let q = k.qualified();
-                let inside: Vec<String> = self
-                    .objects
-                    .get(&q)
-                    .map(|m| {
-                        m.values()
-                            .filter(|o| meta_str(o, "namespace") == Some(name))
-                            .filter_map(|o| meta_str(o, "name").map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                for n in inside {
-                    self.unstore(&q, name, &n);
-                }
+            let inside: Vec<String> = self
+                .served()
+                .filter(|k| k.namespaced)
+                .map(|k| k.qualified())
+                .collect();
+            for q in inside {
+                self.unstore_where(&q, |o| meta_str(o, "namespace") == Some(name));
             }
         }
-        if kind == kinds::CRDS && name == kinds::CLUSTERPOLICY_CRD {
-            let q = kinds::CLUSTERPOLICIES.qualified();
-            let all: Vec<String> = self
-                .objects
-                .get(&q)
-                .map(|m| {
-                    m.values()
-                        .filter_map(|o| meta_str(o, "name").map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for n in all {
-                self.unstore(&q, "", &n);
-            }
-            self.objects.remove(&q);
+        if kind == kinds::CRDS {
+            // The CRD's name is its resource's qualified name (<plural>.<group>, which its
+            // validation requires): every object of it goes with it.
+            self.unstore_where(name, |_| true);
+            self.objects.remove(name);
+            self.refresh_kinds();
         }
         if kind == kinds::NODES {
             self.twins.remove(name);
@@ -469,23 +478,16 @@ impl Cluster {
                 }
             }
             if kind.custom {
-                // The merged object of an apply to an existing object is validated as
-                // structured-merge-diff left it: a null it left where the schema wants an object
-                // is refused, not pruned (the pruning of such nulls belongs to decoding a request
-                // body, as for a create).
-                let errs = if ctx.apply.is_some() && old.is_some() {
-                    schema::validate(&new, &schema)
-                } else {
-                    Vec::new()
-                };
-                if errs.is_empty() {
-                    schema::default(&mut new, &schema);
-                }
-                let errs = if errs.is_empty() {
-                    schema::validate(&new, &schema)
-                } else {
-                    errs
-                };
+                // The object an apply makes is defaulted as structured-merge-diff left it, then
+                // validated (structuredmerge.go defaults the merged object; the pruning of
+                // non-nullable nulls belongs to decoding a request body, as for a create or an
+                // update): an applied `null` where the schema has a default gets the default
+                // (kube-apiserver v1.34 accepts the gpu-operator chart's
+                // `migManager.config.name: null`), while a null without a default, applied or
+                // left by the merge where another manager holds the map, is refused (as v1.34
+                // refuses `devicePlugin.config.default: null`, created or updated).
+                schema::default(&mut new, &schema, ctx.apply.is_none());
+                let errs = schema::validate(&new, &schema);
                 if !errs.is_empty() {
                     return Err(ApiError::invalid(
                         &format!("{}.{}", kind.kind, kind.group),
@@ -511,7 +513,23 @@ impl Cluster {
                 let keep = |f: &str| o.get("metadata").and_then(|m| m.get(f)).cloned();
                 let (uid, created, generation) =
                     (keep("uid"), keep("creationTimestamp"), keep("generation"));
-                if kind.status_subresource {
+                if ctx.subresource == Some("status") {
+                    // A write to the status subresource changes the status and nothing else
+                    // (the registries' PrepareForUpdate of their status strategies keep the
+                    // old spec and metadata).
+                    let status = new.get("status").cloned();
+                    let rv = meta_str(&new, "resourceVersion").map(str::to_string);
+                    new = o.clone();
+                    match status {
+                        Some(st) => new["status"] = st,
+                        None => {
+                            new.as_object_mut().map(|m| m.remove("status"));
+                        }
+                    }
+                    if let Some(rv) = rv {
+                        meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
+                    }
+                } else if kind.status_subresource() {
                     match o.get("status") {
                         Some(s) => new["status"] = s.clone(),
                         None => {
@@ -597,9 +615,16 @@ impl Cluster {
                     operation: "Apply".into(),
                     fields: paths.clone(),
                     time: now.clone(),
+                    subresource: None,
                 });
             }
             None => {
+                // An update manager is its name, operation and subresource.
+                let is_me = |e: &Managed| {
+                    e.manager == ctx.manager
+                        && e.operation == "Update"
+                        && e.subresource.as_deref() == ctx.subresource
+                };
                 // An update owns what it changed, and the maps it created (structured-merge-diff
                 // counts an added map among the added paths, as "." in FieldsV1).
                 let changed = match &old {
@@ -611,16 +636,10 @@ impl Cluster {
                     }
                     None => present.clone(),
                 };
-                for e in owners
-                    .iter_mut()
-                    .filter(|e| !(e.manager == ctx.manager && e.operation == "Update"))
-                {
+                for e in owners.iter_mut().filter(|e| !is_me(e)) {
                     e.fields.retain(|p| !changed.contains(p));
                 }
-                match owners
-                    .iter_mut()
-                    .find(|e| e.manager == ctx.manager && e.operation == "Update")
-                {
+                match owners.iter_mut().find(|e| is_me(e)) {
                     Some(e) => {
                         e.fields.extend(changed.iter().cloned());
                         if !changed.is_empty() {
@@ -632,6 +651,7 @@ impl Cluster {
                         operation: "Update".into(),
                         fields: changed.clone(),
                         time: now.clone(),
+                        subresource: ctx.subresource.map(str::to_string),
                     }),
                     None => {}
                 }
@@ -662,10 +682,8 @@ impl Cluster {
             return Ok(old.unwrap_or(new));
         }
         let new = self.store(&kind.qualified(), ns, name, new);
-        if kind == kinds::CRDS && name == kinds::CLUSTERPOLICY_CRD {
-            self.objects
-                .entry(kinds::CLUSTERPOLICIES.qualified())
-                .or_default();
+        if kind == kinds::CRDS {
+            self.refresh_kinds();
         }
         self.reconcile((kind == kinds::NODES).then_some(name));
         // The twin may have rewritten the object (a node's labels): answer with what is stored.

@@ -114,7 +114,7 @@ fn bad_requests_answer_with_status_objects() {
         bad(
             "unknown resource",
             "GET",
-            "/api/v1/services",
+            "/api/v1/widgets",
             "",
             Value::Null,
             404,
@@ -122,9 +122,9 @@ fn bad_requests_answer_with_status_objects() {
             "could not find the requested resource",
         ),
         bad(
-            "unknown group",
+            "unknown resource of a served group",
             "GET",
-            "/apis/batch/v1/jobs",
+            "/apis/batch/v1/widgets",
             "",
             Value::Null,
             404,
@@ -462,9 +462,9 @@ fn bad_requests_answer_with_status_objects() {
             "spec.containers: Required value",
         ),
         bad(
-            "delete collection",
+            "delete the collection of namespaces",
             "DELETE",
-            cms,
+            "/api/v1/namespaces",
             "",
             Value::Null,
             405,

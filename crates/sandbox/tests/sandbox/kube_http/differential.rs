@@ -14,16 +14,6 @@ use testkit::apiserver::{self, ApiServer};
 /// Differences left in on purpose: (request label, JSON pointer prefix into the answer, why).
 /// `code` and `warnings` name the status code and the Warning headers.
 const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "discovery, group version",
-        "/resources/0/verbs",
-        "the sandbox serves no deletecollection, so it does not list the verb",
-    ),
-    (
-        "discovery, group version",
-        "/resources/1/verbs",
-        "the sandbox's status subresource is read-only (get); the real one also takes patch and update",
-    ),
     // apps/v1 DaemonSet: the real registry defaults the pod template (pkg/apis/core/v1/defaults.go,
     // pkg/apis/apps/v1/defaults.go), keeps `deprecated.daemonset.template.generation`
     // (pkg/registry/apps/daemonset/strategy.go) and tracks containers as a list keyed by name and
@@ -425,7 +415,7 @@ fn seed_real(real: &ApiServer, pair: &Pair) {
 
 #[test]
 fn differential_sandbox_answers_as_kube_apiserver() {
-    let Some(real) = ApiServer::start() else {
+    let Some(real) = ApiServer::start_real() else {
         return;
     };
     let srv = serve();

@@ -2,8 +2,11 @@
 
 mod api;
 mod bad_requests;
+mod control_planes;
 mod differential;
+mod discovery;
 mod kubectl;
+mod rbac;
 mod remote_twin;
 mod twin;
 
@@ -27,7 +30,11 @@ struct Server {
 }
 
 fn serve() -> Server {
-    let api = KubeApi::new();
+    serve_with(KubeApi::new())
+}
+
+/// [`serve`] of a given API server (one made with the real server's OpenAPI documents).
+fn serve_with(api: Arc<KubeApi>) -> Server {
     for (cloud, cluster) in [
         ("aks", "sandbox-aks"),
         ("gke", "sandbox-gke"),
@@ -86,6 +93,25 @@ impl Server {
 
     /// One HTTP/1.1 request with the AKS cluster's token unless `token` overrides it.
     fn raw(&self, method: &str, path: &str, ctype: &str, body: &[u8], token: Option<&str>) -> Resp {
+        self.raw_with(method, path, ctype, body, token, &[])
+    }
+
+    /// A GET of the AKS cluster's `path` with an `Accept` header.
+    fn get_accept(&self, path: &str, accept: &str) -> Resp {
+        let full = format!("{}{path}", self.prefix("aks", "sandbox-aks"));
+        self.raw_with("GET", &full, "", b"", None, &[("Accept", accept)])
+    }
+
+    /// [`Server::raw`] with more headers.
+    fn raw_with(
+        &self,
+        method: &str,
+        path: &str,
+        ctype: &str,
+        body: &[u8],
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
         let tok = token
             .map(str::to_string)
             .unwrap_or_else(|| self.token("aks", "sandbox-aks"));
@@ -102,6 +128,9 @@ impl Server {
         }
         if !ctype.is_empty() {
             req.push_str(&format!("Content-Type: {ctype}\r\n"));
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
         }
         req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
         s.write_all(req.as_bytes()).expect("write");

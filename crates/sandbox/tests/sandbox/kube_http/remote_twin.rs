@@ -1,7 +1,8 @@
-//! The twin on any API server: one scenario, one expectation, two servers. On a real kube-apiserver
-//! (testkit, with NVIDIA's ClusterPolicy CRD) the nodes are made by hand and `RemoteTwin` plays the GPU
-//! stack through the API; on the sandbox's API (a cluster without the operator, set up the same way)
-//! its in-process twin does. The same kubectl steps run on both, and the same nodes must come out, so
+//! The twin on any API server: one scenario, one expectation, two servers. On a control plane
+//! without a twin (testkit's: a real kube-apiserver where `KUBEBUILDER_ASSETS` names one, else
+//! `fracgpu-sandbox apiserver`; with NVIDIA's ClusterPolicy CRD) the nodes are made by hand and
+//! `RemoteTwin` plays the GPU stack through the API; on the sandbox's API (a cluster without the
+//! operator, set up the same way) its in-process twin does. The same kubectl steps run on both, and the same nodes must come out, so
 //! the two twins cannot drift apart.
 
 use super::*;
@@ -301,7 +302,7 @@ fn scenario(side: &dyn Side, fixtures: &Path) {
 }
 
 #[test]
-fn twin_on_a_real_api_server() {
+fn twin_on_a_control_plane() {
     let Some(fixtures) = apiserver::fixtures() else {
         return;
     };
