@@ -26,21 +26,34 @@ const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [-
     subresource); and Karpenter where the server serves its CRDs:\n      launches the Nodes pending pods need from the NodePools and NodeOverlays; every SECONDS     (default 2)\n  until SIGINT or SIGTERM, or once. --ca: the PEM CA \
     that verifies the server (else the system roots).";
 
+/// A command line's flags one at a time, each with its value when written `--flag=value`; the
+/// value of `--flag value` is asked for with [`Flags::value`].
+struct Flags<'a>(std::slice::Iter<'a, String>);
+
+impl Flags<'_> {
+    fn next(&mut self) -> Option<(String, Option<String>)> {
+        let arg = self.0.next()?;
+        Some(match arg.split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (arg.clone(), None),
+        })
+    }
+
+    /// The flag's value: written after `=`, else the next argument.
+    fn value(&mut self, flag: &str, inline: Option<String>) -> Result<String, String> {
+        inline
+            .or_else(|| self.0.next().cloned())
+            .ok_or_else(|| format!("{flag} needs a value"))
+    }
+}
+
 /// `apiserver`'s flags.
 fn parse_apiserver(args: &[String]) -> Result<sandbox::apiserver::Args, String> {
-    let mut it = args.iter();
+    let mut it = Flags(args.iter());
     let (mut port, mut dir, mut token, mut state, mut openapi) = (None, None, None, None, None);
-    while let Some(flag) = it.next() {
-        let (flag, inline) = match flag.split_once('=') {
-            Some((f, v)) => (f, Some(v.to_string())),
-            None => (flag.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
+    while let Some((flag, inline)) = it.next() {
+        let flag = flag.as_str();
+        let mut value = || it.value(flag, inline.clone());
         match flag {
             "--port" => port = Some(value()?.parse().map_err(|e| format!("--port: {e}"))?),
             "--dir" => dir = Some(PathBuf::from(value()?)),
@@ -73,19 +86,11 @@ struct TwinArgs {
 }
 
 fn parse_twin(args: &[String]) -> Result<TwinArgs, String> {
-    let mut it = args.iter();
+    let mut it = Flags(args.iter());
     let (mut server, mut token, mut ca, mut every, mut once) = (None, None, None, 2.0, false);
-    while let Some(flag) = it.next() {
-        let (flag, inline) = match flag.split_once('=') {
-            Some((f, v)) => (f, Some(v.to_string())),
-            None => (flag.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
+    while let Some((flag, inline)) = it.next() {
+        let flag = flag.as_str();
+        let mut value = || it.value(flag, inline.clone());
         match flag {
             "--server" => server = Some(value()?),
             "--token" => token = Some(value()?),
@@ -154,8 +159,8 @@ struct Args {
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
-    let mut it = args.iter();
-    let demo = match it.next().map(String::as_str) {
+    let mut it = Flags(args.iter());
+    let demo = match it.0.next().map(String::as_str) {
         Some("serve") => false,
         Some("demo") => true,
         Some("-h" | "--help") | None => return Err(USAGE.into()),
@@ -171,17 +176,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
         jitter_ms: 0,
         without_operator: false,
     };
-    while let Some(flag) = it.next() {
-        let (flag, inline) = match flag.split_once('=') {
-            Some((f, v)) => (f, Some(v.to_string())),
-            None => (flag.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
+    while let Some((flag, inline)) = it.next() {
+        let flag = flag.as_str();
+        let mut value = || it.value(flag, inline.clone());
         match flag {
             "--port" => a.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
             "--op-seconds" => {
@@ -401,6 +398,29 @@ mod tests {
 
     fn v(s: &[&str]) -> Vec<String> {
         s.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn apiserver_flags() {
+        let a = parse_apiserver(&v(&[
+            "--port=6443",
+            "--dir",
+            "/d",
+            "--token",
+            "t",
+            "--state=/s",
+        ]))
+        .unwrap();
+        assert_eq!((a.port, a.token.as_str(), a.openapi), (6443, "t", None));
+        assert_eq!(a.state, Some(PathBuf::from("/s")));
+        assert!(
+            parse_apiserver(&v(&["--port", "1", "--dir", "/d"])).is_err(),
+            "no token"
+        );
+        assert!(parse_apiserver(&v(&["--port", "1", "--dir", "/d", "--token="])).is_err());
+        assert!(
+            parse_apiserver(&v(&["--port", "1", "--dir", "/d", "--token", "t", "--x"])).is_err()
+        );
     }
 
     #[test]

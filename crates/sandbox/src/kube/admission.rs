@@ -17,6 +17,7 @@ use super::meta::labels_of;
 use super::select::Selector;
 use super::status::ApiError;
 use super::store::Cluster;
+use super::util::{any_of, strings};
 
 /// One webhook to call for a write.
 #[derive(Debug, Clone)]
@@ -28,18 +29,6 @@ pub(crate) struct Hook {
     fail: bool,
     namespace_selector: Value,
     object_selector: Value,
-}
-
-fn strings(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
-fn any_of(list: &[&str], x: &str) -> bool {
-    list.iter().any(|v| *v == "*" || *v == x)
 }
 
 /// Whether one of a webhook's rules matches (rules.go): operation, group, version, the resource

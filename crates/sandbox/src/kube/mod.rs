@@ -94,21 +94,13 @@ fn cluster_key(cloud: &str, cluster: &str) -> String {
 
 impl KubeApi {
     pub fn new() -> Arc<Self> {
-        // Key generation cannot fail with the built-in provider; if it ever did, the sandbox could not serve.
-        let tls = TlsIdentity::generate().expect("sandbox TLS identity");
-        let (changes, _) = tokio::sync::watch::channel(0);
-        Arc::new(KubeApi {
-            clusters: Mutex::new(BTreeMap::new()),
-            tls: Mutex::new(tls),
-            changes,
-            on_write: Mutex::new(None),
-            openapi: OpenApiDocs::default(),
-        })
+        KubeApi::with_openapi(OpenApiDocs::default())
     }
 
     /// An API server that serves the built-in group versions' OpenAPI documents from `docs`
     /// (see `openapi.rs`).
     pub fn with_openapi(docs: OpenApiDocs) -> Arc<Self> {
+        // Key generation cannot fail with the built-in provider; if it ever did, the sandbox could not serve.
         let tls = TlsIdentity::generate().expect("sandbox TLS identity");
         let (changes, _) = tokio::sync::watch::channel(0);
         Arc::new(KubeApi {

@@ -16,22 +16,11 @@ use super::identity::{Attrs, MASTERS, User};
 use super::kinds;
 use super::meta::meta_str;
 use super::store::Cluster;
-
-fn strings(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
-fn has(list: &[&str], x: &str) -> bool {
-    list.iter().any(|v| *v == "*" || *v == x)
-}
+use super::util::{any_of, strings};
 
 /// Whether one PolicyRule allows the attributes (evaluation_helpers.go RuleAllows).
 fn rule_allows(rule: &Value, a: &Attrs) -> bool {
-    if !has(&strings(&rule["verbs"]), &a.verb) {
+    if !any_of(&strings(&rule["verbs"]), &a.verb) {
         return false;
     }
     if let Some(path) = &a.path {
@@ -39,7 +28,7 @@ fn rule_allows(rule: &Value, a: &Attrs) -> bool {
             *u == "*" || u == path || u.strip_suffix('*').is_some_and(|p| path.starts_with(p))
         });
     }
-    if !has(&strings(&rule["apiGroups"]), &a.group) {
+    if !any_of(&strings(&rule["apiGroups"]), &a.group) {
         return false;
     }
     let combined = if a.subresource.is_empty() {

@@ -1,4 +1,7 @@
-//! Random UUIDs, as the API server gives objects and clusters.
+//! Random UUIDs, as the API server gives objects and clusters, and the string lists of the
+//! policy objects (RBAC rules, webhook rules) with their `*`.
+
+use serde_json::Value;
 
 pub(crate) fn uuid4() -> String {
     let mut b = [0u8; 16];
@@ -16,4 +19,18 @@ pub(crate) fn uuid4() -> String {
         &h[16..20],
         &h[20..32]
     )
+}
+
+/// The strings of a JSON list (others and a missing list give none).
+pub(crate) fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// Whether a policy list names `x`, or `*` for everything.
+pub(crate) fn any_of(list: &[&str], x: &str) -> bool {
+    list.iter().any(|v| *v == "*" || *v == x)
 }

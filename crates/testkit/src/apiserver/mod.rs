@@ -243,21 +243,21 @@ impl ApiServer {
             .expect("kubectl (scripts/test-tools installs it)")
     }
 
-    /// kubectl as the admin, with `KUBECONFIG` pointing nowhere.
-    pub fn kubectl(&self, args: &[&str]) -> Output {
-        let kc = self.kubeconfig();
-        Command::new(self.kubectl_bin())
-            .arg("--kubeconfig")
-            .arg(&kc)
+    fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(self.kubectl_bin());
+        c.arg("--kubeconfig")
+            .arg(self.kubeconfig())
             .args(args)
-            .env("KUBECONFIG", "/nonexistent/kubeconfig")
-            .output()
-            .expect("kubectl runs")
+            .env("KUBECONFIG", "/nonexistent/kubeconfig");
+        c
     }
 
-    /// kubectl that must succeed; its stdout.
-    pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
+    /// kubectl as the admin, with `KUBECONFIG` pointing nowhere.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_command(args).output().expect("kubectl runs")
+    }
+
+    fn must(&self, args: &[&str], out: Output) -> String {
         assert!(
             out.status.success(),
             "kubectl {} on {}: {}",
@@ -268,15 +268,16 @@ impl ApiServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// kubectl with `input` on its stdin (`-f -`); must succeed.
-    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> String {
+    /// kubectl that must succeed; its stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        self.must(args, self.kubectl(args))
+    }
+
+    /// kubectl with `input` on its stdin (`-f -`), whatever it answers.
+    pub fn kubectl_input(&self, args: &[&str], input: &str) -> Output {
         use std::io::Write as _;
-        let kc = self.kubeconfig();
-        let mut child = Command::new(self.kubectl_bin())
-            .arg("--kubeconfig")
-            .arg(&kc)
-            .args(args)
-            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        let mut child = self
+            .kubectl_command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -288,15 +289,12 @@ impl ApiServer {
             .expect("stdin")
             .write_all(input.as_bytes())
             .expect("kubectl reads stdin");
-        let out = child.wait_with_output().expect("kubectl runs");
-        assert!(
-            out.status.success(),
-            "kubectl {} on {}: {}",
-            args.join(" "),
-            self.what(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        child.wait_with_output().expect("kubectl runs")
+    }
+
+    /// kubectl with `input` on its stdin (`-f -`); must succeed.
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> String {
+        self.must(args, self.kubectl_input(args, input))
     }
 
     /// Applies CRDs of the fixtures (file names under `crds/`, e.g.

@@ -29,8 +29,8 @@ pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
 
 pub(crate) fn router(api: Arc<KubeApi>) -> Router {
     Router::new()
-        .route("/k8s/{cloud}/{cluster}", any(handle_prefixed_root))
-        .route("/k8s/{cloud}/{cluster}/", any(handle_prefixed_root))
+        .route("/k8s/{cloud}/{cluster}", any(handle_prefixed))
+        .route("/k8s/{cloud}/{cluster}/", any(handle_prefixed))
         .route("/k8s/{cloud}/{cluster}/{*rest}", any(handle_prefixed))
         .with_state(api)
 }
@@ -45,7 +45,7 @@ impl KubeApi {
     pub fn root_router(self: &Arc<Self>, cloud: &str, cluster: &str) -> Router {
         let state = (self.clone(), cloud.to_string(), cluster.to_string());
         Router::new()
-            .route("/", any(handle_root))
+            .route("/", any(handle_rooted))
             .route("/{*rest}", any(handle_rooted))
             .with_state(Arc::new(state))
     }
@@ -68,49 +68,49 @@ pub(crate) fn injected(status: StatusCode, message: String) -> Response {
 
 type Rooted = Arc<(Arc<KubeApi>, String, String)>;
 
-async fn handle_root(
-    State(s): State<Rooted>,
-    method: Method,
-    q: RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let (api, cloud, cluster) = (s.0.clone(), s.1.clone(), s.2.clone());
-    serve(api, cloud, cluster, String::new(), method, q, headers, body).await
+/// A request's cluster and the path after its root.
+struct Target {
+    api: Arc<KubeApi>,
+    cloud: String,
+    cluster: String,
+    rest: String,
 }
 
 async fn handle_rooted(
     State(s): State<Rooted>,
-    Path(rest): Path<String>,
+    rest: Option<Path<String>>,
     method: Method,
     q: RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let rest = rest.map(|Path(r)| r).unwrap_or_default();
     let (api, cloud, cluster) = (s.0.clone(), s.1.clone(), s.2.clone());
-    serve(api, cloud, cluster, rest, method, q, headers, body).await
-}
-
-async fn handle_prefixed_root(
-    State(api): State<Arc<KubeApi>>,
-    Path((cloud, cluster)): Path<(String, String)>,
-    method: Method,
-    q: RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    serve(api, cloud, cluster, String::new(), method, q, headers, body).await
+    let target = Target {
+        api,
+        cloud,
+        cluster,
+        rest,
+    };
+    serve(target, method, q, headers, body).await
 }
 
 async fn handle_prefixed(
     State(api): State<Arc<KubeApi>>,
-    Path((cloud, cluster, rest)): Path<(String, String, String)>,
+    Path(p): Path<BTreeMap<String, String>>,
     method: Method,
     q: RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    serve(api, cloud, cluster, rest, method, q, headers, body).await
+    let part = |k: &str| p.get(k).cloned().unwrap_or_default();
+    let target = Target {
+        api,
+        cloud: part("cloud"),
+        cluster: part("cluster"),
+        rest: part("rest"),
+    };
+    serve(target, method, q, headers, body).await
 }
 
 fn parse_query(q: Option<&str>) -> BTreeMap<String, String> {
@@ -146,17 +146,19 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn serve(
-    api: Arc<KubeApi>,
-    cloud: String,
-    cluster: String,
-    rest: String,
+    target: Target,
     method: Method,
     RawQuery(q): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let Target {
+        api,
+        cloud,
+        cluster,
+        rest,
+    } = target;
     let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     if !api.has_cluster(&cloud, &cluster) {
         return err(ApiError::no_such_path());

@@ -43,30 +43,11 @@ fn get(server: &ApiServer, path: &str, accept: &str, token: &str) -> (u16, Value
 
 /// kubectl's server-side apply of `obj` as `manager`: (success, what it printed).
 fn apply(server: &ApiServer, obj: &Value, manager: &str) -> (bool, String) {
-    use std::io::Write as _;
-    let mut child = Command::new(tools::find(Tool::Kubectl).expect("kubectl"))
-        .args([
-            "apply",
-            "--server-side",
-            &format!("--field-manager={manager}"),
-            "-f",
-            "-",
-            "--kubeconfig",
-        ])
-        .arg(server.kubeconfig())
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(obj.to_string().as_bytes())
-        .expect("stdin");
-    let out = child.wait_with_output().expect("kubectl runs");
+    let manager = format!("--field-manager={manager}");
+    let out = server.kubectl_input(
+        &["apply", "--server-side", &manager, "-f", "-"],
+        &obj.to_string(),
+    );
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
