@@ -33,6 +33,9 @@ use serde_json::{Value, json};
 
 use super::delivery::FIELD_MANAGER;
 
+/// The resource an instance type's GPUs are offered as, overlays or not.
+const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
 /// The label every object made here carries, as the ConfigMap's does.
 const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// Where Karpenter says which NodePool made a node.
@@ -133,6 +136,11 @@ pub struct KarpenterPool {
     pub limit_gpus: Option<u32>,
     pub disruption: Option<Disruption>,
     pub weight: Option<u32>,
+    /// Whether the cluster's Karpenter reads the pool's NodeOverlays (its `NodeOverlay` feature
+    /// gate is on). Karpenter sums its nodes' capacity against `spec.limits`: with the overlays
+    /// that capacity counts slices, without them whole GPUs, so the limits are written in the
+    /// unit Karpenter will count in.
+    pub overlays_read: bool,
 }
 
 /// A problem with the declaration, on the argument it names (a dotted path such as `limit_gpus`,
@@ -530,11 +538,20 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
     });
     let mut limits = BTreeMap::new();
     if let Some(gpus) = p.limit_gpus {
-        // Karpenter sums the capacity of the pool's nodes, which counts slices, not GPUs.
-        limits.insert(
-            derived.resource_name.clone(),
-            gpus.saturating_mul(derived.slices_per_gpu),
-        );
+        // Karpenter sums the capacity of the pool's nodes. Through the overlays that counts
+        // slices. Without them (the gate off, or not known to be on) an instance type offers its
+        // GPUs as `nvidia.com/gpu`: a resource of that name is then counted in whole GPUs, and
+        // a limit written in slices would let the pool launch that many physical GPUs (ten times
+        // the limit at ten slices a GPU). A renamed resource (`nvidia.com/gpu.shared`,
+        // `nvidia.com/mig-*`) no instance type offers without the overlays: its pods wait, and
+        // its limit stays in slices.
+        let counts_whole_gpus = !p.overlays_read && derived.resource_name == GPU_RESOURCE;
+        let per_gpu = if counts_whole_gpus {
+            1
+        } else {
+            derived.slices_per_gpu
+        };
+        limits.insert(derived.resource_name.clone(), gpus.saturating_mul(per_gpu));
         spec["limits"] = quantities(&limits);
     }
     if let Some(d) = &p.disruption {
@@ -677,6 +694,7 @@ mod tests {
             limit_gpus: Some(8),
             disruption: None,
             weight: None,
+            overlays_read: true,
         }
     }
 
@@ -711,6 +729,16 @@ mod tests {
         assert_eq!(r.overlays[1]["metadata"]["name"], "slices-gpu4");
         assert_eq!(r.overlays[1]["spec"]["capacity"]["nvidia.com/gpu"], "40");
         assert_eq!(r.limits["nvidia.com/gpu"], 80, "8 GPUs of 10 slices");
+        // Without the overlays Karpenter counts whole GPUs of nvidia.com/gpu: the limit says 8.
+        let mut blind = pool("T4", ts(10), aws());
+        blind.overlays_read = false;
+        let r0 = render(&blind).unwrap();
+        assert_eq!(r0.limits["nvidia.com/gpu"], 8, "8 whole GPUs");
+        assert_eq!(r0.node_pool["spec"]["limits"]["nvidia.com/gpu"], "8");
+        assert_eq!(
+            r0.overlays, r.overlays,
+            "the overlays are the same either way"
+        );
         let labels = &r.node_pool["spec"]["template"]["metadata"]["labels"];
         assert_eq!(labels["nvidia.com/device-plugin.config"], "time-sliced-10");
         let reqs = r.node_pool["spec"]["template"]["spec"]["requirements"]
@@ -733,13 +761,18 @@ mod tests {
             rename_by_default: true,
             fail_requests_greater_than_one: false,
         };
-        let r = render(&pool("A10G", sharing, aws())).unwrap();
+        let r = render(&pool("A10G", sharing.clone(), aws())).unwrap();
         assert_eq!(r.capacity[&1]["nvidia.com/gpu.shared"], 4);
         assert_eq!(r.capacity[&1]["nvidia.com/gpu"], 0);
         assert_eq!(
             r.limits.keys().collect::<Vec<_>>(),
             ["nvidia.com/gpu.shared"]
         );
+        // No instance type offers the renamed resource without the overlays: its pods wait,
+        // and the limit stays in slices.
+        let mut blind = pool("A10G", sharing, aws());
+        blind.overlays_read = false;
+        assert_eq!(render(&blind).unwrap().limits, r.limits);
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! [`super::karpenter::render`] makes, reading them back for drift, deleting them, and whether the
 //! Karpenter controller reads NodeOverlays at all (its `NodeOverlay` feature gate, off by default).
 //!
-//! The gate is read where the Karpenter Helm charts put it: the controller Deployment's
-//! environment variable `FEATURE_GATES`, a comma-separated `Name=bool` list
-//! (aws/karpenter-provider-aws and Azure/karpenter-provider-azure charts/karpenter/templates/
-//! deployment.yaml), on a Deployment labelled `app.kubernetes.io/name=karpenter` (the charts'
-//! selector labels). AKS node auto-provisioning runs Karpenter outside the cluster, so there the
-//! gate cannot be read and the answer is [`OverlayGate::Unknown`].
+//! The gate is read where Karpenter reads it: the controller's `--feature-gates` argument, whose
+//! default is the environment variable `FEATURE_GATES` (kubernetes-sigs/karpenter
+//! pkg/operator/options/options.go), a comma-separated `Name=bool` list that the Helm charts
+//! write into the environment (aws/karpenter-provider-aws and Azure/karpenter-provider-azure
+//! charts/karpenter/templates/deployment.yaml), on a Deployment labelled
+//! `app.kubernetes.io/name=karpenter` (the charts' selector labels). Managed Karpenter (EKS Auto
+//! Mode, AKS node auto-provisioning) runs outside the cluster, so there the gate cannot be read
+//! and the answer is [`OverlayGate::Unknown`].
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -25,6 +27,40 @@ pub enum OverlayGate {
     Off(String),
     /// No Karpenter Deployment could be read (managed Karpenter, or no permission to list).
     Unknown,
+}
+
+/// The feature gates a container runs Karpenter with: its `--feature-gates` argument
+/// (`--feature-gates=X`, `-feature-gates=X`, or the value after the flag) when given, else the
+/// flag's default, the `FEATURE_GATES` environment variable.
+fn feature_gates(c: &k8s_openapi::api::core::v1::Container) -> Option<String> {
+    let args = c.args.as_deref().unwrap_or_default();
+    for (i, a) in args.iter().enumerate() {
+        if !a.starts_with('-') {
+            continue;
+        }
+        let flag = a.trim_start_matches('-');
+        if let Some(v) = flag.strip_prefix("feature-gates=") {
+            return Some(v.to_string());
+        }
+        if flag == "feature-gates" {
+            return args.get(i + 1).cloned();
+        }
+    }
+    c.env
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|e| e.name == "FEATURE_GATES")
+        .and_then(|e| e.value.clone())
+}
+
+/// Whether a gates list turns NodeOverlay on (off unless it says `NodeOverlay=true`).
+fn node_overlay_on(gates: &str) -> bool {
+    gates.split(',').any(|kv| {
+        kv.split_once('=').is_some_and(|(k, v)| {
+            k.trim() == "NodeOverlay" && v.trim().eq_ignore_ascii_case("true")
+        })
+    })
 }
 
 /// The API resource of an object made by `render`, from its apiVersion and kind.
@@ -141,20 +177,14 @@ impl Cluster {
         };
         let mut seen = None;
         for d in list.items {
-            let gates = d
+            let on = d
                 .spec
                 .template
                 .spec
                 .into_iter()
                 .flat_map(|s| s.containers)
-                .flat_map(|c| c.env.unwrap_or_default())
-                .filter(|e| e.name == "FEATURE_GATES")
-                .filter_map(|e| e.value)
-                .collect::<Vec<_>>();
-            let on = gates.iter().any(|g| {
-                g.split(',')
-                    .any(|kv| kv.trim().eq_ignore_ascii_case("NodeOverlay=true"))
-            });
+                .filter_map(|c| feature_gates(&c))
+                .any(|g| node_overlay_on(&g));
             if on {
                 return OverlayGate::On;
             }
@@ -165,5 +195,53 @@ impl Cluster {
             ));
         }
         seen.map_or(OverlayGate::Unknown, OverlayGate::Off)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Container, EnvVar};
+
+    fn container(args: &[&str], env: Option<&str>) -> Container {
+        Container {
+            name: "controller".into(),
+            args: Some(args.iter().map(|a| a.to_string()).collect()),
+            env: env.map(|v| {
+                vec![EnvVar {
+                    name: "FEATURE_GATES".into(),
+                    value: Some(v.into()),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_argument_wins_over_the_environment() {
+        let gates = |args: &[&str], env| feature_gates(&container(args, env));
+        assert_eq!(
+            gates(&[], Some("NodeOverlay=true")).as_deref(),
+            Some("NodeOverlay=true")
+        );
+        assert_eq!(
+            gates(
+                &["--feature-gates=NodeOverlay=false"],
+                Some("NodeOverlay=true")
+            )
+            .as_deref(),
+            Some("NodeOverlay=false")
+        );
+        assert_eq!(
+            gates(&["-feature-gates", "NodeOverlay=true"], None).as_deref(),
+            Some("NodeOverlay=true")
+        );
+        assert_eq!(gates(&["--log-level=debug"], None), None);
+        assert!(node_overlay_on(
+            "SpotToSpotConsolidation=true, NodeOverlay=True"
+        ));
+        assert!(!node_overlay_on("NodeOverlay=false"));
+        assert!(!node_overlay_on("NodeOverlayX=true"));
     }
 }

@@ -644,3 +644,144 @@ resource "fracgpu_karpenter_nodepool" "x" {{
         "{text}"
     );
 }
+
+/// A time-sliced pool on `nvidia.com/gpu` itself (not renamed), with a limit of 8 GPUs.
+fn whole_gpu_pool_tf() -> String {
+    pool_tf(10, "[1, 4]").replace("rename_by_default = true", "rename_by_default = false")
+}
+
+/// The NodeOverlay gate off (its default) or unknown: real Karpenter then sizes the pool's nodes
+/// by whole GPUs, one pod of one slice counting as one GPU, and sums them against the NodePool's
+/// limits. The provider writes the limits in whole GPUs then, so the twin's Karpenter (which
+/// does what the real one does without the gate) launches no more than `limit_gpus` GPUs for
+/// fifty pending pods; the plan says so. With the gate turned on (here by the controller's
+/// `--feature-gates` argument, which wins over its environment) a refresh reads it, and the plan
+/// sets the limits to slices in place.
+#[test]
+fn without_the_overlay_gate_the_pool_launches_at_most_limit_gpus() {
+    let Some(server) = karpenter_server() else {
+        return;
+    };
+    let ws = Workspace::new(&whole_gpu_pool_tf())
+        .env("KUBECONFIG", &server.kubeconfig().display().to_string());
+    ws.init();
+    // No Karpenter Deployment to read (managed Karpenter looks like this): unknown.
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    let text = flat(&plan.text());
+    assert!(
+        text.contains("Karpenter ignores NodeOverlays") && text.contains("could not be read"),
+        "{text}"
+    );
+    // Karpenter's chart with the gate at its default, off.
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "false"),
+    );
+    let out = ws.apply();
+    let text = flat(&out.text());
+    assert!(
+        text.contains("kube-system/karpenter runs with the NodeOverlay feature gate off")
+            && text.contains("never launches more than limit_gpus = 8 GPUs"),
+        "{text}"
+    );
+    let t4 = ws.output_json()["t4"]["value"].clone();
+    assert_eq!(t4["node_overlay_gate"], "off");
+    assert_eq!(t4["limits"]["nvidia.com/gpu"], 8, "{t4}");
+    let pool = get(&server, "nodepools.karpenter.sh", "t4-slices").expect("the NodePool");
+    assert_eq!(pool["spec"]["limits"]["nvidia.com/gpu"], "8");
+
+    server.kubectl_stdin(&["create", "-f", "-"], &slice_pods(&t4, 0, 50));
+    let r = karpenter_pass(&server);
+    assert!(!r.overlays_read, "{r:?}");
+    let gpus: u32 = r
+        .launched
+        .iter()
+        .map(|l| match l.instance_type.as_str() {
+            "g4dn.xlarge" => 1,
+            "g4dn.12xlarge" => 4,
+            other => panic!("an instance type the pool excludes: {other}"),
+        })
+        .sum();
+    assert!(
+        gpus > 0 && gpus <= 8,
+        "launched {gpus} GPUs for 50 pods: {r:?}"
+    );
+    assert!(!r.pending.is_empty(), "the rest wait at the limit: {r:?}");
+    let again = karpenter_pass(&server);
+    assert!(
+        again.launched.is_empty(),
+        "nothing past the limit: {again:?}"
+    );
+
+    // The gate turned on by the controller's argument (its environment still says off).
+    let on = KARPENTER.replace("ON_OR_OFF", "false").replace(
+        r#""env": ["#,
+        r#""args": ["--feature-gates=NodeOverlay=true"], "env": ["#,
+    );
+    server.kubectl_stdin(&["apply", "-f", "-"], &on);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "the limits move to slices:\n{}", plan.text());
+    let out = ws.apply();
+    assert!(
+        !out.text().contains("ignores NodeOverlays"),
+        "{}",
+        out.text()
+    );
+    let pool = get(&server, "nodepools.karpenter.sh", "t4-slices").expect("the NodePool");
+    assert_eq!(
+        pool["spec"]["limits"]["nvidia.com/gpu"], "80",
+        "8 GPUs x 10"
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+}
+
+/// A NodePool made again by hand with a node class of another group and kind (Karpenter's CRD
+/// makes `nodeClassRef.group` and `.kind` immutable, so that is the only way such a change
+/// happens): the plan replaces the pool instead of an update in place the API server would
+/// refuse, and the apply puts it back.
+#[test]
+fn a_node_class_of_another_kind_replaces_the_pool() {
+    let Some(server) = karpenter_server() else {
+        return;
+    };
+    server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &KARPENTER.replace("ON_OR_OFF", "true"),
+    );
+    let ws = Workspace::new(&pool_tf(10, "[1, 4]"))
+        .env("KUBECONFIG", &server.kubeconfig().display().to_string());
+    ws.init();
+    ws.apply();
+    let mut pool = get(&server, "nodepools.karpenter.sh", "t4-slices").expect("the NodePool");
+    pool["spec"]["template"]["spec"]["nodeClassRef"] =
+        json!({"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "t4-slices"});
+    for k in [
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "managedFields",
+        "generation",
+    ] {
+        pool["metadata"].as_object_mut().unwrap().remove(k);
+    }
+    pool.as_object_mut().unwrap().remove("status");
+    server.kubectl_ok(&["delete", "nodepools.karpenter.sh", "t4-slices"]);
+    server.kubectl_stdin(&["create", "-f", "-"], &pool.to_string());
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    assert!(
+        plan.text().contains("must be replaced") && plan.text().contains("forces replacement"),
+        "{}",
+        plan.text()
+    );
+    ws.apply();
+    let pool = get(&server, "nodepools.karpenter.sh", "t4-slices").expect("the NodePool");
+    assert_eq!(
+        pool["spec"]["template"]["spec"]["nodeClassRef"],
+        json!({"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "t4-slices"})
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+}

@@ -71,6 +71,7 @@ fn pools() -> Vec<KarpenterPool> {
             }],
         }),
         weight: Some(10),
+        overlays_read: true,
     };
     let ec2 = |family| {
         Provisioner::Aws(NodeClass::Made(Ec2Class {

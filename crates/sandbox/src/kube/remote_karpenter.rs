@@ -457,15 +457,46 @@ fn schedule(
     (claims, left)
 }
 
-/// Whether the cluster's Karpenter Deployment runs with the NodeOverlay gate on.
+/// The feature gates a Karpenter container runs with: its `--feature-gates` argument when given
+/// (`--feature-gates=X`, `-feature-gates=X` or the value after it), else its `FEATURE_GATES`
+/// environment variable, which is only the flag's default (kubernetes-sigs/karpenter
+/// pkg/operator/options/options.go: `fs.StringVar(.., "feature-gates",
+/// env.WithDefaultString("FEATURE_GATES", ..))`).
+fn feature_gates(c: &Value) -> Option<String> {
+    let args: Vec<&str> = array(c, "/args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    for (i, a) in args.iter().enumerate() {
+        let flag = a.trim_start_matches('-');
+        if !a.starts_with('-') {
+            continue;
+        }
+        if let Some(v) = flag.strip_prefix("feature-gates=") {
+            return Some(v.to_string());
+        }
+        if flag == "feature-gates" {
+            return args.get(i + 1).map(|v| v.to_string());
+        }
+    }
+    array(c, "/env")
+        .iter()
+        .find(|e| e.get("name").and_then(Value::as_str) == Some("FEATURE_GATES"))
+        .and_then(|e| e.get("value").and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// Whether the cluster's Karpenter Deployment runs with the NodeOverlay gate on (it is off by
+/// default: a gates list that does not name it leaves it off).
 fn gate_on(deployments: &Value) -> bool {
     array(deployments, "/items").iter().any(|d| {
         array(d, "/spec/template/spec/containers").iter().any(|c| {
-            array(c, "/env").iter().any(|e| {
-                e.get("name").and_then(Value::as_str) == Some("FEATURE_GATES")
-                    && e.get("value")
-                        .and_then(Value::as_str)
-                        .is_some_and(|v| v.split(',').any(|g| g.trim() == "NodeOverlay=true"))
+            feature_gates(c).is_some_and(|v| {
+                v.split(',').any(|g| {
+                    g.split_once('=').is_some_and(|(k, v)| {
+                        k.trim() == "NodeOverlay" && v.trim().eq_ignore_ascii_case("true")
+                    })
+                })
             })
         })
     })
@@ -737,5 +768,22 @@ mod tests {
         )));
         assert!(!gate_on(&d("NodeOverlay=false")));
         assert!(!gate_on(&json!({"items": []})));
+        // The argument wins over the environment, whichever way it is written.
+        let with_args = |args: Value, gates: &str| {
+            json!({"items": [{"spec": {"template": {"spec": {"containers": [{"args": args,
+                "env": [{"name": "FEATURE_GATES", "value": gates}]}]}}}}]})
+        };
+        assert!(gate_on(&with_args(
+            json!(["--feature-gates=NodeOverlay=true"]),
+            "NodeOverlay=false"
+        )));
+        assert!(gate_on(&with_args(
+            json!(["--feature-gates", "NodeOverlay=True"]),
+            ""
+        )));
+        assert!(!gate_on(&with_args(
+            json!(["-feature-gates=SpotToSpotConsolidation=true"]),
+            "NodeOverlay=true"
+        )));
     }
 }

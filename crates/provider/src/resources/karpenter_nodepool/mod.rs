@@ -29,7 +29,7 @@ use tfplugin::plan::Planned;
 use tfplugin::schema::Schema;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 
-use model::{Args, Computed, Desired, PoolIdentity, REIMPORT, declared_state, resolve};
+use model::{Args, Computed, Desired, Gate, PoolIdentity, REIMPORT, declared_state, resolve};
 use schema::{NAME_RE, TIMEOUTS};
 
 pub(crate) use model::DECLARATION;
@@ -62,30 +62,73 @@ fn cut_diagnostic(cut: Cut, op: &str, limit: Duration) -> Diagnostic {
     }
 }
 
-/// The warning of a plan whose overlays Karpenter would not read.
-fn gate_warning(deployment: &str) -> Diagnostic {
+/// The warning of a plan whose pool Karpenter will not size by slices: what real Karpenter does
+/// then, and what the limits were written as so that the bill stays within `limit_gpus`.
+fn gate_warning(gate: &OverlayGate, desired: &Desired) -> Diagnostic {
+    let who = match gate {
+        OverlayGate::Off(d) => format!(
+            "The Karpenter Deployment {d} runs with the NodeOverlay feature gate off (it is \
+            alpha and off by default)"
+        ),
+        _ => "The NodeOverlay feature gate of this cluster's Karpenter could not be read (no \
+            Deployment labelled app.kubernetes.io/name=karpenter is visible: managed Karpenter, \
+            as EKS Auto Mode and AKS node auto-provisioning run it, is outside the cluster, or \
+            the credentials cannot list Deployments), so this pool is planned as if it were off"
+            .to_string(),
+    };
+    let d = &desired.rendered.derived;
+    let what = if d.resource_name == "nvidia.com/gpu" {
+        let limit = match desired.pool.limit_gpus {
+            Some(n) => format!(
+                "Its limits are written in whole GPUs (nvidia.com/gpu: {n}, the unit Karpenter \
+                then counts in), so it never launches more than limit_gpus = {n} GPUs"
+            ),
+            None => "Without limit_gpus nothing bounds how many GPUs it launches".to_string(),
+        };
+        format!(
+            "Karpenter reads no NodeOverlay, so it sizes this pool's nodes by whole GPUs: each \
+            pending pod of one nvidia.com/gpu slice counts as one GPU (ten such pods bring ten \
+            GPUs of nodes, e.g. three 4-GPU instances where one GPU would do), and consolidation \
+            does not count slices. {limit}."
+        )
+    } else {
+        format!(
+            "No instance type offers {} without the NodeOverlays, so its pending pods stay \
+            pending and Karpenter launches nothing for them.",
+            d.resource_name
+        )
+    };
     Diagnostic::warning(
         "Karpenter ignores NodeOverlays",
         format!(
-            "The Karpenter Deployment {deployment} runs with the NodeOverlay feature gate off \
-            (it is alpha and off by default), so Karpenter will size this pool's nodes by whole \
-            GPUs: pending pods of one slice each bring one node each, and consolidation does not \
-            count slices. Turn it on with the chart value \
-            `settings.featureGates.nodeOverlay=true` (FEATURE_GATES NodeOverlay=true)."
+            "{who}. {what} Turn the gate on with the chart value \
+            `settings.featureGates.nodeOverlay=true` (the controller's FEATURE_GATES or \
+            --feature-gates NodeOverlay=true), then apply again: node_overlay_gate reads `on` \
+            and the limits count slices."
         ),
     )
 }
 
+/// The gate as the state records it, from what the cluster said.
+fn recorded(gate: &OverlayGate) -> Gate {
+    match gate {
+        OverlayGate::On => Gate::On,
+        OverlayGate::Off(_) => Gate::Off,
+        OverlayGate::Unknown => Gate::Unknown,
+    }
+}
+
 impl KarpenterNodePool {
-    /// A warning when the cluster's Karpenter can be read and has the NodeOverlay gate off;
-    /// nothing when the cluster cannot be reached yet (it may be made by the same apply).
-    async fn check_gate(&self, args: &Args, diags: &mut Diagnostics) {
+    /// Whether the cluster's Karpenter reads NodeOverlays; unknown when the cluster cannot be
+    /// reached (it may be made by the same apply) or does not answer in time.
+    async fn look_at_gate(&self, args: &Args) -> OverlayGate {
         let look = async {
             let c = self.connect(Some(args)).await.ok()?;
             Some(c.overlay_gate().await)
         };
-        if let Ok(Some(OverlayGate::Off(d))) = bounded(GATE_LOOK, &self.state.stop, look).await {
-            diags.push(gate_warning(&d));
+        match bounded(GATE_LOOK, &self.state.stop, look).await {
+            Ok(Some(g)) => g,
+            _ => OverlayGate::Unknown,
         }
     }
 
@@ -148,7 +191,10 @@ impl KarpenterNodePool {
     /// gone or after an error diagnostic.
     async fn observed(c: &Cluster, mut state: Value, diags: &mut Diagnostics) -> Option<Value> {
         let args = Args::from_value(&state).or_report_state(diags, REIMPORT)?;
-        let desired = resolve(&args, diags)?;
+        // The gate as the cluster says it now, so that a gate turned on or off since the last
+        // apply shows as the limits to write.
+        let gate = recorded(&c.overlay_gate().await);
+        let desired = resolve(&args, gate, diags)?;
         let objects = ops::observe(c, &args, &desired)
             .await
             .map_err(|d| diags.push(d))
@@ -303,7 +349,7 @@ fn plan_computed(planned: &mut Planned) -> Option<(Args, Desired)> {
         return None;
     };
     // Validation reported the problems already.
-    let desired = resolve(&args, &mut Diagnostics::new())?;
+    let desired = resolve(&args, Gate::of(st), &mut Diagnostics::new())?;
     merge(st, &desired.computed(desired.objects()));
     Some((args, desired))
 }
@@ -320,7 +366,7 @@ impl Resource for KarpenterNodePool {
 
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
         if let Some(args) = Args::from_value(config).or_report_mismatch(diags) {
-            resolve(&args, diags);
+            resolve(&args, Gate::Unknown, diags);
         }
     }
 
@@ -330,14 +376,48 @@ impl Resource for KarpenterNodePool {
         planned: &mut Planned,
         diags: &mut Diagnostics,
     ) {
-        let Some((args, desired)) = plan_computed(planned) else {
+        // The gate a refresh recorded; a new pool asks the cluster.
+        let seen = match req.prior.get("node_overlay_gate") {
+            Value::String(g) => Some(g.clone()),
+            _ => None,
+        };
+        let gate = match (seen, Args::from_value(&planned.state)) {
+            (Some(g), _) => Some((Value::string(&g), None)),
+            (None, Ok(args)) => {
+                let g = self.look_at_gate(&args).await;
+                Some((Value::string(recorded(&g).as_str()), Some(g)))
+            }
+            (None, Err(_)) => None,
+        };
+        if let Value::Object(m) = &mut planned.state {
+            let v = gate
+                .as_ref()
+                .map(|(v, _)| v.clone())
+                .unwrap_or(Value::UNKNOWN);
+            m.insert("node_overlay_gate".into(), v);
+        }
+        let Some((_, desired)) = plan_computed(planned) else {
             return;
         };
         let changes = Computed::from_value(req.prior)
             .map(|prior| prior.objects != desired.objects())
             .unwrap_or(true);
         if changes && !desired.rendered.overlays.is_empty() {
-            self.check_gate(&args, diags).await;
+            let gate = match gate {
+                Some((_, Some(g))) => g,
+                _ => match Gate::of(&planned.state) {
+                    Gate::On => OverlayGate::On,
+                    // The Deployment's name is in the read that recorded it; say what is known.
+                    Gate::Off => OverlayGate::Off("of the cluster".into()),
+                    Gate::Unknown => OverlayGate::Unknown,
+                },
+            };
+            if gate != OverlayGate::On {
+                diags.push(gate_warning(&gate, &desired));
+            }
+        }
+        if let Some(path) = model::node_class_moved(req.prior, &desired) {
+            planned.requires_replace.push(path);
         }
     }
 
@@ -345,7 +425,7 @@ impl Resource for KarpenterNodePool {
         let Some(args) = Args::from_value(planned).or_report(diags) else {
             return Value::Null;
         };
-        let Some(desired) = resolve(&args, diags) else {
+        let Some(desired) = resolve(&args, Gate::of(planned), diags) else {
             return Value::Null;
         };
         let limit = TIMEOUTS.of(planned, "create");
@@ -390,13 +470,13 @@ impl Resource for KarpenterNodePool {
         let Some(args) = Args::from_value(planned).or_report(diags) else {
             return prior.clone();
         };
-        let Some(desired) = resolve(&args, diags) else {
+        let Some(desired) = resolve(&args, Gate::of(planned), diags) else {
             return prior.clone();
         };
         // What the prior declaration made, to delete what the new one no longer makes.
         let old = Args::from_value(prior)
             .ok()
-            .and_then(|a| resolve(&a, &mut Diagnostics::new()));
+            .and_then(|a| resolve(&a, Gate::of(prior), &mut Diagnostics::new()));
         let limit = TIMEOUTS.of(planned, "update");
         let work = async {
             let c = self.connect(Some(&args)).await?;
@@ -421,7 +501,7 @@ impl Resource for KarpenterNodePool {
         let Some(args) = Args::from_value(state).or_report_state(diags, REIMPORT) else {
             return;
         };
-        let objects = match resolve(&args, &mut Diagnostics::new()) {
+        let objects = match resolve(&args, Gate::of(state), &mut Diagnostics::new()) {
             Some(d) => d.owned(),
             None => {
                 let listed = Computed::from_value(state)

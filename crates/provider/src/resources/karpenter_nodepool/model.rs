@@ -10,7 +10,7 @@ use crate::cluster::karpenter::{
     Problem, Provisioner, Rendered,
 };
 use crate::model::{KubernetesArgs, Sharing, TaintArgs, TolerationOut, domain_diagnostic};
-use tfplugin::object::{Known, SingleBlock, ToValue};
+use tfplugin::object::{FromValue, Known, SingleBlock, ToValue};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::schema::{CAPACITY_TYPES, DEFAULT_CAPACITY_TYPE};
@@ -111,6 +111,7 @@ tfplugin::object! {
         pub device_plugin_config_name: Option<String>,
         pub device_plugin_config: Option<String>,
         pub objects: BTreeMap<String, String>,
+        pub node_overlay_gate: String,
     }
 }
 
@@ -125,6 +126,8 @@ tfplugin::object! {
 pub(super) struct Desired {
     pub(super) pool: KarpenterPool,
     pub(super) rendered: Rendered,
+    /// The gate the rendering assumed.
+    pub(super) gate: Gate,
 }
 
 impl Desired {
@@ -188,6 +191,7 @@ impl Desired {
             device_plugin_config_name: config.map(|c| c.name.clone()),
             device_plugin_config: config.and_then(|c| c.config.render().ok()),
             objects,
+            node_overlay_gate: self.gate.as_str().to_string(),
         }
     }
 
@@ -206,6 +210,23 @@ pub(super) fn key(obj: &serde_json::Value) -> String {
             .and_then(serde_json::Value::as_str)
             .unwrap_or_default()
     )
+}
+
+/// Where the plan must replace the pool because its NodePool would point at a node class of
+/// another group or kind than the one the cluster holds: Karpenter's CRD makes
+/// `spec.template.spec.nodeClassRef.group` and `.kind` immutable (karpenter.sh_nodepools.yaml,
+/// "nodeClassRef.group is immutable"), so an update in place would be refused. `prior` is the
+/// refreshed state, whose `objects` hold what the cluster has; None when nothing moves.
+pub(super) fn node_class_moved(prior: &Value, desired: &Desired) -> Option<AttrPath> {
+    let prior = Computed::from_value(prior).ok()?;
+    let pool = &desired.rendered.node_pool;
+    let held: serde_json::Value = serde_json::from_str(prior.objects.get(&key(pool))?).ok()?;
+    let at = "/spec/template/spec/nodeClassRef";
+    let part = |o: &serde_json::Value, k: &str| o.pointer(&format!("{at}/{k}")).cloned();
+    let moved = ["group", "kind"]
+        .iter()
+        .any(|k| part(&held, k).is_some() && part(&held, k) != part(pool, k));
+    moved.then(|| AttrPath::attr("objects"))
 }
 
 pub(super) fn pretty(obj: &serde_json::Value) -> String {
@@ -459,15 +480,51 @@ impl Args {
             limit_gpus: self.limit_gpus,
             disruption,
             weight: self.weight,
+            // Until the gate is known to be on, limits in whole GPUs (see `resolve`).
+            overlays_read: false,
         })
     }
 }
 
-/// The pool and its objects, or every problem found, as diagnostics on the attributes.
-pub(super) fn resolve(args: &Args, diags: &mut Diagnostics) -> Option<Desired> {
-    let pool = args.pool(diags)?;
+/// The NodeOverlay gate of the cluster's Karpenter, as the state records it
+/// (`node_overlay_gate`: `on`, `off` or `unknown`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Gate {
+    On,
+    Off,
+    Unknown,
+}
+
+impl Gate {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Gate::On => "on",
+            Gate::Off => "off",
+            Gate::Unknown => "unknown",
+        }
+    }
+
+    /// The gate a plan or state records; unknown when it records none.
+    pub(super) fn of(state: &Value) -> Gate {
+        match state.get("node_overlay_gate").as_str() {
+            Some("on") => Gate::On,
+            Some("off") => Gate::Off,
+            _ => Gate::Unknown,
+        }
+    }
+}
+
+/// The pool and its objects, or every problem found, as diagnostics on the attributes. `gate`
+/// says whether Karpenter reads the overlays, which decides the unit of the limits.
+pub(super) fn resolve(args: &Args, gate: Gate, diags: &mut Diagnostics) -> Option<Desired> {
+    let mut pool = args.pool(diags)?;
+    pool.overlays_read = gate == Gate::On;
     match kp::render(&pool) {
-        Ok(rendered) => Some(Desired { pool, rendered }),
+        Ok(rendered) => Some(Desired {
+            pool,
+            rendered,
+            gate,
+        }),
         Err(problems) => {
             for p in &problems {
                 diags.push(problem_diagnostic(p));

@@ -199,8 +199,11 @@ pub fn schema() -> Schema {
             .optional()
             .describe(
                 "The most physical GPUs the pool's nodes may hold together. Karpenter sums the \
-                capacity of its nodes, which counts slices: the NodePool's limit is this times \
-                the slices per GPU, on the shared resource. Default: no limit.",
+                capacity of its nodes against the NodePool's limit: with its NodeOverlay gate on \
+                that capacity counts slices, and the limit is this times the slices per GPU; \
+                otherwise (`node_overlay_gate` off or unknown) an `nvidia.com/gpu` limit is this \
+                many whole GPUs, so the pool never holds more GPUs than this either way. \
+                Default: no limit.",
             )
             .validate(IntBetween(1, 100_000)),
     )
@@ -254,6 +257,13 @@ pub fn schema() -> Schema {
             .computed()
             .describe("The NodePool's `spec.limits`, translated from `limit_gpus`."),
     )
+    .attr(Attribute::string("node_overlay_gate").computed().describe(
+        "Whether the cluster's Karpenter reads NodeOverlays, as last read from its Deployment \
+        (`--feature-gates` or `FEATURE_GATES`): `on`, `off`, or `unknown` when no Karpenter \
+        Deployment can be read (EKS Auto Mode and AKS node auto-provisioning run Karpenter \
+        outside the cluster). Only `on` lets Karpenter size nodes by slices; it decides the unit \
+        of `limits`.",
+    ))
     .attr(
         Attribute::new("node_selector", Type::map(Type::String))
             .computed()
