@@ -127,11 +127,18 @@ fn the_sandbox_and_a_real_control_plane_agree() {
         &s_legacy,
         &r_legacy,
     );
+    // kube-apiserver publishes a new CRD's OpenAPI a moment after it is established (its
+    // openapi controller works through a queue): asked until the document has the kind.
     let outline = |s: &ApiServer| {
-        openapi_outline(
-            &ask(s, "/openapi/v3/apis/karpenter.sh/v1", "application/json").1,
-            "sh.karpenter.v1.NodePool",
-        )
+        let start = std::time::Instant::now();
+        loop {
+            let doc = ask(s, "/openapi/v3/apis/karpenter.sh/v1", "application/json").1;
+            let o = openapi_outline(&doc, "sh.karpenter.v1.NodePool");
+            if !o["gvk"].is_null() || start.elapsed() > std::time::Duration::from_secs(30) {
+                return o;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     };
     let real_outline = outline(&real);
     assert!(
