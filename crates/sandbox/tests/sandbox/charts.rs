@@ -20,6 +20,32 @@ const OPERATOR_25: &str = "charts/gpu-operator-v25.10.1.tgz";
 const OPERATOR_26: &str = "charts/gpu-operator-v26.7.0.tgz";
 const DEVICE_PLUGIN: &str = "charts/nvidia-device-plugin-0.20.0.tgz";
 
+/// A release's name and namespace, and a value (`path=value`) its upgrade sets.
+struct Release {
+    name: &'static str,
+    ns: &'static str,
+    set: &'static str,
+}
+
+const OPERATOR: Release = Release {
+    name: "gpu-operator",
+    ns: "gpu-operator",
+    set: "daemonsets.priorityClassName=custom-priority",
+};
+
+const PLUGIN: Release = Release {
+    name: "nvdp",
+    ns: "nvidia-device-plugin",
+    set: "config.default=x",
+};
+
+/// The tools and the cluster a chart's life runs with.
+struct On<'a> {
+    helm: &'a Path,
+    kubectl: &'a Path,
+    kubeconfig: &'a Path,
+}
+
 /// helm with a kubeconfig, `KUBECONFIG` pointing nowhere: (success, stdout, stderr).
 fn helm(bin: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(bin)
@@ -178,6 +204,15 @@ fn helm_installs_nvidias_charts_on_the_clusters_of_serve() {
         (&configs[2].1, OPERATOR_25, &helm3, None),
         (&configs[3].1, OPERATOR_26, &helm4, None),
     ];
+    // On a cluster of serve the twin's job controller completes the chart's upgrade hook: the
+    // whole life of the chart there, before the installs that stay.
+    let on = On {
+        helm: &helm4,
+        kubectl: &kubectl,
+        kubeconfig: &configs[0].1,
+    };
+    let v25 = fixtures.join(OPERATOR_25).display().to_string();
+    lifecycle_on(&on, &v25, &OPERATOR, false);
     for (kc, chart, h, plugin_helm) in plan {
         let chart = fixtures.join(chart).display().to_string();
         helm_ok(
@@ -226,7 +261,7 @@ fn helm_installs_nvidias_charts_on_the_clusters_of_serve() {
 
 /// One chart's life on a fresh control plane with one helm: install (its CRDs by helm, or
 /// applied beforehand with `--skip-crds`), upgrade with a value, rollback, uninstall.
-fn lifecycle(helm_tool: Tool, chart: &str, release: &str, ns: &str, set: &str, skip_crds: bool) {
+fn lifecycle(helm_tool: Tool, chart: &str, release: &Release, skip_crds: bool) {
     let (Some(h), Some(kubectl), Some(fixtures)) = (
         tools::require(helm_tool),
         tools::require(Tool::Kubectl),
@@ -240,14 +275,6 @@ fn lifecycle(helm_tool: Tool, chart: &str, release: &str, ns: &str, set: &str, s
     let _hooks = server.complete_hook_jobs();
     let kc = server.kubeconfig();
     let chart_path = fixtures.join(chart).display().to_string();
-    let mut install = vec![
-        "install",
-        release,
-        &chart_path,
-        "-n",
-        ns,
-        "--create-namespace",
-    ];
     if skip_crds {
         // The chart's own CRDs, applied as a platform team applies them before installing.
         let unpacked = tempfile::tempdir().unwrap();
@@ -270,23 +297,48 @@ fn lifecycle(helm_tool: Tool, chart: &str, release: &str, ns: &str, set: &str, s
             args.extend(["-f".into(), c.display().to_string()]);
         }
         server.kubectl_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    let on = On {
+        helm: &h,
+        kubectl: &kubectl,
+        kubeconfig: &kc,
+    };
+    lifecycle_on(&on, &chart_path, release, skip_crds);
+}
+
+/// Install, upgrade with `set` (`path=value`), rollback to the first revision and uninstall, on
+/// the cluster of `kc`; every object the chart renders is there after the install and gone after
+/// the uninstall.
+fn lifecycle_on(on: &On, chart_path: &str, release: &Release, skip_crds: bool) {
+    let (h, kubectl, kc) = (on.helm, on.kubectl, on.kubeconfig);
+    let (ns, set) = (release.ns, release.set);
+    let release = release.name;
+    let mut install = vec![
+        "install",
+        release,
+        chart_path,
+        "-n",
+        ns,
+        "--create-namespace",
+    ];
+    if skip_crds {
         install.push("--skip-crds");
     }
-    helm_ok(&h, &kc, &install);
-    let objects = rendered(&h, &kc, release, &chart_path, ns, &[]);
+    helm_ok(h, kc, &install);
+    let objects = rendered(h, kc, release, chart_path, ns, &[]);
     for obj in &objects {
         assert!(
-            exists(&kubectl, &kc, ns, obj),
-            "{chart}: {obj:?} missing after the install"
+            exists(kubectl, kc, ns, obj),
+            "{chart_path}: {obj:?} missing after the install"
         );
     }
     helm_ok(
-        &h,
-        &kc,
+        h,
+        kc,
         &[
             "upgrade",
             release,
-            &chart_path,
+            chart_path,
             "-n",
             ns,
             "--reuse-values",
@@ -294,21 +346,18 @@ fn lifecycle(helm_tool: Tool, chart: &str, release: &str, ns: &str, set: &str, s
             set,
         ],
     );
-    let values = |rev: Option<&str>| -> Value {
-        let mut a = vec!["get", "values", release, "-n", ns, "-o", "json"];
-        if let Some(r) = rev {
-            a.extend(["--revision", r]);
-        }
-        serde_json::from_str(&helm_ok(&h, &kc, &a)).expect("JSON values")
+    let values = || -> Value {
+        let a = ["get", "values", release, "-n", ns, "-o", "json"];
+        serde_json::from_str(&helm_ok(h, kc, &a)).expect("JSON values")
     };
     let (key, value) = set.split_once('=').expect("path=value");
     let at = |v: &Value| v.pointer(&format!("/{}", key.replace('.', "/"))).cloned();
-    assert_eq!(at(&values(None)), Some(json!(value)), "the upgrade's value");
-    helm_ok(&h, &kc, &["rollback", release, "1", "-n", ns]);
-    assert_eq!(at(&values(None)), None, "the rollback takes the value back");
+    assert_eq!(at(&values()), Some(json!(value)), "the upgrade's value");
+    helm_ok(h, kc, &["rollback", release, "1", "-n", ns]);
+    assert_eq!(at(&values()), None, "the rollback takes the value back");
     let status: Value = serde_json::from_str(&helm_ok(
-        &h,
-        &kc,
+        h,
+        kc,
         &["status", release, "-n", ns, "-o", "json"],
     ))
     .unwrap();
@@ -319,11 +368,11 @@ fn lifecycle(helm_tool: Tool, chart: &str, release: &str, ns: &str, set: &str, s
         ),
         (Some(3), Some("deployed"))
     );
-    helm_ok(&h, &kc, &["uninstall", release, "-n", ns, "--wait"]);
+    helm_ok(h, kc, &["uninstall", release, "-n", ns, "--wait"]);
     for obj in objects.iter().filter(|o| o.1 != "CustomResourceDefinition") {
         assert!(
-            !exists(&kubectl, &kc, ns, obj),
-            "{chart}: {obj:?} left after the uninstall"
+            !exists(kubectl, kc, ns, obj),
+            "{chart_path}: {obj:?} left after the uninstall"
         );
     }
 }
@@ -343,72 +392,30 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn gpu_operator_v25_lifecycle_helm4() {
-    lifecycle(
-        Tool::Helm4,
-        OPERATOR_25,
-        "gpu-operator",
-        "gpu-operator",
-        "daemonsets.priorityClassName=custom-priority",
-        false,
-    );
+    lifecycle(Tool::Helm4, OPERATOR_25, &OPERATOR, false);
 }
 
 #[test]
 fn gpu_operator_v25_lifecycle_helm3_crds_beforehand() {
-    lifecycle(
-        Tool::Helm3,
-        OPERATOR_25,
-        "gpu-operator",
-        "gpu-operator",
-        "daemonsets.priorityClassName=custom-priority",
-        true,
-    );
+    lifecycle(Tool::Helm3, OPERATOR_25, &OPERATOR, true);
 }
 
 #[test]
 fn gpu_operator_v26_lifecycle_helm3() {
-    lifecycle(
-        Tool::Helm3,
-        OPERATOR_26,
-        "gpu-operator",
-        "gpu-operator",
-        "daemonsets.priorityClassName=custom-priority",
-        false,
-    );
+    lifecycle(Tool::Helm3, OPERATOR_26, &OPERATOR, false);
 }
 
 #[test]
 fn gpu_operator_v26_lifecycle_helm4_crds_beforehand() {
-    lifecycle(
-        Tool::Helm4,
-        OPERATOR_26,
-        "gpu-operator",
-        "gpu-operator",
-        "daemonsets.priorityClassName=custom-priority",
-        true,
-    );
+    lifecycle(Tool::Helm4, OPERATOR_26, &OPERATOR, true);
 }
 
 #[test]
 fn device_plugin_lifecycle_helm4() {
-    lifecycle(
-        Tool::Helm4,
-        DEVICE_PLUGIN,
-        "nvdp",
-        "nvidia-device-plugin",
-        "config.default=x",
-        false,
-    );
+    lifecycle(Tool::Helm4, DEVICE_PLUGIN, &PLUGIN, false);
 }
 
 #[test]
 fn device_plugin_lifecycle_helm3() {
-    lifecycle(
-        Tool::Helm3,
-        DEVICE_PLUGIN,
-        "nvdp",
-        "nvidia-device-plugin",
-        "config.default=x",
-        false,
-    );
+    lifecycle(Tool::Helm3, DEVICE_PLUGIN, &PLUGIN, false);
 }

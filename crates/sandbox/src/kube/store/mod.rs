@@ -5,6 +5,7 @@
 //! concern of the real API server too. `demand.rs` reads what the twin's cluster-autoscaler needs.
 
 pub(crate) mod demand;
+mod jobs;
 mod managed;
 mod nodes;
 #[cfg(test)]

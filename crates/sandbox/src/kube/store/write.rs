@@ -685,6 +685,11 @@ impl Cluster {
         if kind == kinds::CRDS {
             self.refresh_kinds();
         }
+        if kind == kinds::JOBS && old.is_none() {
+            // The job controller acts after the create is answered: the answer has no status.
+            self.complete_job(ns, name);
+            return Ok(new);
+        }
         self.reconcile((kind == kinds::NODES).then_some(name));
         // The twin may have rewritten the object (a node's labels): answer with what is stored.
         Ok(self.get_ref(kind, ns, name).cloned().unwrap_or(new))
