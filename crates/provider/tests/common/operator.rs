@@ -76,10 +76,20 @@ fn run(program: &Path, args: &[&str]) -> (bool, String, String) {
 impl OperatorCluster {
     /// None when a tool or the fixtures are missing outside CI (after saying so).
     pub fn start(helm: Tool) -> Option<OperatorCluster> {
+        OperatorCluster::with(helm, ApiServer::start)
+    }
+
+    /// On a cluster of `fracgpu-sandbox serve --without-gpu-operator`, whose twin completes
+    /// the chart's hook Jobs itself (the stand-in finds none left to complete).
+    pub fn on_serve(helm: Tool) -> Option<OperatorCluster> {
+        OperatorCluster::with(helm, || Some(ApiServer::start_serve()))
+    }
+
+    fn with(helm: Tool, server: impl FnOnce() -> Option<ApiServer>) -> Option<OperatorCluster> {
         let helm = tools::require(helm)?;
         let kubectl = tools::require(Tool::Kubectl)?;
         let fixtures = apiserver::fixtures()?;
-        let server = ApiServer::start()?;
+        let server = server()?;
         let hooks = server.complete_hook_jobs();
         let wrapper = tempfile::tempdir().unwrap();
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))

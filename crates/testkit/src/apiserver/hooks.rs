@@ -20,7 +20,7 @@ pub struct HookJobs {
 }
 
 impl HookJobs {
-    pub(super) fn start(url: String, ca: String, token: &'static str) -> HookJobs {
+    pub(super) fn start(url: String, ca: String, token: String) -> HookJobs {
         let stop = Arc::new(AtomicBool::new(false));
         let paused = Arc::new(AtomicBool::new(false));
         let completed = Arc::new(AtomicUsize::new(0));
@@ -63,7 +63,7 @@ impl Drop for HookJobs {
 async fn complete_hooks(
     url: String,
     ca: String,
-    token: &'static str,
+    token: String,
     stop: Arc<AtomicBool>,
     paused: Arc<AtomicBool>,
     completed: Arc<AtomicUsize>,

@@ -20,6 +20,7 @@ mod hooks;
 mod process;
 mod real;
 mod sandbox;
+mod serve;
 
 use process::{ADMIN_TOKEN, tail};
 
@@ -36,14 +37,17 @@ use crate::tools::{self, Tool};
 enum Backend {
     Real(real::Real),
     Sandbox(sandbox::Sandboxed),
+    Serve(serve::Served),
 }
 
 /// A running control plane; its processes are killed and its files removed on drop.
 pub struct ApiServer {
     dir: tempfile::TempDir,
     backend: Backend,
-    /// `https://127.0.0.1:<port>`.
+    /// `https://127.0.0.1:<port>` (and a cluster's path on `serve`).
     pub url: String,
+    /// The admin's bearer token.
+    token: String,
     kubectl: Option<PathBuf>,
 }
 
@@ -109,6 +113,7 @@ impl ApiServer {
             dir,
             backend: Backend::Real(backend),
             url,
+            token: ADMIN_TOKEN.into(),
             kubectl,
         })
     }
@@ -125,8 +130,26 @@ impl ApiServer {
             dir,
             backend: Backend::Sandbox(backend),
             url,
+            token: ADMIN_TOKEN.into(),
             kubectl,
         })
+    }
+
+    /// The first cluster (AKS) of `fracgpu-sandbox serve --without-gpu-operator`: a cluster with
+    /// the twin's controllers (nodes, the job controller) and no GPU operator, as a user's cluster
+    /// before the platform team installs NVIDIA's chart. Its admin is the one the kubeconfig that
+    /// serve writes names; it cannot be restarted apart from the rest of serve.
+    pub fn start_serve() -> ApiServer {
+        let kubectl = tools::find(Tool::Kubectl).ok();
+        let dir = tempdir();
+        let (backend, url, token) = serve::Served::start(dir.path());
+        ApiServer {
+            dir,
+            backend: Backend::Serve(backend),
+            url,
+            token,
+            kubectl,
+        }
     }
 
     /// Whether this is a real kube-apiserver (else the sandbox's).
@@ -134,11 +157,18 @@ impl ApiServer {
         matches!(self.backend, Backend::Real(_))
     }
 
+    /// Whether the twin's controllers run there (serve's clusters: the job controller completes
+    /// Jobs), unlike a bare control plane.
+    pub fn runs_controllers(&self) -> bool {
+        matches!(self.backend, Backend::Serve(_))
+    }
+
     /// What serves the API, for messages: `kube-apiserver` or `the sandbox`.
     pub fn what(&self) -> &'static str {
         match self.backend {
             Backend::Real(_) => "kube-apiserver",
             Backend::Sandbox(_) => "the sandbox's Kubernetes API",
+            Backend::Serve(_) => "a cluster of fracgpu-sandbox serve",
         }
     }
 
@@ -153,8 +183,8 @@ impl ApiServer {
     }
 
     /// The admin's bearer token (group `system:masters`).
-    pub fn admin_token(&self) -> &'static str {
-        ADMIN_TOKEN
+    pub fn admin_token(&self) -> &str {
+        &self.token
     }
 
     /// (Re)starts the API server on the same port and storage, and waits until it is ready.
@@ -163,6 +193,7 @@ impl ApiServer {
         let started = match &mut self.backend {
             Backend::Real(r) => r.start_apiserver(&dir),
             Backend::Sandbox(s) => s.start_apiserver(&dir),
+            Backend::Serve(_) => Err("a cluster of serve does not restart on its own".into()),
         };
         if let Err(e) = started {
             panic!("{e}");
@@ -175,6 +206,8 @@ impl ApiServer {
         match &mut self.backend {
             Backend::Real(r) => r.kill_apiserver(),
             Backend::Sandbox(s) => s.kill_apiserver(),
+            // The whole of serve goes: its clusters share one process.
+            Backend::Serve(s) => s.kill(),
         }
     }
 
@@ -193,7 +226,7 @@ impl ApiServer {
             Backend::Real(r) => {
                 r.start_controller_manager(self.dir.path(), &kubeconfig, controllers)
             }
-            Backend::Sandbox(_) => {
+            Backend::Sandbox(_) | Backend::Serve(_) => {
                 tools::not_run(&format!(
                     "not run: the real {controllers} controllers need a real control plane \
                         (set KUBEBUILDER_ASSETS)"
@@ -234,7 +267,7 @@ impl ApiServer {
 
     /// The admin's kubeconfig.
     pub fn kubeconfig(&self) -> PathBuf {
-        self.kubeconfig_for("admin", ADMIN_TOKEN)
+        self.kubeconfig_for("admin", &self.token)
     }
 
     fn kubectl_bin(&self) -> &Path {
@@ -343,7 +376,7 @@ impl ApiServer {
 
     /// Starts the stand-in that completes Helm's hook Jobs (see [`HookJobs`]).
     pub fn complete_hook_jobs(&self) -> HookJobs {
-        HookJobs::start(self.url.clone(), self.ca_pem(), ADMIN_TOKEN)
+        HookJobs::start(self.url.clone(), self.ca_pem(), self.token.clone())
     }
 }
 
