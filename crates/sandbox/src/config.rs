@@ -31,6 +31,35 @@ pub struct Config {
     /// Without it a cluster is as a cloud makes it, for installing the operator's chart (or the
     /// standalone device plugin's) by hand with helm. Default true.
     pub gpu_operator: bool,
+    /// How long the twin's cluster-autoscalers wait for more pods before a scale-up. Default
+    /// upstream's [`PodBuffers::UPSTREAM`].
+    pub pod_buffers: PodBuffers,
+}
+
+/// How long the twin's cluster-autoscalers wait for more pods before they grow a pool, as
+/// upstream's loop does (kubernetes/autoscaler cluster-autoscaler/core/static_autoscaler.go,
+/// `allPodsAreNew` with `unschedulablePodTimeBuffer` and `unschedulablePodWithGpuTimeBuffer`): no
+/// scale-up while the oldest of the pods that need a new node is younger than `new_pods`, or
+/// while the oldest of them that requests `nvidia.com/gpu` (utils/gpu `PodRequestsGpu`: that name
+/// only, so not a renamed shared resource) is younger than `new_gpu_pods`. Pods created one by
+/// one within the buffer are so decided together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodBuffers {
+    pub new_pods: Duration,
+    pub new_gpu_pods: Duration,
+}
+
+impl PodBuffers {
+    /// cluster-autoscaler's own: 2 s, and 30 s for pods that request `nvidia.com/gpu`.
+    pub const UPSTREAM: PodBuffers = PodBuffers {
+        new_pods: Duration::from_secs(2),
+        new_gpu_pods: Duration::from_secs(30),
+    };
+    /// No wait: pending pods are acted on as soon as they are created.
+    pub const NONE: PodBuffers = PodBuffers {
+        new_pods: Duration::ZERO,
+        new_gpu_pods: Duration::ZERO,
+    };
 }
 
 /// A delay added to every answer: `base` plus a uniform draw in `0..=jitter`.
@@ -66,15 +95,18 @@ impl Default for Config {
             clusters: ClusterSpec::defaults(),
             latency: Latency::default(),
             gpu_operator: true,
+            pod_buffers: PodBuffers::UPSTREAM,
         }
     }
 }
 
 impl Config {
-    /// A config whose operations settle at once, for fast tests.
+    /// A config whose operations settle at once and whose autoscalers act at once, for fast
+    /// tests.
     pub fn instant() -> Self {
         Config {
             op_time: Duration::ZERO,
+            pod_buffers: PodBuffers::NONE,
             ..Config::default()
         }
     }

@@ -23,6 +23,10 @@ impl Ctx {
         self.mutated = true;
         self.wake_at = Some(self.wake_at.map_or(deadline, |w| w.min(deadline)));
     }
+    /// Asks for a look at the world at `at` (ms since the epoch), changing nothing now.
+    pub(crate) fn wake(&mut self, at: u64) {
+        self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
+    }
     pub(crate) fn mutated(&mut self) {
         self.mutated = true;
     }

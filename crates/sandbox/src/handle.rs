@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::config::{Config, Latency};
+use crate::config::{Config, Latency, PodBuffers};
 use crate::context::Ctx;
 use crate::dates::now_ms;
 use crate::faults;
@@ -19,6 +19,7 @@ use crate::world::World;
 struct Inner {
     world: Mutex<World>,
     op_ms: u64,
+    pod_buffers: PodBuffers,
     latency: Mutex<Latency>,
     sink: Option<Arc<dyn NodeSink>>,
     faults: faults::SharedFaults,
@@ -61,6 +62,7 @@ impl Sandbox {
             inner: Arc::new(Inner {
                 world: Mutex::new(world),
                 op_ms: config.op_time.as_millis() as u64,
+                pod_buffers: config.pod_buffers,
                 latency: Mutex::new(config.latency),
                 sink: config.node_sink,
                 faults: faults::SharedFaults::default(),
@@ -150,7 +152,7 @@ impl Sandbox {
             if let Some(sink) = &self.inner.sink
                 && (force_autoscale || ctx.mutated || !ctx.events.is_empty())
             {
-                crate::autoscaler::run(&mut w, &mut ctx, sink.as_ref());
+                crate::autoscaler::run(&mut w, &mut ctx, sink.as_ref(), &self.inner.pod_buffers);
             }
             w.next_id = w.next_id.max(ctx.next_id);
             let snapshot = if ctx.mutated && self.inner.state_file.is_some() {
@@ -201,7 +203,9 @@ impl Sandbox {
             if at > now {
                 tokio::time::sleep(Duration::from_millis(at - now)).await;
             }
-            sb.with_world(|_, _| ());
+            // What fell due settles, and the autoscalers look again: a timer may be the end of
+            // their wait for more pods.
+            sb.autoscale();
         });
     }
 

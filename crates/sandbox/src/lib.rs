@@ -54,7 +54,7 @@ mod util;
 mod world;
 
 pub(crate) use config::AWS_ACCOUNT;
-pub use config::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Latency};
+pub use config::{ClusterSpec, Config, DEFAULT_SUBSCRIPTION, Latency, PodBuffers};
 pub use context::Ctx;
 pub use handle::{Sandbox, WeakSandbox};
 pub use nodes::{NodeEvent, NodeSink, OsImage, PoolNodes, RecordingSink};

@@ -3,6 +3,8 @@
 //! `fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] [--latency-ms N
 //! [--jitter-ms J]]` prints its endpoints and runs until SIGINT or SIGTERM. `--latency-ms` delays
 //! every cloud and Kubernetes API answer by N ms plus up to J ms, as a real cloud's round trip.
+//! `--pod-buffer-seconds NEW,GPU` sets how long the twin's cluster-autoscalers wait for more pods
+//! (default 2,30, upstream's; `sandbox::PodBuffers`).
 //! `demo` runs the quick start (see `sandbox::demo`). `apiserver` serves one bare cluster's
 //! Kubernetes API on its own address, as a test's control plane (see `sandbox::apiserver`). `twin` plays the GPU stack's digital twin
 //! against any Kubernetes API server (see `sandbox::kube::remote_twin`), Karpenter included
@@ -15,7 +17,8 @@ use std::time::Duration;
 use sandbox::Config;
 
 const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] \
-    [--clusters FILE] [--latency-ms N [--jitter-ms J]] [--without-gpu-operator]\n       fracgpu-sandbox demo [same \
+    [--clusters FILE] [--latency-ms N [--jitter-ms J]] [--without-gpu-operator] \
+    [--pod-buffer-seconds NEW,GPU]\n       fracgpu-sandbox demo [same \
     flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] \
     [--once]\n       fracgpu-sandbox apiserver --port N --dir DIR --token T [--state FILE] \
     [--openapi DIR]\n--clusters FILE: a JSON list of extra clusters, e.g. \
@@ -156,6 +159,26 @@ struct Args {
     jitter_ms: u64,
     /// Clusters start without the GPU operator (for installing its chart with helm).
     without_operator: bool,
+    pod_buffers: sandbox::PodBuffers,
+}
+
+/// `NEW,GPU`: the two waits of the twin's cluster-autoscalers, in seconds (0 to 600 each).
+fn pod_buffers(v: &str) -> Result<sandbox::PodBuffers, String> {
+    let bad = || format!("--pod-buffer-seconds {v:?}: expected NEW,GPU in seconds, e.g. 2,30");
+    let (new, gpu) = v.split_once(',').ok_or_else(bad)?;
+    let secs = |s: &str| -> Result<Duration, String> {
+        let n: f64 = s.trim().parse().map_err(|_| bad())?;
+        if !(0.0..=600.0).contains(&n) {
+            return Err(format!(
+                "--pod-buffer-seconds: {n} is not between 0 and 600"
+            ));
+        }
+        Ok(Duration::from_secs_f64(n))
+    };
+    Ok(sandbox::PodBuffers {
+        new_pods: secs(new)?,
+        new_gpu_pods: secs(gpu)?,
+    })
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -175,6 +198,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         latency_ms: 0,
         jitter_ms: 0,
         without_operator: false,
+        pod_buffers: sandbox::PodBuffers::UPSTREAM,
     };
     while let Some((flag, inline)) = it.next() {
         let flag = flag.as_str();
@@ -191,6 +215,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--state" => a.state = Some(PathBuf::from(value()?)),
             "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
             "--without-gpu-operator" => a.without_operator = true,
+            "--pod-buffer-seconds" => a.pod_buffers = pod_buffers(&value()?)?,
             "--latency-ms" | "--jitter-ms" => {
                 let v: u64 = value()?.parse().map_err(|e| format!("{flag}: {e}"))?;
                 if v > 60_000 {
@@ -307,6 +332,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             jitter: Duration::from_millis(args.jitter_ms),
         },
         gpu_operator: !args.without_operator,
+        pod_buffers: args.pod_buffers,
         ..Config::default()
     };
     let stack = sandbox::stack::Stack::start(config, args.port).await?;
@@ -314,8 +340,12 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let base = stack.cloud_url();
     println!(
         "fracgpu-sandbox listening on {base} (operations take {}s, answers {} ms + up to {} ms \
-            later)",
-        args.op_seconds, args.latency_ms, args.jitter_ms
+            later; the autoscalers wait {} s for more pods, {} s when they request nvidia.com/gpu)",
+        args.op_seconds,
+        args.latency_ms,
+        args.jitter_ms,
+        args.pod_buffers.new_pods.as_secs_f64(),
+        args.pod_buffers.new_gpu_pods.as_secs_f64()
     );
     println!(
         "  Azure AD token : POST {base}/<tenant>/oauth2/v2.0/token   (ARM_* authority host {base})"
@@ -442,6 +472,19 @@ mod tests {
         assert!(parse(&v(&["serve", "--latency-ms", "-5"])).is_err());
         let a = parse(&v(&["serve", "--latency-ms=100", "--jitter-ms", "20"])).unwrap();
         assert_eq!((a.latency_ms, a.jitter_ms), (100, 20));
+        assert_eq!(a.pod_buffers, sandbox::PodBuffers::UPSTREAM);
+        let a = parse(&v(&["serve", "--pod-buffer-seconds", "0.5,3"])).unwrap();
+        assert_eq!(
+            (a.pod_buffers.new_pods, a.pod_buffers.new_gpu_pods),
+            (Duration::from_millis(500), Duration::from_secs(3))
+        );
+        for bad in ["3", "1,x", "1,-2", "1,601"] {
+            let e = parse(&v(&["serve", "--pod-buffer-seconds", bad])).err();
+            assert!(
+                e.is_some_and(|e| e.contains("--pod-buffer-seconds")),
+                "{bad}"
+            );
+        }
         assert!(parse(&v(&[])).is_err());
     }
 

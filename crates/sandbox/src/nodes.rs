@@ -104,6 +104,8 @@ pub struct PendingPod {
     pub requests: BTreeMap<String, u64>,
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
+    /// Its `creationTimestamp`, in ms since the epoch (whole seconds, as the API writes it).
+    pub created_ms: u64,
 }
 
 /// A pod's toleration (core/v1 Toleration): an empty key with `Exists` tolerates every taint.

@@ -334,20 +334,7 @@ fn pods(pool: &Value, n: usize) -> String {
 
 /// `n` pending pods of one slice on `pool`, applied with kubectl to the cluster of `kubeconfig`.
 fn apply_pods(kubectl: &std::path::Path, kubeconfig: &std::path::Path, pool: &Value, n: usize) {
-    let manifest = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(manifest.path(), pods(pool, n)).unwrap();
-    let out = std::process::Command::new(kubectl)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["apply", "-f"])
-        .arg(manifest.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kubectl_apply(kubectl, kubeconfig, &pods(pool, n));
 }
 
 /// The twin's cluster-autoscalers read what the real ones read: ten pending pods of one slice on
@@ -401,6 +388,140 @@ fn shared_pools_scale_from_zero_by_slices_on_every_cloud() {
     // The autoscaler's nodes are no drift: the pools' bounds are what the configuration says.
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "the plan is empty:\n{}", plan.text());
+}
+
+/// Applies one manifest with kubectl to the cluster of `kubeconfig`.
+fn kubectl_apply(kubectl: &std::path::Path, kubeconfig: &std::path::Path, manifest: &str) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), manifest).unwrap();
+    let out = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "-f"])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The twin's autoscaler decisions on one cloud with this reason, oldest first.
+fn decisions(stack: &sandbox::RunningStack, cloud: &str, reason: &str) -> Vec<Value> {
+    get_json(&format!("{}/_sandbox/autoscaler", stack.url))["decisions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["cloud"] == cloud && d["reason"] == reason)
+        .cloned()
+        .collect()
+}
+
+/// Pods created one request at a time, as a user runs `kubectl apply` for each, with
+/// cluster-autoscaler's own waits for more pods (2 s, and 30 s for pods that request
+/// `nvidia.com/gpu`): ten pods of one slice on a pool of one GPU x ten replicas bring one node
+/// once the oldest is 30 s old, the ten in one scale-up, and an eleventh brings a second 30 s
+/// after it was created. The three clouds' pods are interleaved, so the three waits overlap.
+#[test]
+fn pods_created_one_at_a_time_bring_the_nodes_cluster_autoscaler_would() {
+    let Some(kubectl) = testkit::tools::require(testkit::tools::Tool::Kubectl) else {
+        return;
+    };
+    let stack = sandbox::start_stack_with(::sandbox::Config {
+        op_time: Duration::from_millis(500),
+        pod_buffers: ::sandbox::PodBuffers::UPSTREAM,
+        ..::sandbox::Config::default()
+    });
+    let kubeconfigs: BTreeMap<&str, String> = ["aks", "eks"]
+        .into_iter()
+        .map(|c| {
+            let cluster = format!("sandbox-{c}");
+            (c, stack.kubeconfig(c, &cluster).display().to_string())
+        })
+        .collect();
+    let ws = Workspace::new(&every_cloud(&stack.url, &kubeconfigs));
+    ws.init();
+    ws.apply();
+    let clouds = ["aks", "gke", "eks"];
+    let manifests: BTreeMap<&str, Vec<String>> = clouds
+        .iter()
+        .map(|c| {
+            let docs = pods(&state_of(&ws, c), 11);
+            (*c, docs.split("\n---\n").map(str::to_string).collect())
+        })
+        .collect();
+    let kc = |cloud: &str| stack.kubeconfig(cloud, &format!("sandbox-{cloud}"));
+    let nodes = |cloud: &str| {
+        stack
+            .nodes(cloud, &format!("sandbox-{cloud}"), &format!("zero{cloud}"))
+            .len()
+    };
+    let wait_for = |cloud: &str, n: usize| {
+        let start = std::time::Instant::now();
+        while nodes(cloud) < n && start.elapsed() < Duration::from_secs(90) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let t0 = dates_now_ms();
+    // Interleaved: the first pod of each cloud, then the second of each, and so on.
+    let interleaved = (0..10).flat_map(|i| clouds.map(|c| (c, &manifests[c][i])));
+    for (cloud, manifest) in interleaved {
+        kubectl_apply(&kubectl, &kc(cloud), manifest);
+    }
+    let created_in = dates_now_ms() - t0;
+    for cloud in clouds {
+        assert_eq!(
+            nodes(cloud),
+            0,
+            "{cloud}: no node while the autoscaler waits for more pods (the 30 pods took {created_in} ms)"
+        );
+        let waits = decisions(&stack, cloud, "ScaleUpInCooldown");
+        assert!(!waits.is_empty(), "{cloud}: the wait is in the log");
+    }
+    for cloud in clouds {
+        wait_for(cloud, 1);
+        assert_eq!(nodes(cloud), 1, "{cloud}: ten slices bring one node");
+        let ups = decisions(&stack, cloud, "TriggeredScaleUp");
+        assert_eq!(ups.len(), 1, "{cloud}: one scale-up: {ups:#?}");
+        assert_eq!(ups[0]["pods"].as_array().map(Vec::len), Some(10), "{cloud}");
+        assert_eq!(ups[0]["sizes"], json!([0, 1]), "{cloud}");
+        // The oldest pod's creationTimestamp is in whole seconds: 30 s after it is at least
+        // 29 s after the first request.
+        let at = ups[0]["at"].as_u64().unwrap();
+        assert!(
+            at >= t0 + 29_000,
+            "{cloud}: scaled {} ms after the first pod",
+            at - t0
+        );
+    }
+    for cloud in clouds {
+        kubectl_apply(&kubectl, &kc(cloud), &manifests[cloud][10]);
+        assert_eq!(
+            nodes(cloud),
+            1,
+            "{cloud}: the eleventh pod is waited for too"
+        );
+    }
+    for cloud in clouds {
+        wait_for(cloud, 2);
+        assert_eq!(
+            nodes(cloud),
+            2,
+            "{cloud}: the eleventh slice brings a second node"
+        );
+        let ups = decisions(&stack, cloud, "TriggeredScaleUp");
+        assert_eq!(ups.len(), 2, "{cloud}: {ups:#?}");
+        assert_eq!(ups[1]["sizes"], json!([1, 2]), "{cloud}");
+    }
+}
+
+fn dates_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 fn get_json(url: &str) -> Value {

@@ -19,6 +19,8 @@ pub fn binary() -> std::path::PathBuf {
 pub fn start(op_time: Duration) -> Running {
     start_with(Config {
         op_time,
+        // The autoscalers act at once (their wait for more pods is tested on its own).
+        pod_buffers: ::sandbox::PodBuffers::NONE,
         ..Config::default()
     })
 }
@@ -117,6 +119,16 @@ pub struct RunningStack {
 }
 
 pub fn start_stack(op_time: Duration) -> RunningStack {
+    start_stack_with(Config {
+        op_time,
+        // The autoscalers act at once (their wait for more pods is tested on its own).
+        pod_buffers: ::sandbox::PodBuffers::NONE,
+        ..Config::default()
+    })
+}
+
+/// The whole stack with any config.
+pub fn start_stack_with(config: Config) -> RunningStack {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -125,10 +137,6 @@ pub fn start_stack(op_time: Duration) -> RunningStack {
             .build()
             .unwrap();
         rt.block_on(async move {
-            let config = Config {
-                op_time,
-                ..Config::default()
-            };
             let stack = ::sandbox::stack::Stack::start(config, 0)
                 .await
                 .expect("stack starts");

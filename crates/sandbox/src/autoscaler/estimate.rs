@@ -207,6 +207,7 @@ mod tests {
                     operator: "Exists".into(),
                     ..Toleration::default()
                 }],
+                created_ms: 0,
             })
             .collect()
     }

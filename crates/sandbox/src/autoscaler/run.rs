@@ -10,16 +10,18 @@
 //! (SetDesiredCapacity; EKS reports it as the node group's `desiredSize`), GKE its instance groups'
 //! sizes. None of them puts the pool through an update, so the pool stays Succeeded / ACTIVE /
 //! RUNNING and its nodes appear at once (real nodes take minutes to boot). Only pools in that
-//! settled state are grown. On EKS the group must carry cluster-autoscaler's auto-discovery tags
+//! settled state are grown. Before it grows any, it waits for more pods as upstream's loop does
+//! (`PodBuffers`): a pass inside the wait records it and asks for a look when it ends. On EKS the group must carry cluster-autoscaler's auto-discovery tags
 //! (`k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster>`: kubernetes/autoscaler
 //! cluster-autoscaler/cloudprovider/aws/README.md, "Auto-Discovery Setup"), which EKS puts there.
 
 use std::collections::BTreeMap;
 
-use super::estimate::plan;
+use super::estimate::{Plan, plan};
 use super::log::Decision;
 use super::template::{Template, aks_node, eks_node, gke_node};
-use crate::nodes::{NodeEvent, NodeSink};
+use crate::config::PodBuffers;
+use crate::nodes::{ClusterDemand, NodeEvent, NodeSink};
 use crate::{Ctx, World, arm, eks, gke};
 
 /// Every pool the autoscalers may grow, grouped by (cloud, cluster).
@@ -158,8 +160,42 @@ fn grow(w: &mut World, t: &Template, to: u32) -> Option<NodeEvent> {
     }
 }
 
+/// When the wait for more pods ends, if it has not ended at `now`: the pods considered are those
+/// that need a new node (the plan opens one for them, or no pool can take them; pods that fit
+/// registered or upcoming nodes are not waited for), the wait runs `new_pods` from the oldest of
+/// them and `new_gpu_pods` from the oldest that requests `nvidia.com/gpu`. (pods waited for, end)
+pub(crate) fn waiting(
+    demand: &ClusterDemand,
+    p: &Plan,
+    buffers: &PodBuffers,
+    now: u64,
+) -> Option<(Vec<String>, u64)> {
+    let to_help: Vec<&String> = p
+        .triggered
+        .values()
+        .flatten()
+        .chain(p.not_triggered.iter().map(|(pod, _)| pod))
+        .collect();
+    let pods: Vec<_> = demand
+        .pending
+        .iter()
+        .filter(|pod| to_help.contains(&&pod.name))
+        .collect();
+    let oldest = pods.iter().map(|pod| pod.created_ms).min()?;
+    let mut end = oldest + buffers.new_pods.as_millis() as u64;
+    if let Some(gpu) = pods
+        .iter()
+        .filter(|pod| pod.requests.contains_key("nvidia.com/gpu"))
+        .map(|pod| pod.created_ms)
+        .min()
+    {
+        end = end.max(gpu + buffers.new_gpu_pods.as_millis() as u64);
+    }
+    (end > now).then(|| (pods.iter().map(|pod| pod.name.clone()).collect(), end))
+}
+
 /// One pass over every cluster the sink has a Kubernetes API for.
-pub(crate) fn run(w: &mut World, ctx: &mut Ctx, sink: &dyn NodeSink) {
+pub(crate) fn run(w: &mut World, ctx: &mut Ctx, sink: &dyn NodeSink, buffers: &PodBuffers) {
     for ((cloud, cluster), ts) in templates(w) {
         let Some(demand) = sink.demand(cloud, &cluster) else {
             continue;
@@ -168,6 +204,30 @@ pub(crate) fn run(w: &mut World, ctx: &mut Ctx, sink: &dyn NodeSink) {
             continue;
         }
         let p = plan(&demand, &ts);
+        if let Some((pods, end)) = waiting(&demand, &p, buffers, ctx.now) {
+            ctx.wake(end);
+            let d = Decision {
+                at: ctx.now,
+                cloud: cloud.into(),
+                cluster: cluster.clone(),
+                reason: "ScaleUpInCooldown".into(),
+                pool: None,
+                sizes: None,
+                message: format!(
+                    "{} pod(s) need a new node; waiting for more pods until {} ({} s after the \
+                     oldest of them, {} s after the oldest that requests nvidia.com/gpu)",
+                    pods.len(),
+                    crate::dates::rfc3339_millis(end),
+                    buffers.new_pods.as_secs_f64(),
+                    buffers.new_gpu_pods.as_secs_f64(),
+                ),
+                pods,
+            };
+            if w.autoscaler.record(format!("{cloud}/{cluster}/wait"), d) {
+                ctx.mutated();
+            }
+            continue;
+        }
         for (i, added) in &p.new_nodes {
             let t = &ts[*i];
             let to = t.target + added;
@@ -225,5 +285,85 @@ pub(crate) fn run(w: &mut World, ctx: &mut Ctx, sink: &dyn NodeSink) {
                 ctx.mutated();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::nodes::PendingPod;
+
+    fn template(target: u32) -> Template {
+        Template {
+            cloud: "eks",
+            cluster: "c".into(),
+            cluster_key: "c".into(),
+            pool: "ts".into(),
+            target,
+            max: 4,
+            labels: BTreeMap::new(),
+            taints: vec![],
+            capacity: BTreeMap::from([
+                ("nvidia.com/gpu".into(), 10),
+                ("nvidia.com/gpu.shared".into(), 10),
+            ]),
+            source: String::new(),
+        }
+    }
+
+    fn pod(name: &str, resource: &str, created_ms: u64) -> PendingPod {
+        PendingPod {
+            name: name.into(),
+            requests: BTreeMap::from([(resource.into(), 1)]),
+            created_ms,
+            ..PendingPod::default()
+        }
+    }
+
+    fn wait(pods: Vec<PendingPod>, target: u32, now: u64) -> Option<(Vec<String>, u64)> {
+        let demand = ClusterDemand {
+            pending: pods,
+            nodes: vec![],
+        };
+        let p = plan(&demand, &[template(target)]);
+        waiting(&demand, &p, &PodBuffers::UPSTREAM, now)
+    }
+
+    #[test]
+    fn pods_that_request_nvidia_gpu_are_waited_for_thirty_seconds() {
+        let pods = || {
+            vec![
+                pod("a", "nvidia.com/gpu", 10_000),
+                pod("b", "nvidia.com/gpu", 25_000),
+            ]
+        };
+        assert_eq!(
+            wait(pods(), 0, 39_999),
+            Some((vec!["a".into(), "b".into()], 40_000))
+        );
+        assert_eq!(wait(pods(), 0, 40_000), None);
+        // A renamed resource is not nvidia.com/gpu to upstream: two seconds.
+        let shared = vec![pod("a", "nvidia.com/gpu.shared", 10_000)];
+        assert_eq!(wait(shared.clone(), 0, 11_000).map(|w| w.1), Some(12_000));
+        assert_eq!(wait(shared, 0, 12_000), None);
+    }
+
+    #[test]
+    fn pods_an_upcoming_node_takes_are_not_waited_for() {
+        // One node asked for and not registered: the pod goes there, no new node, no wait.
+        assert_eq!(
+            wait(vec![pod("a", "nvidia.com/gpu", 10_000)], 1, 11_000),
+            None
+        );
+        // Pods no pool can take are waited for too (upstream counts every pod to help).
+        let mut none = pod("a", "nvidia.com/mig-1g.5gb", 10_000);
+        none.requests.insert("nvidia.com/gpu".into(), 1);
+        assert_eq!(
+            wait(vec![none], 0, 11_000).map(|w| w.1),
+            Some(10_000 + Duration::from_secs(30).as_millis() as u64)
+        );
     }
 }

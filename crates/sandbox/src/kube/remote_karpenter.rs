@@ -671,6 +671,7 @@ mod tests {
                     value: String::new(),
                     effect: "NoSchedule".into(),
                 }],
+                created_ms: 0,
             })
             .collect()
     }

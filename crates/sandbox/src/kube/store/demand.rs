@@ -190,6 +190,11 @@ pub(crate) fn demand_of<'a>(
                     .unwrap_or_default()
                     .to_string(),
                 PendingPod {
+                    created_ms: p
+                        .pointer("/metadata/creationTimestamp")
+                        .and_then(Value::as_str)
+                        .and_then(crate::dates::parse_rfc3339_secs)
+                        .map_or(0, |s| s.max(0) as u64 * 1000),
                     name: format!(
                         "{}/{}",
                         p.pointer("/metadata/namespace")

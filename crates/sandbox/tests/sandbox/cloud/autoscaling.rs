@@ -206,6 +206,8 @@ async fn auto_scaling_group_follows_its_node_group_and_keeps_its_tags_across_res
     let cfg = || Config {
         op_time: Duration::from_millis(0),
         state_file: Some(file.clone()),
+        // The autoscalers act at once (their wait for more pods is tested on its own).
+        pod_buffers: sandbox::PodBuffers::NONE,
         ..Config::default()
     };
     let asg;

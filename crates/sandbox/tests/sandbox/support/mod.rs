@@ -42,6 +42,8 @@ impl Resp {
 pub async fn start(op_ms: u64) -> Srv {
     start_with(Config {
         op_time: Duration::from_millis(op_ms),
+        // The autoscalers act at once (their wait for more pods is tested on its own).
+        pod_buffers: sandbox::PodBuffers::NONE,
         ..Config::default()
     })
     .await
@@ -92,6 +94,8 @@ pub async fn start_twin(op_ms: u64) -> (Srv, Arc<sandbox::kube::KubeApi>) {
     let sb = Sandbox::open(Config {
         op_time: Duration::from_millis(op_ms),
         node_sink: Some(kube.clone()),
+        // The autoscalers act at once (their wait for more pods is tested on its own).
+        pod_buffers: sandbox::PodBuffers::NONE,
         ..Config::default()
     })
     .expect("sandbox opens");
