@@ -34,6 +34,9 @@ pub struct Config {
     /// How long the twin's cluster-autoscalers wait for more pods before a scale-up. Default
     /// upstream's [`PodBuffers::UPSTREAM`].
     pub pod_buffers: PodBuffers,
+    /// Whether the twin's cluster-autoscalers run (`autoscaler/`). Off, a real cluster-autoscaler
+    /// pointed at the sandbox's cloud APIs sizes the pools alone. Default true.
+    pub autoscalers: bool,
 }
 
 /// How long the twin's cluster-autoscalers wait for more pods before they grow a pool, as
@@ -96,6 +99,7 @@ impl Default for Config {
             latency: Latency::default(),
             gpu_operator: true,
             pod_buffers: PodBuffers::UPSTREAM,
+            autoscalers: true,
         }
     }
 }

@@ -20,6 +20,7 @@ struct Inner {
     world: Mutex<World>,
     op_ms: u64,
     pod_buffers: PodBuffers,
+    autoscalers: bool,
     latency: Mutex<Latency>,
     sink: Option<Arc<dyn NodeSink>>,
     faults: faults::SharedFaults,
@@ -63,6 +64,7 @@ impl Sandbox {
                 world: Mutex::new(world),
                 op_ms: config.op_time.as_millis() as u64,
                 pod_buffers: config.pod_buffers,
+                autoscalers: config.autoscalers,
                 latency: Mutex::new(config.latency),
                 sink: config.node_sink,
                 faults: faults::SharedFaults::default(),
@@ -150,6 +152,7 @@ impl Sandbox {
             // The twin's cluster-autoscalers look at what changed: a pool that settled or was
             // retagged, or (asked by the Kubernetes API's write hook) new pending pods.
             if let Some(sink) = &self.inner.sink
+                && self.inner.autoscalers
                 && (force_autoscale || ctx.mutated || !ctx.events.is_empty())
             {
                 crate::autoscaler::run(&mut w, &mut ctx, sink.as_ref(), &self.inner.pod_buffers);

@@ -4,7 +4,8 @@
 //! [--jitter-ms J]]` prints its endpoints and runs until SIGINT or SIGTERM. `--latency-ms` delays
 //! every cloud and Kubernetes API answer by N ms plus up to J ms, as a real cloud's round trip.
 //! `--pod-buffer-seconds NEW,GPU` sets how long the twin's cluster-autoscalers wait for more pods
-//! (default 2,30, upstream's; `sandbox::PodBuffers`).
+//! (default 2,30, upstream's; `sandbox::PodBuffers`); `--without-autoscalers` turns them off, for a
+//! real cluster-autoscaler pointed at the sandbox.
 //! `demo` runs the quick start (see `sandbox::demo`). `apiserver` serves one bare cluster's
 //! Kubernetes API on its own address, as a test's control plane (see `sandbox::apiserver`). `twin` plays the GPU stack's digital twin
 //! against any Kubernetes API server (see `sandbox::kube::remote_twin`), Karpenter included
@@ -18,7 +19,7 @@ use sandbox::Config;
 
 const USAGE: &str = "usage: fracgpu-sandbox serve [--port N] [--op-seconds S] [--state FILE] \
     [--clusters FILE] [--latency-ms N [--jitter-ms J]] [--without-gpu-operator] \
-    [--pod-buffer-seconds NEW,GPU]\n       fracgpu-sandbox demo [same \
+    [--pod-buffer-seconds NEW,GPU] [--without-autoscalers]\n       fracgpu-sandbox demo [same \
     flags]\n       fracgpu-sandbox twin --server URL --token T [--ca FILE] [--every SECONDS] \
     [--once]\n       fracgpu-sandbox apiserver --port N --dir DIR --token T [--state FILE] \
     [--openapi DIR]\n--clusters FILE: a JSON list of extra clusters, e.g. \
@@ -160,6 +161,8 @@ struct Args {
     /// Clusters start without the GPU operator (for installing its chart with helm).
     without_operator: bool,
     pod_buffers: sandbox::PodBuffers,
+    /// The twin's cluster-autoscalers do not run (a real one drives the pools).
+    without_autoscalers: bool,
 }
 
 /// `NEW,GPU`: the two waits of the twin's cluster-autoscalers, in seconds (0 to 600 each).
@@ -199,6 +202,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         jitter_ms: 0,
         without_operator: false,
         pod_buffers: sandbox::PodBuffers::UPSTREAM,
+        without_autoscalers: false,
     };
     while let Some((flag, inline)) = it.next() {
         let flag = flag.as_str();
@@ -215,6 +219,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--state" => a.state = Some(PathBuf::from(value()?)),
             "--clusters" => a.clusters = Some(PathBuf::from(value()?)),
             "--without-gpu-operator" => a.without_operator = true,
+            "--without-autoscalers" => a.without_autoscalers = true,
             "--pod-buffer-seconds" => a.pod_buffers = pod_buffers(&value()?)?,
             "--latency-ms" | "--jitter-ms" => {
                 let v: u64 = value()?.parse().map_err(|e| format!("{flag}: {e}"))?;
@@ -333,6 +338,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         },
         gpu_operator: !args.without_operator,
         pod_buffers: args.pod_buffers,
+        autoscalers: !args.without_autoscalers,
         ..Config::default()
     };
     let stack = sandbox::stack::Stack::start(config, args.port).await?;
@@ -473,6 +479,12 @@ mod tests {
         let a = parse(&v(&["serve", "--latency-ms=100", "--jitter-ms", "20"])).unwrap();
         assert_eq!((a.latency_ms, a.jitter_ms), (100, 20));
         assert_eq!(a.pod_buffers, sandbox::PodBuffers::UPSTREAM);
+        assert!(!a.without_autoscalers);
+        assert!(
+            parse(&v(&["serve", "--without-autoscalers"]))
+                .unwrap()
+                .without_autoscalers
+        );
         let a = parse(&v(&["serve", "--pod-buffer-seconds", "0.5,3"])).unwrap();
         assert_eq!(
             (a.pod_buffers.new_pods, a.pod_buffers.new_gpu_pods),

@@ -24,9 +24,13 @@ pub struct PoolNodes {
     /// The nodes the pool runs: the node count, or the autoscaling minimum. AKS and EKS pools scaled
     /// to zero have none (GKE's pools still get one, so the twin has a node to inspect).
     pub node_count: u32,
-    /// The zone of each node, in order (GKE, whose pools span zones); empty where zones are not
-    /// modelled.
+    /// The zone of each node, in order (GKE, whose pools span zones; EKS, the zone of each
+    /// instance); empty where zones are not modelled.
     pub zones: Vec<String>,
+    /// Each node's name and `spec.providerID`, in order, where the cloud's instances have
+    /// identities of their own (EKS: the Auto Scaling group's instances, which cluster-autoscaler
+    /// matches to Nodes by provider ID); empty where they are derived from the pool and index.
+    pub instances: Vec<(String, String)>,
     /// Labels as the cloud sets them on nodes, plus the pool's own labels.
     pub labels: BTreeMap<String, String>,
     /// (key, value, Kubernetes effect NoSchedule | PreferNoSchedule | NoExecute)

@@ -141,7 +141,7 @@ impl World {
                     "ACTIVE" | "UPDATING" | "DELETING" | "DEGRADED" | "DELETE_FAILED"
                 )
             }) {
-                out.push(eks::pool_nodes(&c.name, p));
+                out.push(eks::pool_nodes(&c.name, &c.region, p));
             }
         }
         out

@@ -34,6 +34,7 @@ mod nodepool_faults;
 mod nodepool_gke_eks;
 mod nodepool_moto;
 mod nodepool_quotas;
+mod nodepool_real_autoscaler;
 mod nodepool_scale_to_zero;
 mod nodepool_twin;
 mod release;

@@ -51,7 +51,7 @@ fn template(tags: &BTreeMap<String, String>) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn state_of(ws: &Workspace, name: &str) -> Value {
+pub(crate) fn state_of(ws: &Workspace, name: &str) -> Value {
     ws.show_json()["values"]["root_module"]["resources"]
         .as_array()
         .into_iter()
@@ -309,7 +309,7 @@ fn every_cloud(url: &str, kubeconfigs: &BTreeMap<&str, String>) -> String {
 }
 
 /// `n` pending pods of one slice each, placed as the pool's computed attributes say.
-fn pods(pool: &Value, n: usize) -> String {
+pub(crate) fn pods(pool: &Value, n: usize) -> String {
     (0..n)
         .map(|i| {
             json!({
@@ -391,7 +391,11 @@ fn shared_pools_scale_from_zero_by_slices_on_every_cloud() {
 }
 
 /// Applies one manifest with kubectl to the cluster of `kubeconfig`.
-fn kubectl_apply(kubectl: &std::path::Path, kubeconfig: &std::path::Path, manifest: &str) {
+pub(crate) fn kubectl_apply(
+    kubectl: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    manifest: &str,
+) {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), manifest).unwrap();
     let out = std::process::Command::new(kubectl)

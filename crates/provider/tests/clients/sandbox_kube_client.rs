@@ -32,6 +32,7 @@ async fn client(api: &KubeApi, base: &str) -> Client {
 
 fn pool() -> PoolNodes {
     PoolNodes {
+        instances: Vec::new(),
         cloud: "aks",
         cluster: "sandbox-aks".into(),
         pool: "gpua100".into(),

@@ -63,6 +63,7 @@ pub(crate) fn pool_nodes(cluster: &str, pool: &AgentPool) -> PoolNodes {
     };
     let count = aks_count(pool);
     PoolNodes {
+        instances: Vec::new(),
         cloud: "aks",
         cluster: cluster.to_string(),
         pool: pool.name.clone(),

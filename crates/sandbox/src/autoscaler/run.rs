@@ -148,7 +148,7 @@ fn grow(w: &mut World, t: &Template, to: u32) -> Option<NodeEvent> {
             let c = w.eks.clusters.get_mut(&t.cluster_key)?;
             let ng = c.nodegroups.get_mut(&t.pool)?;
             ng.spec.desired_size = i64::from(to);
-            Some(NodeEvent::Changed(eks::pool_nodes(&c.name, ng)))
+            Some(NodeEvent::Changed(eks::pool_nodes(&c.name, &c.region, ng)))
         }
         _ => {
             let c = w.gke.clusters.get_mut(&t.cluster_key)?;

@@ -1,5 +1,6 @@
 //! Amazon EC2 Auto Scaling, as far as a managed node group's group goes: DescribeAutoScalingGroups,
-//! DescribeTags, CreateOrUpdateTags and DeleteTags over awsQuery (`POST /`, SigV4 service
+//! DescribeTags, CreateOrUpdateTags and DeleteTags over awsQuery (and the calls that size a group,
+//! `scaling.rs`) (`POST /`, SigV4 service
 //! `autoscaling`). The groups are the node groups' (`asg.rs`): made with the node group, gone with
 //! it, sized by its scaling config. This is where a client writes cluster-autoscaler's node
 //! templates, since EKS does not copy a node group's tags to its group.
@@ -20,16 +21,20 @@
 //! - a bad NextToken: `InvalidNextToken`; an unknown action or version: `InvalidAction`; no action:
 //!   `MissingAction` (the API reference's Common Errors).
 //!
-//! Describing a group that does not exist is not an error: the answer leaves it out. The groups'
-//! instances are not listed (the twin's Node objects carry their own provider IDs).
+//! Describing a group that does not exist is not an error: the answer leaves it out. A group
+//! lists its instances (`asg.rs`), whose ids its Nodes' provider IDs carry.
 
 use std::collections::BTreeMap;
 
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 
-use super::asg::{MAX_KEY, MAX_TAGS, MAX_VALUE, asg_name, find_group};
+use super::asg::{
+    MAX_KEY, MAX_TAGS, MAX_VALUE, asg_name, eks_template_id, eks_template_name, find_group,
+    instances, zones,
+};
 use super::query::{Params, QueryError, VERSION, answer, el, list, query_error, validation};
+use super::scaling;
 use super::sigv4::sigv4_region;
 use super::world::{AsgTag, EksCluster, EksWorld, Nodegroup};
 use crate::api::{ApiRequest, CloudApi};
@@ -97,6 +102,13 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, QueryError> {
             ctx.mutated();
             Ok(r)
         }),
+        "SetDesiredCapacity" => {
+            sb.with_world(|w, ctx| scaling::set_desired(&mut w.eks, ctx, &region, &p))
+        }
+        "TerminateInstanceInAutoScalingGroup" => {
+            sb.with_world(|w, ctx| scaling::terminate(&mut w.eks, ctx, &region, &p))
+        }
+        "DescribeScalingActivities" => sb.with_world(|w, _| scaling::describe(&w.eks, &region, &p)),
         "DeleteTags" => sb.with_world(|w, ctx| {
             let r = change_tags(&mut w.eks, &region, &p, false)?;
             ctx.mutated();
@@ -227,8 +239,32 @@ fn describe_groups(eks: &EksWorld, region: &str, p: &Params) -> Result<Response,
 /// group's subnets).
 fn group_document(region: &str, name: &str, c: &EksCluster, ng: &Nodegroup) -> String {
     let s = &ng.spec;
-    let zones: Vec<String> = (0..s.subnets.len().max(1))
-        .map(|i| format!("{region}{}", (b'a' + (i % 6) as u8) as char))
+    let zones = zones(region, ng);
+    let template = [
+        el("LaunchTemplateId", &eks_template_id(ng)),
+        el("LaunchTemplateName", &eks_template_name(ng)),
+        el("Version", "1"),
+    ]
+    .concat();
+    let itype = s
+        .instance_types
+        .first()
+        .map(String::as_str)
+        .unwrap_or_default();
+    let instances: Vec<String> = instances(region, ng)
+        .iter()
+        .map(|i| {
+            [
+                el("InstanceId", &i.id),
+                el("InstanceType", itype),
+                el("AvailabilityZone", &i.zone),
+                el("LifecycleState", "InService"),
+                el("HealthStatus", "Healthy"),
+                format!("<LaunchTemplate>{template}</LaunchTemplate>"),
+                el("ProtectedFromScaleIn", "false"),
+            ]
+            .concat()
+        })
         .collect();
     let tags: Vec<String> = ng
         .asg_tags(&c.name)
@@ -245,12 +281,9 @@ fn group_document(region: &str, name: &str, c: &EksCluster, ng: &Nodegroup) -> S
             ),
         ),
         format!(
-            "<MixedInstancesPolicy><LaunchTemplate><LaunchTemplateSpecification>{}{}{}\
+            "<MixedInstancesPolicy><LaunchTemplate><LaunchTemplateSpecification>{template}\
              </LaunchTemplateSpecification><Overrides>{}</Overrides></LaunchTemplate>\
              </MixedInstancesPolicy>",
-            el("LaunchTemplateId", &format!("lt-0{:016x}", crate::util::fnv1a(&ng.uid) >> 4)),
-            el("LaunchTemplateName", &format!("eks-{}", ng.uid)),
-            el("Version", "1"),
             s.instance_types
                 .iter()
                 .map(|t| format!("<member>{}</member>", el("InstanceType", t)))
@@ -264,7 +297,7 @@ fn group_document(region: &str, name: &str, c: &EksCluster, ng: &Nodegroup) -> S
         "<LoadBalancerNames/><TargetGroupARNs/>".to_string(),
         el("HealthCheckType", "EC2"),
         el("HealthCheckGracePeriod", "15"),
-        "<Instances/>".to_string(),
+        list("Instances", &instances),
         el("CreatedTime", &rfc3339_millis(ng.created_at)),
         "<SuspendedProcesses/>".to_string(),
         el("VPCZoneIdentifier", &s.subnets.join(",")),

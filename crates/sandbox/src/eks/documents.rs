@@ -15,7 +15,8 @@ use crate::nodes::{OsImage, PoolNodes, k8s_effect};
 use crate::util::fnv1a;
 
 /// The nodes EKS creates for a node group, with EKS's node labels.
-pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
+pub(crate) fn pool_nodes(cluster: &str, region: &str, ng: &Nodegroup) -> PoolNodes {
+    let instances = super::asg::instances(region, ng);
     let s = &ng.spec;
     let itype = s.instance_types.first().cloned().unwrap_or_default();
     let mut labels = BTreeMap::new();
@@ -42,8 +43,12 @@ pub(crate) fn pool_nodes(cluster: &str, ng: &Nodegroup) -> PoolNodes {
         cluster: cluster.to_string(),
         pool: ng.name.clone(),
         // A node group scaled to zero (desiredSize 0) has no nodes.
-        node_count: s.desired_size.max(0) as u32,
-        zones: Vec::new(),
+        node_count: instances.len() as u32,
+        zones: instances.iter().map(|i| i.zone.clone()).collect(),
+        instances: instances
+            .iter()
+            .map(|i| (i.node_name.clone(), i.provider_id()))
+            .collect(),
         labels,
         taints: s
             .taints

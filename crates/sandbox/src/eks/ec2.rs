@@ -2,7 +2,8 @@
 //! CreateLaunchTemplateVersion, DescribeLaunchTemplates, DescribeLaunchTemplateVersions and
 //! DeleteLaunchTemplate over EC2's Query protocol (`ec2_query.rs`; `POST /`, SigV4 service `ec2`),
 //! per region (the credential scope's). The templates (`launch_templates.rs`) are what a node group
-//! names in its `launchTemplate`.
+//! names in its `launchTemplate`; the ones EKS makes for its node groups (`asg.rs`) are listed and
+//! read beside them.
 //!
 //! Written from the Amazon EC2 API reference (the five actions, `LaunchTemplate`,
 //! `LaunchTemplateVersion`, `RequestLaunchTemplateData`) and botocore's
@@ -29,11 +30,14 @@
 //! - no template named: `MissingParameter`; an action this API does not have, or another API
 //!   version: `InvalidAction`; no action: `MissingAction` (API reference, common client errors).
 
+use std::borrow::Cow;
+
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 
+use super::asg::eks_templates;
 use super::ec2_query::{EC2_VERSION, Ec2Error, ec2_answer, ec2_error, items};
-use super::launch_templates::{BlockDevice, LaunchTemplate, LtData, LtVersion, by_id, by_name};
+use super::launch_templates::{BlockDevice, LaunchTemplate, LtData, LtVersion, by_name};
 use super::query::{Params, el};
 use super::sigv4::sigv4_region;
 use super::world::EksWorld;
@@ -150,15 +154,45 @@ fn valid_name(n: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"().-/_".contains(&b))
 }
 
+/// A region's template, the user's or one EKS made for a node group (`asg.rs`).
+fn find<'a>(
+    eks: &'a EksWorld,
+    region: &str,
+    pick: impl Fn(&LaunchTemplate) -> bool,
+) -> Option<Cow<'a, LaunchTemplate>> {
+    if let Some(t) = eks
+        .launch_templates
+        .values()
+        .find(|t| t.region == region && pick(t))
+    {
+        return Some(Cow::Borrowed(t));
+    }
+    eks_templates(eks, region).find(|t| pick(t)).map(Cow::Owned)
+}
+
+/// Every template of a region: the user's, then the ones EKS made.
+fn all_templates<'a>(eks: &'a EksWorld, region: &'a str) -> Vec<Cow<'a, LaunchTemplate>> {
+    eks.launch_templates
+        .values()
+        .filter(|t| t.region == region)
+        .map(Cow::Borrowed)
+        .chain(eks_templates(eks, region).map(Cow::Owned))
+        .collect()
+}
+
 /// The template a request names by `LaunchTemplateId` or `LaunchTemplateName` (the id wins when
 /// both are given).
-fn named<'a>(eks: &'a EksWorld, region: &str, p: &Params) -> Result<&'a LaunchTemplate, Ec2Error> {
+fn named<'a>(
+    eks: &'a EksWorld,
+    region: &str,
+    p: &Params,
+) -> Result<Cow<'a, LaunchTemplate>, Ec2Error> {
     let nonempty = |k: &str| p.get(k).filter(|v| !v.is_empty());
     if let Some(id) = nonempty("LaunchTemplateId") {
-        return by_id(&eks.launch_templates, region, id).ok_or_else(|| id_missing(id));
+        return find(eks, region, |t| t.id == id).ok_or_else(|| id_missing(id));
     }
     if let Some(name) = nonempty("LaunchTemplateName") {
-        return by_name(&eks.launch_templates, region, name).ok_or_else(|| name_missing(name));
+        return find(eks, region, |t| t.name == name).ok_or_else(|| name_missing(name));
     }
     Err(ec2_error(
         "MissingParameter",
@@ -425,12 +459,12 @@ fn create_version(
 fn describe(eks: &EksWorld, region: &str, p: &Params) -> Result<Response, Ec2Error> {
     let ids = p.item_strings("LaunchTemplateId");
     let names = p.item_strings("LaunchTemplateName");
-    let mut chosen: Vec<&LaunchTemplate> = Vec::new();
+    let mut chosen: Vec<Cow<LaunchTemplate>> = Vec::new();
     for id in &ids {
-        chosen.push(by_id(&eks.launch_templates, region, id).ok_or_else(|| id_missing(id))?);
+        chosen.push(find(eks, region, |t| &t.id == id).ok_or_else(|| id_missing(id))?);
     }
     for name in &names {
-        chosen.push(by_name(&eks.launch_templates, region, name).ok_or_else(|| {
+        chosen.push(find(eks, region, |t| &t.name == name).ok_or_else(|| {
             ec2_error(
                 "InvalidLaunchTemplateName.NotFoundException",
                 "At least one of the launch templates specified in the request does not exist.",
@@ -438,11 +472,7 @@ fn describe(eks: &EksWorld, region: &str, p: &Params) -> Result<Response, Ec2Err
         })?);
     }
     if ids.is_empty() && names.is_empty() {
-        chosen = eks
-            .launch_templates
-            .values()
-            .filter(|t| t.region == region)
-            .collect();
+        chosen = all_templates(eks, region);
     }
     chosen.dedup_by(|a, b| a.id == b.id);
     let members: Vec<String> = chosen.iter().map(|t| template_xml(t)).collect();
@@ -461,11 +491,11 @@ fn describe_versions(eks: &EksWorld, region: &str, p: &Params) -> Result<Respons
     if named_any {
         let t = named(eks, region, p)?;
         if versions.is_empty() {
-            out.extend(t.versions.iter().map(|v| version_xml(t, v)));
+            out.extend(t.versions.iter().map(|v| version_xml(&t, v)));
         }
         for v in &versions {
             let found = t.version(v).ok_or_else(|| version_missing(v, &t.id))?;
-            out.push(version_xml(t, found));
+            out.push(version_xml(&t, found));
         }
     } else {
         // Without a template, only `$Latest` and `$Default` of every template (the API
@@ -479,10 +509,10 @@ fn describe_versions(eks: &EksWorld, region: &str, p: &Params) -> Result<Respons
         if versions.iter().any(|v| v != "$Latest" && v != "$Default") {
             return Err(ec2_error("InvalidParameterValue", wrong));
         }
-        for t in eks.launch_templates.values().filter(|t| t.region == region) {
+        for t in all_templates(eks, region) {
             for v in &versions {
                 if let Some(found) = t.version(v) {
-                    out.push(version_xml(t, found));
+                    out.push(version_xml(&t, found));
                 }
             }
         }

@@ -12,8 +12,8 @@
 //! operations and answers the reads, `validate.rs` reads request bodies as EKS does, `operations.rs`
 //! runs node group creates, updates and deletes, `documents.rs` renders node groups, updates and
 //! clusters, and the nodes EKS makes for a node group; `asg.rs` models a node group's Auto Scaling
-//! group and its tags, `autoscaling.rs` serves the Auto Scaling API over `query.rs`'s awsQuery
-//! protocol; `launch_templates.rs` models EC2 launch templates, which `ec2.rs` serves over EC2's
+//! group, its instances and tags, `autoscaling.rs` serves the Auto Scaling API over `query.rs`'s
+//! awsQuery protocol, `scaling.rs` the calls that size a group; `launch_templates.rs` models EC2 launch templates, which `ec2.rs` serves over EC2's
 //! flavour of the protocol (`ec2_query.rs`) and node groups name; `world.rs` holds the clusters,
 //! node groups and updates they all read, `error.rs` EKS's error shape. This file only
 //! re-exports (and tells EC2 from Auto Scaling on their shared root), so that none of them
@@ -29,6 +29,7 @@ mod launch_templates;
 mod operations;
 mod query;
 mod routes;
+mod scaling;
 mod sigv4;
 mod validate;
 mod world;

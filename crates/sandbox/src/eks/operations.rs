@@ -90,7 +90,7 @@ impl Operations for EksWorld {
             });
         } else {
             ng.status = "ACTIVE".into();
-            events.push(NodeEvent::Changed(pool_nodes(&c.name, ng)));
+            events.push(NodeEvent::Changed(pool_nodes(&c.name, &c.region, ng)));
         }
         true
     }
@@ -151,6 +151,8 @@ pub(super) fn create(
             health_issues: Vec::new(),
             client_request_token: token,
             asg_tags: Some(eks_tags(c, &name)),
+            retired: Vec::new(),
+            activities: Vec::new(),
             pending: Some(Pending {
                 kind: Kind::Create,
                 update_id: None,

@@ -61,6 +61,12 @@ pub(crate) struct Nodegroup {
     /// before groups had tags, which then have EKS's own.
     #[serde(default)]
     pub(crate) asg_tags: Option<BTreeMap<String, AsgTag>>,
+    /// Instance slots the group has terminated (`asg.rs`): their ids never come back.
+    #[serde(default)]
+    pub(crate) retired: Vec<u32>,
+    /// The group's scaling activities, newest first (`scaling.rs`).
+    #[serde(default)]
+    pub(crate) activities: Vec<super::scaling::Activity>,
 }
 
 /// One tag of a node group's Auto Scaling group: its value and whether it is copied to the

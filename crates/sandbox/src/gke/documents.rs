@@ -155,6 +155,7 @@ pub(crate) fn pool_nodes(cluster: &str, cluster_zones: &[String], pool: &NodePoo
         .flat_map(|(z, n)| std::iter::repeat_n(z, n.max(0) as usize))
         .collect();
     PoolNodes {
+        instances: Vec::new(),
         cloud: "gke",
         cluster: cluster.to_string(),
         pool: pool.name.clone(),

@@ -27,8 +27,8 @@
 //! a device plugin that refuses its config (bad YAML, unknown key, missing ConfigMap) leaves the node's
 //! advertisement as it was and notes the reason in the node annotation
 //! `sandbox.fracgpu.dev/device-plugin-error`; the seeded ClusterPolicy CRD carries a subset of NVIDIA's
-//! structural schema (`schema.rs` says which parts); built-in kinds get no defaulting (a DaemonSet's pod
-//! template stays as sent) and no validation beyond names, labels and the few checks `validate.rs` makes;
+//! structural schema (`schema.rs` says which parts); built-in kinds get no defaulting but a Pod's
+//! requests from its limits (`defaults.rs`; a DaemonSet's pod template stays as sent) and no validation beyond names, labels and the few checks `validate.rs` makes;
 //! CEL rules (`x-kubernetes-validations`) of CRDs are not evaluated; protobuf request bodies are read
 //! for the kinds kubectl sends typed ([`proto`]). `tests/sandbox/kube_http/differential.rs` and
 //! `tests/sandbox/kube_http/control_planes.rs` compare all of this with a real kube-apiserver and
@@ -36,6 +36,7 @@
 
 mod admission;
 mod auth;
+mod defaults;
 mod discovery;
 mod identity;
 // The HTTP face uses the API's state; the state does not know its face (the sandbox's fault layer

@@ -141,6 +141,10 @@ enum Ty {
     RepeatedStr,
     RepeatedMsg(&'static [F]),
     ObjectMeta,
+    /// meta/v1 `Time` (`seconds`, `nanos`), written as RFC 3339 in whole seconds.
+    Time,
+    /// meta/v1 `MicroTime`, written as RFC 3339 with microseconds.
+    MicroTime,
 }
 
 /// A message's field: number, JSON name, type.
@@ -154,6 +158,36 @@ const OBJECT_REF: &[F] = &[
     (3, "name", Ty::Str),
     (4, "uid", Ty::Str),
     (5, "apiVersion", Ty::Str),
+    (6, "resourceVersion", Ty::Str),
+    (7, "fieldPath", Ty::Str),
+];
+/// core/v1 `Event`, as client-go's event recorder sends it (cluster-autoscaler's events).
+const EVENT: &[F] = &[
+    (2, "involvedObject", Ty::Msg(OBJECT_REF)),
+    (3, "reason", Ty::Str),
+    (4, "message", Ty::Str),
+    (
+        5,
+        "source",
+        Ty::Msg(&[(1, "component", Ty::Str), (2, "host", Ty::Str)]),
+    ),
+    (6, "firstTimestamp", Ty::Time),
+    (7, "lastTimestamp", Ty::Time),
+    (8, "count", Ty::Int),
+    (9, "type", Ty::Str),
+    (10, "eventTime", Ty::MicroTime),
+    (
+        11,
+        "series",
+        Ty::Msg(&[
+            (1, "count", Ty::Int),
+            (2, "lastObservedTime", Ty::MicroTime),
+        ]),
+    ),
+    (12, "action", Ty::Str),
+    (13, "related", Ty::Msg(OBJECT_REF)),
+    (14, "reportingComponent", Ty::Str),
+    (15, "reportingInstance", Ty::Str),
 ];
 const SERVICE_ACCOUNT: &[F] = &[
     (2, "secrets", Ty::RepeatedMsg(OBJECT_REF)),
@@ -239,9 +273,11 @@ const TOKEN_REQUEST_SPEC: &[F] = &[
     (4, "expirationSeconds", Ty::Int),
 ];
 
-/// The top-level fields after `metadata` (field 1) of each kind decoded here.
-fn kind_fields(kind: &str) -> Option<&'static [F]> {
+/// The top-level fields after `metadata` (field 1) of each kind decoded here, by API group and
+/// kind (kinds of one name in two groups differ: events.k8s.io's Event is not core's).
+fn kind_fields(group: &str, kind: &str) -> Option<&'static [F]> {
     Some(match kind {
+        "Event" if group.is_empty() => EVENT,
         "Namespace" => &[],
         "ConfigMap" => CONFIG_MAP,
         "Secret" => SECRET,
@@ -267,8 +303,26 @@ fn kind_fields(kind: &str) -> Option<&'static [F]> {
 /// kubectl sends its typed creates (`kubectl create role|rolebinding|serviceaccount|token|...`)
 /// and `kubectl auth` reviews as protobuf and does not fall back to JSON, so every kind it sends
 /// so in this project's tests is here.
-pub(crate) fn decodes(kind: &str) -> bool {
-    kind_fields(kind).is_some()
+pub(crate) fn decodes(group: &str, kind: &str) -> bool {
+    kind_fields(group, kind).is_some()
+}
+
+/// A meta/v1 `Time` or `MicroTime` message as the JSON form writes it.
+fn time(b: &[u8], micro: bool) -> Result<Value, String> {
+    let (mut secs, mut nanos) = (0u64, 0u64);
+    for (n, f) in fields(b)? {
+        match (n, f) {
+            (1, Field::Varint(v)) => secs = v,
+            (2, Field::Varint(v)) => nanos = v,
+            _ => {}
+        }
+    }
+    let whole = crate::dates::rfc3339_secs(secs);
+    Ok(json!(if micro {
+        format!("{}.{:06}Z", whole.trim_end_matches('Z'), nanos / 1000)
+    } else {
+        whole
+    }))
 }
 
 fn push(obj: &mut Map<String, Value>, name: &str, v: Value) -> Result<(), String> {
@@ -300,6 +354,8 @@ fn message(b: &[u8], table: &[F]) -> Result<Map<String, Value>, String> {
                 push(&mut obj, name, Value::Object(message(m, t)?))?
             }
             (Ty::ObjectMeta, Field::Bytes(m)) => _ = obj.insert(name.to_string(), object_meta(m)?),
+            (Ty::Time, Field::Bytes(m)) => _ = obj.insert(name.to_string(), time(m, false)?),
+            (Ty::MicroTime, Field::Bytes(m)) => _ = obj.insert(name.to_string(), time(m, true)?),
             _ => return Err(format!("field {name} ({n}) has an unexpected wire type")),
         }
     }
@@ -327,7 +383,8 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, String> {
             _ => {}
         }
     }
-    let Some(table) = kind_fields(&kind) else {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let Some(table) = kind_fields(group, &kind) else {
         return Err(format!(
             "protobuf bodies of kind {kind:?} are not supported by the sandbox; send JSON"
         ));
@@ -369,5 +426,41 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "gpu-operator"}, "data": {"k": "v: 1"}})
         );
         assert!(decode(b"nope").is_err());
+    }
+
+    #[test]
+    fn decodes_an_event_with_its_times() {
+        let time = |secs: u8, nanos: Option<u8>| {
+            let mut t = vec![8, secs];
+            if let Some(n) = nanos {
+                t.extend([16, n]);
+            }
+            t
+        };
+        let meta = [bytes(1, b"e1"), bytes(3, b"default")].concat();
+        let reference = [bytes(1, b"Pod"), bytes(3, b"p"), bytes(7, b"spec")].concat();
+        let raw = [
+            bytes(1, &meta),
+            bytes(2, &reference),
+            bytes(3, b"TriggeredScaleUp"),
+            bytes(6, &time(90, None)),
+            [tag(8, 0), vec![3]].concat(),
+            bytes(10, &time(90, Some(120))),
+        ]
+        .concat();
+        let tm = [bytes(1, b"v1"), bytes(2, b"Event")].concat();
+        let body = [b"k8s\0".to_vec(), bytes(1, &tm), bytes(2, &raw)].concat();
+        let v = decode(&body).unwrap();
+        assert_eq!(
+            v["involvedObject"],
+            json!({"kind": "Pod", "name": "p", "fieldPath": "spec"})
+        );
+        assert_eq!(v["firstTimestamp"], "1970-01-01T00:01:30Z");
+        assert_eq!(v["eventTime"], "1970-01-01T00:01:30.000000Z");
+        assert_eq!(v["count"], 3);
+        // events.k8s.io's Event has other fields: not read as core's.
+        let tm = [bytes(1, b"events.k8s.io/v1"), bytes(2, b"Event")].concat();
+        let body = [b"k8s\0".to_vec(), bytes(1, &tm), bytes(2, &raw)].concat();
+        assert!(decode(&body).is_err());
     }
 }

@@ -83,7 +83,7 @@ pub(super) fn json_body(kind: Kind, bytes: &[u8]) -> Result<Value, ApiError> {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     if bytes.starts_with(b"k8s\0") {
-        if !crate::kube::proto::decodes(kind.kind) {
+        if !crate::kube::proto::decodes(kind.group, kind.kind) {
             return Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",

@@ -129,7 +129,11 @@ impl Cluster {
 
     /// Creates, updates or removes the Node objects of one pool.
     pub(crate) fn pool_changed(&mut self, p: &PoolNodes) {
-        let names = node_names(p.cloud, &p.cluster, &p.pool, p.node_count, &p.zones);
+        let names: Vec<String> = if p.instances.is_empty() {
+            node_names(p.cloud, &p.cluster, &p.pool, p.node_count, &p.zones)
+        } else {
+            p.instances.iter().map(|(n, _)| n.clone()).collect()
+        };
         let stale: Vec<String> = self
             .twins
             .iter()
@@ -400,6 +404,7 @@ pub(super) fn new_node(p: &PoolNodes, name: &str, index: usize) -> Value {
     let h = fnv1a(name);
     let ip = format!("10.{}.{}.{}", h % 200 + 10, (h >> 8) % 250, index % 250 + 4);
     let provider_id = match p.cloud {
+        _ if index < p.instances.len() => p.instances[index].1.clone(),
         "aks" => format!(
             "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_sandbox/providers/Microsoft.Compute/virtualMachineScaleSets/aks-{}-vmss/virtualMachines/{index}",
             p.pool

@@ -279,6 +279,7 @@ proptest::proptest! {
     fn arbitrary_bodies_never_panic(body in arb_json(), patch in arb_json()) {
         let mut c = Cluster::new("eks", "fuzz");
         let pool = crate::kube::PoolNodes {
+            instances: Vec::new(),
             cloud: "eks", cluster: "fuzz".into(), pool: "ng".into(), node_count: 1, zones: vec![], labels: BTreeMap::new(), taints: vec![],
             gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()), gpus_per_node: 8, gpu_memory_mib: 40960,
             mig_profile: None, mig_instances_per_gpu: 0, gke_sharing: None, os_image: None,

@@ -500,6 +500,7 @@ impl Cluster {
         if kind == kinds::SECRETS {
             fold_string_data(&mut new)?;
         }
+        crate::kube::defaults::apply(kind, &mut new);
         validate_object(kind, &new, old.as_ref())?;
         let now = crate::dates::now_rfc3339_secs();
         {

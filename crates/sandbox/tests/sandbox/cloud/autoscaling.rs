@@ -262,3 +262,170 @@ async fn auto_scaling_group_follows_its_node_group_and_keeps_its_tags_across_res
         r.text
     );
 }
+
+/// Every `<name>` element's text.
+fn all(text: &str, name: &str) -> Vec<String> {
+    text.split(&format!("<{name}>"))
+        .skip(1)
+        .filter_map(|t| t.split(&format!("</{name}>")).next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What cluster-autoscaler's AWS provider asks of a group: its instances (with the zone and id
+/// its Nodes' provider IDs carry) and the launch template EKS made for it, then
+/// SetDesiredCapacity within the bounds, TerminateInstanceInAutoScalingGroup of one instance (its
+/// id never comes back) and the activities both leave.
+#[tokio::test]
+async fn a_group_is_sized_as_cluster_autoscaler_sizes_it() {
+    let s = start(0).await;
+    let asg = node_group(&s, "gpu").await;
+    let describe = format!("Action=DescribeAutoScalingGroups&AutoScalingGroupNames.member.1={asg}");
+    let instances = || async {
+        let r = s.autoscaling(&describe).await;
+        (all(&r.text, "InstanceId"), r.text)
+    };
+    let (ids, text) = instances().await;
+    assert_eq!(ids.len(), 1, "{text}");
+    assert!(ids[0].starts_with("i-0") && ids[0].len() == 19, "{text}");
+    assert!(text.contains("<AvailabilityZone>us-east-1a</AvailabilityZone><LifecycleState>InService</LifecycleState>"), "{text}");
+    let template = super::ec2::tag(&text, "LaunchTemplateName").unwrap();
+    assert_eq!(
+        template,
+        format!("eks-{}", asg.trim_start_matches("eks-gpu-"))
+    );
+    let r = super::ec2::ec2_at(
+        &s,
+        "/",
+        "us-east-1",
+        &format!("Action=DescribeLaunchTemplateVersions&LaunchTemplateName={template}&LaunchTemplateVersion.1=1"),
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "EC2 shows the template EKS made: {}",
+        r.text
+    );
+    assert_eq!(
+        super::ec2::tag(&r.text, "versionNumber").as_deref(),
+        Some("1")
+    );
+
+    let set = |n: i64| {
+        format!(
+            "Action=SetDesiredCapacity&AutoScalingGroupName={asg}&DesiredCapacity={n}&HonorCooldown=false"
+        )
+    };
+    let r = s.autoscaling(&set(5)).await;
+    assert_eq!(
+        error_of(&r).2,
+        "New SetDesiredCapacity value 5 is above max value 4 for the AutoScalingGroup."
+    );
+    let r = s.autoscaling(&set(3)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let (three, _) = instances().await;
+    assert_eq!(three.len(), 3);
+    assert_eq!(three[0], ids[0], "the first instance stays");
+    let ng = s
+        .eks(Method::GET, "/clusters/sandbox-eks/node-groups/gpu", None)
+        .await;
+    assert_eq!(ng.body["nodegroup"]["scalingConfig"]["desiredSize"], 3);
+
+    let terminate = |id: &str, decrement: bool| {
+        format!(
+            "Action=TerminateInstanceInAutoScalingGroup&InstanceId={id}&ShouldDecrementDesiredCapacity={decrement}"
+        )
+    };
+    let r = s.autoscaling(&terminate(&three[1], true)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        super::ec2::tag(&r.text, "Description"),
+        Some(format!("Terminating EC2 instance: {}", three[1]))
+    );
+    let (two, _) = instances().await;
+    assert_eq!(two, vec![three[0].clone(), three[2].clone()]);
+    // Without decrementing, the group replaces it with a new instance.
+    let r = s.autoscaling(&terminate(&two[0], false)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let (replaced, _) = instances().await;
+    assert_eq!(replaced.len(), 2);
+    assert!(
+        !replaced.contains(&three[0]) && !replaced.contains(&three[1]),
+        "{replaced:?}"
+    );
+    let r = s.autoscaling(&terminate("i-0000000000000000", true)).await;
+    assert_eq!(
+        error_of(&r).2,
+        "Instance Id not found - No managed instance found for instance ID: i-0000000000000000"
+    );
+    let r = s.autoscaling(&set(0)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(instances().await.0.is_empty());
+
+    let r = s
+        .autoscaling(&format!(
+            "Action=DescribeScalingActivities&AutoScalingGroupName={asg}"
+        ))
+        .await;
+    let described = all(&r.text, "Description");
+    assert_eq!(described.len(), 2 + 1 + 2 + 2, "{}", r.text);
+    assert_eq!(
+        described[0],
+        format!("Terminating EC2 instance: {}", replaced[1])
+    );
+    assert!(described.contains(&format!("Launching a new EC2 instance: {}", three[2])));
+    assert!(described.contains(&format!("Launching a new EC2 instance: {}", replaced[1])));
+    let r = s
+        .autoscaling("Action=DescribeScalingActivities&AutoScalingGroupName=eks-missing")
+        .await;
+    assert_eq!(error_of(&r).1, "ValidationError");
+}
+
+/// A group at its minimum does not shrink by a termination.
+#[tokio::test]
+async fn terminating_at_the_minimum_without_replacement_is_refused() {
+    let s = start(0).await;
+    let r = s
+        .eks(
+            Method::POST,
+            "/clusters/sandbox-eks/node-groups",
+            Some(
+                &json!({"nodegroupName": "fixed", "nodeRole": "arn:aws:iam::123456789012:role/n",
+                "subnets": ["subnet-1"], "instanceTypes": ["g5.xlarge"],
+                "scalingConfig": {"minSize": 1, "maxSize": 2, "desiredSize": 1}}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let asg = r.body["nodegroup"]["resources"]["autoScalingGroups"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s
+        .autoscaling(&format!(
+            "Action=DescribeAutoScalingGroups&AutoScalingGroupNames.member.1={asg}"
+        ))
+        .await;
+    let id = all(&r.text, "InstanceId").remove(0);
+    let r = s
+        .autoscaling(&format!(
+            "Action=TerminateInstanceInAutoScalingGroup&InstanceId={id}&ShouldDecrementDesiredCapacity=true"
+        ))
+        .await;
+    assert_eq!(
+        error_of(&r).2,
+        "Currently, desiredSize equals minSize (1). Terminating instance without replacement will \
+         violate group's min size constraint. Either set shouldDecrementDesiredCapacity flag to \
+         false or lower group's min size."
+    );
+    let r = s
+        .autoscaling(&format!(
+            "Action=SetDesiredCapacity&AutoScalingGroupName={asg}&DesiredCapacity=0"
+        ))
+        .await;
+    assert_eq!(
+        error_of(&r).2,
+        "New SetDesiredCapacity value 0 is below min value 1 for the AutoScalingGroup."
+    );
+}

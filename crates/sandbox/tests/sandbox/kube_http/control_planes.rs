@@ -1,7 +1,8 @@
 //! The sandbox's control plane (`fracgpu-sandbox apiserver`) beside a real one, where
 //! `KUBEBUILDER_ASSETS` gives it, asked the same things through the same clients: the aggregated
 //! discovery and the OpenAPI v3 document of a CRD installed by kubectl, an RBAC denial, a
-//! server-side apply conflict, and what NVIDIA's gpu-operator chart leaves after `helm install`
+//! server-side apply conflict, a pod's requests defaulted from its limits, and what NVIDIA's
+//! gpu-operator chart leaves after `helm install`
 //! (every object it renders, and the ClusterPolicy as the CRD's defaulting stores it).
 
 use std::process::Command;
@@ -188,6 +189,38 @@ fn the_sandbox_and_a_real_control_plane_agree() {
         "a server-side apply conflict",
         &conflict(&sandbox),
         &real_conflict,
+    );
+
+    // A pod that limits a GPU without requesting it: the API server requests it at its limit.
+    let pod_resources = |s: &ApiServer| {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "limited", "namespace": "default"},
+            "spec": {
+                "initContainers": [{"name": "i", "image": "x",
+                    "resources": {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}}],
+                "containers": [{"name": "m", "image": "x",
+                    "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "2Gi"}}}]}});
+        s.kubectl_stdin(&["create", "-f", "-"], &pod.to_string());
+        let (_, p) = ask(
+            s,
+            "/api/v1/namespaces/default/pods/limited",
+            "application/json",
+        );
+        json!([
+            p["spec"]["initContainers"][0]["resources"],
+            p["spec"]["containers"][0]["resources"]
+        ])
+    };
+    let real_resources = pod_resources(&real);
+    assert_eq!(
+        real_resources[1]["requests"]["nvidia.com/gpu"], "1",
+        "{real_resources}"
+    );
+    same(
+        &mut diffs,
+        "a pod's requests defaulted from its limits",
+        &pod_resources(&sandbox),
+        &real_resources,
     );
 
     // NVIDIA's chart installed by helm 4: every object it renders, and the ClusterPolicy as the

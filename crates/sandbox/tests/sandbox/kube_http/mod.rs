@@ -254,6 +254,7 @@ fn aks_a100_pool(config_label: Option<&str>) -> PoolNodes {
         labels.insert("nvidia.com/device-plugin.config".into(), l.into());
     }
     PoolNodes {
+        instances: Vec::new(),
         cloud: "aks",
         cluster: "sandbox-aks".into(),
         pool: "gpua100".into(),
@@ -312,6 +313,7 @@ fn gke_pool(
         labels.insert("nvidia.com/mig.config".to_string(), format!("all-{p}"));
     }
     PoolNodes {
+        instances: Vec::new(),
         cloud: "gke",
         cluster: "sandbox-gke".into(),
         pool: pool.into(),

@@ -84,6 +84,7 @@ fn gke_sharing_and_partitions_advertise_at_once() {
 fn eks_mig_manager_and_strategies() {
     let srv = serve();
     let pool = PoolNodes {
+        instances: Vec::new(),
         cloud: "eks",
         cluster: "sandbox-eks".into(),
         pool: "p4d".into(),
@@ -270,6 +271,7 @@ fn pool_lifecycle_keeps_api_labels_and_names() {
 /// An EKS p4d node group whose nodes select the `ts10` config, on the given OS image.
 fn eks_p4d_pool(pool: &str, os_image: &str) -> PoolNodes {
     PoolNodes {
+        instances: Vec::new(),
         cloud: "eks",
         cluster: "sandbox-eks".into(),
         pool: pool.into(),
