@@ -21,12 +21,10 @@
 //! Activities are kept per group, newest first, the last 50 (the sandbox's bound): a launch or a
 //! termination is Successful as soon as it is asked for.
 
-use serde::{Deserialize, Serialize};
-
 use super::asg::{asg_name, find_group, instances, retire};
 use super::documents::pool_nodes;
 use super::query::{Params, QueryError, answer, el, list, validation};
-use super::world::{EksWorld, Nodegroup};
+use super::world::{Activity, EksWorld, Nodegroup};
 use crate::Ctx;
 use crate::dates::rfc3339_millis;
 use crate::nodes::NodeEvent;
@@ -34,16 +32,6 @@ use axum::response::Response;
 
 /// Activities kept per group.
 const KEEP: usize = 50;
-
-/// One scaling activity (the `Activity` shape's members cluster-autoscaler and the CLI read).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Activity {
-    pub(crate) id: String,
-    pub(crate) description: String,
-    pub(crate) cause: String,
-    pub(crate) start: u64,
-    pub(crate) status: String,
-}
 
 fn activity_xml(group: &str, a: &Activity) -> String {
     [

@@ -66,7 +66,18 @@ pub(crate) struct Nodegroup {
     pub(crate) retired: Vec<u32>,
     /// The group's scaling activities, newest first (`scaling.rs`).
     #[serde(default)]
-    pub(crate) activities: Vec<super::scaling::Activity>,
+    pub(crate) activities: Vec<Activity>,
+}
+
+/// One scaling activity of a node group's Auto Scaling group (`scaling.rs`: the `Activity` shape's
+/// members cluster-autoscaler and the CLI read).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Activity {
+    pub(crate) id: String,
+    pub(crate) description: String,
+    pub(crate) cause: String,
+    pub(crate) start: u64,
+    pub(crate) status: String,
 }
 
 /// One tag of a node group's Auto Scaling group: its value and whether it is copied to the
