@@ -31,7 +31,7 @@ pub use placement::{WorkloadFit, WorkloadNeed, slices_for, workload_fit};
 pub use sharing::{
     DEVICE_PLUGIN_CONFIG_LABEL, Derived, GKE_GPU_TAINT, GkeAccelerator, GkeSharing,
     GkeSharingStrategy, Isolation, MAX_REPLICAS, MIG_CONFIG_LABEL, MIN_REPLICAS, MigStrategy,
-    NamedConfig, PoolSpec, SharingMode, Taint, TaintEffect, Toleration, TolerationOperator,
-    check_aks_os_sku, check_eks_ami_type, device_plugin_config, device_plugin_config_yaml,
-    validate,
+    NamedConfig, PoolSpec, SHARING_LABEL, SharingMode, Taint, TaintEffect, Toleration,
+    TolerationOperator, check_aks_os_sku, check_eks_ami_type, device_plugin_config,
+    device_plugin_config_yaml, own_config, pool_config_name, validate,
 };

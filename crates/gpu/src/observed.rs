@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use super::Cloud;
 use super::catalog::{AksGpuInstanceProfile, GpuModel, mig_profile_for_aks};
 use super::sharing::{
-    DEVICE_PLUGIN_CONFIG_LABEL, GkeSharing, MIG_CONFIG_LABEL, MigStrategy, SharingMode,
+    DEVICE_PLUGIN_CONFIG_LABEL, GkeSharing, MIG_CONFIG_LABEL, MigStrategy, SHARING_LABEL,
+    SharingMode,
 };
 
 /// What a cloud reports that bears on sharing.
@@ -33,7 +34,13 @@ pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> S
     {
         return crate::bottlerocket::sharing_of(settings, o.gpu);
     }
-    let config_label = o.labels.get(DEVICE_PLUGIN_CONFIG_LABEL).map(String::as_str);
+    // A pool whose config has its own name says its settings in a label of their own; a pool
+    // made before that, by its config's name.
+    let config_label = o
+        .labels
+        .get(SHARING_LABEL)
+        .or_else(|| o.labels.get(DEVICE_PLUGIN_CONFIG_LABEL))
+        .map(String::as_str);
     let label_strategy = match config_label {
         Some("mig-single") => Some(MigStrategy::Single),
         Some("mig-mixed") => Some(MigStrategy::Mixed),
@@ -162,6 +169,38 @@ mod tests {
         for bad in ["all", "time-sliced-", "time-sliced-x", "mps-", "mig-mixed"] {
             assert_eq!(parse_config_name(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_pool_made_before_configs_had_the_pools_name_reads_back_by_its_configs_name() {
+        let hw = resolve_hardware(Cloud::Aks, "Standard_NC4as_T4_v3", None, None).unwrap();
+        let old = BTreeMap::from([(
+            DEVICE_PLUGIN_CONFIG_LABEL.to_string(),
+            "time-sliced-10".to_string(),
+        )]);
+        let o = Observed {
+            cloud: Cloud::Aks,
+            gpu: hw.gpu,
+            labels: &old,
+            aks_gpu_instance_profile: None,
+            gke_partition_size: None,
+            gke_sharing: None,
+            bottlerocket_settings: None,
+        };
+        let ten = SharingMode::TimeSlicing {
+            replicas: 10,
+            rename_by_default: false,
+            fail_requests_greater_than_one: false,
+        };
+        assert_eq!(sharing_from_observed(&o, None), ten);
+        // The sharing label wins over the config's name.
+        let mut both = old.clone();
+        both.insert(SHARING_LABEL.to_string(), "mps-4".to_string());
+        let o = Observed { labels: &both, ..o };
+        assert_eq!(
+            sharing_from_observed(&o, None),
+            SharingMode::Mps { replicas: 4 }
+        );
     }
 
     fn round_trip(cloud: Cloud, machine: &str, mode: SharingMode) {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::labels::{DEVICE_PLUGIN_CONFIG_LABEL, SHARING_LABEL};
 use super::{GkeSharing, NamedConfig, SharingMode, Taint, Toleration};
 use crate::catalog::{AksGpuInstanceProfile, Cloud, GpuModel, MigProfile};
 use crate::device_plugin::GPU_RESOURCE;
@@ -75,5 +76,26 @@ impl Derived {
         let mut r = BTreeMap::from([(self.resource_name.clone(), self.slices_per_node)]);
         r.entry(GPU_RESOURCE.to_string()).or_insert(0);
         r
+    }
+
+    /// Keeps the config name a pool made before configs were named after their pool
+    /// (`time-sliced-10`) while its settings are still the ones that name says: the nodes keep
+    /// their label and nothing about the pool changes. Once the settings change, the pool takes
+    /// its own name (`pool_config_name`). True when the name was kept.
+    pub fn keep_config_name(&mut self, name: &str) -> bool {
+        let Some(config) = self.device_plugin_config.as_mut() else {
+            return false;
+        };
+        if self.node_labels.get(SHARING_LABEL).map(String::as_str) != Some(name) {
+            return false;
+        }
+        config.name = name.to_string();
+        self.node_labels.remove(SHARING_LABEL);
+        for m in [&mut self.node_labels, &mut self.node_selector] {
+            if let Some(v) = m.get_mut(DEVICE_PLUGIN_CONFIG_LABEL) {
+                *v = name.to_string();
+            }
+        }
+        true
     }
 }

@@ -34,9 +34,11 @@ mod tests;
 mod validate;
 
 pub use derived::{Derived, GkeAccelerator, Isolation};
-pub use labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
+pub use labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL};
 pub use modes::{GkeSharing, GkeSharingStrategy, MigStrategy, SharingMode};
-pub use plugin_config::{NamedConfig, device_plugin_config, device_plugin_config_yaml};
+pub use plugin_config::{
+    NamedConfig, device_plugin_config, device_plugin_config_yaml, own_config, pool_config_name,
+};
 pub use rules::{MAX_REPLICAS, MIN_REPLICAS, check_aks_os_sku, check_eks_ami_type};
 pub use spec::PoolSpec;
 #[cfg(test)]

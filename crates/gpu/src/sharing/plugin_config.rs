@@ -96,6 +96,43 @@ pub fn device_plugin_config(mode: &SharingMode) -> Result<NamedConfig, DomainErr
     Ok(named)
 }
 
+/// The name under which a pool's nodes select a config of their own: `fracgpu-<pool>`, the same
+/// whatever the pool's time-slicing or MPS settings, so that changing them writes new content
+/// under the name the nodes already carry. NVIDIA's config-manager fails a pod whose node label
+/// names a config the ConfigMap lacks (k8s-device-plugin cmd/config-manager `updateConfigName`:
+/// "specified config ... does not exist") and the plugin then serves no GPU, so a name that
+/// changed with the settings (`time-sliced-10` to `time-sliced-8`) left the nodes without GPUs
+/// between the relabel and the ConfigMap's write, in whichever order those came.
+///
+/// A label value (63 characters at most, alphanumeric at both ends) and a ConfigMap key: a longer
+/// pool name, or one ending otherwise, keeps a prefix and a hash of the whole.
+pub fn pool_config_name(pool: &str) -> String {
+    let name = format!("fracgpu-{pool}");
+    let ends_well = name
+        .bytes()
+        .last()
+        .is_some_and(|b| b.is_ascii_alphanumeric());
+    if name.len() <= 63 && ends_well {
+        return name;
+    }
+    // FNV-1a: a stable, dependency-free hash; it only tells long names apart.
+    let hash = pool.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let keep: String = name.chars().take(54).collect();
+    let keep = keep.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    format!("{keep}-{:08x}", hash as u32)
+}
+
+/// Whether a mode's config is the pool's own (its settings vary per pool: time-slicing, MPS) rather
+/// than one every pool of the mode shares (`all`, `mig-single`, `mig-mixed`).
+pub fn own_config(mode: &SharingMode) -> bool {
+    matches!(
+        mode,
+        SharingMode::TimeSlicing { .. } | SharingMode::Mps { .. }
+    )
+}
+
 /// The rendered YAML of [`device_plugin_config`], what the `device_plugin_config` provider function returns.
 pub fn device_plugin_config_yaml(mode: &SharingMode) -> Result<String, DomainError> {
     device_plugin_config(mode)?.config.render()

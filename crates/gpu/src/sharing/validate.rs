@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use super::Taint;
 use super::derived::{Derived, GkeAccelerator};
-use super::labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
+use super::labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL};
 use super::mode_facts::{check_mode, mig_config_name};
+use super::plugin_config::{own_config, pool_config_name};
 use super::rules::check_pool_name;
 use super::spec::PoolSpec;
 use super::taints::{check_unique, default_taints, node_taints};
@@ -54,7 +55,7 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
 
     // Labels and selectors follow from the mode, so a broken mode ends here; the problems found so far
     // (name, taints, mode) are all reported.
-    let Some(mode) = check_mode(spec, &mut errors) else {
+    let Some(mut mode) = check_mode(spec, &mut errors) else {
         return Err(errors);
     };
 
@@ -88,7 +89,13 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
                 "eks.amazonaws.com/nodegroup"
             };
             node_selector.insert(pool_key.to_string(), pool);
-            if let Some(named) = &mode.device_plugin_config {
+            if let Some(named) = &mut mode.device_plugin_config {
+                // A config of the pool's own is selected by the pool's name, the settings' name
+                // kept in a label of its own (see `pool_config_name`).
+                if own_config(&mode.sharing) {
+                    node_labels.insert(SHARING_LABEL.to_string(), named.name.clone());
+                    named.name = pool_config_name(&spec.pool_name);
+                }
                 node_selector.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), named.name.clone());
                 node_labels.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), named.name.clone());
             }

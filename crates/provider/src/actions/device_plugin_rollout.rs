@@ -32,11 +32,7 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 pub const TYPE_NAME: &str = "fracgpu_device_plugin_rollout";
 
 /// The operator's operands that mount the device plugin config, in the order they restart.
-pub const DAEMONSETS: [&str; 3] = [
-    k::delivery::DEVICE_PLUGIN_DAEMONSET,
-    "gpu-feature-discovery",
-    "nvidia-device-plugin-mps-control-daemon",
-];
+pub const DAEMONSETS: [&str; 3] = k::rollout::OPERANDS;
 
 const DEFAULT_TIMEOUT_S: u32 = 600;
 
@@ -170,12 +166,22 @@ impl Action for DevicePluginRollout {
         };
         let timeout = Duration::from_secs(args.timeout.0.unwrap_or(DEFAULT_TIMEOUT_S).into());
         let ctx = OpCtx::new(timeout, self.state.stop.clone());
+        // The daemonsets that mount the ConfigMap the ClusterPolicy names (by their volume),
+        // else the operator's operands by name.
+        let configmap = c.cluster_policy().await.ok().and_then(|p| p.name);
+        let readers = match c
+            .config_readers(&ns, configmap.as_deref(), &DAEMONSETS)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return diags.push(super::access::kube_error("list the daemonsets", &e)),
+        };
         if let Some(sel) = &args.node_selector.0 {
-            return on_nodes(&c, &ctx, &ns, sel, progress, diags).await;
+            return on_nodes(&c, &ctx, &ns, sel, &readers, progress, diags).await;
         }
         let at = k::now_rfc3339();
         let mut restarted = 0;
-        for name in DAEMONSETS {
+        for name in readers.iter().map(String::as_str) {
             if progress.is_closed() {
                 diags.push(Diagnostic::error(
                     "Rollout interrupted",
@@ -260,6 +266,7 @@ async fn on_nodes(
     ctx: &OpCtx,
     ns: &str,
     selector: &std::collections::BTreeMap<String, String>,
+    readers: &[String],
     progress: &Progress,
     diags: &mut Diagnostics,
 ) {
@@ -283,7 +290,7 @@ async fn on_nodes(
         );
     }
     let mut restarted = 0;
-    for name in DAEMONSETS {
+    for name in readers.iter().map(String::as_str) {
         let (selector, deleted) = match ctx
             .run("the restart", c.delete_daemonset_pods_on(ns, name, &nodes))
             .await

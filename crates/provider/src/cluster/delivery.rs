@@ -381,17 +381,19 @@ impl Cluster {
             .map_err(|e| self.err(e))
     }
 
-    /// Restarts the device plugin daemonset; Ok(None) when it does not exist (no GPU node yet,
-    /// or the operator runs it under another name).
+    /// Restarts every daemonset that reads the config of the ConfigMap `configmap`: the device
+    /// plugin, GPU feature discovery and the MPS control daemon load it only when they start
+    /// (k8s-device-plugin: nothing watches the file, and the config-manager sidecar reacts to a
+    /// change of the node's label only). Ok(None) when none exists (no GPU node yet, or the
+    /// operator runs them under other names and mounts no such ConfigMap).
     pub async fn restart_device_plugin(
         &self,
         ns: &str,
+        configmap: Option<&str>,
         at: &str,
     ) -> Result<Option<String>, KubeError> {
-        Ok(self
-            .restart_daemonset(ns, DEVICE_PLUGIN_DAEMONSET, at)
-            .await?
-            .then(|| at.to_string()))
+        let restarted = self.restart_config_readers(ns, configmap, at).await?;
+        Ok((!restarted.is_empty()).then(|| at.to_string()))
     }
 
     /// The `nvidia.com/device-plugin.config` label of every node that has one: node -> value.

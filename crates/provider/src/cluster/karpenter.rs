@@ -141,6 +141,10 @@ pub struct KarpenterPool {
     /// that capacity counts slices, without them whole GPUs, so the limits are written in the
     /// unit Karpenter will count in.
     pub overlays_read: bool,
+    /// The device plugin config name the pool's nodes carry now: one made while names said the
+    /// settings is kept while they hold (a changed NodePool template would make Karpenter replace
+    /// every node).
+    pub config_name: Option<String>,
 }
 
 /// A problem with the declaration, on the argument it names (a dotted path such as `limit_gpus`,
@@ -432,7 +436,10 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
             labels: p.labels.clone(),
         };
         match gpu::validate(&spec) {
-            Ok(d) => {
+            Ok(mut d) => {
+                if let Some(name) = &p.config_name {
+                    d.keep_config_name(name);
+                }
                 capacity.insert(c, d.node_resources());
                 derived.get_or_insert(d);
             }
@@ -453,6 +460,10 @@ pub fn render(p: &KarpenterPool) -> Result<Rendered, Vec<Problem>> {
 
     let mut labels = p.labels.clone();
     labels.extend(derived.node_labels.clone());
+    // The settings' label serves reading a cloud's pool back; a NodePool is read back from the
+    // objects the state holds, and a label of its template that changed with the replicas would
+    // make Karpenter replace every node it launched (a NodePool template change is drift).
+    labels.remove(gpu::SHARING_LABEL);
     if bottlerocket.is_some() {
         // The host's device plugin reads Bottlerocket's settings, and no MIG manager runs.
         labels.remove(gpu::DEVICE_PLUGIN_CONFIG_LABEL);
@@ -695,6 +706,7 @@ mod tests {
             disruption: None,
             weight: None,
             overlays_read: true,
+            config_name: None,
         }
     }
 
@@ -740,7 +752,21 @@ mod tests {
             "the overlays are the same either way"
         );
         let labels = &r.node_pool["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(labels["nvidia.com/device-plugin.config"], "fracgpu-slices");
+        assert!(labels.get("fracgpu.dev/sharing").is_none());
+        // Another number of replicas: the same template labels, so Karpenter sees no drift.
+        let eight = render(&pool("T4", ts(8), aws())).unwrap();
+        assert_eq!(
+            eight.node_pool["spec"]["template"]["metadata"]["labels"],
+            *labels
+        );
+        // A pool made while names said the settings keeps its name while they hold.
+        let mut legacy = pool("T4", ts(10), aws());
+        legacy.config_name = Some("time-sliced-10".into());
+        let kept = render(&legacy).unwrap();
+        let labels = &kept.node_pool["spec"]["template"]["metadata"]["labels"];
         assert_eq!(labels["nvidia.com/device-plugin.config"], "time-sliced-10");
+        assert!(labels.get("fracgpu.dev/sharing").is_none());
         let reqs = r.node_pool["spec"]["template"]["spec"]["requirements"]
             .as_array()
             .unwrap();

@@ -185,12 +185,14 @@ fn bound<B>(r: http::Response<B>) -> http::Response<crate::bounded::BoundedBody<
     r.map(|b| crate::bounded::BoundedBody::new(b, MAX_BODY, BODY_DEADLINE))
 }
 
-/// Now as RFC 3339 UTC with seconds, for the restart annotation.
+/// Now as RFC 3339 UTC with milliseconds, for the restart annotation: a restart asked within the
+/// same second as the last one must still change the pod template (with whole seconds, as
+/// `kubectl rollout restart` writes it, a config written right after another restarted nothing).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+        .unwrap_or_default();
+    let (secs, millis) = (now.as_secs(), now.subsec_millis());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Howard Hinnant's civil-from-days.
     let z = days as i64 + 719_468;
@@ -203,7 +205,7 @@ pub fn now_rfc3339() -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60
@@ -217,7 +219,8 @@ mod tests {
     #[test]
     fn timestamps_are_rfc3339() {
         let t = now_rfc3339();
-        assert_eq!(t.len(), 20, "{t}");
+        assert_eq!(t.len(), 24, "{t}");
+        assert_eq!(&t[19..20], ".", "{t}");
         assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
     }
 

@@ -15,6 +15,13 @@ use serde_json::json;
 use super::delivery::{Cluster, FIELD_MANAGER, RESTART_ANNOTATION};
 use super::error::KubeError;
 
+/// The GPU operator's operands that read the device plugin config, in the order they restart.
+pub const OPERANDS: [&str; 3] = [
+    super::delivery::DEVICE_PLUGIN_DAEMONSET,
+    "gpu-feature-discovery",
+    "nvidia-device-plugin-mps-control-daemon",
+];
+
 /// Where one daemonset's rollout stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RolloutStatus {
@@ -67,6 +74,65 @@ impl Cluster {
                 e => Err(e),
             },
         }
+    }
+
+    /// The daemonsets of `ns` that read the device plugin config, by name: the operator's operands
+    /// (`known`: the device plugin, GPU feature discovery and the MPS control daemon all mount
+    /// the ConfigMap, gpu-operator controllers/object_controls.go `handleDevicePluginConfig`),
+    /// and every other daemonset whose pod template mounts the ConfigMap `configmap` as a
+    /// volume. Listing daemonsets is optional: where it is forbidden, the known names stand alone.
+    pub async fn config_readers(
+        &self,
+        ns: &str,
+        configmap: Option<&str>,
+        known: &[&str],
+    ) -> Result<Vec<String>, KubeError> {
+        let mut names: Vec<String> = known.iter().map(|n| n.to_string()).collect();
+        let Some(configmap) = configmap else {
+            return Ok(names);
+        };
+        let api: Api<DaemonSet> = Api::namespaced(self.client(), ns);
+        let list = match api.list(&ListParams::default()).await {
+            Ok(l) => l,
+            Err(e) => match KubeError::from_kube(&self.target, e) {
+                KubeError::Api { code: 403, .. } => return Ok(names),
+                e => return Err(e),
+            },
+        };
+        for ds in &list.items {
+            let volumes = ds
+                .spec
+                .template
+                .spec
+                .as_ref()
+                .and_then(|s| s.volumes.as_ref());
+            let mounts = volumes
+                .into_iter()
+                .flatten()
+                .any(|v| v.config_map.as_ref().is_some_and(|c| c.name == configmap));
+            let name = ds.metadata.name.clone().unwrap_or_default();
+            if mounts && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    /// Restarts every daemonset that reads the device plugin config ([`Cluster::config_readers`]):
+    /// the names restarted (a known operand that does not exist is skipped).
+    pub async fn restart_config_readers(
+        &self,
+        ns: &str,
+        configmap: Option<&str>,
+        at: &str,
+    ) -> Result<Vec<String>, KubeError> {
+        let mut restarted = Vec::new();
+        for name in self.config_readers(ns, configmap, &OPERANDS).await? {
+            if self.restart_daemonset(ns, &name, at).await? {
+                restarted.push(name);
+            }
+        }
+        Ok(restarted)
     }
 
     /// The rollout status of a daemonset; None when it does not exist.

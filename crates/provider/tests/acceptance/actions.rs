@@ -85,7 +85,11 @@ fn device_plugin_rollout_by_invoke_and_by_trigger() {
     for line in [
         "gpu-operator/nvidia-device-plugin-daemonset: restarted",
         "gpu-operator/nvidia-device-plugin-daemonset: rolled out",
-        "gpu-operator/gpu-feature-discovery: not present, skipped",
+        // The operator's other operands that read the config: GPU feature discovery's runs on
+        // every GPU node; the MPS control daemon's too, with no pod where no node shares by MPS.
+        "gpu-operator/gpu-feature-discovery: restarted",
+        "gpu-operator/gpu-feature-discovery: rolled out",
+        "gpu-operator/nvidia-device-plugin-mps-control-daemon: restarted",
     ] {
         assert!(
             text.contains(action) && text.contains(line),

@@ -72,6 +72,7 @@ fn pools() -> Vec<KarpenterPool> {
         }),
         weight: Some(10),
         overlays_read: true,
+        config_name: None,
     };
     let ec2 = |family| {
         Provisioner::Aws(NodeClass::Made(Ec2Class {

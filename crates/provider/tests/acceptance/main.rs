@@ -39,5 +39,7 @@ mod nodepool_scale_to_zero;
 mod nodepool_twin;
 mod release;
 mod request_counts;
+mod sharing_change;
+mod sharing_change_control_plane;
 mod terraform_versions;
 mod workload_and_functions;

@@ -85,7 +85,7 @@ fn aks_time_sliced_pool_lifecycle() {
     // Derived facts are known at plan time.
     assert!(
         plan.stdout
-            .contains(r#"device_plugin_config_name = "time-sliced-10""#),
+            .contains(r#"device_plugin_config_name = "fracgpu-a100ts""#),
         "{}",
         plan.stdout
     );
@@ -100,14 +100,14 @@ fn aks_time_sliced_pool_lifecycle() {
             "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.ContainerService/managedClusters/{CLUSTER}/agentPools/a100ts"
         ).to_lowercase()
     );
-    assert_eq!(p["device_plugin_config_name"], "time-sliced-10");
+    assert_eq!(p["device_plugin_config_name"], "fracgpu-a100ts");
     assert_eq!(p["slices_per_node"], 10);
     assert_eq!(p["resource_name"], "nvidia.com/gpu");
     assert_eq!(p["gpu"]["model"], "A100-80GB");
     assert_eq!(p["node_selector"]["agentpool"], "a100ts");
     assert_eq!(
         p["node_selector"]["nvidia.com/device-plugin.config"],
-        "time-sliced-10"
+        "fracgpu-a100ts"
     );
     assert_eq!(p["taints"][0]["key"], "nvidia.com/gpu");
     assert_eq!(p["status"], "Succeeded");
@@ -117,6 +117,10 @@ fn aks_time_sliced_pool_lifecycle() {
     assert_eq!(arm["properties"]["vmSize"], "Standard_NC24ads_A100_v4");
     assert_eq!(
         arm["properties"]["nodeLabels"]["nvidia.com/device-plugin.config"],
+        "fracgpu-a100ts"
+    );
+    assert_eq!(
+        arm["properties"]["nodeLabels"]["fracgpu.dev/sharing"],
         "time-sliced-10"
     );
     assert_eq!(arm["properties"]["nodeLabels"]["team"], "ml");
@@ -152,7 +156,11 @@ fn aks_time_sliced_pool_lifecycle() {
     let arm = sb.pool("a100ts");
     assert_eq!(arm["properties"]["count"], 3);
     assert_eq!(
-        arm["properties"]["nodeLabels"]["nvidia.com/device-plugin.config"],
+        arm["properties"]["nodeLabels"]["nvidia.com/device-plugin.config"], "fracgpu-a100ts",
+        "the replicas change keeps the nodes' config name"
+    );
+    assert_eq!(
+        arm["properties"]["nodeLabels"]["fracgpu.dev/sharing"],
         "time-sliced-5"
     );
     assert_eq!(ws.plan_exit_code().0, 0);

@@ -77,8 +77,9 @@ fn an_autoscaled_aks_pool_tells_cluster_autoscaler_its_slices_labels_and_taints(
     assert_eq!(t[&format!("{LABEL}team")], "ml");
     assert_eq!(
         t[&format!("{LABEL}nvidia.com_device-plugin.config")],
-        "time-sliced-4"
+        "fracgpu-a100ts"
     );
+    assert_eq!(t[&format!("{LABEL}fracgpu.dev_sharing")], "time-sliced-4");
     assert_eq!(t[&format!("{TAINT}nvidia.com_gpu")], "Present:NoSchedule");
     let state = state_of(&ws, "a100");
     assert_eq!(

@@ -216,13 +216,13 @@ fn eks_sharing_changes_in_place_through_labels() {
     );
     assert_eq!(
         p["node_selector"]["nvidia.com/device-plugin.config"],
-        "time-sliced-10"
+        "fracgpu-t4shared"
     );
     assert_eq!(p["eks"][0]["ami_type"], "AL2023_x86_64_NVIDIA");
     let ng = sb.pool("t4shared");
     assert_eq!(
         ng["labels"]["nvidia.com/device-plugin.config"],
-        "time-sliced-10"
+        "fracgpu-t4shared"
     );
     assert_eq!(ng["scalingConfig"]["minSize"], 1);
     assert_eq!(ng["scalingConfig"]["maxSize"], 4);
@@ -239,7 +239,7 @@ fn eks_sharing_changes_in_place_through_labels() {
     );
     ws.apply();
     assert_eq!(
-        sb.pool("t4shared")["labels"]["nvidia.com/device-plugin.config"],
+        sb.pool("t4shared")["labels"]["fracgpu.dev/sharing"],
         "mps-4"
     );
     plan_has(&ws, 0, &[], &[]);
@@ -255,11 +255,15 @@ fn eks_sharing_changes_in_place_through_labels() {
         serde_json::json!({"labels": {"addOrUpdateLabels": {"team": "intruder"}, "removeLabels": ["nvidia.com/device-plugin.config"]}}),
     );
     settle(&sb);
-    plan_has(&ws, 2, &["intruder", "mps"], &[]);
+    // The sharing label still says mps-4: the plan puts the config label back, nothing else.
+    plan_has(&ws, 2, &["intruder", "fracgpu-t4shared"], &["mps-4"]);
     ws.apply();
     let ng = sb.pool("t4shared");
     assert_eq!(ng["labels"]["team"], "ml");
-    assert_eq!(ng["labels"]["nvidia.com/device-plugin.config"], "mps-4");
+    assert_eq!(
+        ng["labels"]["nvidia.com/device-plugin.config"],
+        "fracgpu-t4shared"
+    );
     plan_has(&ws, 0, &[], &[]);
 
     let fresh = Workspace::new(&std::fs::read_to_string(ws.dir.join("main.tf")).unwrap());

@@ -112,7 +112,7 @@ resource "fracgpu_nodepool" "p" {{
     assert_eq!(values["id"], "moto-eks:t4shared");
     assert_eq!(
         values["node_labels"]["nvidia.com/device-plugin.config"],
-        "time-sliced-10"
+        "fracgpu-t4shared"
     );
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "moto's defaults cause no diff:\n{}", plan.text());

@@ -35,11 +35,11 @@ output "w" { value = data.fracgpu_workload.llm }
     assert_eq!(w["resources"], json!({"nvidia.com/gpu": "3"}));
     assert_eq!(
         w["node_selector"],
-        json!({"eks.amazonaws.com/nodegroup": "inference", "nvidia.com/device-plugin.config": "time-sliced-10"})
+        json!({"eks.amazonaws.com/nodegroup": "inference", "nvidia.com/device-plugin.config": "fracgpu-inference"})
     );
     assert_eq!(w["tolerations"][0]["key"], "nvidia.com/gpu");
     assert_eq!(w["tolerations"][0]["effect"], "NoSchedule");
-    assert_eq!(w["device_plugin_config_name"], "time-sliced-10");
+    assert_eq!(w["device_plugin_config_name"], "fracgpu-inference");
     assert!(w["warning"].as_str().unwrap().contains("4608 MiB"));
     // Time-slicing isolates nothing: terraform shows a warning naming the attribute.
     assert!(

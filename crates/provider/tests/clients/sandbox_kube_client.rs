@@ -125,10 +125,12 @@ async fn kube_client_drives_the_device_plugin_config_flow() {
         "time-slicing-config"
     );
     assert_eq!(cp.data["spec"]["mig"]["strategy"], "single");
+    // The operator renders the newly named ConfigMap into its operands' pod templates (a
+    // volume of that name: gpu-operator `handleDevicePluginConfig`), which rolls their pods.
     assert_eq!(
         gpus(&nodes.get(&name).await.expect("node")).as_deref(),
-        Some("1"),
-        "no restart yet"
+        Some("10"),
+        "the operator's roll"
     );
     let dss: Api<DaemonSet> = Api::namespaced(client.clone(), "gpu-operator");
     dss.restart("nvidia-device-plugin-daemonset")

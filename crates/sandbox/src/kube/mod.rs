@@ -24,9 +24,9 @@
 //! Documented simplifications: lists are atomic for field ownership; strategic merge patch is a merge patch
 //! (directives dropped, lists replaced whole); watches filter events by selector but do not turn an object
 //! leaving the selection into DELETED; namespace deletion is immediate; no pagination (`limit` is ignored);
-//! a device plugin that refuses its config (bad YAML, unknown key, missing ConfigMap) leaves the node's
-//! advertisement as it was and notes the reason in the node annotation
-//! `sandbox.fracgpu.dev/device-plugin-error`; the seeded ClusterPolicy CRD carries a subset of NVIDIA's
+//! a device plugin that refuses its config (bad YAML, unknown key, a key the ConfigMap lacks) fails to
+//! start, so the node serves no GPU, as NVIDIA's plugin whose init container exits does; the reason is
+//! in the node annotation `sandbox.fracgpu.dev/device-plugin-error`; the seeded ClusterPolicy CRD carries a subset of NVIDIA's
 //! structural schema (`schema.rs` says which parts); built-in kinds get no defaulting but a Pod's
 //! requests from its limits (`defaults.rs`; a DaemonSet's pod template stays as sent) and no validation beyond names, labels and the few checks `validate.rs` makes;
 //! CEL rules (`x-kubernetes-validations`) of CRDs are not evaluated; protobuf request bodies are read

@@ -46,7 +46,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::meta::labels_of;
-use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, OPERATOR_NS};
+use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, GFD_DS, MPS_DS, OPERATOR_NS};
 use super::twin::{self, NodeTwin};
 
 /// The taint kube-apiserver's NodeTaint admission puts on every new Node
@@ -116,6 +116,8 @@ pub struct SyncReport {
 #[derive(Default)]
 struct State {
     marker: Option<String>,
+    /// GPU feature discovery's and the MPS control daemon's pod templates, by daemonset name.
+    operand_markers: BTreeMap<String, String>,
     nodes: BTreeMap<String, NodeTwin>,
 }
 
@@ -227,13 +229,23 @@ impl RemoteTwin {
         };
         let current = twin::plugin_inputs(cp.as_ref(), cm.as_ref());
         let mm = twin::mig_manager_policy(cp.as_ref());
-        let marker = self
-            .get(&format!(
-                "/apis/apps/v1/namespaces/{OPERATOR_NS}/daemonsets/{DEVICE_PLUGIN_DS}"
-            ))
-            .await?
-            .as_ref()
-            .map(twin::restart_marker);
+        let ds_marker = |name: &'static str| async move {
+            Ok::<_, RemoteError>(
+                self.get(&format!(
+                    "/apis/apps/v1/namespaces/{OPERATOR_NS}/daemonsets/{name}"
+                ))
+                .await?
+                .as_ref()
+                .map(twin::restart_marker),
+            )
+        };
+        let marker = ds_marker(DEVICE_PLUGIN_DS).await?;
+        let mut operand_markers = BTreeMap::new();
+        for name in [GFD_DS, MPS_DS] {
+            if let Some(m) = ds_marker(name).await? {
+                operand_markers.insert(name.to_string(), m);
+            }
+        }
         let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
         let users = gpu_users(&pods);
         let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
@@ -248,6 +260,13 @@ impl RemoteTwin {
         if marker.is_some() {
             st.marker = marker;
         }
+        let operand_restarted = |n: &str| {
+            operand_markers
+                .get(n)
+                .is_some_and(|m| st.operand_markers.get(n) != Some(m))
+        };
+        let (gfd_restarted, mps_restarted) = (operand_restarted(GFD_DS), operand_restarted(MPS_DS));
+        st.operand_markers = operand_markers;
         let mut report = SyncReport {
             restarted,
             ..SyncReport::default()
@@ -293,7 +312,13 @@ impl RemoteTwin {
                 continue;
             }
             let mut want = labels.clone();
-            twin::restart_step(t, &mut want, &mm, &current, restarted);
+            // Each operand's pods restart with its daemonset; on a node first seen they start.
+            let restarts = twin::Restarts {
+                plugin: restarted || !known,
+                gfd: gfd_restarted || !known,
+                mps: mps_restarted || !known,
+            };
+            twin::restart_step(t, &mut want, &mm, &current, restarts);
             let r = twin::render(t, &want, &mm);
 
             let mut meta = Map::new();

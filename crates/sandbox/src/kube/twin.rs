@@ -4,6 +4,8 @@
 //! and EKS the NVIDIA device plugin (deployed by the GPU operator) does, from the config it loaded when its pod
 //! last started: that is why every node carries its own [`PluginInputs`] snapshot, refreshed only when the
 //! device plugin daemonset is restarted (or the pod starts on a new node), never when the ConfigMap is edited.
+//! What each config-manager (the plugin's, GPU feature discovery's, the MPS daemon's) linked and loaded
+//! is in [`config_manager`].
 //!
 //! Bottlerocket's NVIDIA variants are the exception on EKS: their device plugin is a host service the
 //! OS configures from its own settings (`settings.kubelet-device-plugins.nvidia.*`: time-slicing, mps,
@@ -17,21 +19,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+pub(crate) use config_manager::{PluginInputs, Reader, Readers};
+
 pub(crate) const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+/// Where a node shows what each config-manager linked and each process loaded (the sandbox's own
+/// annotation, JSON: operand -> {config, replicas, error}).
+pub(crate) const READERS_ANNOTATION: &str = "sandbox.fracgpu.dev/config-manager";
 pub(crate) const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
 pub(crate) const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
 /// Where a node notes why its device plugin refused its config (the sandbox's own annotation).
 pub(crate) const ERROR_ANNOTATION: &str = "sandbox.fracgpu.dev/device-plugin-error";
-
-/// What the device plugin read when its pod started: the ClusterPolicy pointer and strategy, and the data of
-/// the ConfigMap it points at (None when that ConfigMap did not exist).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PluginInputs {
-    pub(crate) config_name: String,
-    pub(crate) config_default: String,
-    pub(crate) mig_strategy: String,
-    pub(crate) configmap: Option<BTreeMap<String, String>>,
-}
 
 /// One node's hardware and the device plugin state on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +59,10 @@ pub(crate) struct NodeTwin {
     /// The `nvidia.com/mig.config` the MIG manager failed to apply (see [`mig_fails`]).
     #[serde(default)]
     pub(crate) mig_refused: Option<String>,
+    /// What the config-managers of the node's device plugin, GPU feature discovery and MPS control
+    /// daemon pods linked and what their processes loaded (`twin/config_manager.rs`).
+    #[serde(default)]
+    pub(crate) readers: Readers,
 }
 
 /// Whether a node of this OS image runs the NVIDIA device plugin as a host service.
@@ -389,34 +390,40 @@ pub(crate) fn advertise(
             labels: BTreeMap::new(),
         });
     }
+    let cfg = running_config(&t.readers.plugin)?;
+    advert_of(t, mig, &cfg)
+}
+
+/// The config a process runs with, or why it runs none.
+fn running_config(r: &Reader) -> Result<DpConfig, String> {
+    match (&r.error, &r.loaded) {
+        (Some(e), _) => Err(e.clone()),
+        (None, None) => Err("not started".into()),
+        (None, Some(yaml)) => {
+            let key = r.linked.as_deref().unwrap_or_default();
+            parse_config(yaml).map_err(|e| format!("unable to load config {key:?}: {e}"))
+        }
+    }
+}
+
+/// GPU feature discovery's labels from the config it loaded; None while it runs none (the labels
+/// it wrote before stay).
+pub(crate) fn gfd_labels(
+    t: &NodeTwin,
+    labels: &BTreeMap<String, String>,
+    mm: &MigManager,
+) -> Option<BTreeMap<String, String>> {
+    if t.gpus == 0 || t.gpu_product.is_none() || t.cloud == "gke" || t.host_device_plugin {
+        return advertise(t, labels, mm).ok().map(|a| a.labels);
+    }
+    let (mig, _) = mig_manager(t, labels, mm);
+    let cfg = running_config(&t.readers.gfd).ok()?;
+    advert_of(t, mig, &cfg).ok().map(|a| a.labels)
+}
+
+/// What a device plugin config gives on this node: its resources, and the labels GFD writes.
+fn advert_of(t: &NodeTwin, mig: Option<(String, u32)>, cfg: &DpConfig) -> Result<Advert, String> {
     let inp = &t.loaded;
-    let cfg = if inp.config_name.is_empty() {
-        DpConfig::default()
-    } else {
-        let data = inp
-            .configmap
-            .as_ref()
-            .ok_or_else(|| format!("ConfigMap gpu-operator/{} not found", inp.config_name))?;
-        let key = match labels.get(CONFIG_LABEL).filter(|s| !s.is_empty()) {
-            Some(k) => k.clone(),
-            None if !inp.config_default.is_empty() => inp.config_default.clone(),
-            None if data.contains_key("default") => "default".to_string(),
-            None if data.len() == 1 => data.keys().next().cloned().unwrap_or_default(),
-            None => {
-                return Err(format!(
-                    "no default config in ConfigMap gpu-operator/{} and no {CONFIG_LABEL} label",
-                    inp.config_name
-                ));
-            }
-        };
-        let yaml = data.get(&key).ok_or_else(|| {
-            format!(
-                "config {key:?} not found in ConfigMap gpu-operator/{}",
-                inp.config_name
-            )
-        })?;
-        parse_config(yaml).map_err(|e| format!("config {key:?}: {e}"))?
-    };
     // The operator passes ClusterPolicy spec.mig.strategy to the plugin as MIG_STRATEGY; flags set that way
     // override the config file's flags.
     let strategy = if !inp.mig_strategy.is_empty() {
@@ -516,8 +523,9 @@ pub(crate) fn is_gfd_label(k: &str) -> bool {
 }
 
 /// A node after the GPU stack's turn: its labels (the MIG manager's state and GPU feature discovery's
-/// labels written) and the extended resources the device plugin advertises, or why the plugin refused
-/// its config (it then keeps serving what it served, and GFD's labels stay as they were).
+/// labels written, from the config GFD loaded) and the extended resources the device plugin
+/// advertises, or why the plugin runs with no config (it then serves no GPU: its process exits, see
+/// `twin/config_manager.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Rendered {
     pub(crate) labels: BTreeMap<String, String>,
@@ -535,11 +543,11 @@ pub(crate) fn render(t: &NodeTwin, labels: &BTreeMap<String, String>, mm: &MigMa
             labels.remove(MIG_STATE_LABEL);
         }
     }
-    let resources = advertise(t, &labels, mm).map(|a| {
+    let resources = advertise(t, &labels, mm).map(|a| a.resources);
+    if let Some(gfd) = gfd_labels(t, &labels, mm) {
         labels.retain(|k, _| !is_gfd_label(k));
-        labels.extend(a.labels);
-        a.resources
-    });
+        labels.extend(gfd);
+    }
     Rendered { labels, resources }
 }
 
@@ -574,24 +582,90 @@ pub(crate) fn mig_fails(
     false
 }
 
-/// The operator's and the device plugin pod's reaction on one node: the operator's MIG label, and the
-/// config reloaded when the pod restarted: the daemonset was restarted (`restarted`), or the MIG
-/// manager repartitioned and restarted it because the node's `nvidia.com/mig.config` changed.
+/// Which of the operands that read the device plugin config had their pods restarted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Restarts {
+    pub(crate) plugin: bool,
+    pub(crate) gfd: bool,
+    pub(crate) mps: bool,
+}
+
+impl Restarts {
+    pub(crate) const ALL: Restarts = Restarts {
+        plugin: true,
+        gfd: true,
+        mps: true,
+    };
+}
+
+/// The operator's and the operands' reaction on one node: the operator's MIG label; the pods
+/// restarted (their daemonset was, or the MIG manager repartitioned and restarted the device
+/// plugin and GFD because the node's `nvidia.com/mig.config` changed) start afresh from the
+/// config as it is now; the others' config-manager sidecars see the node's label. The MPS control
+/// daemon runs where the device plugin runs an MPS config.
 pub(crate) fn restart_step(
     t: &mut NodeTwin,
     labels: &mut BTreeMap<String, String>,
     mm: &MigManager,
     current: &PluginInputs,
-    restarted: bool,
+    restarted: Restarts,
 ) {
     if let Some(l) = operator_mig_label(t, labels, mm) {
         labels.insert(MIG_CONFIG_LABEL.into(), l.into());
     }
     let mig_label = labels.get(MIG_CONFIG_LABEL).cloned();
-    if restarted || (mm.enabled && mig_label != t.seen_mig_label) {
+    let repartitioned = mm.enabled && mig_label != t.seen_mig_label;
+    let label = labels.get(CONFIG_LABEL).map(String::as_str);
+    let r = &mut t.readers;
+    if restarted.plugin || repartitioned {
         t.loaded = current.clone();
         t.seen_mig_label = mig_label;
+        r.plugin.start(label, current);
+    } else {
+        r.plugin.label_seen(label, current, true);
     }
+    if restarted.gfd || repartitioned {
+        r.gfd.start(label, current);
+    } else {
+        r.gfd.label_seen(label, current, true);
+    }
+    let mps_config = running_config(&r.plugin)
+        .ok()
+        .and_then(|c| c.sharing)
+        .is_some_and(|s| s.strategy == "mps");
+    match (&mut r.mps, mps_config) {
+        (None, true) => {
+            let mut m = Reader::default();
+            m.start(label, current);
+            r.mps = Some(m);
+        }
+        (Some(m), true) if restarted.mps => m.start(label, current),
+        // Under the operator its sidecar finds no process to signal (PROCESS_TO_SIGNAL is
+        // `/usr/bin/mps-control-daemon`, its argv[0] `mps-control-daemon`).
+        (Some(m), true) => m.label_seen(label, current, false),
+        (_, false) => r.mps = None,
+    }
+}
+
+/// What each config-manager linked and each process loaded, for [`READERS_ANNOTATION`].
+pub(crate) fn readers_summary(t: &NodeTwin) -> Value {
+    let one = |r: &Reader| {
+        let replicas = running_config(r).ok().map(|c| {
+            c.sharing
+                .map(|s| s.resources.iter().map(|(_, n)| *n).max().unwrap_or(1))
+                .unwrap_or(1)
+        });
+        serde_json::json!({"config": r.linked, "replicas": replicas, "error": r.error,
+            "sidecarError": r.sidecar_error})
+    };
+    let mut out = serde_json::json!({
+        "nvidia-device-plugin": one(&t.readers.plugin),
+        "gpu-feature-discovery": one(&t.readers.gfd),
+    });
+    if let Some(m) = &t.readers.mps {
+        out["mps-control-daemon"] = one(m);
+    }
+    out
 }
 
 /// The device plugin's inputs from the ClusterPolicy and the ConfigMap it names (as read from the API).
@@ -715,10 +789,12 @@ pub(crate) fn twin_from_labels(
         host_device_plugin: host_device_plugin(os_image),
         user_data: None,
         mig_capable: labels.get(GFD_MIG_CAPABLE).map(|v| v == "true"),
+        readers: Readers::default(),
     })
 }
 
 mod bottlerocket;
+mod config_manager;
 mod mig_geometry;
 use mig_geometry::mig_instances;
 #[cfg(test)]

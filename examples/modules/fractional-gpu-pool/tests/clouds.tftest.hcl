@@ -31,7 +31,7 @@ run "aks_time_slicing" {
     error_message = "A quarter of a T4 is 3840 MiB, not ${output.memory_per_slice_mb}."
   }
   assert {
-    condition     = output.node_selector == tomap({ "agentpool" = "t4ts", "nvidia.com/device-plugin.config" = "time-sliced-4" })
+    condition     = output.node_selector == tomap({ "agentpool" = "t4ts", "nvidia.com/device-plugin.config" = "fracgpu-t4ts" })
     error_message = "Unexpected node_selector: ${jsonencode(output.node_selector)}."
   }
   assert {
@@ -93,7 +93,7 @@ run "eks_mps" {
     error_message = "4 GPUs x 2 MPS clients should offer 8 nvidia.com/gpu per node; got ${output.resource_name}, ${output.slices_per_node}."
   }
   assert {
-    condition     = output.node_selector == tomap({ "eks.amazonaws.com/nodegroup" = "l4mps", "nvidia.com/device-plugin.config" = "mps-2" })
+    condition     = output.node_selector == tomap({ "eks.amazonaws.com/nodegroup" = "l4mps", "nvidia.com/device-plugin.config" = "fracgpu-l4mps" })
     error_message = "Unexpected node_selector: ${jsonencode(output.node_selector)}."
   }
 }

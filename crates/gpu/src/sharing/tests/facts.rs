@@ -104,13 +104,16 @@ fn aks_and_eks_facts() {
     assert_eq!(d.resource_name, "nvidia.com/gpu.shared");
     assert_eq!((d.slices_per_node, d.memory_per_slice_mib), (40, 1536));
     assert_eq!(d.node_selector["agentpool"], "gpupool");
+    // The pool's own config, named after the pool; the settings in a label of their own.
     assert_eq!(
         d.node_selector[DEVICE_PLUGIN_CONFIG_LABEL],
-        "time-sliced-10-renamed"
+        "fracgpu-gpupool"
     );
+    assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "fracgpu-gpupool");
+    assert_eq!(d.node_labels[SHARING_LABEL], "time-sliced-10-renamed");
     assert_eq!(
-        d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL],
-        "time-sliced-10-renamed"
+        d.device_plugin_config.as_ref().map(|c| c.name.as_str()),
+        Some("fracgpu-gpupool")
     );
     assert_eq!(d.aks_gpu_instance_profile, None);
     assert_eq!(d.gke_accelerator, None);
@@ -250,4 +253,71 @@ fn node_resources_count_slices_per_node() {
     );
     let d = validate(&pool(Cloud::Eks, "g5.xlarge", SharingMode::None)).unwrap();
     assert_eq!(res(&d), [("nvidia.com/gpu".to_string(), 1)]);
+}
+
+#[test]
+fn a_pools_own_config_keeps_its_name_whatever_the_settings() {
+    let ts = |replicas| SharingMode::TimeSlicing {
+        replicas,
+        rename_by_default: false,
+        fail_requests_greater_than_one: false,
+    };
+    let ten = validate(&pool(Cloud::Eks, "g5.xlarge", ts(10))).unwrap();
+    let eight = validate(&pool(Cloud::Eks, "g5.xlarge", ts(8))).unwrap();
+    let mps = validate(&pool(
+        Cloud::Eks,
+        "g5.xlarge",
+        SharingMode::Mps { replicas: 4 },
+    ))
+    .unwrap();
+    for d in [&ten, &eight, &mps] {
+        assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "fracgpu-gpupool");
+    }
+    assert_eq!(
+        [&ten, &eight, &mps].map(|d| d.node_labels[SHARING_LABEL].clone()),
+        ["time-sliced-10", "time-sliced-8", "mps-4"]
+    );
+    // Configs every pool of a mode shares keep theirs, and no sharing label.
+    let mig = validate(&pool(
+        Cloud::Eks,
+        "p4d.24xlarge",
+        mig("1g.5gb", MigStrategy::Mixed, None),
+    ))
+    .unwrap();
+    assert_eq!(mig.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "mig-mixed");
+    assert!(!mig.node_labels.contains_key(SHARING_LABEL));
+    // Long names stay label values.
+    let long = crate::pool_config_name(&"n".repeat(63));
+    assert!(
+        long.len() <= 63 && long.starts_with("fracgpu-nnn"),
+        "{long}"
+    );
+    assert_ne!(long, crate::pool_config_name(&"n".repeat(62)));
+    let ends = crate::pool_config_name("ends-");
+    assert!(
+        ends.starts_with("fracgpu-ends-") && ends.len() == 21 && !ends.ends_with('-'),
+        "{ends}"
+    );
+}
+
+#[test]
+fn a_pool_named_by_its_settings_keeps_that_name_while_they_hold() {
+    let ts = |replicas| SharingMode::TimeSlicing {
+        replicas,
+        rename_by_default: false,
+        fail_requests_greater_than_one: false,
+    };
+    let mut d = validate(&pool(Cloud::Aks, "Standard_NC4as_T4_v3", ts(10))).unwrap();
+    assert!(d.keep_config_name("time-sliced-10"));
+    assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "time-sliced-10");
+    assert_eq!(
+        d.node_selector[DEVICE_PLUGIN_CONFIG_LABEL],
+        "time-sliced-10"
+    );
+    assert!(!d.node_labels.contains_key(SHARING_LABEL));
+    assert_eq!(d.device_plugin_config.unwrap().name, "time-sliced-10");
+    // Other settings: the pool's own name.
+    let mut d = validate(&pool(Cloud::Aks, "Standard_NC4as_T4_v3", ts(8))).unwrap();
+    assert!(!d.keep_config_name("time-sliced-10"));
+    assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "fracgpu-gpupool");
 }

@@ -260,9 +260,9 @@ fn user_labels_must_not_contradict_the_provider() {
         (err.field, err.summary),
         (Field::Labels, "Conflicting node label")
     );
-    assert!(err.detail.contains("time-sliced-4"), "{}", err.detail);
+    assert!(err.detail.contains("fracgpu-gpupool"), "{}", err.detail);
     spec.labels
-        .insert(DEVICE_PLUGIN_CONFIG_LABEL.into(), "time-sliced-4".into());
+        .insert(DEVICE_PLUGIN_CONFIG_LABEL.into(), "fracgpu-gpupool".into());
     assert!(validate(&spec).is_ok());
 }
 

@@ -38,9 +38,11 @@ impl DevicePluginConfigResource {
                     "Node label names no config",
                     format!(
                         "{} node(s) ({}) carry nvidia.com/device-plugin.config={value:?}, which is \
-                            not a config of this resource; the device plugin on them keeps its \
-                            previous config. Add `config {{ name = {value:?} ... }}` or relabel \
-                            the nodes.",
+                            not a config of this resource. NVIDIA's config-manager finds no such \
+                            config there: a device plugin pod that starts on them stops at its \
+                            init container (\"specified config {value} does not exist\") and a \
+                            running one that sees the label fails to reload, so the nodes serve \
+                            no GPU. Add `config {{ name = {value:?} ... }}` or relabel the nodes.",
                         nodes.len(),
                         nodes.join(", ")
                     ),
@@ -116,7 +118,7 @@ impl DevicePluginConfigResource {
             }
         };
         match c
-            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .restart_device_plugin(&operand_ns, Some(&d.name), &k::now_rfc3339())
             .await
         {
             Ok(Some(at)) => Some(Some(at)),

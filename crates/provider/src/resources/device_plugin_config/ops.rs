@@ -402,7 +402,7 @@ impl DevicePluginConfigResource {
             }
         }
         if let Err(e) = c
-            .restart_device_plugin(&operand_ns, &k::now_rfc3339())
+            .restart_device_plugin(&operand_ns, Some(&name), &k::now_rfc3339())
             .await
         {
             diags.push(kube_diagnostic("restart the device plugin", access, &e));

@@ -90,6 +90,9 @@ tfplugin::object! {
         pub aks: SingleBlock<AksArgs>,
         pub disruption: SingleBlock<DisruptionArgs>,
         pub kubernetes: SingleBlock<KubernetesArgs>,
+        /// The config name the pool's nodes carry now (computed; a plan's or a state's): kept
+        /// while the settings it names hold (`gpu::Derived::keep_config_name`).
+        pub device_plugin_config_name: Known<String>,
     }
     flatten {
         pub sharing: Sharing,
@@ -482,6 +485,7 @@ impl Args {
             weight: self.weight,
             // Until the gate is known to be on, limits in whole GPUs (see `resolve`).
             overlays_read: false,
+            config_name: self.device_plugin_config_name.0.clone(),
         })
     }
 }

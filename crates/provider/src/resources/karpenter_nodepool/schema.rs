@@ -285,7 +285,10 @@ pub fn schema() -> Schema {
             .describe(
                 "The NVIDIA device plugin config the nodes select through the \
         `nvidia.com/device-plugin.config` label; null on Bottlerocket, whose host device plugin \
-        reads the node class's user data. Plug it into `fracgpu_device_plugin_config`.",
+        reads the node class's user data. A time-sliced or MPS pool's config is its own, \
+        `fracgpu-<name>`, whatever its settings, so that changing them changes no NodePool \
+        label (Karpenter would replace every node). Plug it into \
+        `fracgpu_device_plugin_config`.",
             ),
     )
     .attr(

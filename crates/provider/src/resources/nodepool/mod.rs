@@ -520,10 +520,12 @@ mod tests {
         let r = resolve(&args, &settings, &mut diags);
         assert!(diags.is_empty(), "{diags:?}");
         let r = r.expect("resolved");
+        // The pool's own config, named after it (the settings in the sharing label).
         assert_eq!(
             r.derived.device_plugin_config.unwrap().name,
-            "time-sliced-10"
+            "fracgpu-a100ts"
         );
+        assert_eq!(r.spec.labels[gpu::SHARING_LABEL], "time-sliced-10");
     }
 
     #[test]

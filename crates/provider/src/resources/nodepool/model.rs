@@ -39,6 +39,10 @@ tfplugin::object! {
         pub labels: Option<BTreeMap<String, String>>,
         pub taints: Option<Vec<TaintArgs>>,
         pub autoscaling: SingleBlock<AutoscalingArgs>,
+        /// The config name the pool's nodes carry now (computed; a plan's or a state's): a pool
+        /// made while names said the settings keeps its name while they hold
+        /// (`gpu::Derived::keep_config_name`).
+        pub device_plugin_config_name: Known<String>,
     }
     flatten {
         pub sharing: Sharing,
@@ -217,7 +221,7 @@ pub(super) fn resolve(
     let labels = args.labels.clone().unwrap_or_default();
     let target_errors = target.check_sharing(block, &sharing);
     let machine_type = hardware.machine_type.clone();
-    let derived = match gpu::validate(&gpu::PoolSpec {
+    let mut derived = match gpu::validate(&gpu::PoolSpec {
         cloud,
         pool_name: args.name.clone(),
         hardware,
@@ -244,6 +248,9 @@ pub(super) fn resolve(
         return None;
     }
     let scaling = args.scaling(diags)?;
+    if let Known(Some(name)) = &args.device_plugin_config_name {
+        derived.keep_config_name(name);
+    }
     let mut node_labels = labels;
     node_labels.extend(derived.node_labels.clone());
     let mut spec = cloud::PoolSpec {
@@ -301,6 +308,9 @@ mod tests {
         let mut names: Vec<&str> = Reported::attribute_names();
         names.extend(Derived::attribute_names());
         names.sort_unstable();
+        // `device_plugin_config_name` is read as an argument (the name the nodes carry) and
+        // written as a derived fact: one attribute.
+        names.dedup();
         assert_eq!(names, schema().block.names());
     }
 }

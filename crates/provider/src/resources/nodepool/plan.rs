@@ -63,6 +63,7 @@ pub(super) async fn modify(
     let old = Args::from_value(req.prior)
         .or_report_state(diags, REIMPORT)
         .and_then(|a| resolve(&a, settings, &mut Diagnostics::new()));
+    warn_config_renamed(req.prior, &new.derived, diags);
     if let Some(old) = old {
         let target = new.spec.location.target();
         if target.gpu_change_replaces(&old.spec, &new.spec) {
@@ -73,6 +74,10 @@ pub(super) async fn modify(
         planned
             .requires_replace
             .extend(target.replacements(&old.spec, &new.spec));
+        // New nodes are partitioned from the start: only a change in place repartitions.
+        if planned.requires_replace.is_empty() {
+            warn_mig_relabel(req.prior, &new.spec.labels, diags);
+        }
         // Nothing the cloud holds changes: keep the prior status rather than "known after apply".
         if old.spec == new.spec
             && let Some(slot) = planned.state.get_mut("status")
@@ -80,6 +85,76 @@ pub(super) async fn modify(
             *slot = req.prior.get("status").clone();
         }
     }
+}
+
+/// A pool whose nodes are to carry another device plugin config name (a sharing mode of another
+/// kind, or a pool made while config names said the settings moving to its own name): the cloud
+/// relabels the nodes before `fracgpu_device_plugin_config` writes the new config in the same
+/// apply, and in between NVIDIA's config-manager finds no such config.
+fn warn_config_renamed(prior: &Value, new: &gpu::Derived, diags: &mut Diagnostics) {
+    if prior.is_null() {
+        return;
+    }
+    let before = prior.get("device_plugin_config_name").as_str();
+    let Some(after) = new.device_plugin_config.as_ref().map(|c| c.name.as_str()) else {
+        return;
+    };
+    if before == Some(after) {
+        return;
+    }
+    let before = before.map_or("none".to_string(), |b| format!("{b:?}"));
+    diags.push(
+        Diagnostic::warning(
+            "The pool's nodes move to another device plugin config",
+            format!(
+                "Its nodes' nvidia.com/device-plugin.config goes from {before} to {after:?}. \
+                 The cloud relabels them first; until fracgpu_device_plugin_config holds a config \
+                 named {after:?} (it writes it after this pool in the same apply), NVIDIA's \
+                 config-manager finds no such config and the nodes serve no GPU. To move without \
+                 that gap, first add `config {{ name = {after:?} yaml = ... }}` to \
+                 fracgpu_device_plugin_config and apply, then apply this change. Once a pool's \
+                 config has its own name ({after:?}), changing its time-slicing or MPS settings \
+                 keeps the name."
+            ),
+        )
+        .at(AttrPath::attr("device_plugin_config_name")),
+    );
+}
+
+/// A pool whose nodes are to carry another `nvidia.com/mig.config` in place (EKS, where the label
+/// is what partitions): the GPU operator's MIG manager repartitions each node when the label
+/// changes, and fails on a node whose GPUs pods use (mig-parted cannot reset a GPU in use); it
+/// tries again only when the label changes again.
+fn warn_mig_relabel(
+    prior: &Value,
+    labels: &std::collections::BTreeMap<String, String>,
+    diags: &mut Diagnostics,
+) {
+    let before = prior
+        .get("node_labels")
+        .entries()
+        .and_then(|m| m.get(gpu::MIG_CONFIG_LABEL))
+        .and_then(Value::as_str);
+    let (Some(before), Some(after)) = (before, labels.get(gpu::MIG_CONFIG_LABEL)) else {
+        return;
+    };
+    if before == after {
+        return;
+    }
+    diags.push(
+        Diagnostic::warning(
+            "The pool's nodes are repartitioned in place",
+            format!(
+                "Their nvidia.com/mig.config goes from {before:?} to {after:?}: the GPU \
+                 operator's MIG manager repartitions each node, and refuses on a node whose GPUs \
+                 pods are using (the node then reads nvidia.com/mig.config.state=failed and keeps \
+                 its partitions until the label changes again). Drain the nodes first, or change \
+                 the geometry with the fracgpu_mig_reconfigure action, which drains them node by \
+                 node."
+            ),
+        )
+        .at(AttrPath::attr("mig")),
+    );
 }
 
 fn set(v: &mut Value, k: &str, new: Value) {

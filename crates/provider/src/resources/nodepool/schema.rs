@@ -96,8 +96,11 @@ pub fn schema() -> Schema {
     .attr(Attribute::nested("gpu", Nesting::Single, gpu).computed().describe("The GPUs of each node."))
     .attr(Attribute::string("device_plugin_config_name").computed().describe(
         "The NVIDIA device plugin config the nodes select through the \
-        `nvidia.com/device-plugin.config` label (AKS, EKS); null on GKE. Plug it into \
-        `fracgpu_device_plugin_config`."))
+        `nvidia.com/device-plugin.config` label (AKS, EKS); null on GKE. A time-sliced or MPS \
+        pool's config is its own, `fracgpu-<name>`, whatever its settings (they are in the \
+        label `fracgpu.dev/sharing`), so that changing them never relabels the nodes; a pool \
+        made while names said the settings (`time-sliced-10`) keeps that name until they \
+        change. Plug it into `fracgpu_device_plugin_config`."))
     .attr(Attribute::string("device_plugin_config").computed().describe(
         "That config's YAML, as the device plugin reads it."))
     .attr(Attribute::string("resource_name").computed().describe(

@@ -8,7 +8,7 @@ use crate::cloud::registry::TargetBlock;
 use crate::cloud::{self, Pool, PoolTaint, Scaling, Target};
 use crate::model::{Sharing, TaintArgs, domain_diagnostic};
 use crate::state::Settings;
-use gpu::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL};
+use gpu::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL};
 use tfplugin::object::{Decoded, FromValue, Known, SingleBlock, merge};
 use tfplugin::{Diagnostics, Value};
 
@@ -59,7 +59,9 @@ pub(super) fn state_from_pool(
     let user: BTreeMap<String, String> = spec
         .labels
         .iter()
-        .filter(|(k, _)| k.as_str() != DEVICE_PLUGIN_CONFIG_LABEL && k.as_str() != MIG_CONFIG_LABEL)
+        .filter(|(k, _)| {
+            ![DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL].contains(&k.as_str())
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let labels_written = before.as_ref().is_some_and(|a| a.labels.is_some());
@@ -104,6 +106,9 @@ pub(super) fn state_from_pool(
         autoscaling: SingleBlock(autoscaling),
         sharing: Sharing::of(&mode),
         target: TargetBlock(Some((target, target.block_of(pool)))),
+        // The name the nodes carry now: one a pool made before configs were named after their
+        // pool is kept while its settings hold.
+        device_plugin_config_name: Known(spec.labels.get(DEVICE_PLUGIN_CONFIG_LABEL).cloned()),
     };
     // Derived facts follow from the state as read, when it is a valid pool; else they stay as
     // they were.

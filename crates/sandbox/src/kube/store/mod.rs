@@ -8,6 +8,7 @@ pub(crate) mod demand;
 mod jobs;
 mod managed;
 mod nodes;
+mod operands;
 #[cfg(test)]
 mod tests;
 mod write;
@@ -25,6 +26,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub(crate) const OPERATOR_NS: &str = "gpu-operator";
 pub(crate) const DEVICE_PLUGIN_DS: &str = "nvidia-device-plugin-daemonset";
+/// The other operands that read the device plugin config (the operator's daemonset names).
+pub(crate) const GFD_DS: &str = "gpu-feature-discovery";
+pub(crate) const MPS_DS: &str = "nvidia-device-plugin-mps-control-daemon";
 pub(crate) const CLUSTER_POLICY: &str = "cluster-policy";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,6 +47,9 @@ pub(crate) struct Cluster {
     pub(crate) twins: BTreeMap<String, NodeTwin>,
     /// The device plugin daemonset's pod template as last seen; a change is a restart.
     pub(crate) restart_marker: Option<String>,
+    /// The same for GPU feature discovery's and the MPS control daemon's daemonsets, by name.
+    #[serde(default)]
+    pub(crate) operand_markers: BTreeMap<String, String>,
     /// node name -> why the API server refused the node its machine tried to register (or the
     /// change its cloud tried to make to it), while that lasts.
     #[serde(default)]
@@ -131,6 +138,7 @@ impl Cluster {
             objects: BTreeMap::new(),
             twins: BTreeMap::new(),
             restart_marker: None,
+            operand_markers: BTreeMap::new(),
             registration_errors: BTreeMap::new(),
             events: VecDeque::new(),
             events_base: 0,
@@ -214,7 +222,33 @@ impl Cluster {
                 "status": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0, "numberMisscheduled": 0}}),
             "gpu-operator",
         );
+        for (name, selector) in [
+            (
+                GFD_DS,
+                json!({"nvidia.com/gpu.deploy.gpu-feature-discovery": "true"}),
+            ),
+            (
+                MPS_DS,
+                json!({"nvidia.com/gpu.deploy.mps-control-daemon": "true", "nvidia.com/mps.capable": "true"}),
+            ),
+        ] {
+            self.seed_object(
+                kinds::DAEMONSETS,
+                json!({"metadata": {"name": name, "namespace": OPERATOR_NS, "labels": {"app": name}},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": name}},
+                        "updateStrategy": {"type": "RollingUpdate"},
+                        "template": {
+                            "metadata": {"labels": {"app": name}},
+                            "spec": {"nodeSelector": selector, "containers": [{"name": name, "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"}]},
+                        },
+                    },
+                    "status": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0, "numberMisscheduled": 0}}),
+                "gpu-operator",
+            );
+        }
         self.restart_marker = self.daemonset_marker();
+        self.operand_markers = self.operand_marker_map();
     }
 
     /// The bootstrap ClusterRoles and their bindings a fresh API server writes.

@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS};
 use crate::kube::kinds;
 use crate::kube::meta::{labels_of, meta_mut};
-use crate::kube::twin::{self, ERROR_ANNOTATION, NodeTwin, PluginInputs};
+use crate::kube::twin::{
+    self, ERROR_ANNOTATION, NodeTwin, PluginInputs, READERS_ANNOTATION, Restarts,
+};
 use crate::kube::util;
 use crate::kube::validate::validate_object;
 use crate::nodes::{PoolNodes, gke_group_id};
@@ -55,16 +57,25 @@ impl Cluster {
                 )
             });
             if let Some(mut t) = adopted {
-                // The device plugin pod starting on a new node reads the config as it is now.
-                t.loaded = self.current_inputs();
+                // The operands' pods start on the new node: they read the config as it is now.
+                let current = self.current_inputs();
+                let mut labels = self
+                    .get_ref(kinds::NODES, "", n)
+                    .map(labels_of)
+                    .unwrap_or_default();
+                twin::restart_step(
+                    &mut t,
+                    &mut labels,
+                    &self.mig_manager_policy(),
+                    &current,
+                    Restarts::ALL,
+                );
                 self.twins.insert(n.to_string(), t);
             }
         }
-        let marker = self.daemonset_marker();
-        let restarted = marker.is_some() && marker != self.restart_marker;
-        if marker.is_some() {
-            self.restart_marker = marker;
-        }
+        self.sync_operand_volumes();
+        let restarts = self.operand_restarts();
+        let restarted = restarts != Restarts::default();
         let current = self.current_inputs();
         let mm = self.mig_manager_policy();
         let users = self.gpu_user_nodes();
@@ -95,7 +106,7 @@ impl Cluster {
                 continue;
             }
             let before = labels.clone();
-            twin::restart_step(t, &mut labels, &mm, &current, restarted);
+            twin::restart_step(t, &mut labels, &mm, &current, restarts);
             if labels != before {
                 node["metadata"]["labels"] = json!(labels);
             }
@@ -104,27 +115,8 @@ impl Cluster {
                 self.put_internal(kinds::NODES, "", &n, updated);
             }
         }
-        // The daemonset controller: the rollout completes at once, on every non-GKE GPU node.
-        let gpu_nodes = self
-            .twins
-            .values()
-            .filter(|t| t.gpus > 0 && t.cloud != "gke")
-            .count();
-        if let Some(mut ds) = self
-            .get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
-            .cloned()
-        {
-            let generation = ds
-                .pointer("/metadata/generation")
-                .cloned()
-                .unwrap_or(json!(1));
-            let status = json!({"currentNumberScheduled": gpu_nodes, "desiredNumberScheduled": gpu_nodes, "numberReady": gpu_nodes,
-                "numberAvailable": gpu_nodes, "updatedNumberScheduled": gpu_nodes, "numberMisscheduled": 0, "observedGeneration": generation});
-            if ds.get("status") != Some(&status) {
-                ds["status"] = status;
-                self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS, ds);
-            }
-        }
+        // The daemonset controller: the rollouts complete at once.
+        self.operand_status();
     }
 
     /// Creates, updates or removes the Node objects of one pool.
@@ -169,11 +161,13 @@ impl Cluster {
                 host_device_plugin: twin::host_device_plugin(os_name(p)),
                 user_data: p.os_image.as_ref().and_then(|o| o.user_data.clone()),
                 mig_capable: None,
+                readers: Default::default(),
             };
             if let Some(o) = &old_twin {
-                // The plugin pod on an existing node keeps what it loaded.
+                // The pods on an existing node keep what they loaded.
                 t.loaded = o.loaded.clone();
                 t.seen_mig_label = o.seen_mig_label.clone();
+                t.readers = o.readers.clone();
             }
             let mut node = match self.get_ref(kinds::NODES, "", n) {
                 Some(existing) => existing.clone(),
@@ -194,7 +188,13 @@ impl Cluster {
                 }
             }
             labels.extend(p.labels.clone());
-            twin::restart_step(&mut t, &mut labels, &mm, &current, false);
+            // The operands' pods start on a new node.
+            let fresh = if old_twin.is_none() {
+                Restarts::ALL
+            } else {
+                Restarts::default()
+            };
+            twin::restart_step(&mut t, &mut labels, &mm, &current, fresh);
             node["metadata"]["labels"] = json!(labels);
             // A new image (an AKS OS SKU migration reimages the nodes) shows in nodeInfo.
             node["status"]["nodeInfo"]["osImage"] = json!(os_image(p));
@@ -276,8 +276,27 @@ pub(super) fn render_node(node: &Value, t: &NodeTwin, mm: &twin::MigManager) -> 
             }
         }
         Err(e) => {
+            // The plugin's process is gone: the kubelet reports its resources as none.
             annotations.insert(ERROR_ANNOTATION.into(), e.clone());
+            for f in ["capacity", "allocatable"] {
+                if let Some(m) = node
+                    .pointer_mut(&format!("/status/{f}"))
+                    .and_then(Value::as_object_mut)
+                {
+                    for (k, v) in m.iter_mut() {
+                        if k.starts_with("nvidia.com/") {
+                            *v = json!("0");
+                        }
+                    }
+                }
+            }
         }
+    }
+    if t.gpus > 0 && t.cloud != "gke" && !t.host_device_plugin {
+        annotations.insert(
+            READERS_ANNOTATION.into(),
+            twin::readers_summary(t).to_string(),
+        );
     }
     node["metadata"]["labels"] = json!(r.labels);
     if annotations.is_empty() {

@@ -23,7 +23,18 @@ fn twin(cloud: &str) -> NodeTwin {
         user_data: None,
         mig_capable: None,
         mig_refused: None,
+        readers: Readers::default(),
     }
+}
+
+/// `t` with its operands' pods started on a node with these labels, from what `t.loaded` holds.
+fn started(t: &NodeTwin, labels: &BTreeMap<String, String>) -> NodeTwin {
+    let mut t = t.clone();
+    let inputs = t.loaded.clone();
+    let label = labels.get(CONFIG_LABEL).map(String::as_str);
+    t.readers.plugin.start(label, &inputs);
+    t.readers.gfd.start(label, &inputs);
+    t
 }
 
 #[test]
@@ -94,7 +105,8 @@ fn time_slicing_and_rename() {
     let mut t = twin("aks");
     t.loaded.config_name = "cfg".into();
     t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), TS10.to_string())]));
-    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
+    let ts = BTreeMap::from([(CONFIG_LABEL.to_string(), "ts".to_string())]);
+    let a = advertise(&started(&t, &ts), &ts, &on()).unwrap();
     assert_eq!(a.resources["nvidia.com/gpu"], 10);
     assert_eq!(
         a.labels["nvidia.com/gpu.product"],
@@ -105,7 +117,7 @@ fn time_slicing_and_rename() {
         "timeSlicing:\n    renameByDefault: true\n",
     );
     t.loaded.configmap = Some(BTreeMap::from([("ts".to_string(), renamed)]));
-    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
+    let a = advertise(&started(&t, &ts), &ts, &on()).unwrap();
     assert_eq!(a.resources.get("nvidia.com/gpu"), None);
     assert_eq!(a.resources["nvidia.com/gpu.shared"], 10);
     assert_eq!(a.labels["nvidia.com/gpu.product"], "NVIDIA-A100-80GB-PCIe");
@@ -152,11 +164,13 @@ fn mig_strategies() {
     t.mig_profile = Some("1g.10gb".into());
     t.mig_instances_per_gpu = 7;
     assert_eq!(
-        advertise(&t, &BTreeMap::new(), &on()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on())
+            .unwrap()
+            .resources["nvidia.com/gpu"],
         14
     );
     t.loaded.mig_strategy = "mixed".into();
-    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
+    let a = advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on()).unwrap();
     assert_eq!(a.resources["nvidia.com/mig-1g.10gb"], 14);
     assert!(!a.resources.contains_key("nvidia.com/gpu"));
     let mut e = twin("eks");
@@ -166,7 +180,9 @@ fn mig_strategies() {
         (Some(("3g.40gb".into(), 2)), Some("success"))
     );
     assert_eq!(
-        advertise(&e, &labels, &on()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&started(&e, &labels), &labels, &on())
+            .unwrap()
+            .resources["nvidia.com/gpu"],
         2
     );
     e.gpu_product = Some("Tesla-T4".into());
@@ -188,43 +204,47 @@ fn mixed_mig_time_sliced_and_config_selection() {
             ("mig-ts".to_string(), "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-3g.40gb\n      replicas: 3\n".to_string()),
         ])),
     };
-    // No label and no ClusterPolicy default: the key named "default".
-    let a = advertise(&t, &BTreeMap::new(), &on()).unwrap();
+    // No label and no ClusterPolicy default: the operator's FALLBACK_STRATEGIES=empty links
+    // /dev/null, the empty config (a key named "default" is not looked for).
+    let a = advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on()).unwrap();
     assert_eq!(
         a.resources,
         BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 2)])
     );
     let label = BTreeMap::from([(CONFIG_LABEL.to_string(), "mig-ts".to_string())]);
-    let a = advertise(&t, &label, &on()).unwrap();
+    let a = advertise(&started(&t, &label), &label, &on()).unwrap();
     assert_eq!(
         a.resources,
         BTreeMap::from([("nvidia.com/mig-3g.40gb".to_string(), 6)])
     );
     assert_eq!(a.labels["nvidia.com/mig-3g.40gb.replicas"], "3");
-    // Two keys, neither named default, no label, no default: the plugin cannot choose.
-    t.loaded.configmap = Some(BTreeMap::from([
-        ("a".to_string(), String::new()),
-        ("b".to_string(), String::new()),
-    ]));
-    assert!(advertise(&t, &BTreeMap::new(), &on()).is_err());
-    // One key: that one.
-    t.loaded.configmap = Some(BTreeMap::from([("only".to_string(), String::new())]));
-    assert!(advertise(&t, &BTreeMap::new(), &on()).is_ok());
+    // A label naming no key: the pod never starts, the node serves no GPU.
+    let missing = BTreeMap::from([(CONFIG_LABEL.to_string(), "gone".to_string())]);
+    assert_eq!(
+        advertise(&started(&t, &missing), &missing, &on()).unwrap_err(),
+        "config-manager-init: specified config gone does not exist"
+    );
+    // A ClusterPolicy default that exists serves a node with no label.
+    t.loaded.config_default = "mig-ts".into();
+    let a = advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on()).unwrap();
+    assert_eq!(a.resources["nvidia.com/mig-3g.40gb"], 6);
+    t.loaded.config_default = String::new();
     // MPS on MIG devices is refused.
     t.loaded.configmap = Some(BTreeMap::from([(
         "m".to_string(),
         "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
             .to_string(),
     )]));
+    let m = BTreeMap::from([(CONFIG_LABEL.to_string(), "m".to_string())]);
     assert!(
-        advertise(&t, &BTreeMap::new(), &on())
+        advertise(&started(&t, &m), &m, &on())
             .unwrap_err()
             .contains("MPS")
     );
     // A missing ConfigMap: refused (the plugin pod cannot mount it).
     t.loaded.configmap = None;
     assert!(
-        advertise(&t, &BTreeMap::new(), &on())
+        advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on())
             .unwrap_err()
             .contains("not found")
     );
@@ -236,13 +256,17 @@ fn gke_math() {
     t.gpus = 2;
     t.gke_sharing = Some(("TIME_SHARING".into(), 5));
     assert_eq!(
-        advertise(&t, &BTreeMap::new(), &on()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on())
+            .unwrap()
+            .resources["nvidia.com/gpu"],
         10
     );
     t.mig_profile = Some("1g.10gb".into());
     t.mig_instances_per_gpu = 7;
     assert_eq!(
-        advertise(&t, &BTreeMap::new(), &on()).unwrap().resources["nvidia.com/gpu"],
+        advertise(&started(&t, &BTreeMap::new()), &BTreeMap::new(), &on())
+            .unwrap()
+            .resources["nvidia.com/gpu"],
         70
     );
 }

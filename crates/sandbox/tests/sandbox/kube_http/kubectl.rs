@@ -89,12 +89,21 @@ fn kubectl_time_slicing_twin_scenario() {
     assert_eq!(cp["spec"]["mig"]["strategy"], "single");
     assert_eq!(cp["metadata"]["generation"], 2);
 
-    // The operator does not watch the ConfigMap: nothing changes on the nodes yet.
+    // The operator renders the config into its operands' pod templates (the ConfigMap's volume,
+    // the config-manager containers: gpu-operator controllers/object_controls.go
+    // `handleDevicePluginConfig`): their pods roll and load the config the node's label names.
     let node = k.json(&["get", "node", &name]);
-    assert_eq!(allocatable(&node, "nvidia.com/gpu").as_deref(), Some("1"));
+    assert_eq!(allocatable(&node, "nvidia.com/gpu").as_deref(), Some("10"));
+    let ds = k.json(&[
+        "get",
+        "daemonset",
+        "gpu-feature-discovery",
+        "-n",
+        "gpu-operator",
+    ]);
     assert_eq!(
-        label(&node, "nvidia.com/gpu.replicas").as_deref(),
-        Some("1")
+        ds["spec"]["template"]["spec"]["volumes"][1]["configMap"]["name"], "time-slicing-config",
+        "{ds}"
     );
 
     k.ok(&[
@@ -173,28 +182,38 @@ fn kubectl_time_slicing_twin_scenario() {
         Some("4")
     );
 
-    // A broken config: the plugin keeps its previous advertisement and the node says why.
-    k.ok(&[
-        "patch",
-        "configmap",
-        "time-slicing-config",
-        "-n",
-        "gpu-operator",
-        "--type",
-        "merge",
-        "-p",
-        &json!({"data": {"time-sliced-10": TS10.replace("replicas: 10", "replicas: 1")}})
-            .to_string(),
-    ]);
-    restart_again(&k);
+    // A broken config: the plugin fails to load it and exits (k8s-device-plugin
+    // cmd/nvidia-device-plugin/main.go `startPlugins`), so the node serves no GPU and says why.
+    let set = |replicas: &str| {
+        k.ok(&[
+            "patch",
+            "configmap",
+            "time-slicing-config",
+            "-n",
+            "gpu-operator",
+            "--type",
+            "merge",
+            "-p",
+            &json!({"data": {"time-sliced-10": TS10.replace("replicas: 10", replicas)}})
+                .to_string(),
+        ]);
+        restart_again(&k);
+    };
+    set("replicas: 1");
     let node = k.json(&["get", "node", &name]);
-    assert_eq!(allocatable(&node, "nvidia.com/gpu").as_deref(), Some("4"));
+    assert_eq!(allocatable(&node, "nvidia.com/gpu").as_deref(), Some("0"));
     let why = node["metadata"]["annotations"]["sandbox.fracgpu.dev/device-plugin-error"]
         .as_str()
         .unwrap_or_default();
     assert!(why.contains("replicas must be >= 2"), "{why}");
+    set("replicas: 4");
+    assert_eq!(
+        allocatable(&k.json(&["get", "node", &name]), "nvidia.com/gpu").as_deref(),
+        Some("4")
+    );
 
-    // Relabelling a node to a config the plugin does not know: also kept.
+    // Relabelling a node to a config the ConfigMap does not have: config-manager's sidecar links
+    // it and signals the plugin, whose reload fails: no GPU either.
     k.ok(&[
         "label",
         "node",
@@ -203,12 +222,13 @@ fn kubectl_time_slicing_twin_scenario() {
         "nvidia.com/device-plugin.config=nope",
     ]);
     let node = k.json(&["get", "node", &name]);
-    assert_eq!(allocatable(&node, "nvidia.com/gpu").as_deref(), Some("4"));
+    assert_eq!(allocatable(&node, "nvidia.com/gpu").as_deref(), Some("0"));
     assert!(
         node["metadata"]["annotations"]["sandbox.fracgpu.dev/device-plugin-error"]
             .as_str()
             .unwrap_or_default()
-            .contains("\"nope\"")
+            .contains("missing config nope"),
+        "{node}"
     );
 }
 

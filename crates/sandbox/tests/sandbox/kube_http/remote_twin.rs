@@ -103,6 +103,14 @@ const DAEMONSET: &str = r#"{"apiVersion": "apps/v1", "kind": "DaemonSet",
       "spec": {"nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
         "containers": [{"name": "nvidia-device-plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"}]}}}}"#;
 
+/// GPU feature discovery's daemonset, which reads the same config through its own config-manager.
+const GFD_DAEMONSET: &str = r#"{"apiVersion": "apps/v1", "kind": "DaemonSet",
+  "metadata": {"name": "gpu-feature-discovery", "namespace": "gpu-operator"},
+  "spec": {"selector": {"matchLabels": {"app": "gpu-feature-discovery"}},
+    "template": {"metadata": {"labels": {"app": "gpu-feature-discovery"}},
+      "spec": {"nodeSelector": {"nvidia.com/gpu.deploy.gpu-feature-discovery": "true"},
+        "containers": [{"name": "gpu-feature-discovery", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"}]}}}}"#;
+
 /// Two nodes with the hardware labels GPU feature discovery puts on them (NVIDIA/k8s-device-plugin
 /// README, "Catalog of Labels"): an 8 x A100 80GB that selects the `ts4` config, and an A10G that takes
 /// the ClusterPolicy's default.
@@ -233,6 +241,7 @@ fn scenario(side: &dyn Side, fixtures: &Path) {
         r#"{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"ts2"}}}}"#,
     ]);
     apply("ds.json", DAEMONSET);
+    apply("gfd.json", GFD_DAEMONSET);
     apply("nodes.yaml", NODES);
     side.settle();
     check(side, "first start", &[A100_TS4, A10G_DEFAULT]);
@@ -261,6 +270,27 @@ fn scenario(side: &dyn Side, fixtures: &Path) {
         ],
         ..A100_TS4
     };
+    // GPU feature discovery still runs the config it loaded (k8s-device-plugin
+    // cmd/gpu-feature-discovery: it reads the file again only on SIGHUP or a restart).
+    let gfd_stale = Expect {
+        labels: &[
+            (
+                "nvidia.com/gpu.product",
+                Some("NVIDIA-A100-SXM4-80GB-SHARED"),
+            ),
+            ("nvidia.com/gpu.replicas", Some("4")),
+        ],
+        ..a100_ts8
+    };
+    check(side, "device plugin restarted", &[gfd_stale, A10G_DEFAULT]);
+    side.kubectl(&[
+        "rollout",
+        "restart",
+        "daemonset/gpu-feature-discovery",
+        "-n",
+        "gpu-operator",
+    ]);
+    side.settle();
     check(side, "restarted", &[a100_ts8, A10G_DEFAULT]);
 
     // MIG: the mixed strategy, then a MIG config on the A100; its MIG manager repartitions and

@@ -1,0 +1,134 @@
+//! The GPU operator's operands that read the device plugin config: the device plugin, GPU feature
+//! discovery and the MPS control daemon daemonsets. As the operator renders them
+//! (NVIDIA/gpu-operator controllers/object_controls.go `handleDevicePluginConfig`, called for
+//! all three), a pod template mounts the ConfigMap the ClusterPolicy's `devicePlugin.config.name`
+//! names as a volume of that name (at `/available-configs`, beside an emptyDir `config` at
+//! `/config`), and none while no config is named; the operator keeps the templates so, and a
+//! changed template rolls the pods, as any daemonset's does. Their status is the daemonset
+//! controller's, rolled out at once.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, GFD_DS, MPS_DS, OPERATOR_NS};
+use crate::kube::kinds;
+use crate::kube::twin::{self, Restarts};
+
+/// The operands besides the device plugin, by daemonset name.
+const OTHERS: [&str; 2] = [GFD_DS, MPS_DS];
+
+/// The volumes a template has for the config named `config` (none for no config).
+fn config_volumes(config: &str) -> Vec<Value> {
+    if config.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        json!({"name": "config", "emptyDir": {}}),
+        json!({"name": config, "configMap": {"name": config}}),
+    ]
+}
+
+impl Cluster {
+    /// GFD's and the MPS daemon's pod templates, by name.
+    pub(super) fn operand_marker_map(&self) -> BTreeMap<String, String> {
+        OTHERS
+            .iter()
+            .filter_map(|n| {
+                self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, n)
+                    .map(|ds| (n.to_string(), twin::restart_marker(ds)))
+            })
+            .collect()
+    }
+
+    /// The operator's part: every operand's pod template mounts the ConfigMap the ClusterPolicy
+    /// names now (the ConfigMap volumes of other names, and the emptyDir, replaced).
+    pub(super) fn sync_operand_volumes(&mut self) {
+        let Some(cp) = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY) else {
+            return;
+        };
+        let config = twin::config_name(Some(cp)).to_string();
+        for name in [DEVICE_PLUGIN_DS, GFD_DS, MPS_DS] {
+            let Some(mut ds) = self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, name).cloned() else {
+                continue;
+            };
+            let mut volumes: Vec<Value> = ds
+                .pointer("/spec/template/spec/volumes")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|v| v.get("configMap").is_none() && v["name"] != "config")
+                .collect();
+            volumes.extend(config_volumes(&config));
+            let now = ds.pointer("/spec/template/spec/volumes").cloned();
+            let want = (!volumes.is_empty()).then(|| json!(volumes));
+            if now == want {
+                continue;
+            }
+            let spec = &mut ds["spec"]["template"]["spec"];
+            match want {
+                Some(v) => spec["volumes"] = v,
+                None => {
+                    if let Some(m) = spec.as_object_mut() {
+                        m.remove("volumes");
+                    }
+                }
+            }
+            self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, name, ds);
+        }
+    }
+
+    /// Which operands' templates changed since last seen (their pods restart), remembering them.
+    pub(super) fn operand_restarts(&mut self) -> Restarts {
+        let marker = self.daemonset_marker();
+        let plugin = marker.is_some() && marker != self.restart_marker;
+        if marker.is_some() {
+            self.restart_marker = marker;
+        }
+        let now = self.operand_marker_map();
+        let changed = |n: &str| {
+            now.get(n)
+                .is_some_and(|m| self.operand_markers.get(n) != Some(m))
+        };
+        let r = Restarts {
+            plugin,
+            gfd: changed(GFD_DS),
+            mps: changed(MPS_DS),
+        };
+        self.operand_markers = now;
+        r
+    }
+
+    /// The daemonset controller's status of each operand: rolled out at once on every node it
+    /// runs on (the MPS daemon where the device plugin runs an MPS config).
+    pub(super) fn operand_status(&mut self) {
+        let gpu = |t: &&twin::NodeTwin| t.gpus > 0 && t.cloud != "gke";
+        let plugin_nodes = self.twins.values().filter(gpu).count();
+        let mps_nodes = self
+            .twins
+            .values()
+            .filter(gpu)
+            .filter(|t| t.readers.mps.is_some())
+            .count();
+        for (name, n) in [
+            (DEVICE_PLUGIN_DS, plugin_nodes),
+            (GFD_DS, plugin_nodes),
+            (MPS_DS, mps_nodes),
+        ] {
+            let Some(mut ds) = self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, name).cloned() else {
+                continue;
+            };
+            let generation = ds
+                .pointer("/metadata/generation")
+                .cloned()
+                .unwrap_or(json!(1));
+            let status = json!({"currentNumberScheduled": n, "desiredNumberScheduled": n, "numberReady": n,
+                "numberAvailable": n, "updatedNumberScheduled": n, "numberMisscheduled": 0, "observedGeneration": generation});
+            if ds.get("status") != Some(&status) {
+                ds["status"] = status;
+                self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, name, ds);
+            }
+        }
+    }
+}
