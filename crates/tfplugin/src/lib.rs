@@ -20,6 +20,7 @@ pub mod plan;
 mod properties;
 pub mod schema;
 pub mod server;
+pub mod shape;
 pub mod types;
 pub mod validators;
 pub mod value;

@@ -636,8 +636,8 @@ impl<T: ToValue> ToValue for SingleBlock<T> {
 
 /// Declares a typed model of a Terraform object: the struct, `FromValue` (every field read from
 /// the attribute of its name, a failure naming the attribute's path) and `ToValue` (every
-/// attribute written), and `attribute_names`,
-/// for a test that holds the model to its schema. Fields after `flatten` are models of their
+/// attribute written), `attribute_names` and [`Shaped`](crate::shape::Shaped), for a test that
+/// holds the model to its schema ([`shape::check`](crate::shape::check)). Fields after `flatten` are models of their
 /// own read from the same object: attribute groups several objects share (sharing blocks).
 ///
 /// ```
@@ -701,6 +701,15 @@ macro_rules! object {
                     // Not reached: a part that did not read left its error in `parts`.
                     _ => Err($crate::object::DecodeError::new("an object", v)),
                 }
+            }
+        }
+
+        impl $crate::shape::Shaped for $name {
+            fn shape() -> $crate::shape::Shape {
+                $crate::shape::object(
+                    vec![$( (stringify!($field), <$ty as $crate::shape::Shaped>::shape()) ),*],
+                    vec![$($( <$xty as $crate::shape::Shaped>::shape() ),*)?],
+                )
             }
         }
 

@@ -109,7 +109,7 @@ fn rendered(op: &OperatorCluster, chart: Chart, values: &Value) -> (Value, Vec<S
     let file = op.server.dir().join("sync-values.json");
     std::fs::write(&file, values.to_string()).unwrap();
     let prefix = match chart {
-        Chart::Nvidia => "templates".to_string(),
+        Chart::Nvidia | Chart::NvidiaV26 => "templates".to_string(),
         Chart::Wrapper => "charts/azure-aks-gpu-operator/templates".to_string(),
     };
     let chart_path = op.chart(chart);
@@ -206,7 +206,7 @@ fn lifecycle(h: Holder, chart: Chart) {
     // Configs the chart itself defines stay in what it renders.
     let expect = |ours: &[&str]| {
         let own: &[&str] = match chart {
-            Chart::Nvidia => &[],
+            Chart::Nvidia | Chart::NvidiaV26 => &[],
             Chart::Wrapper => &["time-sliced-10"],
         };
         let mut k: Vec<String> = ours.iter().chain(own).map(|s| s.to_string()).collect();
@@ -314,6 +314,17 @@ fn flux_delivery_lifecycle_nvidia_chart() {
 #[test]
 fn flux_delivery_lifecycle_wrapping_chart() {
     lifecycle(Holder::Flux, Chart::Wrapper);
+}
+
+/// NVIDIA's current release renders the values the provider writes as v25.10.1 does.
+#[test]
+fn argocd_delivery_lifecycle_nvidia_chart_v26() {
+    lifecycle(Holder::Argo, Chart::NvidiaV26);
+}
+
+#[test]
+fn flux_delivery_lifecycle_nvidia_chart_v26() {
+    lifecycle(Holder::Flux, Chart::NvidiaV26);
 }
 
 /// An Application with several sources (a values repository beside the chart, as Argo CD's

@@ -1,9 +1,10 @@
 //! `fracgpu_device_plugin_config` with delivery "helm", and "cluster_policy" on a ClusterPolicy
 //! that a Helm release owns, driven through the real terraform with real helm 3 and helm 4
-//! against a control plane (`testkit::apiserver`), on which NVIDIA's gpu-operator chart v25.10.1 is installed
-//! (on its own, and inside the wrapping chart of `tests/fixtures/charts`). `KUBECONFIG` names a
-//! file that does not exist, or another server running the same release, for every terraform
-//! run: helm must reach the cluster the resource names and nothing else.
+//! against a control plane (`testkit::apiserver`), on which NVIDIA's gpu-operator chart v25.10.1
+//! or v26.7.0 is installed (on its own, and v25.10.1 inside the wrapping chart of
+//! `tests/fixtures/charts`). `KUBECONFIG` names a file that does not exist, or another server
+//! running the same release, for every terraform run: helm must reach the cluster the resource
+//! names and nothing else.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -102,7 +103,7 @@ fn helm_lifecycle(
     };
     // Configs the chart itself defines stay in what it renders.
     let chart_own: &[&str] = match chart {
-        Chart::Nvidia => &[],
+        Chart::Nvidia | Chart::NvidiaV26 => &[],
         Chart::Wrapper => &["time-sliced-10"],
     };
     let expect_keys = |ours: &[&str]| {
@@ -269,6 +270,28 @@ fn helm3_delivery_lifecycle_wrapping_chart() {
         false,
     );
 }
+/// NVIDIA's current release (v26.7.0, whose chart validates the device plugin values it is
+/// given) through the same life, by helm 4 and helm 3.
+#[test]
+fn helm4_delivery_lifecycle_nvidia_chart_v26() {
+    helm_lifecycle(
+        OperatorCluster::start(Tool::Helm4),
+        Tool::Helm4,
+        Chart::NvidiaV26,
+        false,
+    );
+}
+
+#[test]
+fn helm3_delivery_lifecycle_nvidia_chart_v26_with_kubeconfig_naming_another_cluster() {
+    helm_lifecycle(
+        OperatorCluster::start(Tool::Helm3),
+        Tool::Helm3,
+        Chart::NvidiaV26,
+        true,
+    );
+}
+
 /// On a cluster of `fracgpu-sandbox serve`, where a user tries the provider first: NVIDIA's
 /// chart installed there by helm, then the provider's delivery through it.
 #[test]

@@ -1,9 +1,9 @@
 //! Changing a time-sliced pool's replicas on a cluster whose nodes run, through terraform against
 //! the sandbox, whose twin plays NVIDIA's config-manager as the real one behaves (a label naming a
 //! config the ConfigMap lacks leaves a node without GPUs; a config's content reaches a process
-//! only when its pod starts; see the sandbox's `kube/twin/config_manager.rs`). In one apply, and in
-//! two (the pool first, then the config; and the config first), every node's label names a config
-//! that exists and every node advertises 10 or 8 slices at every step, never none; once the
+//! only when its pod starts; see `crates/sandbox/src/kube/twin/config_manager.rs`). In one apply,
+//! and in two (the pool first, then the config; and the config first), every node's label names a
+//! config that exists and every node advertises 10 or 8 slices at every step, never none; once the
 //! config changed, the device plugin, GPU feature discovery and MPS control daemon daemonsets
 //! have been restarted and every node's readers run the new config.
 

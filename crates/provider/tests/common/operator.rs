@@ -1,8 +1,8 @@
 //! NVIDIA's GPU operator on a test's control plane (`testkit::apiserver`: a real kube-apiserver
 //! where `KUBEBUILDER_ASSETS` names one, else `fracgpu-sandbox apiserver`), installed by real helm
-//! the way a platform team runs it: NVIDIA's packaged chart v25.10.1 from `shared/fixtures` on
-//! its own, or inside this project's wrapping chart (`tests/fixtures/charts/gpu-operator-wrapper`)
-//! under one alias per kind of cluster. Every helm and kubectl here runs with `KUBECONFIG`
+//! the way a platform team runs it: NVIDIA's packaged chart v25.10.1 or v26.7.0 from
+//! `shared/fixtures` on its own, or v25.10.1 inside this project's wrapping chart
+//! (`tests/fixtures/charts/gpu-operator-wrapper`) under one alias per kind of cluster. Every helm and kubectl here runs with `KUBECONFIG`
 //! pointing at a file that does not exist, so only the kubeconfig a command is given counts.
 
 use std::path::{Path, PathBuf};
@@ -14,12 +14,17 @@ use testkit::apiserver::{self, ApiServer, HookJobs};
 use super::tools::{self, Tool};
 
 pub const MISSING_KUBECONFIG: &str = "/nonexistent/kubeconfig";
+/// NVIDIA's current gpu-operator release, beside testkit's v25.10.1.
+pub const GPU_OPERATOR_V26_CHART: &str = "charts/gpu-operator-v26.7.0.tgz";
 
 /// Which chart a release is installed from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Chart {
-    /// NVIDIA's gpu-operator chart as packaged (values under `devicePlugin`).
+    /// NVIDIA's gpu-operator chart v25.10.1 as packaged (values under `devicePlugin`).
     Nvidia,
+    /// NVIDIA's gpu-operator chart v26.7.0 as packaged: the same values, its own validations
+    /// (`templates/validations.yaml`) and the GPUCluster it may deploy instead.
+    NvidiaV26,
     /// The wrapping chart: NVIDIA's chart under `azure-aks-gpu-operator` and three other
     /// aliases, each enabled by `clusterType.<kind>`.
     Wrapper,
@@ -30,7 +35,7 @@ impl Chart {
     /// platform would name them.
     pub fn release(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            Chart::Nvidia => ("gpu-operator", "gpu-operator", "devicePlugin"),
+            Chart::Nvidia | Chart::NvidiaV26 => ("gpu-operator", "gpu-operator", "devicePlugin"),
             Chart::Wrapper => (
                 "tfy-gpu-operator",
                 "tfy-gpu-operator",
@@ -42,7 +47,7 @@ impl Chart {
     /// The `--set-json` values that make the chart render the operator at all.
     pub fn enabling(self) -> Vec<String> {
         match self {
-            Chart::Nvidia => vec![],
+            Chart::Nvidia | Chart::NvidiaV26 => vec![],
             Chart::Wrapper => vec!["clusterType.azureAks=true".to_string()],
         }
     }
@@ -121,6 +126,7 @@ impl OperatorCluster {
     pub fn chart(&self, chart: Chart) -> String {
         match chart {
             Chart::Nvidia => self.fixtures.join(apiserver::GPU_OPERATOR_CHART),
+            Chart::NvidiaV26 => self.fixtures.join(GPU_OPERATOR_V26_CHART),
             Chart::Wrapper => self.wrapper.path().to_path_buf(),
         }
         .display()

@@ -1,0 +1,327 @@
+//! What a typed model (`object!`) reads, told as data, so that a test can hold the model to the
+//! schema block it decodes: the same names, the same types, and flags that agree. A model that
+//! drifts from its schema fails at run time, on the first plan that sends what the model did not
+//! expect (a plain `u32` for an optional attribute fails on null; a `Known` for an optional one
+//! reads an unknown as absent); [`check`] finds it in `cargo test` instead.
+//!
+//! The rules follow from how terraform fills a value (the plugin protocol's "resource
+//! instance change lifecycle"): a required attribute is never null; an optional one is null when
+//! not set and, without `computed`, never unknown once the configuration is known; a computed
+//! one is unknown in a plan until the provider knows it and null where neither sets it.
+
+use std::collections::BTreeMap;
+
+use crate::object::{Known, MaybeUnknown, SingleBlock};
+use crate::schema::{Block, Nesting};
+use crate::{Type, Value};
+
+/// What a model's field reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    /// The kind of value.
+    pub kind: Kind,
+    /// It reads null.
+    pub null: bool,
+    /// It reads an unknown (as unknown, or as absent).
+    pub unknown: bool,
+}
+
+/// The kind of value a field reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// A bool.
+    Bool,
+    /// A number.
+    Number,
+    /// A string.
+    String,
+    /// Any value, carried as it is.
+    Any,
+    /// A list or set of elements of one shape.
+    List(Box<Shape>),
+    /// Values by string key.
+    Map(Box<Shape>),
+    /// A model's attributes by name.
+    Object(BTreeMap<String, Shape>),
+    /// A block of at most one object.
+    Single(Box<Shape>),
+}
+
+impl Shape {
+    /// A value that is always there and known.
+    pub fn plain(kind: Kind) -> Shape {
+        Shape {
+            kind,
+            null: false,
+            unknown: false,
+        }
+    }
+}
+
+/// A type whose values a model reads; `object!` implements it for every model.
+pub trait Shaped {
+    /// What it reads.
+    fn shape() -> Shape;
+}
+
+macro_rules! plain {
+    ($($t:ty => $k:expr),* $(,)?) => {
+        $(impl Shaped for $t {
+            fn shape() -> Shape {
+                Shape::plain($k)
+            }
+        })*
+    };
+}
+
+plain! {
+    String => Kind::String,
+    bool => Kind::Bool,
+    i64 => Kind::Number,
+    u32 => Kind::Number,
+    u64 => Kind::Number,
+}
+
+impl Shaped for Value {
+    fn shape() -> Shape {
+        Shape {
+            kind: Kind::Any,
+            null: true,
+            unknown: true,
+        }
+    }
+}
+
+impl<T: Shaped> Shaped for Option<T> {
+    fn shape() -> Shape {
+        Shape {
+            null: true,
+            ..T::shape()
+        }
+    }
+}
+
+impl<T: Shaped> Shaped for Known<T> {
+    fn shape() -> Shape {
+        Shape {
+            null: true,
+            unknown: true,
+            ..T::shape()
+        }
+    }
+}
+
+impl<T: Shaped> Shaped for MaybeUnknown<T> {
+    fn shape() -> Shape {
+        Shape {
+            unknown: true,
+            ..T::shape()
+        }
+    }
+}
+
+impl<T: Shaped> Shaped for Vec<T> {
+    fn shape() -> Shape {
+        Shape::plain(Kind::List(Box::new(T::shape())))
+    }
+}
+
+impl<T: Shaped> Shaped for BTreeMap<String, T> {
+    fn shape() -> Shape {
+        Shape::plain(Kind::Map(Box::new(T::shape())))
+    }
+}
+
+impl<T: Shaped> Shaped for SingleBlock<T> {
+    fn shape() -> Shape {
+        Shape {
+            null: true,
+            ..Shape::plain(Kind::Single(Box::new(T::shape())))
+        }
+    }
+}
+
+/// The attributes of a model: its own fields, then those of the models it flattens.
+pub fn object(fields: Vec<(&'static str, Shape)>, flattened: Vec<Shape>) -> Shape {
+    let mut all: BTreeMap<String, Shape> = fields
+        .into_iter()
+        .map(|(n, s)| (n.to_string(), s))
+        .collect();
+    for f in flattened {
+        if let Kind::Object(m) = f.kind {
+            all.extend(m);
+        }
+    }
+    Shape::plain(Kind::Object(all))
+}
+
+/// Where a model disagrees with the block it reads (`at` names the block in the messages):
+/// names, types and flags; nothing when they agree.
+pub fn check(at: &str, block: &Block, model: &Shape) -> Vec<String> {
+    let mut out = Vec::new();
+    let Kind::Object(fields) = &model.kind else {
+        out.push(format!("{at}: the model is not an object model"));
+        return out;
+    };
+    let mut seen = Vec::new();
+    for a in &block.attributes {
+        let path = format!("{at}.{}", a.name);
+        seen.push(a.name.as_str());
+        let Some(f) = fields.get(&a.name) else {
+            out.push(format!("{path}: in the schema, not in the model"));
+            continue;
+        };
+        check_type(&path, &a.ty, f, &mut out);
+        if a.required && f.null {
+            out.push(format!(
+                "{path}: required, so never null, but the model reads null"
+            ));
+        }
+        if !a.required && !f.null {
+            out.push(format!(
+                "{path}: optional or computed, so null when not set, but the model fails on null"
+            ));
+        }
+        if a.computed && !f.unknown {
+            out.push(format!(
+                "{path}: computed, so unknown in a plan, but the model fails on unknown"
+            ));
+        }
+        if a.optional && !a.computed && f.unknown && f.kind != Kind::Any {
+            out.push(format!(
+                "{path}: optional, not computed, so known once the configuration is, but the \
+                 model reads an unknown (as absent)"
+            ));
+        }
+    }
+    for b in &block.blocks {
+        let path = format!("{at}.{}", b.name);
+        seen.push(b.name.as_str());
+        let Some(f) = fields.get(&b.name) else {
+            out.push(format!("{path}: in the schema, not in the model"));
+            continue;
+        };
+        let single = b.nesting == Nesting::Single || b.max_items == 1;
+        match (&f.kind, single) {
+            (Kind::Any, _) => {}
+            (Kind::Single(inner), true) => out.extend(check(&path, &b.block, inner)),
+            (Kind::List(inner), false) => out.extend(check(&path, &b.block, inner)),
+            (k, _) => out.push(format!(
+                "{path}: a block of {}, but the model reads {}",
+                if single { "at most one" } else { "many" },
+                describe(k)
+            )),
+        }
+    }
+    for name in fields.keys() {
+        if !seen.contains(&name.as_str()) {
+            out.push(format!("{at}.{name}: in the model, not in the schema"));
+        }
+    }
+    out
+}
+
+/// Whether the field reads values of the attribute's type.
+fn check_type(path: &str, ty: &Type, f: &Shape, out: &mut Vec<String>) {
+    let agree = match (ty, &f.kind) {
+        (_, Kind::Any) => true,
+        (Type::Bool, Kind::Bool) | (Type::Number, Kind::Number) | (Type::String, Kind::String) => {
+            true
+        }
+        (Type::List(t) | Type::Set(t), Kind::List(e)) | (Type::Map(t), Kind::Map(e)) => {
+            check_type(&format!("{path}[*]"), t, e, out);
+            true
+        }
+        (Type::Object(attrs), Kind::Object(fields)) => {
+            for (name, t) in attrs {
+                match fields.get(name) {
+                    Some(e) => check_type(&format!("{path}.{name}"), t, e, out),
+                    None => out.push(format!("{path}.{name}: in the schema, not in the model")),
+                }
+            }
+            for name in fields.keys().filter(|n| !attrs.contains_key(*n)) {
+                out.push(format!("{path}.{name}: in the model, not in the schema"));
+            }
+            true
+        }
+        _ => false,
+    };
+    if !agree {
+        out.push(format!(
+            "{path}: of type {ty:?}, but the model reads {}",
+            describe(&f.kind)
+        ));
+    }
+}
+
+fn describe(k: &Kind) -> &'static str {
+    match k {
+        Kind::Bool => "a bool",
+        Kind::Number => "a number",
+        Kind::String => "a string",
+        Kind::Any => "any value",
+        Kind::List(_) => "a list",
+        Kind::Map(_) => "a map",
+        Kind::Object(_) => "an object",
+        Kind::Single(_) => "a block of at most one",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Attribute;
+
+    crate::object! {
+        struct Inner {
+            a: u32,
+        }
+    }
+
+    crate::object! {
+        struct Model {
+            name: String,
+            size: Option<u32>,
+            id: Known<String>,
+            inner: SingleBlock<Inner>,
+        }
+    }
+
+    fn block() -> Block {
+        let inner = Block::new("").attr(Attribute::number("a").required());
+        Block::new("")
+            .attr(Attribute::string("name").required())
+            .attr(Attribute::number("size").optional())
+            .attr(Attribute::string("id").computed())
+            .single_block("inner", inner)
+    }
+
+    #[test]
+    fn a_model_that_agrees_passes() {
+        assert_eq!(check("m", &block(), &Model::shape()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn each_disagreement_is_named() {
+        let mut b = block();
+        b.attributes[0].ty = Type::Number;
+        b.attributes[1].optional = false;
+        b.attributes[1].required = true;
+        b.attributes[2].computed = false;
+        b.attributes[2].optional = true;
+        b.attributes.push(Attribute::bool("extra").optional());
+        b.blocks[0].max_items = 0;
+        let found = check("m", &b, &Model::shape());
+        assert_eq!(
+            found,
+            vec![
+                "m.name: of type Number, but the model reads a string",
+                "m.size: required, so never null, but the model reads null",
+                "m.id: optional, not computed, so known once the configuration is, but the \
+                 model reads an unknown (as absent)",
+                "m.extra: in the schema, not in the model",
+                "m.inner: a block of many, but the model reads a block of at most one",
+            ]
+        );
+    }
+}
