@@ -78,15 +78,23 @@ fn named_schema(name: &str, s: &Value) -> Vec<u8> {
     out
 }
 
-/// A JSON schema as gnostic's `Schema` message.
+/// A JSON schema as gnostic's `Schema` message: its own constraints, then what it is made of.
 fn schema(s: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     let Some(m) = s.as_object() else {
         return out;
     };
+    constraints(&mut out, m);
+    structure(&mut out, m);
+    out
+}
+
+/// The schema's own facts: its reference, texts, default and numeric and boolean constraints
+/// (fields 1 to 18, with `discriminator` and `readOnly`).
+fn constraints(out: &mut Vec<u8>, m: &serde_json::Map<String, Value>) {
     let text = |k: &str| m.get(k).and_then(Value::as_str);
     if let Some(r) = text("$ref") {
-        string(&mut out, 1, r);
+        string(out, 1, r);
     }
     for (k, f) in [
         ("format", 2),
@@ -96,15 +104,15 @@ fn schema(s: &Value) -> Vec<u8> {
         ("discriminator", 26),
     ] {
         if let Some(v) = text(k) {
-            string(&mut out, f, v);
+            string(out, f, v);
         }
     }
     if let Some(d) = m.get("default") {
-        bytes(&mut out, 5, &any(d));
+        bytes(out, 5, &any(d));
     }
     for (k, f) in [("multipleOf", 6), ("maximum", 7), ("minimum", 9)] {
         if let Some(v) = m.get(k).and_then(Value::as_f64) {
-            double(&mut out, f, v);
+            double(out, f, v);
         }
     }
     for (k, f) in [
@@ -113,11 +121,7 @@ fn schema(s: &Value) -> Vec<u8> {
         ("uniqueItems", 16),
         ("readOnly", 27),
     ] {
-        bool_field(
-            &mut out,
-            f,
-            m.get(k).and_then(Value::as_bool).unwrap_or(false),
-        );
+        bool_field(out, f, m.get(k).and_then(Value::as_bool).unwrap_or(false));
     }
     for (k, f) in [
         ("maxLength", 11),
@@ -128,9 +132,15 @@ fn schema(s: &Value) -> Vec<u8> {
         ("minProperties", 18),
     ] {
         if let Some(v) = m.get(k).and_then(Value::as_i64) {
-            int(&mut out, f, v);
+            int(out, f, v);
         }
     }
+}
+
+/// What the schema is made of: required properties, enum values, additional properties, type,
+/// items, allOf, properties, example and vendor extensions (fields 19 to 31).
+fn structure(out: &mut Vec<u8>, m: &serde_json::Map<String, Value>) {
+    let text = |k: &str| m.get(k).and_then(Value::as_str);
     for r in m
         .get("required")
         .and_then(Value::as_array)
@@ -138,7 +148,7 @@ fn schema(s: &Value) -> Vec<u8> {
         .flatten()
     {
         if let Some(r) = r.as_str() {
-            string(&mut out, 19, r);
+            string(out, 19, r);
         }
     }
     for e in m
@@ -147,26 +157,26 @@ fn schema(s: &Value) -> Vec<u8> {
         .into_iter()
         .flatten()
     {
-        bytes(&mut out, 20, &any(e));
+        bytes(out, 20, &any(e));
     }
     match m.get("additionalProperties") {
         Some(Value::Bool(b)) => {
             let mut item = Vec::new();
             tag(&mut item, 2, 0);
             varint(&mut item, u64::from(*b));
-            bytes(&mut out, 21, &item);
+            bytes(out, 21, &item);
         }
         Some(a @ Value::Object(_)) => {
             let mut item = Vec::new();
             bytes(&mut item, 1, &schema(a));
-            bytes(&mut out, 21, &item);
+            bytes(out, 21, &item);
         }
         _ => {}
     }
     if let Some(t) = text("type") {
         let mut item = Vec::new();
         string(&mut item, 1, t);
-        bytes(&mut out, 22, &item);
+        bytes(out, 22, &item);
     }
     if let Some(items) = m.get("items") {
         let mut item = Vec::new();
@@ -174,7 +184,7 @@ fn schema(s: &Value) -> Vec<u8> {
             Value::Array(a) => a.iter().for_each(|s| bytes(&mut item, 1, &schema(s))),
             s => bytes(&mut item, 1, &schema(s)),
         }
-        bytes(&mut out, 23, &item);
+        bytes(out, 23, &item);
     }
     for s in m
         .get("allOf")
@@ -182,22 +192,21 @@ fn schema(s: &Value) -> Vec<u8> {
         .into_iter()
         .flatten()
     {
-        bytes(&mut out, 24, &schema(s));
+        bytes(out, 24, &schema(s));
     }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         let mut p = Vec::new();
         for (name, s) in props {
             bytes(&mut p, 1, &named_schema(name, s));
         }
-        bytes(&mut out, 25, &p);
+        bytes(out, 25, &p);
     }
     if let Some(e) = m.get("example") {
-        bytes(&mut out, 30, &any(e));
+        bytes(out, 30, &any(e));
     }
     for (k, v) in m.iter().filter(|(k, _)| k.starts_with("x-")) {
-        bytes(&mut out, 31, &named_any(k, v));
+        bytes(out, 31, &named_any(k, v));
     }
-    out
 }
 
 /// The v2 document (JSON) as gnostic's `Document`.

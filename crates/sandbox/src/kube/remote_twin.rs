@@ -38,24 +38,33 @@
 //! Its MIG manager fails a repartitioning while pods other than daemonset pods hold the node's GPUs,
 //! and, like the real one, tries again only when `nvidia.com/mig.config` changes (`twin::mig_fails`,
 //! which the sandbox's in-process twin follows too).
+//!
+//! How it learns a node's hardware is in `remote_twin/hardware.rs`, the patches it writes to a node
+//! in `remote_twin/node_writes.rs`, and what it reads from listed pods and nodes in
+//! `remote_twin/objects.rs`.
+
+mod hardware;
+mod node_writes;
+mod objects;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::meta::labels_of;
 use super::store::{CLUSTER_POLICY, DEVICE_PLUGIN_DS, GFD_DS, MPS_DS, OPERATOR_NS};
-use super::twin::{self, NodeTwin};
+use super::twin::{self, MigManager, NodeTwin, PluginInputs, Restarts};
+pub use hardware::HARDWARE_ANNOTATION;
+use hardware::learn;
+use node_writes::node_writes;
+use objects::{daemon_pod_node, gpu_users, items, ready, string_map};
 
 /// The taint kube-apiserver's NodeTaint admission puts on every new Node
 /// (plugin/pkg/admission/nodetaint), which the node lifecycle controller removes once the node
 /// reports Ready.
 const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
-
-/// The annotation keeping the hardware GPU feature discovery's labels first named.
-pub const HARDWARE_ANNOTATION: &str = "sandbox.fracgpu.dev/gpu-hardware";
 
 /// Why a sync could not finish.
 #[derive(Debug)]
@@ -113,12 +122,50 @@ pub struct SyncReport {
     pub mig_failed: BTreeMap<String, Vec<String>>,
 }
 
+/// What the twin keeps between syncs, as the pods on the nodes keep it.
 #[derive(Default)]
 struct State {
     marker: Option<String>,
     /// GPU feature discovery's and the MPS control daemon's pod templates, by daemonset name.
     operand_markers: BTreeMap<String, String>,
     nodes: BTreeMap<String, NodeTwin>,
+}
+
+impl State {
+    /// Which operands' daemonsets rolled their pods since the last sync (their pod templates
+    /// changed), remembering the templates now. A daemonset that is not there restarts nothing.
+    fn restarts(
+        &mut self,
+        marker: Option<String>,
+        operand_markers: BTreeMap<String, String>,
+    ) -> Restarts {
+        let plugin = marker.is_some() && marker != self.marker;
+        if marker.is_some() {
+            self.marker = marker;
+        }
+        let operand_restarted = |n: &str| {
+            operand_markers
+                .get(n)
+                .is_some_and(|m| self.operand_markers.get(n) != Some(m))
+        };
+        let (gfd, mps) = (operand_restarted(GFD_DS), operand_restarted(MPS_DS));
+        self.operand_markers = operand_markers;
+        Restarts { plugin, gfd, mps }
+    }
+}
+
+/// What one sync read of the GPU stack's objects.
+struct Stack {
+    /// The device plugin's inputs as the API holds them now.
+    current: PluginInputs,
+    mm: MigManager,
+    /// The device plugin daemonset's pod template.
+    marker: Option<String>,
+    /// GFD's and the MPS control daemon's pod templates, by daemonset name.
+    operand_markers: BTreeMap<String, String>,
+    /// node -> the pods that hold its GPUs.
+    users: BTreeMap<String, Vec<String>>,
+    nodes: Vec<Value>,
 }
 
 /// The twin of the GPU stack, for one API server.
@@ -213,6 +260,30 @@ impl RemoteTwin {
     /// Reads the operator's objects and the nodes once, and writes what the GPU stack on each node
     /// would.
     pub async fn sync_once(&self) -> Result<SyncReport, RemoteError> {
+        let seen = self.read_stack().await?;
+        let mut st = self.state.lock().await;
+        let restarts = st.restarts(seen.marker.clone(), seen.operand_markers.clone());
+        let mut report = SyncReport {
+            restarted: restarts.plugin,
+            ..SyncReport::default()
+        };
+        let listed: Vec<String> = seen
+            .nodes
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        st.nodes.retain(|n, _| listed.contains(n));
+        for node in &seen.nodes {
+            self.sync_node(&mut st, node, &seen, restarts, &mut report)
+                .await?;
+        }
+        Ok(report)
+    }
+
+    /// What the GPU stack reads from the API: the ClusterPolicy, the ConfigMap it names, the
+    /// operands' daemonsets, the pods and the nodes.
+    async fn read_stack(&self) -> Result<Stack, RemoteError> {
         let cp = self
             .get(&format!(
                 "/apis/nvidia.com/v1/clusterpolicies/{CLUSTER_POLICY}"
@@ -227,8 +298,6 @@ impl RemoteTwin {
             ))
             .await?
         };
-        let current = twin::plugin_inputs(cp.as_ref(), cm.as_ref());
-        let mm = twin::mig_manager_policy(cp.as_ref());
         let ds_marker = |name: &'static str| async move {
             Ok::<_, RemoteError>(
                 self.get(&format!(
@@ -247,139 +316,91 @@ impl RemoteTwin {
             }
         }
         let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
-        let users = gpu_users(&pods);
         let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
-        let items = nodes
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        Ok(Stack {
+            current: twin::plugin_inputs(cp.as_ref(), cm.as_ref()),
+            mm: twin::mig_manager_policy(cp.as_ref()),
+            marker,
+            operand_markers,
+            users: gpu_users(&pods),
+            nodes: items(&nodes).to_vec(),
+        })
+    }
 
-        let mut st = self.state.lock().await;
-        let restarted = marker.is_some() && marker != st.marker;
-        if marker.is_some() {
-            st.marker = marker;
+    /// One node's turn of the GPU stack: the twin learns a new GPU node, its MIG manager may
+    /// fail, and the labels, annotations and extended resources are written where they changed.
+    async fn sync_node(
+        &self,
+        st: &mut State,
+        node: &Value,
+        seen: &Stack,
+        restarted: Restarts,
+        report: &mut SyncReport,
+    ) -> Result<(), RemoteError> {
+        let Some(name) = node.pointer("/metadata/name").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let labels = labels_of(node);
+        let annotations = string_map(node.pointer("/metadata/annotations"));
+        let known = st.nodes.contains_key(name);
+        if !known {
+            let Some(mut t) = learn(node, &labels, &annotations) else {
+                return Ok(());
+            };
+            // A device plugin pod starting on a node reads the config as it is now.
+            t.loaded = seen.current.clone();
+            st.nodes.insert(name.to_string(), t);
         }
-        let operand_restarted = |n: &str| {
-            operand_markers
-                .get(n)
-                .is_some_and(|m| st.operand_markers.get(n) != Some(m))
+        let Some(t) = st.nodes.get_mut(name) else {
+            return Ok(());
         };
-        let (gfd_restarted, mps_restarted) = (operand_restarted(GFD_DS), operand_restarted(MPS_DS));
-        st.operand_markers = operand_markers;
-        let mut report = SyncReport {
-            restarted,
-            ..SyncReport::default()
-        };
-        let listed: Vec<String> = items
-            .iter()
-            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
-            .map(str::to_string)
-            .collect();
-        st.nodes.retain(|n, _| listed.contains(n));
-        for node in &items {
-            let Some(name) = node.pointer("/metadata/name").and_then(Value::as_str) else {
-                continue;
-            };
-            let labels = labels_of(node);
-            let annotations = string_map(node.pointer("/metadata/annotations"));
-            let known = st.nodes.contains_key(name);
-            if !st.nodes.contains_key(name) {
-                let Some(mut t) = learn(node, &labels, &annotations) else {
-                    continue;
-                };
-                // A device plugin pod starting on a node reads the config as it is now.
-                t.loaded = current.clone();
-                st.nodes.insert(name.to_string(), t);
+        report.gpu_nodes.push(name.to_string());
+        // The MIG manager fails under pods that hold the GPUs (`twin::mig_fails`); a node
+        // first seen now has no change of config to fail.
+        let in_use = seen.users.get(name).filter(|u| !u.is_empty() && known);
+        let failed_before = t.mig_refused.is_some();
+        if twin::mig_fails(t, &labels, &seen.mm, in_use.is_some()) {
+            if let (false, Some(u)) = (failed_before, in_use) {
+                report.mig_failed.insert(name.to_string(), u.clone());
             }
-            let Some(t) = st.nodes.get_mut(name) else {
-                continue;
-            };
-            report.gpu_nodes.push(name.to_string());
-            // The MIG manager fails under pods that hold the GPUs (`twin::mig_fails`); a node
-            // first seen now has no change of config to fail.
-            let in_use = users.get(name).filter(|u| !u.is_empty() && known);
-            let failed_before = t.mig_refused.is_some();
-            if twin::mig_fails(t, &labels, &mm, in_use.is_some()) {
-                if let (false, Some(u)) = (failed_before, in_use) {
-                    report.mig_failed.insert(name.to_string(), u.clone());
-                }
-                if labels.get(twin::MIG_STATE_LABEL).map(String::as_str) != Some("failed") {
-                    let patch = json!({"metadata": {"labels": {twin::MIG_STATE_LABEL: "failed"}}});
-                    self.patch(&format!("/api/v1/nodes/{name}"), patch).await?;
-                    report.written.push(name.to_string());
-                }
-                continue;
-            }
-            let mut want = labels.clone();
-            // Each operand's pods restart with its daemonset; on a node first seen they start.
-            let restarts = twin::Restarts {
-                plugin: restarted || !known,
-                gfd: gfd_restarted || !known,
-                mps: mps_restarted || !known,
-            };
-            twin::restart_step(t, &mut want, &mm, &current, restarts);
-            let r = twin::render(t, &want, &mm);
-
-            let mut meta = Map::new();
-            let label_patch = diff(&labels, &r.labels);
-            if !label_patch.is_empty() {
-                meta.insert("labels".into(), Value::Object(label_patch));
-            }
-            let mut want_ann = annotations.clone();
-            if !want_ann.contains_key(HARDWARE_ANNOTATION) {
-                want_ann.insert(HARDWARE_ANNOTATION.into(), hardware_note(t));
-            }
-            match &r.resources {
-                Ok(_) => {
-                    want_ann.remove(twin::ERROR_ANNOTATION);
-                }
-                Err(e) => {
-                    want_ann.insert(twin::ERROR_ANNOTATION.into(), e.clone());
-                    report.refused.insert(name.to_string(), e.clone());
-                }
-            }
-            let ann_patch = diff(&annotations, &want_ann);
-            if !ann_patch.is_empty() {
-                meta.insert("annotations".into(), Value::Object(ann_patch));
-            }
-            let mut wrote = false;
-            if !meta.is_empty() {
-                self.patch(&format!("/api/v1/nodes/{name}"), json!({"metadata": meta}))
-                    .await?;
-                wrote = true;
-            }
-            if let Ok(resources) = &r.resources {
-                let mut status = Map::new();
-                for f in ["capacity", "allocatable"] {
-                    let have: BTreeMap<String, String> =
-                        string_map(node.pointer(&format!("/status/{f}")))
-                            .into_iter()
-                            .filter(|(k, _)| k.starts_with("nvidia.com/"))
-                            .collect();
-                    let want: BTreeMap<String, String> = resources
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.to_string()))
-                        .collect();
-                    let d = diff(&have, &want);
-                    if !d.is_empty() {
-                        status.insert(f.into(), Value::Object(d));
-                    }
-                }
-                if !status.is_empty() {
-                    self.patch(
-                        &format!("/api/v1/nodes/{name}/status"),
-                        json!({"status": status}),
-                    )
-                    .await?;
-                    wrote = true;
-                }
-            }
-            if wrote {
+            if labels.get(twin::MIG_STATE_LABEL).map(String::as_str) != Some("failed") {
+                let patch = json!({"metadata": {"labels": {twin::MIG_STATE_LABEL: "failed"}}});
+                self.patch(&format!("/api/v1/nodes/{name}"), patch).await?;
                 report.written.push(name.to_string());
             }
+            return Ok(());
         }
-        Ok(report)
+        let mut want = labels.clone();
+        // Each operand's pods restart with its daemonset; on a node first seen they start.
+        let restarts = Restarts {
+            plugin: restarted.plugin || !known,
+            gfd: restarted.gfd || !known,
+            mps: restarted.mps || !known,
+        };
+        twin::restart_step(t, &mut want, &seen.mm, &seen.current, restarts);
+        let r = twin::render(t, &want, &seen.mm);
+        if let Err(e) = &r.resources {
+            report.refused.insert(name.to_string(), e.clone());
+        }
+        let writes = node_writes(node, &labels, &annotations, t, &r);
+        if !writes.meta.is_empty() {
+            self.patch(
+                &format!("/api/v1/nodes/{name}"),
+                json!({"metadata": writes.meta}),
+            )
+            .await?;
+        }
+        if !writes.status.is_empty() {
+            self.patch(
+                &format!("/api/v1/nodes/{name}/status"),
+                json!({"status": writes.status}),
+            )
+            .await?;
+        }
+        if !writes.meta.is_empty() || !writes.status.is_empty() {
+            report.written.push(name.to_string());
+        }
+        Ok(())
     }
 
     /// One pass of the kubelet's, the node lifecycle controller's and the scheduler's parts (see
@@ -522,201 +543,5 @@ impl RemoteTwin {
                 _ = tokio::time::sleep(every) => {}
             }
         }
-    }
-}
-
-/// node -> the pods bound there that hold GPUs (`store::demand::gpu_holder_node`).
-fn gpu_users(pods: &Value) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in items(pods) {
-        let Some(node) = super::store::demand::gpu_holder_node(p) else {
-            continue;
-        };
-        let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
-        out.entry(node.to_string()).or_default().push(format!(
-            "{}/{}",
-            s("/metadata/namespace"),
-            s("/metadata/name")
-        ));
-    }
-    out
-}
-
-fn items(list: &Value) -> &[Value] {
-    list.get("items")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-}
-
-/// A pod's or a node's Ready condition is True.
-fn ready(obj: &Value) -> bool {
-    obj.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|c| {
-            c.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some("Ready")
-                    && c.get("status").and_then(Value::as_str) == Some("True")
-            })
-        })
-}
-
-/// The node a DaemonSet's pod is meant for: the one name its required node affinity matches by
-/// `metadata.name`, as the daemonset controller writes it.
-fn daemon_pod_node(pod: &Value) -> Option<String> {
-    let owned = pod
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|o| {
-            o.iter().any(|o| {
-                o.get("kind").and_then(Value::as_str) == Some("DaemonSet")
-                    && o.get("controller").and_then(Value::as_bool) == Some(true)
-            })
-        });
-    if !owned {
-        return None;
-    }
-    let terms = pod.pointer(
-        "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
-    )?;
-    terms.as_array()?.iter().find_map(|t| {
-        t.get("matchFields")?.as_array()?.iter().find_map(|f| {
-            let by_name = f.get("key").and_then(Value::as_str) == Some("metadata.name")
-                && f.get("operator").and_then(Value::as_str) == Some("In");
-            let values = f.get("values")?.as_array()?;
-            (by_name && values.len() == 1)
-                .then(|| values[0].as_str().map(str::to_string))
-                .flatten()
-        })
-    })
-}
-
-/// The node's hardware: from the annotation the twin wrote when it first saw the node, else from GPU
-/// feature discovery's labels. The cloud is told by the labels each cloud puts on its nodes.
-fn learn(
-    node: &Value,
-    labels: &BTreeMap<String, String>,
-    annotations: &BTreeMap<String, String>,
-) -> Option<NodeTwin> {
-    let mut hw = labels.clone();
-    if let Some(note) = annotations
-        .get(HARDWARE_ANNOTATION)
-        .and_then(|a| serde_json::from_str::<BTreeMap<String, String>>(a).ok())
-    {
-        hw.extend(note);
-    }
-    let cloud = if labels.contains_key("cloud.google.com/gke-nodepool") {
-        "gke"
-    } else if labels.contains_key("kubernetes.azure.com/agentpool") {
-        "aks"
-    } else {
-        "eks"
-    };
-    twin::twin_from_labels(
-        cloud,
-        &hw,
-        node.pointer("/status/nodeInfo/osImage")
-            .and_then(Value::as_str),
-    )
-}
-
-/// The hardware as first learnt, kept as JSON of GPU feature discovery's label names.
-fn hardware_note(t: &NodeTwin) -> String {
-    let mut hw = BTreeMap::from([
-        (twin::GFD_PRODUCT, t.gpu_product.clone().unwrap_or_default()),
-        (twin::GFD_COUNT, t.gpus.to_string()),
-        (twin::GFD_MEMORY, t.gpu_memory_mib.to_string()),
-    ]);
-    if let Some(c) = t.mig_capable {
-        hw.insert(twin::GFD_MIG_CAPABLE, c.to_string());
-    }
-    serde_json::to_string(&hw).unwrap_or_default()
-}
-
-fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
-    v.and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A JSON merge patch taking `have` to `want`: changed keys with their value, removed keys as null.
-fn diff(have: &BTreeMap<String, String>, want: &BTreeMap<String, String>) -> Map<String, Value> {
-    let mut m = Map::new();
-    for (k, v) in want {
-        if have.get(k) != Some(v) {
-            m.insert(k.clone(), json!(v));
-        }
-    }
-    for k in have.keys() {
-        if !want.contains_key(k) {
-            m.insert(k.clone(), Value::Null);
-        }
-    }
-    m
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_daemon_pod_is_meant_for_the_node_its_affinity_names() {
-        let pod = |kind: &str| {
-            json!({"metadata": {"ownerReferences": [{"kind": kind, "controller": true}]},
-                "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                    {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                        "values": ["gpu-0"]}]}]}}}}})
-        };
-        assert_eq!(daemon_pod_node(&pod("DaemonSet")).as_deref(), Some("gpu-0"));
-        assert_eq!(daemon_pod_node(&pod("ReplicaSet")), None);
-        assert_eq!(daemon_pod_node(&json!({})), None);
-    }
-
-    #[test]
-    fn diff_sets_changes_and_nulls_removals() {
-        let have = BTreeMap::from([
-            ("a".to_string(), "1".to_string()),
-            ("b".to_string(), "2".to_string()),
-        ]);
-        let want = BTreeMap::from([
-            ("a".to_string(), "1".to_string()),
-            ("c".to_string(), "3".to_string()),
-        ]);
-        assert_eq!(
-            Value::Object(diff(&have, &want)),
-            json!({"b": null, "c": "3"})
-        );
-    }
-
-    #[test]
-    fn hardware_comes_from_the_note_once_written() {
-        // GFD has rewritten the product (sharing) and count (MIG single); the note keeps the hardware.
-        let node = json!({"metadata": {"name": "n"}});
-        let labels = BTreeMap::from([
-            (
-                "nvidia.com/gpu.product".to_string(),
-                "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb".to_string(),
-            ),
-            ("nvidia.com/gpu.count".to_string(), "56".to_string()),
-        ]);
-        let first = BTreeMap::from([
-            (
-                "nvidia.com/gpu.product".to_string(),
-                "NVIDIA-A100-SXM4-80GB".to_string(),
-            ),
-            ("nvidia.com/gpu.count".to_string(), "8".to_string()),
-            ("nvidia.com/gpu.memory".to_string(), "81920".to_string()),
-        ]);
-        let seen = learn(&node, &first, &BTreeMap::new()).expect("a GPU node");
-        let ann = BTreeMap::from([(HARDWARE_ANNOTATION.to_string(), hardware_note(&seen))]);
-        let t = learn(&node, &labels, &ann).expect("a GPU node");
-        assert_eq!(t.gpu_product.as_deref(), Some("NVIDIA-A100-SXM4-80GB"));
-        assert_eq!((t.gpus, t.gpu_memory_mib), (8, 81920));
-        assert_eq!(t.cloud, "eks");
-        assert!(learn(&node, &BTreeMap::new(), &BTreeMap::new()).is_none());
     }
 }

@@ -243,6 +243,35 @@ pub(super) fn validate_object(
     } else {
         object_name(&name, kind == kinds::NAMESPACES)
     };
+    errs.extend(labels_and_annotations(kind, obj)?);
+    if kind == kinds::CONFIGMAPS || kind == kinds::SECRETS {
+        errs.extend(data_and_immutability(kind, obj, old)?);
+    }
+    if kind == kinds::DAEMONSETS {
+        errs.extend(daemonset_selector(obj, old));
+    }
+    if kind == kinds::NODES {
+        errs.extend(node_taints(obj.pointer("/spec/taints")));
+    }
+    if kind == kinds::PODS {
+        errs.extend(pod_containers(obj.pointer("/spec/containers")));
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        let kind_name = if kind.group.is_empty() {
+            kind.kind.to_string()
+        } else {
+            format!("{}.{}", kind.kind, kind.group)
+        };
+        Err(ApiError::invalid(&kind_name, &name, &errs))
+    }
+}
+
+/// The keys of labels and annotations, and the values of labels; a value that is not a string
+/// fails the decoding of the body.
+fn labels_and_annotations(kind: Kind, obj: &Value) -> Result<Vec<FieldError>, ApiError> {
+    let mut errs = Vec::new();
     for (field, values) in [("metadata.labels", true), ("metadata.annotations", false)] {
         let ptr = if values {
             "/metadata/labels"
@@ -274,6 +303,17 @@ pub(super) fn validate_object(
             }
         }
     }
+    Ok(errs)
+}
+
+/// A ConfigMap's or a Secret's data: valid keys, string values, no key in both maps of a
+/// ConfigMap, the size limit, and what `immutable` (and a Secret's type) freezes.
+fn data_and_immutability(
+    kind: Kind,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<Vec<FieldError>, ApiError> {
+    let mut errs = Vec::new();
     let data_keys =
         |field: &str, errs: &mut Vec<FieldError>| -> Result<usize, ApiError> {
             let mut size = 0;
@@ -299,97 +339,84 @@ pub(super) fn validate_object(
             }
             Ok(size)
         };
-    if kind == kinds::CONFIGMAPS || kind == kinds::SECRETS {
-        let mut size = data_keys("data", &mut errs)?;
-        if kind == kinds::CONFIGMAPS {
-            size += data_keys("binaryData", &mut errs)?;
-            if let (Some(Value::Object(d)), Some(Value::Object(b))) =
-                (obj.get("data"), obj.get("binaryData"))
-            {
-                for k in d.keys().filter(|k| b.contains_key(*k)) {
-                    errs.push(FieldError::invalid(
-                        format!("data[{k}]"),
-                        k,
-                        "duplicate of key present in binaryData",
-                    ));
-                }
+    let mut size = data_keys("data", &mut errs)?;
+    if kind == kinds::CONFIGMAPS {
+        size += data_keys("binaryData", &mut errs)?;
+        if let (Some(Value::Object(d)), Some(Value::Object(b))) =
+            (obj.get("data"), obj.get("binaryData"))
+        {
+            for k in d.keys().filter(|k| b.contains_key(*k)) {
+                errs.push(FieldError::invalid(
+                    format!("data[{k}]"),
+                    k,
+                    "duplicate of key present in binaryData",
+                ));
             }
         }
-        if size > MAX_OBJECT_DATA {
-            errs.push(FieldError::too_long("data", MAX_OBJECT_DATA));
-        }
-        if let Some(o) = old {
-            if o.get("immutable") == Some(&json!(true)) {
-                for f in ["data", "binaryData"] {
-                    if o.get(f) != obj.get(f) {
-                        errs.push(FieldError::forbidden(
-                            f,
-                            "field is immutable when `immutable` is set",
-                        ));
-                    }
-                }
-                if obj.get("immutable") != Some(&json!(true)) {
+    }
+    if size > MAX_OBJECT_DATA {
+        errs.push(FieldError::too_long("data", MAX_OBJECT_DATA));
+    }
+    if let Some(o) = old {
+        if o.get("immutable") == Some(&json!(true)) {
+            for f in ["data", "binaryData"] {
+                if o.get(f) != obj.get(f) {
                     errs.push(FieldError::forbidden(
-                        "immutable",
+                        f,
                         "field is immutable when `immutable` is set",
                     ));
                 }
             }
-            if kind == kinds::SECRETS && o.get("type") != obj.get("type") {
+            if obj.get("immutable") != Some(&json!(true)) {
+                errs.push(FieldError::forbidden(
+                    "immutable",
+                    "field is immutable when `immutable` is set",
+                ));
+            }
+        }
+        if kind == kinds::SECRETS && o.get("type") != obj.get("type") {
+            errs.push(FieldError::invalid(
+                "type",
+                obj.get("type").and_then(Value::as_str).unwrap_or_default(),
+                "field is immutable",
+            ));
+        }
+    }
+    Ok(errs)
+}
+
+/// A DaemonSet's selector: present, matching its template's labels, and unchanged by an update.
+fn daemonset_selector(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let sel = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object);
+    match sel {
+        None => errs.push(FieldError::required("spec.selector", "")),
+        Some(sel) => {
+            let tl = obj
+                .pointer("/spec/template/metadata/labels")
+                .and_then(Value::as_object);
+            let ok = tl.is_some_and(|tl| sel.iter().all(|(k, v)| tl.get(k) == Some(v)));
+            if !ok {
                 errs.push(FieldError::invalid(
-                    "type",
-                    obj.get("type").and_then(Value::as_str).unwrap_or_default(),
+                    "spec.template.metadata.labels",
+                    &format!("{:?}", tl.map(|m| m.len())),
+                    "`selector` does not match template `labels`",
+                ));
+            }
+            if let Some(o) = old
+                && o.pointer("/spec/selector") != obj.pointer("/spec/selector")
+            {
+                errs.push(FieldError::invalid(
+                    "spec.selector",
+                    "",
                     "field is immutable",
                 ));
             }
         }
     }
-    if kind == kinds::DAEMONSETS {
-        let sel = obj
-            .pointer("/spec/selector/matchLabels")
-            .and_then(Value::as_object);
-        match sel {
-            None => errs.push(FieldError::required("spec.selector", "")),
-            Some(sel) => {
-                let tl = obj
-                    .pointer("/spec/template/metadata/labels")
-                    .and_then(Value::as_object);
-                let ok = tl.is_some_and(|tl| sel.iter().all(|(k, v)| tl.get(k) == Some(v)));
-                if !ok {
-                    errs.push(FieldError::invalid(
-                        "spec.template.metadata.labels",
-                        &format!("{:?}", tl.map(|m| m.len())),
-                        "`selector` does not match template `labels`",
-                    ));
-                }
-                if let Some(o) = old
-                    && o.pointer("/spec/selector") != obj.pointer("/spec/selector")
-                {
-                    errs.push(FieldError::invalid(
-                        "spec.selector",
-                        "",
-                        "field is immutable",
-                    ));
-                }
-            }
-        }
-    }
-    if kind == kinds::NODES {
-        errs.extend(node_taints(obj.pointer("/spec/taints")));
-    }
-    if kind == kinds::PODS {
-        errs.extend(pod_containers(obj.pointer("/spec/containers")));
-    }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        let kind_name = if kind.group.is_empty() {
-            kind.kind.to_string()
-        } else {
-            format!("{}.{}", kind.kind, kind.group)
-        };
-        Err(ApiError::invalid(&kind_name, &name, &errs))
-    }
+    errs
 }
 
 /// A Pod's containers, as far as the API server's checks matter to a pod nothing runs

@@ -1,11 +1,13 @@
 //! managedFields: who owns which field of an object, recorded per manager and operation as the API
-//! server records it, and the conflict a server-side apply meets when it would change a field that
-//! another manager owns.
+//! server records it (`record`, on every write), and the conflict a server-side apply meets when it
+//! would change a field that another manager owns.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use super::WriteCtx;
+use crate::kube::kinds::{self, Kind};
 use crate::kube::meta::meta_mut;
 use crate::kube::patch::{self, FieldPath};
 use crate::kube::status::ApiError;
@@ -78,6 +80,98 @@ pub(super) fn set_managed(obj: &mut Value, owners: &[Managed], api_version: &str
         m.remove("managedFields");
     } else {
         m.insert("managedFields".into(), Value::Array(list));
+    }
+}
+
+/// Records who owns what after a write of `new` (over `old`, if any) at `now`: an apply owns
+/// exactly its configuration; an update owns what it changed.
+pub(super) fn record(kind: Kind, old: Option<&Value>, new: &mut Value, ctx: &WriteCtx, now: &str) {
+    let mut owners = match old {
+        Some(_) if ctx.apply.is_some() => managed_entries(new),
+        Some(o) => managed_entries(o),
+        None => Vec::new(),
+    };
+    let data_maps = kind == kinds::CONFIGMAPS || kind == kinds::SECRETS;
+    let maps_now = patch::map_paths(new, kind.custom, data_maps);
+    let mut present = patch::leaf_paths(new);
+    present.extend(maps_now.iter().cloned());
+
+    match &ctx.apply {
+        Some(paths) => {
+            owners.retain(|e| !(e.manager == ctx.manager && e.operation == "Apply"));
+            owners.push(Managed {
+                manager: ctx.manager.to_string(),
+                operation: "Apply".into(),
+                fields: paths.clone(),
+                time: now.to_string(),
+                subresource: None,
+            });
+        }
+        None => {
+            // An update owns what it changed, and the maps it created (structured-merge-diff
+            // counts an added map among the added paths, as "." in FieldsV1).
+            let changed = match old {
+                Some(o) => {
+                    let before = patch::map_paths(o, kind.custom, data_maps);
+                    let mut c = patch::changed_paths(o, new);
+                    c.extend(maps_now.difference(&before).cloned());
+                    c
+                }
+                None => present.clone(),
+            };
+            record_update(&mut owners, ctx, changed, now);
+        }
+    }
+    // A map's own node is there too while any of its members is: FieldsV1 writes a map
+    // node whose members a manager lost as `f:mig: {}` (see `patch::to_fields_v1`).
+    let nodes: BTreeSet<FieldPath> = present
+        .iter()
+        .flat_map(|p| (1..p.len()).map(|n| p[..n].to_vec()))
+        .filter(|k| k.last().is_some_and(|s| s != patch::SELF))
+        .collect();
+    for e in owners.iter_mut() {
+        // An apply owns its configuration as given; a map node alone is an update
+        // manager's remainder.
+        let update = e.operation == "Update";
+        e.fields
+            .retain(|p| present.contains(p) || (update && nodes.contains(p)));
+    }
+
+    owners.retain(|e| !e.fields.is_empty());
+    set_managed(new, &owners, &kind.api_version());
+}
+
+/// An update's manager takes the fields it `changed` from every other manager.
+fn record_update(
+    owners: &mut Vec<Managed>,
+    ctx: &WriteCtx,
+    changed: BTreeSet<FieldPath>,
+    now: &str,
+) {
+    // An update manager is its name, operation and subresource.
+    let is_me = |e: &Managed| {
+        e.manager == ctx.manager
+            && e.operation == "Update"
+            && e.subresource.as_deref() == ctx.subresource
+    };
+    for e in owners.iter_mut().filter(|e| !is_me(e)) {
+        e.fields.retain(|p| !changed.contains(p));
+    }
+    match owners.iter_mut().find(|e| is_me(e)) {
+        Some(e) => {
+            e.fields.extend(changed.iter().cloned());
+            if !changed.is_empty() {
+                e.time = now.to_string();
+            }
+        }
+        None if !changed.is_empty() => owners.push(Managed {
+            manager: ctx.manager.to_string(),
+            operation: "Update".into(),
+            fields: changed,
+            time: now.to_string(),
+            subresource: ctx.subresource.map(str::to_string),
+        }),
+        None => {}
     }
 }
 

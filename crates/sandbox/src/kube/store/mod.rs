@@ -1,14 +1,17 @@
 //! One cluster's objects, as its API server stores them: the seed a fresh cluster holds, reads,
 //! and the storage every write ends in (resourceVersion, the change history watches resume from).
-//! The write path itself is in `write.rs`, managedFields in `managed.rs`, and the twin's reaction
+//! The write path itself is in `write.rs` (server-side apply in `apply.rs`, the fields the server
+//! sets in `system_fields.rs`), managedFields in `managed.rs`, and the twin's reaction
 //! to writes (Node objects, the device plugin's advertisement) in `nodes.rs`: each is a separate
 //! concern of the real API server too. `demand.rs` reads what the twin's cluster-autoscaler needs.
 
+mod apply;
 pub(crate) mod demand;
 mod jobs;
 mod managed;
 mod nodes;
 mod operands;
+mod system_fields;
 #[cfg(test)]
 mod tests;
 mod write;

@@ -141,53 +141,12 @@ impl Cluster {
         let mm = self.mig_manager_policy();
         for (i, n) in names.iter().enumerate() {
             let old_twin = self.twins.get(n).cloned();
-            let mut t = NodeTwin {
-                cloud: p.cloud.to_string(),
-                pool: p.pool.clone(),
-                gpu_product: p.gpu_product.clone(),
-                gpus: if p.gpu_product.is_some() {
-                    p.gpus_per_node
-                } else {
-                    0
-                },
-                gpu_memory_mib: p.gpu_memory_mib,
-                mig_profile: p.mig_profile.clone(),
-                mig_instances_per_gpu: p.mig_instances_per_gpu,
-                gke_sharing: p.gke_sharing.clone(),
-                pool_labels: p.labels.clone(),
-                loaded: current.clone(),
-                seen_mig_label: None,
-                mig_refused: None,
-                host_device_plugin: twin::host_device_plugin(os_name(p)),
-                user_data: p.os_image.as_ref().and_then(|o| o.user_data.clone()),
-                mig_capable: None,
-                readers: Default::default(),
-            };
-            if let Some(o) = &old_twin {
-                // The pods on an existing node keep what they loaded.
-                t.loaded = o.loaded.clone();
-                t.seen_mig_label = o.seen_mig_label.clone();
-                t.readers = o.readers.clone();
-            }
+            let mut t = pool_twin(p, &current, old_twin.as_ref());
             let mut node = match self.get_ref(kinds::NODES, "", n) {
                 Some(existing) => existing.clone(),
                 None => new_node(p, n, i),
             };
-            let mut labels = labels_of(&node);
-            if let Some(o) = &old_twin {
-                for k in o.pool_labels.keys() {
-                    labels.remove(k);
-                }
-            }
-            for (k, v) in standard_labels(p, n, p.zones.get(i).map(String::as_str)) {
-                labels.entry(k).or_insert(v);
-            }
-            if p.cloud == "gke" {
-                for (k, v) in twin::gke_labels(&t) {
-                    labels.entry(k).or_insert(v);
-                }
-            }
-            labels.extend(p.labels.clone());
+            let mut labels = pool_node_labels(p, n, i, &node, old_twin.as_ref(), &t);
             // The operands' pods start on a new node.
             let fresh = if old_twin.is_none() {
                 Restarts::ALL
@@ -196,39 +155,32 @@ impl Cluster {
             };
             twin::restart_step(&mut t, &mut labels, &mm, &current, fresh);
             node["metadata"]["labels"] = json!(labels);
-            // A new image (an AKS OS SKU migration reimages the nodes) shows in nodeInfo.
-            node["status"]["nodeInfo"]["osImage"] = json!(os_image(p));
-            let taints: Vec<Value> = p
-                .taints
-                .iter()
-                .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
-                .collect();
-            if taints.is_empty() {
-                node["spec"].as_object_mut().map(|s| s.remove("taints"));
-            } else {
-                node["spec"]["taints"] = json!(taints);
-            }
+            set_machine(p, &mut node);
             self.twins.insert(n.clone(), t);
             let t = &self.twins[n];
             let rendered = render_node(&node, t, &mm);
-            let old = self.get_ref(kinds::NODES, "", n).cloned();
-            if old.as_ref() == Some(&rendered) {
-                continue;
-            }
-            // The kubelet registers its node, and the cloud changes it, through the API server,
-            // which validates the object like any other write: a node it refuses (e.g. two taints
-            // with one key and effect) never appears, and a refused change leaves the node as it was.
-            match validate_object(kinds::NODES, &rendered, old.as_ref()) {
-                Ok(()) => {
-                    self.registration_errors.remove(n);
-                    self.put_internal(kinds::NODES, "", n, rendered);
-                }
-                Err(e) => {
-                    self.registration_errors.insert(n.clone(), e.message);
-                }
-            }
+            self.register(n, rendered);
         }
         self.reconcile(None);
+    }
+
+    /// The kubelet registers its node, and the cloud changes it, through the API server, which
+    /// validates the object like any other write: a node it refuses (e.g. two taints with one
+    /// key and effect) never appears, and a refused change leaves the node as it was.
+    fn register(&mut self, n: &str, rendered: Value) {
+        let old = self.get_ref(kinds::NODES, "", n).cloned();
+        if old.as_ref() == Some(&rendered) {
+            return;
+        }
+        match validate_object(kinds::NODES, &rendered, old.as_ref()) {
+            Ok(()) => {
+                self.registration_errors.remove(n);
+                self.put_internal(kinds::NODES, "", n, rendered);
+            }
+            Err(e) => {
+                self.registration_errors.insert(n.to_string(), e.message);
+            }
+        }
     }
 
     pub(crate) fn pool_deleted(&mut self, pool: &str) {
@@ -243,6 +195,84 @@ impl Cluster {
             self.registration_errors.remove(&n);
             self.unstore("nodes", "", &n);
         }
+    }
+}
+
+/// A pool's node as the twin sees it: the pool's hardware, with what the pods on an existing node
+/// (`old`) loaded kept, and a new node's pods starting from the config as it is now (`current`).
+fn pool_twin(p: &PoolNodes, current: &PluginInputs, old: Option<&NodeTwin>) -> NodeTwin {
+    let mut t = NodeTwin {
+        cloud: p.cloud.to_string(),
+        pool: p.pool.clone(),
+        gpu_product: p.gpu_product.clone(),
+        gpus: if p.gpu_product.is_some() {
+            p.gpus_per_node
+        } else {
+            0
+        },
+        gpu_memory_mib: p.gpu_memory_mib,
+        mig_profile: p.mig_profile.clone(),
+        mig_instances_per_gpu: p.mig_instances_per_gpu,
+        gke_sharing: p.gke_sharing.clone(),
+        pool_labels: p.labels.clone(),
+        loaded: current.clone(),
+        seen_mig_label: None,
+        mig_refused: None,
+        host_device_plugin: twin::host_device_plugin(os_name(p)),
+        user_data: p.os_image.as_ref().and_then(|o| o.user_data.clone()),
+        mig_capable: None,
+        readers: Default::default(),
+    };
+    if let Some(o) = old {
+        // The pods on an existing node keep what they loaded.
+        t.loaded = o.loaded.clone();
+        t.seen_mig_label = o.seen_mig_label.clone();
+        t.readers = o.readers.clone();
+    }
+    t
+}
+
+/// The labels of the pool's `i`th node `n`: those added through the API kept, the pool's previous
+/// labels replaced by its labels now, the kubelet's and the cloud's added where missing.
+fn pool_node_labels(
+    p: &PoolNodes,
+    n: &str,
+    i: usize,
+    node: &Value,
+    old_twin: Option<&NodeTwin>,
+    t: &NodeTwin,
+) -> BTreeMap<String, String> {
+    let mut labels = labels_of(node);
+    if let Some(o) = old_twin {
+        for k in o.pool_labels.keys() {
+            labels.remove(k);
+        }
+    }
+    for (k, v) in standard_labels(p, n, p.zones.get(i).map(String::as_str)) {
+        labels.entry(k).or_insert(v);
+    }
+    if p.cloud == "gke" {
+        for (k, v) in twin::gke_labels(t) {
+            labels.entry(k).or_insert(v);
+        }
+    }
+    labels.extend(p.labels.clone());
+    labels
+}
+
+/// What the cloud's machine says of itself on its node: its image and the pool's taints.
+fn set_machine(p: &PoolNodes, node: &mut Value) {
+    // A new image (an AKS OS SKU migration reimages the nodes) shows in nodeInfo.
+    node["status"]["nodeInfo"]["osImage"] = json!(os_image(p));
+    let taints: Vec<Value> = p
+        .taints
+        .iter()
+        .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
+        .collect();
+    if taints.is_empty() {
+        node["spec"].as_object_mut().map(|s| s.remove("taints"));
+    } else {
+        node["spec"]["taints"] = json!(taints);
     }
 }
 

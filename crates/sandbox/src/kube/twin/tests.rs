@@ -1,7 +1,14 @@
 //! What nodes advertise for each device plugin config, MIG layout and cloud, checked against the
 //! device plugin's and GKE's documented behaviour.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::advertise::advertise;
+use super::config_manager::{PluginInputs, Readers};
+use super::device_config::{DpConfig, parse_config};
+use super::labels::{CONFIG_LABEL, MIG_CONFIG_LABEL};
+use super::mig_manager::{MigManager, mig_fails, mig_manager, operator_mig_label};
+use super::node::NodeTwin;
 
 fn twin(cloud: &str) -> NodeTwin {
     NodeTwin {
