@@ -105,15 +105,15 @@ fn every_table_named_exists_and_is_long() {
 #[test]
 fn the_measure_leaves_test_code_out_and_counts_methods() {
     let text = "fn a() {\n    1;\n}\n\nimpl X {\n    fn b(&self) {\n        2;\n        3;\n    }\n}\n\
-                \n#[cfg(test)]\nmod tests {\n    fn c() {\n        4;\n    }\n}\n";
+                \n#[cfg(test)]\nmod tests {\n    fn c() {\n        4;\n    }\n}\n#[cfg(test)]\nmod more;\n";
     let file = syn::parse_file(text).unwrap();
     let mut m = Measure::default();
     m.visit_file(&file);
     let mut found: Vec<(String, usize)> = m.fns.iter().map(|(n, l, _)| (n.clone(), *l)).collect();
     found.sort();
     assert_eq!(found, vec![("a".to_string(), 3), ("b".to_string(), 4)]);
-    assert_eq!(m.test_lines, 6);
-    assert_eq!(m.test_modules, vec!["tests".to_string()].into_iter().collect());
+    assert_eq!(m.test_lines, 8);
+    assert_eq!(m.test_modules, vec!["more".to_string()].into_iter().collect());
 }
 
 /// The workspace's root, two folders above this crate.
