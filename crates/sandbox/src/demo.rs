@@ -361,37 +361,34 @@ fn scale_from_zero(
         "{PENDING_PODS} pending pods of one slice each in every cluster, through its Kubernetes \
             API; the sandbox's cluster-autoscalers answer"
     ));
-    let clusters = [
-        ("aks", "sandbox-aks"),
-        ("gke", "sandbox-gke"),
-        ("eks", "sandbox-eks"),
-    ];
     let seen = stack
         .sandbox
         .with_world(|w, _| w.autoscaler.decisions.len());
-    let mut created = Vec::new();
-    for (cloud, cluster) in clusters {
+    let mut grown = Vec::new();
+    for (cloud, cluster) in [
+        ("aks", "sandbox-aks"),
+        ("gke", "sandbox-gke"),
+        ("eks", "sandbox-eks"),
+    ] {
         let pool = &pools[cloud];
         let name = pool["name"].as_str().unwrap_or("?");
         let before = stack.kube.pool_node_names(cloud, cluster, name).len();
         create_pods(stack, runtime, cloud, cluster, pool)?;
-        created.push((cloud, cluster, pool, name, before));
+        grown.push(Grown {
+            cloud,
+            cluster,
+            pool,
+            name,
+            before,
+            after: before,
+        });
     }
     step(&format!(
         "the autoscalers wait for more pods before they scale up, as cluster-autoscaler does: \
             here {} s for pods that request nvidia.com/gpu (upstream 30 s)",
         DEMO_POD_BUFFERS.new_gpu_pods.as_secs_f64()
     ));
-    let start = std::time::Instant::now();
-    let limit = DEMO_POD_BUFFERS.new_gpu_pods * 5;
-    let mut rows = Vec::new();
-    for (cloud, cluster, pool, name, before) in created {
-        let count = || stack.kube.pool_node_names(cloud, cluster, name).len();
-        while count() == before && start.elapsed() < limit {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        rows.push((cloud, cluster, pool, name, before, count()));
-    }
+    wait_for_nodes(stack, &mut grown);
     // Only what these pods caused: the log also holds the quick start's history.
     let decisions = stack.sandbox.with_world(|w, _| {
         w.autoscaler
@@ -401,55 +398,90 @@ fn scale_from_zero(
             .cloned()
             .collect::<Vec<_>>()
     });
-
     println!(
         "\n{:<5} {:<8} {:<24} {:<15} {:<11} why (the autoscaler's decision)",
         "cloud", "pool", "pending pods", "nodes", "slices/node"
     );
-    for (cloud, cluster, pool, name, before, after) in rows {
-        let resource = pool["resource_name"].as_str().unwrap_or("?");
-        let slices = slices_offered(stack, cloud, cluster, name, resource);
-        // One scale-up per cluster, for the ten pods the wait gathered.
-        let mine: Vec<_> = decisions
-            .iter()
-            .filter(|d| d.cloud == cloud && d.reason == "TriggeredScaleUp")
-            .collect();
-        let decision = mine
-            .iter()
-            .find(|d| d.pool.as_deref() == Some(name))
-            .ok_or_else(|| {
-                DemoError(format!(
-                    "{cloud}: the autoscaler recorded no decision on {name}"
-                ))
-            })?;
-        println!(
-            "{cloud:<5} {name:<8} {:<24} {:<15} {slices:<11} {}: {}",
-            format!("{PENDING_PODS} x {resource}: 1"),
-            format!("{before} -> {after}"),
-            decision.reason,
-            decision.message
-        );
-        // The demo's promise, checked here because CI runs the demo.
-        let per_node = pool["slices_per_node"].to_string();
-        if (before, after) != (0, 1)
-            || slices != per_node
-            || decision.reason != "TriggeredScaleUp"
-            || decision.sizes != Some((0, 1))
-            || mine.len() != 1
-        {
-            return Err(DemoError(format!(
-                "{cloud}: {PENDING_PODS} one-slice pods should bring one node of {per_node} \
-                 slices from zero, with one scale-up; nodes {before} -> {after}, slices {slices}, \
-                 scale-ups: {:?}",
-                mine.iter().map(|d| &d.message).collect::<Vec<_>>()
-            )));
-        }
+    for g in &grown {
+        report(stack, g, &decisions)?;
     }
     println!();
     plan_empty_then_destroy(
         &run,
         "a second plan shows no changes: the autoscaler's nodes are no drift",
     )
+}
+
+/// A pool of the scale-from-zero example, given pending pods: its nodes before and after.
+struct Grown<'a> {
+    cloud: &'a str,
+    cluster: &'a str,
+    /// The pool as the example's `pools` output shows it.
+    pool: &'a serde_json::Value,
+    name: &'a str,
+    before: usize,
+    after: usize,
+}
+
+/// Waits until each pool has grown, at most five times the autoscalers' wait in all.
+fn wait_for_nodes(stack: &crate::stack::Stack, grown: &mut [Grown]) {
+    let start = std::time::Instant::now();
+    let limit = DEMO_POD_BUFFERS.new_gpu_pods * 5;
+    for g in grown {
+        let count = || stack.kube.pool_node_names(g.cloud, g.cluster, g.name).len();
+        while count() == g.before && start.elapsed() < limit {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        g.after = count();
+    }
+}
+
+/// Prints a pool's row of the table, and checks the demo's promise for it: one node of the
+/// example's slices from zero, by one scale-up.
+fn report(
+    stack: &crate::stack::Stack,
+    g: &Grown,
+    decisions: &[crate::autoscaler::log::Decision],
+) -> Result<(), DemoError> {
+    let (cloud, name, before, after) = (g.cloud, g.name, g.before, g.after);
+    let resource = g.pool["resource_name"].as_str().unwrap_or("?");
+    let slices = slices_offered(stack, cloud, g.cluster, name, resource);
+    // One scale-up per cluster, for the ten pods the wait gathered.
+    let mine: Vec<_> = decisions
+        .iter()
+        .filter(|d| d.cloud == cloud && d.reason == "TriggeredScaleUp")
+        .collect();
+    let decision = mine
+        .iter()
+        .find(|d| d.pool.as_deref() == Some(name))
+        .ok_or_else(|| {
+            DemoError(format!(
+                "{cloud}: the autoscaler recorded no decision on {name}"
+            ))
+        })?;
+    println!(
+        "{cloud:<5} {name:<8} {:<24} {:<15} {slices:<11} {}: {}",
+        format!("{PENDING_PODS} x {resource}: 1"),
+        format!("{before} -> {after}"),
+        decision.reason,
+        decision.message
+    );
+    // The demo's promise, checked here because CI runs the demo.
+    let per_node = g.pool["slices_per_node"].to_string();
+    if (before, after) != (0, 1)
+        || slices != per_node
+        || decision.reason != "TriggeredScaleUp"
+        || decision.sizes != Some((0, 1))
+        || mine.len() != 1
+    {
+        return Err(DemoError(format!(
+            "{cloud}: {PENDING_PODS} one-slice pods should bring one node of {per_node} \
+             slices from zero, with one scale-up; nodes {before} -> {after}, slices {slices}, \
+             scale-ups: {:?}",
+            mine.iter().map(|d| &d.message).collect::<Vec<_>>()
+        )));
+    }
+    Ok(())
 }
 
 /// The end of each part: a plan that must be empty, then the destroy.

@@ -293,46 +293,64 @@ pub(crate) async fn apply(
             req.extensions_mut().insert(FailOperation);
             next.run(req).await
         }
-        FaultKind::Malformed => hostile(Body::from(r#"{"name": "truncated", "properties": {"#)),
+        FaultKind::Malformed => hostile(Body::from(MALFORMED)),
         FaultKind::WrongTypes => hostile(Body::from(WRONG_TYPES)),
-        FaultKind::Huge => {
-            let chunks = fault.size_mb.unwrap_or(128) * (1 << 20) / FILLER.len() as u64;
-            let body = tokio_stream::iter(
-                std::iter::once(Bytes::from_static(b"{\"filler\": \""))
-                    .chain(std::iter::repeat_n(
-                        Bytes::from_static(FILLER),
-                        chunks as usize,
-                    ))
-                    .chain(std::iter::once(Bytes::from_static(b"\"}"))),
-            )
-            .map(Ok::<_, std::io::Error>);
-            hostile(Body::from_stream(body))
-        }
-        FaultKind::Endless => {
-            let body = tokio_stream::iter(
-                std::iter::once(Bytes::from_static(b"{\"filler\": \""))
-                    .chain(std::iter::repeat(Bytes::from_static(FILLER))),
-            )
-            .map(Ok::<_, std::io::Error>);
-            hostile(Body::from_stream(body))
-        }
-        FaultKind::Trickle => {
-            let every = std::time::Duration::from_millis(fault.delay_ms.unwrap_or(1000).max(1));
-            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
-            tokio::spawn(async move {
-                let mut byte: &'static [u8] = b"{";
-                // Ends when the client goes away and the body is dropped.
-                while tx.send(Ok(Bytes::from_static(byte))).await.is_ok() {
-                    byte = b" ";
-                    tokio::time::sleep(every).await;
-                }
-            });
-            hostile(Body::from_stream(
-                tokio_stream::wrappers::ReceiverStream::new(rx),
-            ))
-        }
+        FaultKind::Huge => hostile(huge(fault.size_mb.unwrap_or(128))),
+        FaultKind::Endless => hostile(endless()),
+        FaultKind::Trickle => hostile(trickle(std::time::Duration::from_millis(
+            fault.delay_ms.unwrap_or(1000).max(1),
+        ))),
     }
 }
+
+/// A JSON document of about `size_mb` MiB, sent in chunks.
+fn huge(size_mb: u64) -> Body {
+    let chunks = size_mb * (1 << 20) / FILLER.len() as u64;
+    let body = tokio_stream::iter(
+        std::iter::once(Bytes::from_static(FILLER_OPEN))
+            .chain(std::iter::repeat_n(
+                Bytes::from_static(FILLER),
+                chunks as usize,
+            ))
+            .chain(std::iter::once(Bytes::from_static(FILLER_CLOSE))),
+    )
+    .map(Ok::<_, std::io::Error>);
+    Body::from_stream(body)
+}
+
+/// A JSON string that never ends, sent as fast as the client reads.
+fn endless() -> Body {
+    let body = tokio_stream::iter(
+        std::iter::once(Bytes::from_static(FILLER_OPEN))
+            .chain(std::iter::repeat(Bytes::from_static(FILLER))),
+    )
+    .map(Ok::<_, std::io::Error>);
+    Body::from_stream(body)
+}
+
+/// One byte every `every`, forever: a JSON object that is opened and never goes on.
+fn trickle(every: std::time::Duration) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    tokio::spawn(async move {
+        let mut byte: &'static [u8] = TRICKLE_FIRST;
+        // Ends when the client goes away and the body is dropped.
+        while tx.send(Ok(Bytes::from_static(byte))).await.is_ok() {
+            byte = b" ";
+            tokio::time::sleep(every).await;
+        }
+    });
+    Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
+/// A document cut off in the middle.
+const MALFORMED: &str = r#"{"name": "truncated", "properties": {"#;
+
+/// What a `huge` or `endless` body opens with: an object whose one string the filler fills.
+static FILLER_OPEN: &[u8] = b"{\"filler\": \"";
+static FILLER_CLOSE: &[u8] = b"\"}";
+
+/// The first byte of a `trickle` answer, the rest being spaces.
+static TRICKLE_FIRST: &[u8] = b"{";
 
 /// 64 KiB of JSON string content.
 static FILLER: &[u8] = &[b'x'; 64 * 1024];

@@ -8,13 +8,16 @@
 //! `{"error": {"code", "message", "target"?}}`.
 //!
 //! The files: `routes.rs` authenticates and routes like ARM, `validate.rs` reads a PUT body as the
-//! resource provider does, `operations.rs` runs the async operations, `documents.rs` renders a pool
-//! as ARM and its nodes as AKS show it, `token.rs` is Azure AD's token endpoint; `world.rs` holds the
-//! clusters, pools and operations they all read, `error.rs` ARM's error shape. This file only
-//! re-exports, so that none of them reaches back into it.
+//! resource provider does (`fields.rs` reads each property by its type, `changes.rs` tells which
+//! ones an existing pool cannot change), `operations.rs` runs the async operations, `documents.rs`
+//! renders a pool as ARM and its nodes as AKS show it, `token.rs` is Azure AD's token endpoint;
+//! `world.rs` holds the clusters, pools and operations they all read, `error.rs` ARM's error shape.
+//! This file only re-exports, so that none of them reaches back into it.
 
+mod changes;
 mod documents;
 mod error;
+mod fields;
 mod operations;
 mod routes;
 mod token;

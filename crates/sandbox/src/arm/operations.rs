@@ -7,9 +7,10 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::json;
 
+use super::changes::immutable_changes;
 use super::documents::{pool_json, pool_nodes};
 use super::error::{ArmError, err, error_body};
-use super::validate::{immutable_changes, parse_props};
+use super::validate::parse_props;
 use super::world::{
     AgentPool, AksCluster, AksWorld, ArmOp, MAX_AGENT_POOLS, Pending, cluster_key, find_cluster,
 };

@@ -1,6 +1,7 @@
 //! Reading a PUT body as the AKS resource provider does: types, enums (case-insensitive, stored in
 //! their canonical spelling), ranges and the rules between fields, each failure in ARM's error shape
-//! with the code and target the service uses; and which properties an existing pool cannot change.
+//! with the code and target the service uses. Which properties an existing pool cannot change is
+//! `changes.rs`.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,9 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
 use super::error::{ArmError, err, invalid};
+use super::fields::{
+    bad_content, bool_field, enum_field, int_field, str_field, string_list, string_map,
+};
 use super::world::{KUBERNETES_VERSION, PoolProps};
 use crate::catalog;
 use crate::nodes::{valid_label_key, valid_label_value};
@@ -21,99 +25,6 @@ const OS_SKUS_LINUX: &[&str] = &[
     "CBLMariner",
 ];
 const OS_SKUS_WINDOWS: &[&str] = &["Windows2019", "Windows2022", "WindowsAnnual"];
-
-/// Enum values compare case-insensitively in ARM; the canonical spelling is stored.
-fn enum_field(
-    o: &Map<String, Value>,
-    name: &str,
-    allowed: &[&'static str],
-) -> Result<Option<&'static str>, ArmError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => allowed
-            .iter()
-            .find(|a| a.eq_ignore_ascii_case(s))
-            .map(|a| Some(*a))
-            .ok_or_else(|| {
-                invalid(
-                    &format!("properties.{name}"),
-                    format!(
-                        "The value '{s}' of properties.{name} is invalid. Allowed values are: {}.",
-                        allowed.join(", ")
-                    ),
-                )
-            }),
-        Some(v) => Err(bad_content(name, v)),
-    }
-}
-
-fn bad_content(name: &str, v: &Value) -> ArmError {
-    ArmError {
-        status: StatusCode::BAD_REQUEST,
-        code: "InvalidRequestContent",
-        message: format!(
-            "The request content was invalid and could not be deserialized: 'Error converting \
-                value {v} for property 'properties.{name}''."
-        ),
-        target: None,
-    }
-}
-
-fn str_field<'a>(o: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ArmError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(bad_content(name, v)),
-    }
-}
-
-fn int_field(o: &Map<String, Value>, name: &str) -> Result<Option<i64>, ArmError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .map(Some)
-            .ok_or_else(|| bad_content(name, &Value::Number(n.clone()))),
-        Some(v) => Err(bad_content(name, v)),
-    }
-}
-
-fn bool_field(o: &Map<String, Value>, name: &str) -> Result<Option<bool>, ArmError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(bad_content(name, v)),
-    }
-}
-
-fn string_map(o: &Map<String, Value>, name: &str) -> Result<BTreeMap<String, String>, ArmError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                _ => Err(bad_content(name, v)),
-            })
-            .collect(),
-        Some(v) => Err(bad_content(name, v)),
-    }
-}
-
-fn string_list(o: &Map<String, Value>, name: &str) -> Result<Vec<String>, ArmError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| bad_content(name, v))
-            })
-            .collect(),
-        Some(v) => Err(bad_content(name, v)),
-    }
-}
 
 fn valid_pool_name(name: &str, windows: bool) -> bool {
     let b = name.as_bytes();
@@ -130,30 +41,102 @@ fn valid_pool_name(name: &str, windows: bool) -> bool {
 /// pool they read back, but a partial PUT must not resize or re-image a pool by accident), and the
 /// other immutable properties keep their value when omitted too; the remaining properties follow
 /// PUT's replace semantics (omitted labels and taints are cleared).
+///
+/// The groups are read in the order the checks ran before they were split, so a body with several
+/// faults is answered with the same one.
 pub(super) fn parse_props(
     name: &str,
     body: &[u8],
     existing: Option<&PoolProps>,
 ) -> Result<PoolProps, ArmError> {
+    let o = properties(body)?;
+    let os = os(&o, name, existing)?;
+    let (vm_size, machine) = vm_size(&o, existing)?;
+    let mode = enum_field(&o, "mode", &["System", "User", "Gateway"])?
+        .map(str::to_string)
+        .or_else(|| existing.map(|e| e.mode.clone()))
+        .unwrap_or_else(|| "User".into());
+    let sizing = sizing(&o, existing)?;
+    check_system_pool(&mode, os.windows, &sizing)?;
+    let os_disk_size_gb = os_disk_size(&o)?;
+    let node_taints = node_taints(&o)?;
+    let node_labels = node_labels(&o)?;
+    let spot = spot(&o, &mode)?;
+    let gpu_instance_profile = gpu_instance_profile(&o, machine, &vm_size, &os)?;
+    let gpu_driver = match o.get("gpuProfile") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(g)) => {
+            enum_field(g, "driver", &["Install", "None"])?.map(str::to_string)
+        }
+        Some(v) => return Err(bad_content("gpuProfile", v)),
+    };
+    let scale_down_mode = enum_field(&o, "scaleDownMode", &["Delete", "Deallocate"])?
+        .unwrap_or("Delete")
+        .to_string();
+    let orchestrator_version = orchestrator_version(&o, existing)?;
+    let max_pods = max_pods(&o)?;
+    let availability_zones = availability_zones(&o)?;
+    let tags = string_map(&o, "tags")?;
+    check_tags(&tags)?;
+    let mut props = PoolProps {
+        vm_size,
+        count: sizing.count,
+        enable_auto_scaling: sizing.enable_auto_scaling,
+        min_count: sizing.min_count,
+        max_count: sizing.max_count,
+        os_disk_size_gb,
+        os_type: os.os_type,
+        os_sku: os.os_sku,
+        node_taints,
+        node_labels,
+        scale_set_priority: spot.priority,
+        scale_set_eviction_policy: spot.eviction_policy,
+        spot_max_price: spot.max_price,
+        gpu_instance_profile,
+        gpu_driver,
+        mode,
+        orchestrator_version,
+        scale_down_mode,
+        max_pods,
+        availability_zones,
+        tags,
+    };
+    if let Some(e) = existing {
+        keep_omitted_immutables(&mut props, &o, e);
+    }
+    Ok(props)
+}
+
+/// The body's `properties` object (an absent one reads as empty).
+fn properties(body: &[u8]) -> Result<Map<String, Value>, ArmError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| ArmError {
         status: StatusCode::BAD_REQUEST,
         code: "InvalidRequestContent",
         message: format!("The request content was invalid and could not be deserialized: '{e}'."),
         target: None,
     })?;
-    let Some(root) = v.as_object() else {
+    let Value::Object(mut root) = v else {
         return Err(err(
             StatusCode::BAD_REQUEST,
             "InvalidRequestContent",
             "The request content was invalid and could not be deserialized: 'expected an object'.",
         ));
     };
-    let empty = Map::new();
-    let o = match root.get("properties") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(m)) => m,
-        Some(v) => return Err(bad_content("properties", v)),
-    };
+    match root.remove("properties") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(v) => Err(bad_content("properties", &v)),
+    }
+}
+
+/// A pool's operating system: its type, which also bounds the pool's name, and its SKU.
+struct Os {
+    os_type: String,
+    os_sku: String,
+    windows: bool,
+}
+
+fn os(o: &Map<String, Value>, name: &str, existing: Option<&PoolProps>) -> Result<Os, ArmError> {
     let os_type = enum_field(o, "osType", &["Linux", "Windows"])?
         .map(str::to_string)
         .or_else(|| existing.map(|e| e.os_type.clone()))
@@ -193,6 +176,18 @@ pub(super) fn parse_props(
             format!("OSSKU '{os_sku}' is not supported for OSType '{os_type}'."),
         ));
     }
+    Ok(Os {
+        os_type,
+        os_sku,
+        windows,
+    })
+}
+
+/// The VM size in its canonical spelling, and what the catalog knows of it.
+fn vm_size(
+    o: &Map<String, Value>,
+    existing: Option<&PoolProps>,
+) -> Result<(String, &'static catalog::Machine), ArmError> {
     let vm_size = match str_field(o, "vmSize")? {
         Some(s) => s.to_string(),
         None => existing
@@ -208,11 +203,18 @@ pub(super) fn parse_props(
         ),
         target: Some("properties.vmSize".into()),
     })?;
-    let vm_size = machine.name.to_string();
-    let mode = enum_field(o, "mode", &["System", "User", "Gateway"])?
-        .map(str::to_string)
-        .or_else(|| existing.map(|e| e.mode.clone()))
-        .unwrap_or_else(|| "User".into());
+    Ok((machine.name.to_string(), machine))
+}
+
+/// How many nodes a pool has, and the autoscaler's bounds when it has one.
+struct Sizing {
+    enable_auto_scaling: bool,
+    count: u32,
+    min_count: Option<u32>,
+    max_count: Option<u32>,
+}
+
+fn sizing(o: &Map<String, Value>, existing: Option<&PoolProps>) -> Result<Sizing, ArmError> {
     let enable_auto_scaling = bool_field(o, "enableAutoScaling")?.unwrap_or(false);
     let count = int_field(o, "count")?;
     let min_count = int_field(o, "minCount")?;
@@ -234,33 +236,7 @@ pub(super) fn parse_props(
     let min_count = min_count.map(|c| in_range("minCount", c)).transpose()?;
     let max_count = max_count.map(|c| in_range("maxCount", c)).transpose()?;
     let count = if enable_auto_scaling {
-        let (Some(min), Some(max)) = (min_count, max_count) else {
-            return Err(invalid(
-                "properties.minCount",
-                "Both minCount and maxCount must be set when enableAutoScaling is true.",
-            ));
-        };
-        if min > max {
-            return Err(invalid(
-                "properties.minCount",
-                format!("minCount ({min}) must be less than or equal to maxCount ({max})."),
-            ));
-        }
-        // An omitted count keeps the current size when it fits the new range.
-        let current = existing
-            .map(|e| e.count)
-            .filter(|c| (min..=max).contains(c));
-        let c = count.or(current).unwrap_or(min);
-        if c < min || c > max {
-            return Err(invalid(
-                "properties.count",
-                format!(
-                    "count ({c}) must be between minCount ({min}) and maxCount ({max}) when \
-                        autoscaling is enabled."
-                ),
-            ));
-        }
-        c
+        autoscaled_count(count, min_count, max_count, existing)?
     } else {
         if min_count.is_some() || max_count.is_some() {
             return Err(invalid(
@@ -270,20 +246,71 @@ pub(super) fn parse_props(
         }
         count.unwrap_or(existing.map_or(1, |e| e.count))
     };
-    if mode == "System" {
-        if windows {
-            return Err(invalid(
-                "properties.mode",
-                "System node pools must use OSType Linux.",
-            ));
-        }
-        if count == 0 || min_count == Some(0) {
-            return Err(invalid(
-                "properties.count",
-                "System node pools must have at least one node.",
-            ));
-        }
+    Ok(Sizing {
+        enable_auto_scaling,
+        count,
+        min_count,
+        max_count,
+    })
+}
+
+/// The count of an autoscaled pool, which must lie within both bounds, both given.
+fn autoscaled_count(
+    count: Option<u32>,
+    min_count: Option<u32>,
+    max_count: Option<u32>,
+    existing: Option<&PoolProps>,
+) -> Result<u32, ArmError> {
+    let (Some(min), Some(max)) = (min_count, max_count) else {
+        return Err(invalid(
+            "properties.minCount",
+            "Both minCount and maxCount must be set when enableAutoScaling is true.",
+        ));
+    };
+    if min > max {
+        return Err(invalid(
+            "properties.minCount",
+            format!("minCount ({min}) must be less than or equal to maxCount ({max})."),
+        ));
     }
+    // An omitted count keeps the current size when it fits the new range.
+    let current = existing
+        .map(|e| e.count)
+        .filter(|c| (min..=max).contains(c));
+    let c = count.or(current).unwrap_or(min);
+    if c < min || c > max {
+        return Err(invalid(
+            "properties.count",
+            format!(
+                "count ({c}) must be between minCount ({min}) and maxCount ({max}) when \
+                    autoscaling is enabled."
+            ),
+        ));
+    }
+    Ok(c)
+}
+
+/// A System pool runs the cluster's own pods: Linux, and never empty.
+fn check_system_pool(mode: &str, windows: bool, sizing: &Sizing) -> Result<(), ArmError> {
+    if mode != "System" {
+        return Ok(());
+    }
+    if windows {
+        return Err(invalid(
+            "properties.mode",
+            "System node pools must use OSType Linux.",
+        ));
+    }
+    if sizing.count == 0 || sizing.min_count == Some(0) {
+        return Err(invalid(
+            "properties.count",
+            "System node pools must have at least one node.",
+        ));
+    }
+    Ok(())
+}
+
+fn os_disk_size(o: &Map<String, Value>) -> Result<u32, ArmError> {
     let os_disk_size_gb = int_field(o, "osDiskSizeGB")?.unwrap_or(0);
     if os_disk_size_gb != 0 && !(30..=2048).contains(&os_disk_size_gb) {
         return Err(invalid(
@@ -294,6 +321,10 @@ pub(super) fn parse_props(
             ),
         ));
     }
+    Ok(os_disk_size_gb as u32)
+}
+
+fn node_taints(o: &Map<String, Value>) -> Result<Vec<String>, ArmError> {
     let node_taints = string_list(o, "nodeTaints")?;
     for t in &node_taints {
         if parse_taint(t).is_none() {
@@ -306,6 +337,10 @@ pub(super) fn parse_props(
             ));
         }
     }
+    Ok(node_taints)
+}
+
+fn node_labels(o: &Map<String, Value>) -> Result<BTreeMap<String, String>, ArmError> {
     let node_labels = string_map(o, "nodeLabels")?;
     for (k, v) in &node_labels {
         if !valid_label_key(k) || !valid_label_value(v) {
@@ -321,26 +356,36 @@ pub(super) fn parse_props(
             ));
         }
     }
-    let scale_set_priority = enum_field(o, "scaleSetPriority", &["Regular", "Spot"])?
+    Ok(node_labels)
+}
+
+/// A scale set's priority, and what a Spot one does when Azure takes its VMs back.
+struct Spot {
+    priority: String,
+    eviction_policy: Option<String>,
+    max_price: Option<f64>,
+}
+
+fn spot(o: &Map<String, Value>, mode: &str) -> Result<Spot, ArmError> {
+    let priority = enum_field(o, "scaleSetPriority", &["Regular", "Spot"])?
         .unwrap_or("Regular")
         .to_string();
-    let spot = scale_set_priority == "Spot";
-    let mut eviction =
+    let spot = priority == "Spot";
+    let mut eviction_policy =
         enum_field(o, "scaleSetEvictionPolicy", &["Delete", "Deallocate"])?.map(str::to_string);
-    let spot_max_price = match o.get("spotMaxPrice") {
+    let mut max_price = match o.get("spotMaxPrice") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => n.as_f64(),
         Some(v) => return Err(bad_content("spotMaxPrice", v)),
     };
-    if !spot && (eviction.is_some() || spot_max_price.is_some()) {
+    if !spot && (eviction_policy.is_some() || max_price.is_some()) {
         return Err(invalid(
             "properties.scaleSetEvictionPolicy",
             "scaleSetEvictionPolicy and spotMaxPrice can only be set when scaleSetPriority is Spot.",
         ));
     }
-    let mut spot_max_price = spot_max_price;
     if spot {
-        if let Some(p) = spot_max_price
+        if let Some(p) = max_price
             && p != -1.0
             && p <= 0.0
         {
@@ -358,9 +403,23 @@ pub(super) fn parse_props(
                 "System node pools cannot use Spot priority.",
             ));
         }
-        eviction.get_or_insert_with(|| "Delete".into());
-        spot_max_price.get_or_insert(-1.0);
+        eviction_policy.get_or_insert_with(|| "Delete".into());
+        max_price.get_or_insert(-1.0);
     }
+    Ok(Spot {
+        priority,
+        eviction_policy,
+        max_price,
+    })
+}
+
+/// A MIG profile needs a MIG-capable GPU and an OS SKU whose driver supports it.
+fn gpu_instance_profile(
+    o: &Map<String, Value>,
+    machine: &catalog::Machine,
+    vm_size: &str,
+    os: &Os,
+) -> Result<Option<String>, ArmError> {
     let gpu_instance_profile = enum_field(
         o,
         "gpuInstanceProfile",
@@ -378,56 +437,60 @@ pub(super) fn parse_props(
                 ),
             ));
         }
-        if os_sku.starts_with("AzureLinux") || os_sku == "CBLMariner" || windows {
+        let os_sku = &os.os_sku;
+        if os_sku.starts_with("AzureLinux") || os_sku == "CBLMariner" || os.windows {
             return Err(invalid(
                 "properties.gpuInstanceProfile",
                 format!("GPU instance profile {gip} is not supported on OSSKU {os_sku}."),
             ));
         }
     }
-    let gpu_driver = match o.get("gpuProfile") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(g)) => {
-            enum_field(g, "driver", &["Install", "None"])?.map(str::to_string)
+    Ok(gpu_instance_profile)
+}
+
+/// The Kubernetes version, `major.minor` completed to `major.minor.0`; one of the minors AKS
+/// offers.
+fn orchestrator_version(
+    o: &Map<String, Value>,
+    existing: Option<&PoolProps>,
+) -> Result<String, ArmError> {
+    let v = match str_field(o, "orchestratorVersion")? {
+        None | Some("") => {
+            return Ok(existing
+                .map(|e| e.orchestrator_version.clone())
+                .unwrap_or_else(|| KUBERNETES_VERSION.into()));
         }
-        Some(v) => return Err(bad_content("gpuProfile", v)),
+        Some(v) => v,
     };
-    let scale_down_mode = enum_field(o, "scaleDownMode", &["Delete", "Deallocate"])?
-        .unwrap_or("Delete")
-        .to_string();
-    let orchestrator_version = match str_field(o, "orchestratorVersion")? {
-        None | Some("") => existing
-            .map(|e| e.orchestrator_version.clone())
-            .unwrap_or_else(|| KUBERNETES_VERSION.into()),
-        Some(v) => {
-            let parts: Vec<&str> = v.split('.').collect();
-            if !(2..=3).contains(&parts.len())
-                || parts
-                    .iter()
-                    .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
-            {
-                return Err(invalid(
-                    "properties.orchestratorVersion",
-                    format!("Version {v} is not supported in this region."),
-                ));
-            }
-            if parts[0] != "1" || !matches!(parts[1], "31" | "32" | "33" | "34") {
-                return Err(err(
-                    StatusCode::BAD_REQUEST,
-                    "AgentPoolK8sVersionNotSupported",
-                    format!(
-                        "Version {v} is not supported in this region. Supported minor versions: \
-                            1.31, 1.32, 1.33, 1.34."
-                    ),
-                ));
-            }
-            if parts.len() == 2 {
-                format!("{v}.0")
-            } else {
-                v.to_string()
-            }
-        }
-    };
+    let parts: Vec<&str> = v.split('.').collect();
+    if !(2..=3).contains(&parts.len())
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(invalid(
+            "properties.orchestratorVersion",
+            format!("Version {v} is not supported in this region."),
+        ));
+    }
+    if parts[0] != "1" || !matches!(parts[1], "31" | "32" | "33" | "34") {
+        return Err(err(
+            StatusCode::BAD_REQUEST,
+            "AgentPoolK8sVersionNotSupported",
+            format!(
+                "Version {v} is not supported in this region. Supported minor versions: \
+                    1.31, 1.32, 1.33, 1.34."
+            ),
+        ));
+    }
+    Ok(if parts.len() == 2 {
+        format!("{v}.0")
+    } else {
+        v.to_string()
+    })
+}
+
+fn max_pods(o: &Map<String, Value>) -> Result<u32, ArmError> {
     let max_pods = int_field(o, "maxPods")?.unwrap_or(30);
     if !(10..=250).contains(&max_pods) {
         return Err(invalid(
@@ -435,6 +498,10 @@ pub(super) fn parse_props(
             format!("maxPods {max_pods} is invalid: it must be between 10 and 250."),
         ));
     }
+    Ok(max_pods as u32)
+}
+
+fn availability_zones(o: &Map<String, Value>) -> Result<Vec<String>, ArmError> {
     let availability_zones = string_list(o, "availabilityZones")?;
     if let Some(z) = availability_zones
         .iter()
@@ -445,133 +512,41 @@ pub(super) fn parse_props(
             format!("Availability zone '{z}' is invalid: use 1, 2 or 3."),
         ));
     }
-    let tags = string_map(o, "tags")?;
-    check_tags(&tags)?;
-    let mut props = PoolProps {
-        vm_size,
-        count,
-        enable_auto_scaling,
-        min_count,
-        max_count,
-        os_disk_size_gb: os_disk_size_gb as u32,
-        os_type,
-        os_sku,
-        node_taints,
-        node_labels,
-        scale_set_priority,
-        scale_set_eviction_policy: eviction,
-        spot_max_price,
-        gpu_instance_profile,
-        gpu_driver,
-        mode,
-        orchestrator_version,
-        scale_down_mode,
-        max_pods: max_pods as u32,
-        availability_zones,
-        tags,
-    };
-    // Immutable properties a client leaves out keep their value instead of reading as a change.
-    if let Some(e) = existing {
-        let given = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
-        if !given("osDiskSizeGB") {
-            props.os_disk_size_gb = e.os_disk_size_gb;
-        }
-        if !given("scaleSetPriority") {
-            props.scale_set_priority = e.scale_set_priority.clone();
-        }
-        if !given("scaleSetEvictionPolicy") {
-            props.scale_set_eviction_policy = e.scale_set_eviction_policy.clone();
-        }
-        if !given("spotMaxPrice") {
-            props.spot_max_price = e.spot_max_price;
-        }
-        if !given("gpuInstanceProfile") {
-            props.gpu_instance_profile = e.gpu_instance_profile.clone();
-        }
-        if !given("gpuProfile") {
-            props.gpu_driver = e.gpu_driver.clone();
-        }
-        if !given("maxPods") {
-            props.max_pods = e.max_pods;
-        }
-        if !given("availabilityZones") {
-            props.availability_zones = e.availability_zones.clone();
-        }
+    Ok(availability_zones)
+}
+
+/// Immutable properties a client leaves out keep their value instead of reading as a change.
+fn keep_omitted_immutables(props: &mut PoolProps, o: &Map<String, Value>, e: &PoolProps) {
+    let given = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
+    if !given("osDiskSizeGB") {
+        props.os_disk_size_gb = e.os_disk_size_gb;
     }
-    Ok(props)
+    if !given("scaleSetPriority") {
+        props.scale_set_priority = e.scale_set_priority.clone();
+    }
+    if !given("scaleSetEvictionPolicy") {
+        props.scale_set_eviction_policy = e.scale_set_eviction_policy.clone();
+    }
+    if !given("spotMaxPrice") {
+        props.spot_max_price = e.spot_max_price;
+    }
+    if !given("gpuInstanceProfile") {
+        props.gpu_instance_profile = e.gpu_instance_profile.clone();
+    }
+    if !given("gpuProfile") {
+        props.gpu_driver = e.gpu_driver.clone();
+    }
+    if !given("maxPods") {
+        props.max_pods = e.max_pods;
+    }
+    if !given("availabilityZones") {
+        props.availability_zones = e.availability_zones.clone();
+    }
 }
 
 /// The OS disk size a pool gets: 0 means the VM size's default (128 GB for the GPU sizes here).
 pub(super) fn effective_disk(size_gb: u32) -> u32 {
     if size_gb == 0 { 128 } else { size_gb }
-}
-
-/// Whether AKS changes a pool's OS SKU in place. It migrates between the Ubuntu and Azure Linux
-/// families by reimaging the nodes (`az aks nodepool update --os-sku`); any other change (to or from
-/// CBLMariner or Windows) needs a new pool, which is where terraform-provider-azurerm's node pool
-/// resource draws the line too (ForceNewIfChange on os_sku unless old and new both start with
-/// Ubuntu or AzureLinux).
-pub(super) fn os_sku_migrates(old: &str, new: &str) -> bool {
-    let family = |s: &str| s.starts_with("Ubuntu") || s.starts_with("AzureLinux");
-    old == new || (family(old) && family(new))
-}
-
-/// Fields AKS refuses to change on an existing pool ("PropertyChangeNotAllowed"); azurerm replaces
-/// the pool when one of them changes.
-pub(super) fn immutable_changes(
-    old: &PoolProps,
-    new: &PoolProps,
-) -> Option<(&'static str, String, String)> {
-    if !os_sku_migrates(&old.os_sku, &new.os_sku) {
-        return Some(("osSKU", old.os_sku.clone(), new.os_sku.clone()));
-    }
-    let checks: [(&'static str, String, String); 10] = [
-        (
-            "gpuProfile.driver",
-            format!("{:?}", old.gpu_driver),
-            format!("{:?}", new.gpu_driver),
-        ),
-        ("vmSize", old.vm_size.clone(), new.vm_size.clone()),
-        ("osType", old.os_type.clone(), new.os_type.clone()),
-        // 0 asks for the VM default, which GET reports as its size: sending that size back
-        // (as `az aks nodepool update` does) is no change.
-        (
-            "osDiskSizeGB",
-            effective_disk(old.os_disk_size_gb).to_string(),
-            effective_disk(new.os_disk_size_gb).to_string(),
-        ),
-        (
-            "scaleSetPriority",
-            old.scale_set_priority.clone(),
-            new.scale_set_priority.clone(),
-        ),
-        (
-            "scaleSetEvictionPolicy",
-            format!("{:?}", old.scale_set_eviction_policy),
-            format!("{:?}", new.scale_set_eviction_policy),
-        ),
-        (
-            "spotMaxPrice",
-            format!("{:?}", old.spot_max_price),
-            format!("{:?}", new.spot_max_price),
-        ),
-        (
-            "gpuInstanceProfile",
-            format!("{:?}", old.gpu_instance_profile),
-            format!("{:?}", new.gpu_instance_profile),
-        ),
-        (
-            "maxPods",
-            old.max_pods.to_string(),
-            new.max_pods.to_string(),
-        ),
-        (
-            "availabilityZones",
-            old.availability_zones.join(","),
-            new.availability_zones.join(","),
-        ),
-    ];
-    checks.into_iter().find(|(_, a, b)| a != b)
 }
 
 /// "key=value:Effect" or "key:Effect".

@@ -27,6 +27,19 @@ use crate::{Ctx, World, arm, eks, gke};
 /// Every pool the autoscalers may grow, grouped by (cloud, cluster).
 fn templates(w: &World) -> BTreeMap<(&'static str, String), Vec<Template>> {
     let mut out: BTreeMap<(&'static str, String), Vec<Template>> = BTreeMap::new();
+    for t in aks_templates(w)
+        .into_iter()
+        .chain(eks_templates(w))
+        .chain(gke_templates(w))
+    {
+        out.entry((t.cloud, t.cluster.clone())).or_default().push(t);
+    }
+    out
+}
+
+/// AKS's autoscaled agent pools, as the scale set's tags describe their nodes.
+fn aks_templates(w: &World) -> Vec<Template> {
+    let mut out = Vec::new();
     for (key, c) in &w.aks.clusters {
         for p in c.pools.values() {
             let pr = &p.props;
@@ -36,22 +49,26 @@ fn templates(w: &World) -> BTreeMap<(&'static str, String), Vec<Template>> {
             }
             let (labels, taints, capacity) = aks_node(&p.name, &pr.vm_size, &pr.tags);
             let target = arm::pool_nodes(&c.name, p).node_count;
-            out.entry(("aks", c.name.clone()))
-                .or_default()
-                .push(Template {
-                    cloud: "aks",
-                    cluster: c.name.clone(),
-                    cluster_key: key.clone(),
-                    pool: p.name.clone(),
-                    target,
-                    max: pr.max_count.unwrap_or(target),
-                    labels,
-                    taints,
-                    capacity,
-                    source: "the scale set's tags (the agent pool's tags)".into(),
-                });
+            out.push(Template {
+                cloud: "aks",
+                cluster: c.name.clone(),
+                cluster_key: key.clone(),
+                pool: p.name.clone(),
+                target,
+                max: pr.max_count.unwrap_or(target),
+                labels,
+                taints,
+                capacity,
+                source: "the scale set's tags (the agent pool's tags)".into(),
+            });
         }
     }
+    out
+}
+
+/// EKS's node groups whose Auto Scaling group carries the auto-discovery tags.
+fn eks_templates(w: &World) -> Vec<Template> {
+    let mut out = Vec::new();
     for (key, c) in &w.eks.clusters {
         for ng in c.nodegroups.values() {
             if ng.status != "ACTIVE" || ng.pending.is_some() {
@@ -70,22 +87,26 @@ fn templates(w: &World) -> BTreeMap<(&'static str, String), Vec<Template>> {
             let s = &ng.spec;
             let itype = s.instance_types.first().cloned().unwrap_or_default();
             let (labels, taints, capacity) = eks_node(&itype, &tags, &s.labels, &s.taints, &s.tags);
-            out.entry(("eks", c.name.clone()))
-                .or_default()
-                .push(Template {
-                    cloud: "eks",
-                    cluster: c.name.clone(),
-                    cluster_key: key.clone(),
-                    pool: ng.name.clone(),
-                    target: s.desired_size.max(0) as u32,
-                    max: s.max_size.max(0) as u32,
-                    labels,
-                    taints,
-                    capacity,
-                    source: "the Auto Scaling group's tags and DescribeNodegroup".into(),
-                });
+            out.push(Template {
+                cloud: "eks",
+                cluster: c.name.clone(),
+                cluster_key: key.clone(),
+                pool: ng.name.clone(),
+                target: s.desired_size.max(0) as u32,
+                max: s.max_size.max(0) as u32,
+                labels,
+                taints,
+                capacity,
+                source: "the Auto Scaling group's tags and DescribeNodegroup".into(),
+            });
         }
     }
+    out
+}
+
+/// GKE's autoscaled node pools, whose accelerator and sharing config describe their nodes.
+fn gke_templates(w: &World) -> Vec<Template> {
+    let mut out = Vec::new();
     for (key, c) in &w.gke.clusters {
         let zones = c.zones();
         for p in c.pools.values() {
@@ -116,20 +137,18 @@ fn templates(w: &World) -> BTreeMap<(&'static str, String), Vec<Template>> {
                 partitions,
                 nodes.gke_sharing.as_ref().map(|(_, n)| *n),
             );
-            out.entry(("gke", c.name.clone()))
-                .or_default()
-                .push(Template {
-                    cloud: "gke",
-                    cluster: c.name.clone(),
-                    cluster_key: key.clone(),
-                    pool: p.name.clone(),
-                    target: nodes.node_count,
-                    max: max.max(0) as u32,
-                    labels,
-                    taints,
-                    capacity,
-                    source: "the node pool's accelerator and sharing config".into(),
-                });
+            out.push(Template {
+                cloud: "gke",
+                cluster: c.name.clone(),
+                cluster_key: key.clone(),
+                pool: p.name.clone(),
+                target: nodes.node_count,
+                max: max.max(0) as u32,
+                labels,
+                taints,
+                capacity,
+                source: "the node pool's accelerator and sharing config".into(),
+            });
         }
     }
     out

@@ -363,105 +363,19 @@ fn change_tags(
     p: &Params,
     put: bool,
 ) -> Result<Response, QueryError> {
-    let members = p.members("Tags");
-    if members.is_empty() {
-        return Err(validation(
-            "1 validation error detected: Value null at 'tags' failed to satisfy constraint: \
-             Member must not be null",
-        ));
-    }
-    let mut errors = Vec::new();
-    let mut wanted = Vec::new();
-    for (i, m) in members.iter().enumerate() {
-        let n = i + 1;
-        let key = m.get("Key").unwrap_or_default();
-        let value = m.get("Value").unwrap_or_default();
-        let chars = key.chars().count();
-        if chars == 0 {
-            errors.push(format!(
-                "Value '{key}' at 'tags.{n}.member.key' failed to satisfy constraint: Member must \
-                 have length greater than or equal to 1"
-            ));
-        } else if chars > MAX_KEY {
-            errors.push(format!(
-                "Value '{key}' at 'tags.{n}.member.key' failed to satisfy constraint: Member must \
-                 have length less than or equal to {MAX_KEY}"
-            ));
-        }
-        if value.chars().count() > MAX_VALUE {
-            errors.push(format!(
-                "Value '{value}' at 'tags.{n}.member.value' failed to satisfy constraint: Member \
-                 must have length less than or equal to {MAX_VALUE}"
-            ));
-        }
-        let Some(group) = m.get("ResourceId").filter(|g| !g.is_empty()) else {
-            return Err(validation(format!(
-                "The ResourceId of tag {n} must be the name of an Auto Scaling group."
-            )));
-        };
-        match m.get("ResourceType") {
-            None | Some("auto-scaling-group") => {}
-            Some(other) => {
-                return Err(validation(format!(
-                    "Invalid resource type {other}: the only resource type is auto-scaling-group."
-                )));
-            }
-        }
-        let propagate = m.get("PropagateAtLaunch").is_some_and(|v| v == "true");
-        wanted.push((
-            group.to_string(),
-            key.to_string(),
-            value.to_string(),
-            propagate,
-        ));
-    }
-    if !errors.is_empty() {
-        let n = errors.len();
-        let s = if n == 1 { "" } else { "s" };
-        return Err(validation(format!(
-            "{n} validation error{s} detected: {}",
-            errors.join("; ")
-        )));
-    }
+    let wanted = requested_tags(p)?;
     // Resolve every group first: a missing one refuses the whole call.
     let mut located = Vec::new();
-    for (group, key, value, propagate) in wanted {
-        let Some((ck, ngn)) = find_group(eks.clusters.iter(), region, &group) else {
+    for tag in wanted {
+        let Some((ck, ngn)) = find_group(eks.clusters.iter(), region, &tag.group) else {
             return Err(validation(format!(
-                "AutoScalingGroup not found - AutoScaling Group {group} not found"
+                "AutoScalingGroup not found - AutoScaling Group {} not found",
+                tag.group
             )));
         };
-        located.push((ck, ngn, group, key, value, propagate));
+        located.push((ck, ngn, tag));
     }
-    // Apply on copies, check the limit, then commit.
-    let mut changed: BTreeMap<(String, String), BTreeMap<String, AsgTag>> = BTreeMap::new();
-    for (ck, ngn, group, key, value, propagate) in located {
-        let c = &eks.clusters[&ck];
-        let tags = changed
-            .entry((ck.clone(), ngn.clone()))
-            .or_insert_with(|| c.nodegroups[&ngn].asg_tags(&c.name));
-        if put {
-            tags.insert(
-                key,
-                AsgTag {
-                    value,
-                    propagate_at_launch: propagate,
-                },
-            );
-            if tags.len() > MAX_TAGS {
-                return Err(query_error(
-                    StatusCode::BAD_REQUEST,
-                    "LimitExceeded",
-                    format!(
-                        "The Auto Scaling group {group} would have more than {MAX_TAGS} tags, the \
-                         most a group can have."
-                    ),
-                ));
-            }
-        } else {
-            tags.remove(&key);
-        }
-    }
+    let changed = changed_tags(eks, located, put)?;
     for ((ck, ngn), tags) in changed {
         if let Some(c) = eks.clusters.get_mut(&ck) {
             let cluster = c.name.clone();
@@ -478,4 +392,127 @@ fn change_tags(
         },
         None,
     ))
+}
+
+/// One tag a CreateOrUpdateTags or DeleteTags call names.
+struct TagRequest {
+    group: String,
+    key: String,
+    value: String,
+    propagate: bool,
+}
+
+/// The call's `Tags` members, each within its shape's bounds: the length errors of all of them
+/// come back as one ValidationError, as the service counts them; a member that names no group of
+/// the one resource type is refused at once.
+fn requested_tags(p: &Params) -> Result<Vec<TagRequest>, QueryError> {
+    let members = p.members("Tags");
+    if members.is_empty() {
+        return Err(validation(
+            "1 validation error detected: Value null at 'tags' failed to satisfy constraint: \
+             Member must not be null",
+        ));
+    }
+    let mut errors = Vec::new();
+    let mut wanted = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        let n = i + 1;
+        let key = m.get("Key").unwrap_or_default();
+        let value = m.get("Value").unwrap_or_default();
+        errors.extend(length_errors(n, key, value));
+        let Some(group) = m.get("ResourceId").filter(|g| !g.is_empty()) else {
+            return Err(validation(format!(
+                "The ResourceId of tag {n} must be the name of an Auto Scaling group."
+            )));
+        };
+        match m.get("ResourceType") {
+            None | Some("auto-scaling-group") => {}
+            Some(other) => {
+                return Err(validation(format!(
+                    "Invalid resource type {other}: the only resource type is auto-scaling-group."
+                )));
+            }
+        }
+        wanted.push(TagRequest {
+            group: group.to_string(),
+            key: key.to_string(),
+            value: value.to_string(),
+            propagate: m.get("PropagateAtLaunch").is_some_and(|v| v == "true"),
+        });
+    }
+    if !errors.is_empty() {
+        let n = errors.len();
+        let s = if n == 1 { "" } else { "s" };
+        return Err(validation(format!(
+            "{n} validation error{s} detected: {}",
+            errors.join("; ")
+        )));
+    }
+    Ok(wanted)
+}
+
+/// What tag `n` (from 1) breaks of the `Tag` shape's lengths, in the service's words.
+fn length_errors(n: usize, key: &str, value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    let chars = key.chars().count();
+    if chars == 0 {
+        errors.push(format!(
+            "Value '{key}' at 'tags.{n}.member.key' failed to satisfy constraint: Member must \
+             have length greater than or equal to 1"
+        ));
+    } else if chars > MAX_KEY {
+        errors.push(format!(
+            "Value '{key}' at 'tags.{n}.member.key' failed to satisfy constraint: Member must \
+             have length less than or equal to {MAX_KEY}"
+        ));
+    }
+    if value.chars().count() > MAX_VALUE {
+        errors.push(format!(
+            "Value '{value}' at 'tags.{n}.member.value' failed to satisfy constraint: Member \
+             must have length less than or equal to {MAX_VALUE}"
+        ));
+    }
+    errors
+}
+
+/// Groups' tags by (cluster key, node group name).
+type GroupTags = BTreeMap<(String, String), BTreeMap<String, AsgTag>>;
+
+/// Each touched group's tags with the call applied, on copies, refused when a group would have more
+/// than it may.
+fn changed_tags(
+    eks: &EksWorld,
+    located: Vec<(String, String, TagRequest)>,
+    put: bool,
+) -> Result<GroupTags, QueryError> {
+    let mut changed = GroupTags::new();
+    for (ck, ngn, tag) in located {
+        let c = &eks.clusters[&ck];
+        let tags = changed
+            .entry((ck.clone(), ngn.clone()))
+            .or_insert_with(|| c.nodegroups[&ngn].asg_tags(&c.name));
+        if !put {
+            tags.remove(&tag.key);
+            continue;
+        }
+        tags.insert(
+            tag.key,
+            AsgTag {
+                value: tag.value,
+                propagate_at_launch: tag.propagate,
+            },
+        );
+        if tags.len() > MAX_TAGS {
+            return Err(query_error(
+                StatusCode::BAD_REQUEST,
+                "LimitExceeded",
+                format!(
+                    "The Auto Scaling group {} would have more than {MAX_TAGS} tags, the \
+                     most a group can have.",
+                    tag.group
+                ),
+            ));
+        }
+    }
+    Ok(changed)
 }

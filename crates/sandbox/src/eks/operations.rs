@@ -5,7 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::asg::{asg_name, eks_tags};
 use super::documents::{nodegroup_json, pool_nodes, update_json};
@@ -268,6 +268,9 @@ pub(super) fn delete(
     })
 }
 
+/// An update's params, as DescribeUpdate lists them: (type, value).
+type UpdateParams = Vec<(String, String)>;
+
 /// Start an update of a node group: UPDATING now, ACTIVE (or back to the old spec on failure) later.
 fn start_update(
     w: &mut World,
@@ -276,7 +279,7 @@ fn start_update(
     ng: &str,
     new_spec: NgSpec,
     update_type: &str,
-    params: Vec<(String, String)>,
+    params: UpdateParams,
 ) -> Value {
     let deadline = ctx.deadline();
     let id = uuid(ctx);
@@ -319,6 +322,8 @@ fn start_update(
     update_json(&w.eks.updates[&id])
 }
 
+/// UpdateNodegroupConfig: labels, taints, scaling and update config, each group the body names
+/// changed in the node group's spec and reported among the update's params.
 pub(super) fn update_config(
     sb: &Sandbox,
     request: &ApiRequest,
@@ -335,81 +340,9 @@ pub(super) fn update_config(
         }
         let mut spec = n.spec.clone();
         let mut params = Vec::new();
-        if let Some(l) = req.get("labels").filter(|v| !v.is_null()) {
-            let l = l
-                .as_object()
-                .ok_or_else(|| invalid("labels must be an object."))?;
-            let add = str_map(l.get("addOrUpdateLabels"), "addOrUpdateLabels")?;
-            let remove = str_list(l, "removeLabels")?.unwrap_or_default();
-            if let Some(k) = remove.iter().find(|k| add.contains_key(*k)) {
-                return Err(invalid(format!(
-                    "The label '{k}' can't be both added and removed."
-                )));
-            }
-            check_labels(&add)?;
-            for k in &remove {
-                spec.labels.remove(k);
-            }
-            spec.labels.extend(add.clone());
-            if !add.is_empty() {
-                params.push((
-                    "LabelsToAdd".to_string(),
-                    serde_json::to_string(&add).unwrap_or_default(),
-                ));
-            }
-            if !remove.is_empty() {
-                params.push((
-                    "LabelsToRemove".to_string(),
-                    serde_json::to_string(&remove).unwrap_or_default(),
-                ));
-            }
-        }
-        if let Some(t) = req.get("taints").filter(|v| !v.is_null()) {
-            let t = t
-                .as_object()
-                .ok_or_else(|| invalid("taints must be an object."))?;
-            let add = parse_taints(t.get("addOrUpdateTaints"), "addOrUpdateTaints")?;
-            let remove = parse_taints(t.get("removeTaints"), "removeTaints")?;
-            spec.taints
-                .retain(|(k, _, e)| !remove.iter().any(|(rk, _, re)| rk == k && re == e));
-            for (k, v, e) in &add {
-                spec.taints.retain(|(ok, _, oe)| !(ok == k && oe == e));
-                spec.taints.push((k.clone(), v.clone(), e.clone()));
-            }
-            if spec.taints.len() > 50 {
-                return Err(invalid("A node group can have at most 50 taints."));
-            }
-            let tj = |l: &[(String, String, String)]| {
-                serde_json::to_string(
-                    &l.iter()
-                        .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap_or_default()
-            };
-            if !add.is_empty() {
-                params.push(("TaintsToAdd".to_string(), tj(&add)));
-            }
-            if !remove.is_empty() {
-                params.push(("TaintsToRemove".to_string(), tj(&remove)));
-            }
-        }
-        if let Some(sc) = req.get("scalingConfig").filter(|v| !v.is_null()) {
-            let sc = sc
-                .as_object()
-                .ok_or_else(|| invalid("scalingConfig must be an object."))?;
-            for (field, slot, param) in [
-                ("minSize", &mut spec.min_size, "MinSize"),
-                ("maxSize", &mut spec.max_size, "MaxSize"),
-                ("desiredSize", &mut spec.desired_size, "DesiredSize"),
-            ] {
-                if let Some(v) = opt_int(sc, field)? {
-                    *slot = v;
-                    params.push((param.to_string(), v.to_string()));
-                }
-            }
-            check_scaling(spec.min_size, spec.max_size, spec.desired_size)?;
-        }
+        update_labels(&req, &mut spec, &mut params)?;
+        update_taints(&req, &mut spec, &mut params)?;
+        update_scaling(&req, &mut spec, &mut params)?;
         if let Some(Value::Object(u)) = req.get("updateConfig")
             && let Some(m) = opt_int(u, "maxUnavailable")?
         {
@@ -428,6 +361,110 @@ pub(super) fn update_config(
         let doc = start_update(w, ctx, &key, ng, spec, "ConfigUpdate", params);
         Ok(json_response(StatusCode::OK, &json!({ "update": doc })))
     })
+}
+
+/// `labels`: `addOrUpdateLabels` and `removeLabels`, never the same key in both.
+fn update_labels(
+    req: &Map<String, Value>,
+    spec: &mut NgSpec,
+    params: &mut UpdateParams,
+) -> Result<(), AwsError> {
+    let Some(l) = req.get("labels").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let l = l
+        .as_object()
+        .ok_or_else(|| invalid("labels must be an object."))?;
+    let add = str_map(l.get("addOrUpdateLabels"), "addOrUpdateLabels")?;
+    let remove = str_list(l, "removeLabels")?.unwrap_or_default();
+    if let Some(k) = remove.iter().find(|k| add.contains_key(*k)) {
+        return Err(invalid(format!(
+            "The label '{k}' can't be both added and removed."
+        )));
+    }
+    check_labels(&add)?;
+    for k in &remove {
+        spec.labels.remove(k);
+    }
+    spec.labels.extend(add.clone());
+    if !add.is_empty() {
+        params.push((
+            "LabelsToAdd".to_string(),
+            serde_json::to_string(&add).unwrap_or_default(),
+        ));
+    }
+    if !remove.is_empty() {
+        params.push((
+            "LabelsToRemove".to_string(),
+            serde_json::to_string(&remove).unwrap_or_default(),
+        ));
+    }
+    Ok(())
+}
+
+/// `taints`: `addOrUpdateTaints` and `removeTaints`, a taint being its key and effect.
+fn update_taints(
+    req: &Map<String, Value>,
+    spec: &mut NgSpec,
+    params: &mut UpdateParams,
+) -> Result<(), AwsError> {
+    let Some(t) = req.get("taints").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let t = t
+        .as_object()
+        .ok_or_else(|| invalid("taints must be an object."))?;
+    let add = parse_taints(t.get("addOrUpdateTaints"), "addOrUpdateTaints")?;
+    let remove = parse_taints(t.get("removeTaints"), "removeTaints")?;
+    spec.taints
+        .retain(|(k, _, e)| !remove.iter().any(|(rk, _, re)| rk == k && re == e));
+    for (k, v, e) in &add {
+        spec.taints.retain(|(ok, _, oe)| !(ok == k && oe == e));
+        spec.taints.push((k.clone(), v.clone(), e.clone()));
+    }
+    if spec.taints.len() > 50 {
+        return Err(invalid("A node group can have at most 50 taints."));
+    }
+    let tj = |l: &[(String, String, String)]| {
+        serde_json::to_string(
+            &l.iter()
+                .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or_default()
+    };
+    if !add.is_empty() {
+        params.push(("TaintsToAdd".to_string(), tj(&add)));
+    }
+    if !remove.is_empty() {
+        params.push(("TaintsToRemove".to_string(), tj(&remove)));
+    }
+    Ok(())
+}
+
+/// `scalingConfig`: the sizes it names, checked together with those it leaves as they are.
+fn update_scaling(
+    req: &Map<String, Value>,
+    spec: &mut NgSpec,
+    params: &mut UpdateParams,
+) -> Result<(), AwsError> {
+    let Some(sc) = req.get("scalingConfig").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let sc = sc
+        .as_object()
+        .ok_or_else(|| invalid("scalingConfig must be an object."))?;
+    for (field, slot, param) in [
+        ("minSize", &mut spec.min_size, "MinSize"),
+        ("maxSize", &mut spec.max_size, "MaxSize"),
+        ("desiredSize", &mut spec.desired_size, "DesiredSize"),
+    ] {
+        if let Some(v) = opt_int(sc, field)? {
+            *slot = v;
+            params.push((param.to_string(), v.to_string()));
+        }
+    }
+    check_scaling(spec.min_size, spec.max_size, spec.desired_size)
 }
 
 pub(super) fn update_version(

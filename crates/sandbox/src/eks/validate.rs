@@ -236,9 +236,65 @@ pub(super) fn launch_template_spec(
     }))
 }
 
+/// A CreateNodegroup body: the node group's name, its spec with EKS's defaults filled in, and the
+/// client's idempotency token. The groups are read in the order the checks ran before they were
+/// split, so a body with several faults is answered with the same one.
 pub(super) fn parse_create(
     req: &Map<String, Value>,
 ) -> Result<(String, NgSpec, Option<String>), AwsError> {
+    let (name, node_role, subnets) = identity(req)?;
+    let (min, max, desired) = create_scaling(req)?;
+    let launch_template = launch_template_spec(req)?;
+    let machines = machines(req, launch_template.is_some())?;
+    let (disk_size, remote_access) = disk_and_access(req, launch_template.is_some())?;
+    let labels = str_map(req.get("labels"), "labels")?;
+    check_labels(&labels)?;
+    let taints = parse_taints(req.get("taints"), "taints")?;
+    let version = opt_str(req, "version")?.unwrap_or(EKS_VERSION);
+    if version != EKS_VERSION && !["1.31", "1.32"].contains(&version) {
+        return Err(invalid(format!(
+            "Requested Nodegroup version {version} is invalid. Nodegroup version cannot be newer \
+                than the cluster version {EKS_VERSION} and at most 2 minor versions older."
+        )));
+    }
+    check_ami_version(machines.ami_type, version)?;
+    let max_unavailable = match req.get("updateConfig") {
+        Some(Value::Object(u)) => opt_int(u, "maxUnavailable")?.unwrap_or(1),
+        _ => 1,
+    };
+    let token = opt_str(req, "clientRequestToken")?.map(str::to_string);
+    let tags = create_tags(req)?;
+    Ok((
+        name.to_string(),
+        NgSpec {
+            capacity_type: machines.capacity_type.to_string(),
+            min_size: min,
+            max_size: max,
+            desired_size: desired,
+            instance_types: machines.instance_types,
+            subnets,
+            ami_type: machines.ami_type.to_string(),
+            node_role: node_role.to_string(),
+            labels,
+            taints,
+            disk_size,
+            remote_access,
+            launch_template,
+            tags,
+            version: version.to_string(),
+            release_version: if version == EKS_VERSION {
+                RELEASE_VERSION.to_string()
+            } else {
+                format!("{version}.10-20251120")
+            },
+            max_unavailable,
+        },
+        token,
+    ))
+}
+
+/// Who the node group is: its name, the IAM role its nodes assume and the subnets they join.
+fn identity(req: &Map<String, Value>) -> Result<(&str, &str, Vec<String>), AwsError> {
     let name =
         opt_str(req, "nodegroupName")?.ok_or_else(|| invalid("nodegroupName is required."))?;
     if !valid_ng_name(name) {
@@ -260,6 +316,11 @@ pub(super) fn parse_create(
     if let Some(s) = subnets.iter().find(|s| !s.starts_with("subnet-")) {
         return Err(invalid(format!("The subnet ID '{s}' does not exist")));
     }
+    Ok((name, node_role, subnets))
+}
+
+/// A new group's (min, max, desired), with EKS's defaults for what the body leaves out.
+fn create_scaling(req: &Map<String, Value>) -> Result<(i64, i64, i64), AwsError> {
     let (min, max, desired) = match req.get("scalingConfig") {
         None | Some(Value::Null) => (2, 2, 2),
         Some(Value::Object(sc)) => {
@@ -271,7 +332,19 @@ pub(super) fn parse_create(
         Some(_) => return Err(invalid("scalingConfig must be an object.")),
     };
     check_scaling(min, max, desired)?;
-    let launch_template = launch_template_spec(req)?;
+    Ok((min, max, desired))
+}
+
+/// What the nodes run on: the instance types, how they are bought, and the AMI type.
+struct Machines<'a> {
+    instance_types: Vec<String>,
+    capacity_type: &'a str,
+    ami_type: &'a str,
+}
+
+/// Without a launch template, a group gets t3.medium and an AMI type that fits its first instance
+/// type; with one, the template says (no instance types, a CUSTOM AMI).
+fn machines(req: &Map<String, Value>, with_template: bool) -> Result<Machines<'_>, AwsError> {
     let instance_types = str_list(req, "instanceTypes")?;
     if let Some(types) = &instance_types {
         for t in types {
@@ -288,7 +361,7 @@ pub(super) fn parse_create(
         )));
     }
     let instance_types = instance_types.filter(|t| !t.is_empty()).unwrap_or_else(|| {
-        if launch_template.is_some() {
+        if with_template {
             vec![]
         } else {
             vec!["t3.medium".into()]
@@ -311,7 +384,7 @@ pub(super) fn parse_create(
             )));
         }
         Some(a) => a,
-        None if launch_template.is_some() => "CUSTOM",
+        None if with_template => "CUSTOM",
         None if gpu => "AL2023_x86_64_NVIDIA",
         None => "AL2023_x86_64_STANDARD",
     };
@@ -322,8 +395,21 @@ pub(super) fn parse_create(
             instance_types[0]
         )));
     }
+    Ok(Machines {
+        instance_types,
+        capacity_type,
+        ami_type,
+    })
+}
+
+/// The disk size (20 GiB unless given) and the SSH access, both of which a launch template holds
+/// instead when there is one.
+fn disk_and_access(
+    req: &Map<String, Value>,
+    with_template: bool,
+) -> Result<(Option<i64>, Option<Value>), AwsError> {
     let disk_size = opt_int(req, "diskSize")?;
-    if disk_size.is_some() && launch_template.is_some() {
+    if disk_size.is_some() && with_template {
         return Err(invalid(
             "Disk size must be specified within the launch template.",
         ));
@@ -332,7 +418,7 @@ pub(super) fn parse_create(
     // EKS user guide, "Customizing managed nodes with launch templates": remote access (an SSH key)
     // goes in the launch template; EKS refuses it beside one with this message (as moto's
     // eks/models.py LAUNCH_TEMPLATE_WITH_REMOTE_ACCESS_MSG quotes it).
-    if remote_access.is_some() && launch_template.is_some() {
+    if remote_access.is_some() && with_template {
         return Err(invalid(
             "Remote access configuration cannot be specified with a launch template.",
         ));
@@ -344,65 +430,27 @@ pub(super) fn parse_create(
             "diskSize {d} is invalid: it must be between 1 and 16384 GiB."
         )));
     }
-    let labels = str_map(req.get("labels"), "labels")?;
-    check_labels(&labels)?;
-    let taints = parse_taints(req.get("taints"), "taints")?;
-    let version = opt_str(req, "version")?.unwrap_or(EKS_VERSION);
-    if version != EKS_VERSION && !["1.31", "1.32"].contains(&version) {
+    let disk_size = if with_template {
+        None
+    } else {
+        Some(disk_size.unwrap_or(20))
+    };
+    Ok((disk_size, remote_access))
+}
+
+/// The node group's own tags: at most 50, keys of 1-128 characters outside the reserved `aws:`.
+fn create_tags(req: &Map<String, Value>) -> Result<BTreeMap<String, String>, AwsError> {
+    let tags = str_map(req.get("tags"), "tags")?;
+    if let Some(k) = tags
+        .keys()
+        .find(|k| k.to_ascii_lowercase().starts_with("aws:") || k.is_empty() || k.len() > 128)
+    {
         return Err(invalid(format!(
-            "Requested Nodegroup version {version} is invalid. Nodegroup version cannot be newer \
-                than the cluster version {EKS_VERSION} and at most 2 minor versions older."
+            "Tag key '{k}' is invalid: keys are 1-128 characters and the aws: prefix is reserved."
         )));
     }
-    check_ami_version(ami_type, version)?;
-    let max_unavailable = match req.get("updateConfig") {
-        Some(Value::Object(u)) => opt_int(u, "maxUnavailable")?.unwrap_or(1),
-        _ => 1,
-    };
-    let token = opt_str(req, "clientRequestToken")?.map(str::to_string);
-    Ok((
-        name.to_string(),
-        NgSpec {
-            capacity_type: capacity_type.to_string(),
-            min_size: min,
-            max_size: max,
-            desired_size: desired,
-            instance_types,
-            subnets,
-            ami_type: ami_type.to_string(),
-            node_role: node_role.to_string(),
-            labels,
-            taints,
-            disk_size: if launch_template.is_some() {
-                None
-            } else {
-                Some(disk_size.unwrap_or(20))
-            },
-            remote_access,
-            launch_template,
-            tags: {
-                let tags = str_map(req.get("tags"), "tags")?;
-                if let Some(k) = tags.keys().find(|k| {
-                    k.to_ascii_lowercase().starts_with("aws:") || k.is_empty() || k.len() > 128
-                }) {
-                    return Err(invalid(format!(
-                        "Tag key '{k}' is invalid: keys are 1-128 characters and the aws: prefix \
-                            is reserved."
-                    )));
-                }
-                if tags.len() > 50 {
-                    return Err(invalid("A resource can have at most 50 tags."));
-                }
-                tags
-            },
-            version: version.to_string(),
-            release_version: if version == EKS_VERSION {
-                RELEASE_VERSION.to_string()
-            } else {
-                format!("{version}.10-20251120")
-            },
-            max_unavailable,
-        },
-        token,
-    ))
+    if tags.len() > 50 {
+        return Err(invalid("A resource can have at most 50 tags."));
+    }
+    Ok(tags)
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::world::{GKE_VERSION, GkeCluster, GkeOp, NodePool, PoolSpec, cluster_path};
+use super::world::{Accelerator, GKE_VERSION, GkeCluster, GkeOp, NodePool, PoolSpec, cluster_path};
 use crate::catalog;
 use crate::dates::rfc3339_millis;
 use crate::nodes::{PoolNodes, gke_group_id, k8s_effect};
@@ -66,27 +66,7 @@ pub(crate) fn zone_sizes(cluster_zones: &[String], pool: &NodePool) -> Vec<(Stri
 /// The nodes GKE creates for a pool, zone by zone, with GKE's node labels.
 pub(crate) fn pool_nodes(cluster: &str, cluster_zones: &[String], pool: &NodePool) -> PoolNodes {
     let s = &pool.spec;
-    let mut labels = BTreeMap::new();
-    labels.insert(
-        "cloud.google.com/gke-nodepool".to_string(),
-        pool.name.clone(),
-    );
-    labels.insert(
-        "cloud.google.com/machine-family".to_string(),
-        s.machine_type.split('-').next().unwrap_or("").to_string(),
-    );
-    labels.insert(
-        "cloud.google.com/gke-os-distribution".to_string(),
-        "cos".to_string(),
-    );
-    labels.insert(
-        "node.kubernetes.io/instance-type".to_string(),
-        s.machine_type.clone(),
-    );
-    labels.insert("kubernetes.io/os".to_string(), "linux".to_string());
-    if s.spot {
-        labels.insert("cloud.google.com/gke-spot".to_string(), "true".to_string());
-    }
+    let mut labels = machine_labels(pool);
     let acc = s.accelerators.first();
     let machine_gpu = catalog::gcp_machine_type(&s.machine_type).and_then(|m| m.gpu);
     let acc_info = acc.and_then(|a| catalog::gke_accelerator(&a.accelerator_type));
@@ -95,42 +75,13 @@ pub(crate) fn pool_nodes(cluster: &str, cluster_zones: &[String], pool: &NodePoo
         .map(|a| a.count as u32)
         .or(machine_gpu.map(|(_, n)| n))
         .unwrap_or(0);
-    let mut mig = None;
-    let mut sharing = None;
-    if let Some(a) = acc {
-        labels.insert(
-            "cloud.google.com/gke-accelerator".to_string(),
-            a.accelerator_type.clone(),
-        );
-        labels.insert(
-            "cloud.google.com/gke-accelerator-count".to_string(),
-            a.count.to_string(),
-        );
-        if let Some(d) = &a.driver_version {
-            labels.insert(
-                "cloud.google.com/gke-gpu-driver-version".to_string(),
-                d.to_ascii_lowercase(),
-            );
-        }
-        if let (Some(p), Some(info)) = (&a.gpu_partition_size, acc_info) {
-            labels.insert(
-                "cloud.google.com/gke-gpu-partition-size".to_string(),
-                p.clone(),
-            );
-            mig = catalog::gke_partition(info, p);
-        }
-        if let Some((strategy, max)) = &a.sharing {
-            labels.insert(
-                "cloud.google.com/gke-gpu-sharing-strategy".to_string(),
-                strategy.to_ascii_lowercase().replace('_', "-"),
-            );
-            labels.insert(
-                "cloud.google.com/gke-max-shared-clients-per-gpu".to_string(),
-                max.to_string(),
-            );
-            sharing = Some((strategy.clone(), *max as u32));
-        }
-    }
+    let GpuSplit { mig, sharing } = match acc {
+        Some(a) => accelerator_labels(&mut labels, a, acc_info),
+        None => GpuSplit {
+            mig: None,
+            sharing: None,
+        },
+    };
     for (k, v) in &s.labels {
         labels.insert(k.clone(), v.clone());
     }
@@ -171,6 +122,84 @@ pub(crate) fn pool_nodes(cluster: &str, cluster_zones: &[String], pool: &NodePoo
         gke_sharing: sharing,
         os_image: None,
     }
+}
+
+/// The labels GKE puts on every node of a pool: the pool, the machine and the OS.
+fn machine_labels(pool: &NodePool) -> BTreeMap<String, String> {
+    let s = &pool.spec;
+    let mut labels = BTreeMap::new();
+    labels.insert(
+        "cloud.google.com/gke-nodepool".to_string(),
+        pool.name.clone(),
+    );
+    labels.insert(
+        "cloud.google.com/machine-family".to_string(),
+        s.machine_type.split('-').next().unwrap_or("").to_string(),
+    );
+    labels.insert(
+        "cloud.google.com/gke-os-distribution".to_string(),
+        "cos".to_string(),
+    );
+    labels.insert(
+        "node.kubernetes.io/instance-type".to_string(),
+        s.machine_type.clone(),
+    );
+    labels.insert("kubernetes.io/os".to_string(), "linux".to_string());
+    if s.spot {
+        labels.insert("cloud.google.com/gke-spot".to_string(), "true".to_string());
+    }
+    labels
+}
+
+/// How each GPU of a node is split.
+struct GpuSplit {
+    /// The MIG profile and how many instances one GPU holds.
+    mig: Option<(&'static str, u32)>,
+    /// GKE's own sharing: (TIME_SHARING | MPS, clients per GPU).
+    sharing: Option<(String, u32)>,
+}
+
+/// Labels the node with its accelerator as GKE does, and tells how each GPU is split.
+fn accelerator_labels(
+    labels: &mut BTreeMap<String, String>,
+    a: &Accelerator,
+    info: Option<&'static catalog::GkeAccelerator>,
+) -> GpuSplit {
+    let mut mig = None;
+    let mut sharing = None;
+    labels.insert(
+        "cloud.google.com/gke-accelerator".to_string(),
+        a.accelerator_type.clone(),
+    );
+    labels.insert(
+        "cloud.google.com/gke-accelerator-count".to_string(),
+        a.count.to_string(),
+    );
+    if let Some(d) = &a.driver_version {
+        labels.insert(
+            "cloud.google.com/gke-gpu-driver-version".to_string(),
+            d.to_ascii_lowercase(),
+        );
+    }
+    if let (Some(p), Some(info)) = (&a.gpu_partition_size, info) {
+        labels.insert(
+            "cloud.google.com/gke-gpu-partition-size".to_string(),
+            p.clone(),
+        );
+        mig = catalog::gke_partition(info, p);
+    }
+    if let Some((strategy, max)) = &a.sharing {
+        labels.insert(
+            "cloud.google.com/gke-gpu-sharing-strategy".to_string(),
+            strategy.to_ascii_lowercase().replace('_', "-"),
+        );
+        labels.insert(
+            "cloud.google.com/gke-max-shared-clients-per-gpu".to_string(),
+            max.to_string(),
+        );
+        sharing = Some((strategy.clone(), *max as u32));
+    }
+    GpuSplit { mig, sharing }
 }
 
 pub(crate) fn pool_json(c: &GkeCluster, p: &NodePool) -> Value {

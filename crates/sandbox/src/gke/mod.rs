@@ -15,20 +15,24 @@
 //! `totalMaxNodeCount` bound the whole pool. So `initialNodeCount: 1` on a regional cluster makes
 //! three nodes. A pool is refused when its accelerator is not offered in one of its zones.
 //!
-//! The files: `routes.rs` matches GKE's paths and custom methods (and Compute Engine's instance
-//! group managers), `validate.rs` reads request bodies as GKE does, `operations.rs` starts the
-//! Operations and finishes them, `documents.rs` renders clusters, pools and Operations, and the
-//! nodes GKE makes for a pool; `world.rs` holds the clusters, pools and Operations they all read,
-//! `error.rs` GKE's error shape. This file only re-exports, so that none of them reaches back into
-//! it.
+//! The files: `routes.rs` matches GKE's paths and custom methods, `compute.rs` Compute Engine's
+//! instance group managers, `validate.rs` reads request bodies as GKE does (`accelerators.rs` a
+//! pool's GPUs, `fields.rs` each field by its type), `operations.rs` starts the Operations and
+//! finishes them, `documents.rs` renders clusters, pools and Operations, and the nodes GKE makes
+//! for a pool; `world.rs` holds the clusters, pools and Operations they all read, `error.rs` GKE's
+//! error shape. This file only re-exports, so that none of them reaches back into it.
 
+mod accelerators;
+mod compute;
 mod documents;
 mod error;
+mod fields;
 mod operations;
 mod routes;
 mod validate;
 mod world;
 
+pub(crate) use compute::instance_group_manager;
 pub(crate) use documents::{pool_json, pool_nodes, zone_sizes};
-pub(crate) use routes::{Gke, instance_group_manager};
+pub(crate) use routes::Gke;
 pub(crate) use world::GkeWorld;

@@ -10,11 +10,10 @@ use serde_json::{Map, Value};
 
 use super::documents::{op_json, pool_nodes};
 use super::error::{GError, gerr, invalid};
-use super::validate::{
-    apply_update, boolean, int, object, parse_autoscaling, parse_body, parse_pool, string,
-};
+use super::fields::{boolean, int, object, parse_body, string};
+use super::validate::{apply_update, parse_autoscaling, parse_pool};
 use super::world::{
-    GkeCluster, GkeOp, GkeWorld, NodePool, Pending, cluster, cluster_path, pool_missing,
+    GkeCluster, GkeOp, GkeWorld, NodePool, Pending, PoolSpec, cluster, cluster_path, pool_missing,
 };
 use crate::api::ApiRequest;
 use crate::nodes::NodeEvent;
@@ -275,18 +274,26 @@ pub(super) enum Mutation {
     SetManagement,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The node pool a call names by its path,
+/// `projects/{project}/locations/{location}/clusters/{cluster}/nodePools/{pool}`.
+pub(super) struct PoolPath<'a> {
+    pub(super) project: &'a str,
+    pub(super) location: &'a str,
+    pub(super) cluster: &'a str,
+    pub(super) pool: &'a str,
+}
+
+/// Starts the operation that makes mutation `m` (with `body`, the request's or one made for it) of
+/// the pool at `at`.
 pub(super) fn mutate(
     sb: &Sandbox,
     request: &ApiRequest,
-    p: &str,
-    l: &str,
-    c: &str,
-    name: &str,
+    at: &PoolPath,
     body: &[u8],
     m: Mutation,
 ) -> Result<Response, GError> {
     let (base, fail) = (&request.base(), request.fail);
+    let (p, l, c, name) = (at.project, at.location, at.cluster, at.pool);
     let req = if m == Mutation::Delete || body.is_empty() {
         Map::new()
     } else {
@@ -302,42 +309,7 @@ pub(super) fn mutate(
             return Err(refused(w, &shallow, e));
         }
         let mut spec = pool.spec.clone();
-        let (op_type, kind) = match m {
-            Mutation::Delete => ("DELETE_NODE_POOL", Kind::Delete),
-            Mutation::Update => {
-                apply_update(&mut spec, &req, cl)?;
-                ("UPGRADE_NODES", Kind::Update)
-            }
-            Mutation::SetSize => {
-                let n = int(&req, "nodeCount")?
-                    .ok_or_else(|| invalid("Required field 'nodeCount' is missing."))?;
-                if !(0..=1000).contains(&n) {
-                    return Err(invalid(format!(
-                        "nodeCount must be between 0 and 1000 (got {n})."
-                    )));
-                }
-                spec.node_count = n;
-                ("SET_NODE_POOL_SIZE", Kind::Update)
-            }
-            Mutation::SetAutoscaling | Mutation::ClusterAutoscaling => {
-                let a = object(&req, "autoscaling")?
-                    .ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
-                spec.autoscaling = parse_autoscaling(a)?;
-                let t = if m == Mutation::ClusterAutoscaling {
-                    "UPDATE_CLUSTER"
-                } else {
-                    "SET_NODE_POOL_AUTOSCALING"
-                };
-                (t, Kind::Update)
-            }
-            Mutation::SetManagement => {
-                let mg = object(&req, "management")?
-                    .ok_or_else(|| invalid("Required field 'management' is missing."))?;
-                spec.auto_repair = boolean(mg, "autoRepair")?.unwrap_or(false);
-                spec.auto_upgrade = boolean(mg, "autoUpgrade")?.unwrap_or(false);
-                ("SET_NODE_POOL_MANAGEMENT", Kind::Update)
-            }
-        };
+        let (op_type, kind) = change(m, &mut spec, &req, cl)?;
         let shallow = cl.clone_shallow();
         check_cluster_ops(w, &shallow, false)?;
         let op = new_op(w, ctx, &shallow, Some(name), op_type);
@@ -366,6 +338,52 @@ pub(super) fn mutate(
     })
 }
 
+/// Reads mutation `m`'s body into the pool's `spec`: the operation type GKE reports for it and
+/// what it does to the pool.
+fn change(
+    m: Mutation,
+    spec: &mut PoolSpec,
+    req: &Map<String, Value>,
+    cl: &GkeCluster,
+) -> Result<(&'static str, Kind), GError> {
+    Ok(match m {
+        Mutation::Delete => ("DELETE_NODE_POOL", Kind::Delete),
+        Mutation::Update => {
+            apply_update(spec, req, cl)?;
+            ("UPGRADE_NODES", Kind::Update)
+        }
+        Mutation::SetSize => {
+            let n = int(req, "nodeCount")?
+                .ok_or_else(|| invalid("Required field 'nodeCount' is missing."))?;
+            if !(0..=1000).contains(&n) {
+                return Err(invalid(format!(
+                    "nodeCount must be between 0 and 1000 (got {n})."
+                )));
+            }
+            spec.node_count = n;
+            ("SET_NODE_POOL_SIZE", Kind::Update)
+        }
+        Mutation::SetAutoscaling | Mutation::ClusterAutoscaling => {
+            let a = object(req, "autoscaling")?
+                .ok_or_else(|| invalid("Required field 'autoscaling' is missing."))?;
+            spec.autoscaling = parse_autoscaling(a)?;
+            let t = if m == Mutation::ClusterAutoscaling {
+                "UPDATE_CLUSTER"
+            } else {
+                "SET_NODE_POOL_AUTOSCALING"
+            };
+            (t, Kind::Update)
+        }
+        Mutation::SetManagement => {
+            let mg = object(req, "management")?
+                .ok_or_else(|| invalid("Required field 'management' is missing."))?;
+            spec.auto_repair = boolean(mg, "autoRepair")?.unwrap_or(false);
+            spec.auto_upgrade = boolean(mg, "autoUpgrade")?.unwrap_or(false);
+            ("SET_NODE_POOL_MANAGEMENT", Kind::Update)
+        }
+    })
+}
+
 /// clusters.update: only `desiredNodePoolId` + `desiredNodePoolAutoscaling` touch node pools (that is
 /// how `gcloud container node-pools update --enable-autoscaling` changes autoscaling).
 pub(super) fn update_cluster(
@@ -386,13 +404,16 @@ pub(super) fn update_cluster(
         })?;
         let mut body = Map::new();
         body.insert("autoscaling".into(), Value::Object(a.clone()));
+        let at = PoolPath {
+            project: p,
+            location: l,
+            cluster: c,
+            pool,
+        };
         return mutate(
             sb,
             request,
-            p,
-            l,
-            c,
-            pool,
+            &at,
             Value::Object(body).to_string().as_bytes(),
             Mutation::ClusterAutoscaling,
         );

@@ -1,19 +1,18 @@
 //! How GKE's v1 paths map to operations: resources by path, custom methods as `name:verb` in the
-//! last segment; reads are answered here, mutations start Operations in `operations.rs`. Also
-//! Compute Engine's instance group managers, the one place that tells a pool's current size.
+//! last segment; reads are answered here, mutations start Operations in `operations.rs`. Compute
+//! Engine's instance group managers, which tell a pool's current size, are `compute.rs`.
 
-use axum::extract::State;
-use axum::http::{Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::documents::{cluster_json, instance_group_name, op_json, pool_json, zone_sizes};
+use super::documents::{cluster_json, op_json, pool_json};
 use super::error::{GError, gerr};
-use super::operations::{Mutation, create, mutate, update_cluster};
+use super::operations::{Mutation, PoolPath, create, mutate, update_cluster};
 use super::world::{cluster, pool_missing};
+use crate::Sandbox;
 use crate::api::{ApiRequest, CloudApi};
 use crate::util::{json_response, segments};
-use crate::{Sandbox, World};
 
 /// The GKE v1 API.
 pub(crate) struct Gke;
@@ -31,43 +30,14 @@ impl CloudApi for Gke {
 }
 
 fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, GError> {
-    let (method, uri, body) = (&req.method, &req.uri, &req.body[..]);
-    let base = &req.base();
-    let segs = segments(uri.path());
+    let method = &req.method;
+    let segs = segments(req.uri.path());
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let not_found = || gerr(404, format!("Not found: {}.", uri.path()));
     match s.as_slice() {
-        // clusters.list: location "-" matches all zones and all regions, and each Cluster of the
-        // answer carries its `nodePools` (GKE REST reference, projects.locations.clusters.list
-        // and ListClustersResponse). `missingZones` names zones GKE could not reach; the
-        // sandbox reaches all of them, so it is left out.
-        ["v1", "projects", p, "locations", l, "clusters"] if method == Method::GET => sb
-            .with_world(|w, _| {
-                let list: Vec<Value> = w
-                    .gke
-                    .clusters
-                    .values()
-                    .filter(|c| c.project == *p && (c.location == *l || *l == "-"))
-                    .map(cluster_json)
-                    .collect();
-                Ok(json_response(StatusCode::OK, &json!({ "clusters": list })))
-            }),
-        ["v1", "projects", p, "locations", l, "clusters", c] => {
-            let (cname, verb) = split_verb(c);
-            match (method, verb) {
-                (&Method::GET, None) => sb.with_world(|w, _| {
-                    Ok(json_response(
-                        StatusCode::OK,
-                        &cluster_json(cluster(&w.gke, p, l, cname)?),
-                    ))
-                }),
-                (&Method::PUT, None) => update_cluster(sb, req, p, l, cname),
-                _ => Err(gerr(
-                    405,
-                    format!("Method {method} is not supported on {}.", uri.path()),
-                )),
-            }
+        ["v1", "projects", p, "locations", l, "clusters"] if method == Method::GET => {
+            list_clusters(sb, p, l)
         }
+        ["v1", "projects", p, "locations", l, "clusters", c] => on_cluster(sb, req, p, l, c),
         [
             "v1",
             "projects",
@@ -77,76 +47,159 @@ fn dispatch(sb: &Sandbox, req: &ApiRequest) -> Result<Response, GError> {
             "clusters",
             c,
             "nodePools",
-        ] => match *method {
-            Method::GET => sb.with_world(|w, _| {
-                let c = cluster(&w.gke, p, l, c)?;
-                let list: Vec<Value> = c.pools.values().map(|np| pool_json(c, np)).collect();
-                Ok(json_response(StatusCode::OK, &json!({ "nodePools": list })))
-            }),
-            Method::POST => create(sb, req, p, l, c),
-            _ => Err(gerr(
-                405,
-                format!("Method {method} is not supported on {}.", uri.path()),
-            )),
-        },
+        ] => on_pools(sb, req, p, l, c),
         [
             "v1",
             "projects",
-            p,
+            project,
             "locations",
-            l,
+            location,
             "clusters",
-            c,
+            cluster,
             "nodePools",
             np,
         ] => {
-            let (name, verb) = split_verb(np);
-            match (method, verb) {
-                (&Method::GET, None) => sb.with_world(|w, _| {
-                    let c = cluster(&w.gke, p, l, c)?;
-                    let pool = c.pools.get(name).ok_or_else(|| pool_missing(c, name))?;
-                    Ok(json_response(StatusCode::OK, &pool_json(c, pool)))
-                }),
-                (&Method::PUT, None) => mutate(sb, req, p, l, c, name, body, Mutation::Update),
-                (&Method::DELETE, None) => mutate(sb, req, p, l, c, name, body, Mutation::Delete),
-                (&Method::POST, Some("setSize")) => {
-                    mutate(sb, req, p, l, c, name, body, Mutation::SetSize)
-                }
-                (&Method::POST, Some("setAutoscaling")) => {
-                    mutate(sb, req, p, l, c, name, body, Mutation::SetAutoscaling)
-                }
-                (&Method::POST, Some("setManagement")) => {
-                    mutate(sb, req, p, l, c, name, body, Mutation::SetManagement)
-                }
-                _ => Err(gerr(
-                    405,
-                    format!("Method {method} is not supported on {}.", uri.path()),
-                )),
-            }
+            let (pool, verb) = split_verb(np);
+            let at = PoolPath {
+                project,
+                location,
+                cluster,
+                pool,
+            };
+            on_pool(sb, req, &at, verb)
         }
-        ["v1", "projects", p, "locations", l, "operations"] if method == Method::GET => sb
-            .with_world(|w, _| {
-                let ops: Vec<Value> = w
-                    .gke
-                    .ops
-                    .values()
-                    .filter(|o| o.project == *p && (o.location == *l || *l == "-"))
-                    .map(|o| op_json(base, o))
-                    .collect();
-                Ok(json_response(StatusCode::OK, &json!({ "operations": ops })))
-            }),
-        ["v1", "projects", p, "locations", l, "operations", op] if method == Method::GET => sb
-            .with_world(|w, _| {
-                let o = w
-                    .gke
-                    .ops
-                    .get(*op)
-                    .filter(|o| o.project == *p && o.location == *l)
-                    .ok_or_else(|| gerr(404, format!("Not found: operation {op}.")))?;
-                Ok(json_response(StatusCode::OK, &op_json(base, o)))
-            }),
-        _ => Err(not_found()),
+        ["v1", "projects", p, "locations", l, "operations"] if method == Method::GET => {
+            list_operations(sb, req, p, l)
+        }
+        ["v1", "projects", p, "locations", l, "operations", op] if method == Method::GET => {
+            get_operation(sb, req, p, l, op)
+        }
+        _ => Err(gerr(404, format!("Not found: {}.", req.uri.path()))),
     }
+}
+
+/// The answer to a method a resource does not have.
+fn not_allowed(req: &ApiRequest) -> GError {
+    gerr(
+        405,
+        format!(
+            "Method {} is not supported on {}.",
+            req.method,
+            req.uri.path()
+        ),
+    )
+}
+
+/// clusters.list: location "-" matches all zones and all regions, and each Cluster of the answer
+/// carries its `nodePools` (GKE REST reference, projects.locations.clusters.list and
+/// ListClustersResponse). `missingZones` names zones GKE could not reach; the sandbox reaches all
+/// of them, so it is left out.
+fn list_clusters(sb: &Sandbox, p: &str, l: &str) -> Result<Response, GError> {
+    sb.with_world(|w, _| {
+        let list: Vec<Value> = w
+            .gke
+            .clusters
+            .values()
+            .filter(|c| c.project == *p && (c.location == *l || l == "-"))
+            .map(cluster_json)
+            .collect();
+        Ok(json_response(StatusCode::OK, &json!({ "clusters": list })))
+    })
+}
+
+/// clusters.get and clusters.update.
+fn on_cluster(
+    sb: &Sandbox,
+    req: &ApiRequest,
+    p: &str,
+    l: &str,
+    c: &str,
+) -> Result<Response, GError> {
+    let (cname, verb) = split_verb(c);
+    match (&req.method, verb) {
+        (&Method::GET, None) => sb.with_world(|w, _| {
+            Ok(json_response(
+                StatusCode::OK,
+                &cluster_json(cluster(&w.gke, p, l, cname)?),
+            ))
+        }),
+        (&Method::PUT, None) => update_cluster(sb, req, p, l, cname),
+        _ => Err(not_allowed(req)),
+    }
+}
+
+/// nodePools.list and nodePools.create.
+fn on_pools(sb: &Sandbox, req: &ApiRequest, p: &str, l: &str, c: &str) -> Result<Response, GError> {
+    match req.method {
+        Method::GET => sb.with_world(|w, _| {
+            let c = cluster(&w.gke, p, l, c)?;
+            let list: Vec<Value> = c.pools.values().map(|np| pool_json(c, np)).collect();
+            Ok(json_response(StatusCode::OK, &json!({ "nodePools": list })))
+        }),
+        Method::POST => create(sb, req, p, l, c),
+        _ => Err(not_allowed(req)),
+    }
+}
+
+/// nodePools.get, update and delete, and the pool's custom methods.
+fn on_pool(
+    sb: &Sandbox,
+    req: &ApiRequest,
+    at: &PoolPath,
+    verb: Option<&str>,
+) -> Result<Response, GError> {
+    let mutation = match (&req.method, verb) {
+        (&Method::GET, None) => {
+            return sb.with_world(|w, _| {
+                let c = cluster(&w.gke, at.project, at.location, at.cluster)?;
+                let pool = c
+                    .pools
+                    .get(at.pool)
+                    .ok_or_else(|| pool_missing(c, at.pool))?;
+                Ok(json_response(StatusCode::OK, &pool_json(c, pool)))
+            });
+        }
+        (&Method::PUT, None) => Mutation::Update,
+        (&Method::DELETE, None) => Mutation::Delete,
+        (&Method::POST, Some("setSize")) => Mutation::SetSize,
+        (&Method::POST, Some("setAutoscaling")) => Mutation::SetAutoscaling,
+        (&Method::POST, Some("setManagement")) => Mutation::SetManagement,
+        _ => return Err(not_allowed(req)),
+    };
+    mutate(sb, req, at, &req.body, mutation)
+}
+
+fn list_operations(sb: &Sandbox, req: &ApiRequest, p: &str, l: &str) -> Result<Response, GError> {
+    let base = &req.base();
+    sb.with_world(|w, _| {
+        let ops: Vec<Value> = w
+            .gke
+            .ops
+            .values()
+            .filter(|o| o.project == *p && (o.location == *l || l == "-"))
+            .map(|o| op_json(base, o))
+            .collect();
+        Ok(json_response(StatusCode::OK, &json!({ "operations": ops })))
+    })
+}
+
+fn get_operation(
+    sb: &Sandbox,
+    req: &ApiRequest,
+    p: &str,
+    l: &str,
+    op: &str,
+) -> Result<Response, GError> {
+    let base = &req.base();
+    sb.with_world(|w, _| {
+        let o = w
+            .gke
+            .ops
+            .get(op)
+            .filter(|o| o.project == *p && o.location == *l)
+            .ok_or_else(|| gerr(404, format!("Not found: operation {op}.")))?;
+        Ok(json_response(StatusCode::OK, &op_json(base, o)))
+    })
 }
 
 /// `name:verb` custom methods share the resource's path segment.
@@ -155,224 +208,4 @@ fn split_verb(seg: &str) -> (&str, Option<&str>) {
         Some((n, v)) => (n, Some(v)),
         None => (seg, None),
     }
-}
-
-/// Compute Engine's instance group managers of the pools, one per zone of a pool, reduced to what
-/// tells a pool's current size: GKE's node pool resource keeps only `initialNodeCount`, so clients
-/// read each zone's `targetSize` here, as the google provider does. Three reads are served:
-/// - `GET /compute/v1/projects/{p}/zones/{z}/instanceGroupManagers/{name}`: one manager.
-/// - `GET /compute/v1/projects/{p}/zones/{z}/instanceGroupManagers`: a zone's managers,
-///   `instanceGroupManagers.list` (<https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/list>):
-///   `items`, paged by `maxResults` (at most 500, the default) and `pageToken`/`nextPageToken`.
-/// - `GET /compute/v1/projects/{p}/aggregated/instanceGroupManagers`: every zone's,
-///   `instanceGroupManagers.aggregatedList`
-///   (<https://cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/aggregatedList>):
-///   `items` is a map keyed by scope (`zones/{zone}`), each value `{"instanceGroupManagers": [...]}`
-///   or, for a scope with nothing on this page, `{"warning": {"code": "NO_RESULTS_ON_PAGE", ...}}`;
-///   `maxResults` counts managers across scopes and pages go on by `nextPageToken`. The scopes
-///   listed are the zones of the project's clusters (the real API lists every zone and region).
-///
-/// `filter` is refused with 400 rather than ignored: the sandbox does not evaluate Compute's filter
-/// expressions, and a list that quietly ignored one would answer more than a client asked for.
-pub(crate) async fn instance_group_manager(State(sb): State<Sandbox>, uri: Uri) -> Response {
-    let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
-    let query = uri.query();
-    let found = match parts.as_slice() {
-        [
-            "compute",
-            "v1",
-            "projects",
-            project,
-            "zones",
-            zone,
-            "instanceGroupManagers",
-            name,
-        ] => sb
-            .with_world(|w, _| {
-                managers(w, project)
-                    .into_iter()
-                    .find(|m| m.zone == *zone && m.name == *name)
-            })
-            .map(|m| m.json(project)),
-        [
-            "compute",
-            "v1",
-            "projects",
-            project,
-            "zones",
-            zone,
-            "instanceGroupManagers",
-        ] => {
-            let all = sb.with_world(|w, _| managers(w, project));
-            let zoned: Vec<Manager> = all.into_iter().filter(|m| m.zone == *zone).collect();
-            return match page(query, zoned.len()) {
-                Ok((range, next)) => {
-                    let items: Vec<Value> = zoned[range].iter().map(|m| m.json(project)).collect();
-                    let mut v = json!({
-                        "kind": "compute#instanceGroupManagerList",
-                        "id": format!("projects/{project}/zones/{zone}/instanceGroupManagers"),
-                        "items": items,
-                        "selfLink": format!("{COMPUTE}/projects/{project}/zones/{zone}/instanceGroupManagers"),
-                    });
-                    if let Some(t) = next {
-                        v["nextPageToken"] = json!(t);
-                    }
-                    axum::Json(v).into_response()
-                }
-                Err(e) => e.into_response(),
-            };
-        }
-        [
-            "compute",
-            "v1",
-            "projects",
-            project,
-            "aggregated",
-            "instanceGroupManagers",
-        ] => {
-            let (all, mut scopes) = sb.with_world(|w, _| {
-                let zones: std::collections::BTreeSet<String> = w
-                    .gke
-                    .clusters
-                    .values()
-                    .filter(|c| c.project == *project)
-                    .flat_map(|c| c.zones())
-                    .collect();
-                (managers(w, project), zones)
-            });
-            scopes.extend(all.iter().map(|m| m.zone.clone()));
-            return match page(query, all.len()) {
-                Ok((range, next)) => {
-                    let mut items = serde_json::Map::new();
-                    for zone in &scopes {
-                        let here: Vec<Value> = all[range.clone()]
-                            .iter()
-                            .filter(|m| &m.zone == zone)
-                            .map(|m| m.json(project))
-                            .collect();
-                        let scope = format!("zones/{zone}");
-                        let entry = if here.is_empty() {
-                            json!({"warning": {
-                                "code": "NO_RESULTS_ON_PAGE",
-                                "message": format!(
-                                    "There are no results for scope '{scope}' on this page."),
-                                "data": [{"key": "scope", "value": scope}],
-                            }})
-                        } else {
-                            json!({ "instanceGroupManagers": here })
-                        };
-                        items.insert(scope, entry);
-                    }
-                    let mut v = json!({
-                        "kind": "compute#instanceGroupManagerAggregatedList",
-                        "id": format!("projects/{project}/aggregated/instanceGroupManagers"),
-                        "items": items,
-                        "selfLink": format!("{COMPUTE}/projects/{project}/aggregated/instanceGroupManagers"),
-                    });
-                    if let Some(t) = next {
-                        v["nextPageToken"] = json!(t);
-                    }
-                    axum::Json(v).into_response()
-                }
-                Err(e) => e.into_response(),
-            };
-        }
-        _ => None,
-    };
-    match found {
-        Some(v) => axum::Json(v).into_response(),
-        None => gerr(404, format!("The resource '{}' was not found", uri.path())).into_response(),
-    }
-}
-
-const COMPUTE: &str = "https://www.googleapis.com/compute/v1";
-
-/// One zone's instance group manager of a pool.
-struct Manager {
-    zone: String,
-    name: String,
-    size: i64,
-}
-
-impl Manager {
-    fn json(&self, project: &str) -> Value {
-        let (zone, name) = (&self.zone, &self.name);
-        json!({
-            "kind": "compute#instanceGroupManager",
-            "name": name,
-            "zone": zone,
-            "targetSize": self.size,
-            "selfLink": format!("{COMPUTE}/projects/{project}/zones/{zone}/instanceGroupManagers/{name}"),
-            "instanceGroup": format!("{COMPUTE}/projects/{project}/zones/{zone}/instanceGroups/{name}"),
-        })
-    }
-}
-
-/// The project's managers, ordered by zone and name (the order pages are cut in).
-fn managers(w: &World, project: &str) -> Vec<Manager> {
-    let mut all: Vec<Manager> = w
-        .gke
-        .clusters
-        .values()
-        .filter(|c| c.project == project)
-        .flat_map(|c| {
-            let zones = c.zones();
-            c.pools
-                .values()
-                .flat_map(|p| {
-                    zone_sizes(&zones, p)
-                        .into_iter()
-                        .map(|(z, size)| Manager {
-                            name: instance_group_name(&c.name, &p.name, &z),
-                            zone: z,
-                            size,
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    all.sort_by(|a, b| (&a.zone, &a.name).cmp(&(&b.zone, &b.name)));
-    all
-}
-
-/// The range of `total` items a list page answers, and the token of the next page: `maxResults`
-/// 0..=500 (500 when absent, as Compute's default), `pageToken` one this sandbox handed out.
-fn page(
-    query: Option<&str>,
-    total: usize,
-) -> Result<(std::ops::Range<usize>, Option<String>), GError> {
-    if crate::util::query_get(query, "filter").is_some_and(|f| !f.is_empty()) {
-        return Err(gerr(
-            400,
-            "Invalid value for field 'filter': the sandbox does not evaluate list filters.",
-        ));
-    }
-    let max = match crate::util::query_get(query, "maxResults") {
-        None => 500,
-        Some(m) => match m.parse::<usize>() {
-            Ok(m) if m <= 500 => m,
-            _ => {
-                return Err(gerr(
-                    400,
-                    format!(
-                        "Invalid value for field 'maxResults': '{m}'. Must be less than or equal \
-                            to 500"
-                    ),
-                ));
-            }
-        },
-    };
-    let start = match crate::util::query_get(query, "pageToken").filter(|t| !t.is_empty()) {
-        None => 0,
-        Some(t) => t
-            .parse::<usize>()
-            .ok()
-            .filter(|s| *s <= total)
-            .ok_or_else(|| gerr(400, format!("Invalid value for field 'pageToken': '{t}'.")))?,
-    };
-    // maxResults=0 is taken as the default, as Compute does.
-    let max = if max == 0 { 500 } else { max };
-    let end = (start + max).min(total);
-    Ok((start..end, (end < total).then(|| end.to_string())))
 }

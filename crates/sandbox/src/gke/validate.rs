@@ -1,112 +1,21 @@
-//! Reading GKE request bodies. The official Rust client sends `$alt=json;enum-encoding=int` (enums
-//! as integers, int64 as strings) and gcloud sends string enums, so every enum here accepts both
-//! forms and every integer a number or a decimal string; failures are INVALID_ARGUMENT with GKE's
-//! messages. An update replaces each group of fields it names, as nodePools.update does.
+//! Reading GKE's node pool bodies as the service does: a pool's name, zones, machine, labels,
+//! taints, autoscaling and management (its GPUs are `accelerators.rs`, each field's type
+//! `fields.rs`); failures are INVALID_ARGUMENT with GKE's messages. An update replaces each group
+//! of fields it names, as nodePools.update does.
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use super::accelerators::{builtin, check_zones_offer, parse_accelerators};
 use super::error::{GError, invalid};
+use super::fields::{boolean, enumv, int, object, string};
 use super::world::{
     Accelerator, Autoscaling, GKE_VERSION, GkeCluster, PoolSpec, is_zone, region_of,
 };
 use crate::catalog;
 use crate::nodes::{valid_label_key, valid_label_value};
 
-/// An int64 field sent as a number or as a decimal string.
-pub(super) fn int(o: &Map<String, Value>, field: &str) -> Result<Option<i64>, GError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| {
-            invalid(format!(
-                "Invalid value at '{field}': {n} is not an integer."
-            ))
-        }),
-        Some(Value::String(s)) => s
-            .parse::<i64>()
-            .map(Some)
-            .map_err(|_| invalid(format!("Invalid value at '{field}' (TYPE_INT64), \"{s}\""))),
-        Some(v) => Err(invalid(format!(
-            "Invalid value at '{field}' (TYPE_INT64), {v}"
-        ))),
-    }
-}
-
-pub(super) fn boolean(o: &Map<String, Value>, field: &str) -> Result<Option<bool>, GError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(invalid(format!(
-            "Invalid value at '{field}' (TYPE_BOOL), {v}"
-        ))),
-    }
-}
-
-pub(super) fn string<'a>(
-    o: &'a Map<String, Value>,
-    field: &str,
-) -> Result<Option<&'a str>, GError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(invalid(format!(
-            "Invalid value at '{field}' (TYPE_STRING), {v}"
-        ))),
-    }
-}
-
-pub(super) fn object<'a>(
-    o: &'a Map<String, Value>,
-    field: &str,
-) -> Result<Option<&'a Map<String, Value>>, GError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m)),
-        Some(v) => Err(invalid(format!(
-            "Invalid JSON payload received. '{field}' must be an object, got {v}."
-        ))),
-    }
-}
-
-/// An enum sent as its name or as its number (`enum-encoding=int`); `values[i]` is the name of number i.
-/// The UNSPECIFIED value (0) reads as absent, as proto3 does.
-fn enumv(
-    o: &Map<String, Value>,
-    field: &str,
-    values: &[&'static str],
-) -> Result<Option<&'static str>, GError> {
-    let bad = |v: &Value| {
-        invalid(format!(
-            "Invalid value at '{field}' (type.googleapis.com/{field}), {v}"
-        ))
-    };
-    let i = match o.get(field) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .map(|i| i as usize)
-            .ok_or_else(|| bad(&Value::Number(n.clone())))?,
-        Some(Value::String(s)) => values
-            .iter()
-            .position(|v| v == s)
-            .ok_or_else(|| bad(&Value::String(s.clone())))?,
-        Some(v) => return Err(bad(v)),
-    };
-    match values.get(i) {
-        Some(_) if i == 0 => Ok(None),
-        Some(v) => Ok(Some(v)),
-        None => Err(bad(&json!(i))),
-    }
-}
-
-const SHARING: &[&str] = &["GPU_SHARING_STRATEGY_UNSPECIFIED", "TIME_SHARING", "MPS"];
-const DRIVER: &[&str] = &[
-    "GPU_DRIVER_VERSION_UNSPECIFIED",
-    "INSTALLATION_DISABLED",
-    "DEFAULT",
-    "LATEST",
-];
 const EFFECT: &[&str] = &[
     "EFFECT_UNSPECIFIED",
     "NO_SCHEDULE",
@@ -114,16 +23,6 @@ const EFFECT: &[&str] = &[
     "NO_EXECUTE",
 ];
 const LOCATION_POLICY: &[&str] = &["LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"];
-
-pub(super) fn parse_body(body: &[u8]) -> Result<Map<String, Value>, GError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(invalid(
-            "Invalid JSON payload received. Expected an object.",
-        )),
-        Err(e) => Err(invalid(format!("Invalid JSON payload received. {e}"))),
-    }
-}
 
 fn valid_pool_name(n: &str) -> bool {
     let b = n.as_bytes();
@@ -174,22 +73,6 @@ fn parse_locations(v: Option<&Value>, cluster: &GkeCluster) -> Result<Vec<String
     }
     zones.sort();
     Ok(zones)
-}
-
-/// GKE refuses a pool whose accelerator is not offered in one of its zones, naming the first.
-fn check_zones_offer(accelerators: &[Accelerator], zones: &[String]) -> Result<(), GError> {
-    for a in accelerators {
-        if let Some(z) = zones
-            .iter()
-            .find(|z| !catalog::gke_accelerator_in_zone(&a.accelerator_type, z))
-        {
-            return Err(invalid(format!(
-                "Accelerator type \"{}\" does not exist in zone {z}.",
-                a.accelerator_type
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn parse_labels(o: &Map<String, Value>, field: &str) -> Result<BTreeMap<String, String>, GError> {
@@ -288,129 +171,9 @@ pub(super) fn parse_autoscaling(a: &Map<String, Value>) -> Result<Option<Autosca
     }))
 }
 
-fn parse_accelerators(
-    v: Option<&Value>,
-    machine_type: &str,
-    zone: &str,
-) -> Result<Vec<Accelerator>, GError> {
-    let list = match v {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a.clone(),
-        Some(_) => return Err(invalid("Invalid value at 'accelerators': expected a list.")),
-    };
-    let builtin = catalog::gke_builtin_accelerator(machine_type);
-    let machine_gpus = catalog::gcp_machine_type(machine_type)
-        .and_then(|m| m.gpu)
-        .map_or(0, |g| g.1 as i64);
-    if list.len() > 1 {
-        return Err(invalid(
-            "Only one accelerator type per node pool is supported.",
-        ));
-    }
-    let mut out = Vec::new();
-    for a in &list {
-        let Some(a) = a.as_object() else {
-            return Err(invalid(
-                "Invalid value at 'accelerators': expected objects.",
-            ));
-        };
-        let ty = string(a, "acceleratorType")?.unwrap_or("");
-        let Some(info) = catalog::gke_accelerator(ty) else {
-            return Err(invalid(format!(
-                "Accelerator type \"{ty}\" does not exist in zone {zone}."
-            )));
-        };
-        let count = int(a, "acceleratorCount")?.unwrap_or(0);
-        if count < 1 {
-            return Err(invalid(format!(
-                "Accelerator count must be at least 1 (got {count})."
-            )));
-        }
-        match builtin {
-            Some(b) => {
-                if b.name != ty || count != machine_gpus {
-                    return Err(invalid(format!(
-                        "Machine type {machine_type} comes with {machine_gpus} {} GPUs; \
-                            accelerator {count} x {ty} does not match.",
-                        b.name
-                    )));
-                }
-            }
-            None => {
-                if !machine_type.starts_with(info.machine_prefix) {
-                    return Err(invalid(format!(
-                        "Accelerator type {ty} cannot be attached to machine type {machine_type}."
-                    )));
-                }
-                if ![1, 2, 4, 8].contains(&count) {
-                    return Err(invalid(format!(
-                        "{count} x {ty} is not a supported accelerator count for {machine_type}: \
-                            use 1, 2, 4 or 8."
-                    )));
-                }
-            }
-        }
-        let partition = string(a, "gpuPartitionSize")?
-            .filter(|p| !p.is_empty())
-            .map(str::to_string);
-        if let Some(p) = &partition
-            && catalog::gke_partition(info, p).is_none()
-        {
-            let valid = if info.partitions.is_empty() {
-                "none (the GPU does not support MIG)".to_string()
-            } else {
-                info.partitions.join(", ")
-            };
-            return Err(invalid(format!(
-                "GPU partition size \"{p}\" is not valid for accelerator {ty}. Valid sizes: \
-                    {valid}."
-            )));
-        }
-        let sharing = match object(a, "gpuSharingConfig")? {
-            None => None,
-            Some(sc) => {
-                let strategy = enumv(sc, "gpuSharingStrategy", SHARING)?;
-                let max = int(sc, "maxSharedClientsPerGpu")?.unwrap_or(0);
-                match strategy {
-                    None if max == 0 => None,
-                    None => {
-                        return Err(invalid(
-                            "gpuSharingConfig.gpuSharingStrategy must be TIME_SHARING or MPS when \
-                                maxSharedClientsPerGpu is set.",
-                        ));
-                    }
-                    Some(s) => {
-                        if !(1..=48).contains(&max) {
-                            return Err(invalid(format!(
-                                "maxSharedClientsPerGpu must be between 1 and 48 (got {max})."
-                            )));
-                        }
-                        if s == "MPS" && partition.is_some() {
-                            return Err(invalid(
-                                "The MPS GPU sharing strategy cannot be combined with GPU \
-                                    partitions.",
-                            ));
-                        }
-                        Some((s.to_string(), max))
-                    }
-                }
-            }
-        };
-        let driver = match object(a, "gpuDriverInstallationConfig")? {
-            None => None,
-            Some(d) => enumv(d, "gpuDriverVersion", DRIVER)?.map(str::to_string),
-        };
-        out.push(Accelerator {
-            count,
-            accelerator_type: ty.to_string(),
-            gpu_partition_size: partition,
-            sharing,
-            driver_version: driver,
-        });
-    }
-    Ok(out)
-}
-
+/// A nodePools.create body's `nodePool`: its name and spec, with GKE's defaults for what it leaves
+/// out. The fields are read in the order the checks ran before they were split, so a body with
+/// several faults is answered with the same one.
 pub(super) fn parse_pool(
     np: &Map<String, Value>,
     cluster: &GkeCluster,
@@ -427,36 +190,10 @@ pub(super) fn parse_pool(
     let config = object(np, "config")?.unwrap_or(&empty);
     let locations = parse_locations(np.get("locations"), cluster)?;
     let zone = &locations[0];
-    let machine_type = string(config, "machineType")?
-        .filter(|m| !m.is_empty())
-        .unwrap_or("e2-medium")
-        .to_string();
-    if catalog::gcp_machine_type(&machine_type).is_none() {
-        return Err(invalid(format!(
-            "Machine type \"{machine_type}\" does not exist in zone {zone}."
-        )));
-    }
-    let disk_size_gb = int(config, "diskSizeGb")?.unwrap_or(0);
-    if disk_size_gb != 0 && !(10..=65536).contains(&disk_size_gb) {
-        return Err(invalid(format!(
-            "Disk size {disk_size_gb} GB is invalid: it must be between 10 and 65536 GB."
-        )));
-    }
+    let (machine_type, disk_size_gb) = machine(config, zone)?;
     let mut accelerators = parse_accelerators(config.get("accelerators"), &machine_type, zone)?;
     if accelerators.is_empty() {
-        // GKE fills in the GPUs that come with a2/a3/a4/g2 machine types.
-        if let (Some(b), Some(m)) = (
-            catalog::gke_builtin_accelerator(&machine_type),
-            catalog::gcp_machine_type(&machine_type),
-        ) {
-            accelerators.push(Accelerator {
-                count: m.gpu.map_or(0, |g| g.1 as i64),
-                accelerator_type: b.name.to_string(),
-                gpu_partition_size: None,
-                sharing: None,
-                driver_version: None,
-            });
-        }
+        accelerators.extend(builtin(&machine_type));
     }
     check_zones_offer(&accelerators, &locations)?;
     let initial = int(np, "initialNodeCount")?.unwrap_or(0);
@@ -472,17 +209,7 @@ pub(super) fn parse_pool(
     // A pool of zero nodes without autoscaling is accepted: GKE lets a node pool (not a whole
     // cluster) have no nodes (terraform-provider-google #752 and #2729, where fixed pools are
     // scaled to 0 for blue/green changes), and the seed creates pools with `--num-nodes 0`.
-    let mgmt = object(np, "management")?;
-    let auto_repair = mgmt
-        .map(|m| boolean(m, "autoRepair"))
-        .transpose()?
-        .flatten()
-        .unwrap_or(true);
-    let auto_upgrade = mgmt
-        .map(|m| boolean(m, "autoUpgrade"))
-        .transpose()?
-        .flatten()
-        .unwrap_or(true);
+    let (auto_repair, auto_upgrade) = management(np)?;
     let version = string(np, "version")?
         .filter(|v| !v.is_empty() && *v != "-")
         .unwrap_or(GKE_VERSION)
@@ -511,21 +238,61 @@ pub(super) fn parse_pool(
             auto_repair,
             auto_upgrade,
             version,
-            oauth_scopes: match config.get("oauthScopes") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|v| {
-                        v.as_str().map(str::to_string).ok_or_else(|| {
-                            invalid("Invalid value at 'oauthScopes': expected strings.")
-                        })
-                    })
-                    .collect::<Result<_, _>>()?,
-                Some(_) => return Err(invalid("Invalid value at 'oauthScopes': expected a list.")),
-            },
+            oauth_scopes: oauth_scopes(config)?,
             service_account: string(config, "serviceAccount")?.unwrap_or("").to_string(),
         },
     ))
+}
+
+/// The node config's machine type (e2-medium unless given) and disk size (0: GKE's default).
+fn machine(config: &Map<String, Value>, zone: &str) -> Result<(String, i64), GError> {
+    let machine_type = string(config, "machineType")?
+        .filter(|m| !m.is_empty())
+        .unwrap_or("e2-medium")
+        .to_string();
+    if catalog::gcp_machine_type(&machine_type).is_none() {
+        return Err(invalid(format!(
+            "Machine type \"{machine_type}\" does not exist in zone {zone}."
+        )));
+    }
+    let disk_size_gb = int(config, "diskSizeGb")?.unwrap_or(0);
+    if disk_size_gb != 0 && !(10..=65536).contains(&disk_size_gb) {
+        return Err(invalid(format!(
+            "Disk size {disk_size_gb} GB is invalid: it must be between 10 and 65536 GB."
+        )));
+    }
+    Ok((machine_type, disk_size_gb))
+}
+
+/// `management`: (autoRepair, autoUpgrade), both on unless the body turns them off.
+fn management(np: &Map<String, Value>) -> Result<(bool, bool), GError> {
+    let mgmt = object(np, "management")?;
+    let auto_repair = mgmt
+        .map(|m| boolean(m, "autoRepair"))
+        .transpose()?
+        .flatten()
+        .unwrap_or(true);
+    let auto_upgrade = mgmt
+        .map(|m| boolean(m, "autoUpgrade"))
+        .transpose()?
+        .flatten()
+        .unwrap_or(true);
+    Ok((auto_repair, auto_upgrade))
+}
+
+fn oauth_scopes(config: &Map<String, Value>) -> Result<Vec<String>, GError> {
+    match config.get("oauthScopes") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| invalid("Invalid value at 'oauthScopes': expected strings."))
+            })
+            .collect(),
+        Some(_) => Err(invalid("Invalid value at 'oauthScopes': expected a list.")),
+    }
 }
 
 /// Apply an update request body to a spec, as nodePools.update does: each group present replaces
