@@ -113,7 +113,10 @@ fn the_measure_leaves_test_code_out_and_counts_methods() {
     found.sort();
     assert_eq!(found, vec![("a".to_string(), 3), ("b".to_string(), 4)]);
     assert_eq!(m.test_lines, 8);
-    assert_eq!(m.test_modules, vec!["more".to_string()].into_iter().collect());
+    assert_eq!(
+        m.test_modules,
+        vec!["more".to_string()].into_iter().collect()
+    );
 }
 
 /// The workspace's root, two folders above this crate.

@@ -13,7 +13,9 @@
 //! tokens, impersonation and RBAC with the real 403 wording ([`auth`], [`rbac`]), and validating
 //! admission webhooks ([`admission`]). Its nodes are a digital twin of the cloud's node pools: they
 //! advertise the GPU resources the real stack would, including the GPU operator's habit of ignoring
-//! a changed device plugin config until the device plugin daemonset is restarted. A Node created
+//! a changed device plugin config until the device plugin daemonset is restarted; the plugin is
+//! the operator's, or that of NVIDIA's standalone device plugin chart where no ClusterPolicy is
+//! (`store/plugin_stack.rs`). A Node created
 //! through the API joins the twin once it carries GPU feature discovery's hardware labels, as a
 //! hand-made node does on a real server, where [`remote_twin`] plays the same twin through the API.
 //! A bare control plane (`fracgpu-sandbox apiserver`) runs no twin and no controllers, as envtest's.

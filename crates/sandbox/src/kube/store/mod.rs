@@ -11,6 +11,7 @@ mod jobs;
 mod managed;
 mod nodes;
 mod operands;
+mod plugin_stack;
 mod system_fields;
 #[cfg(test)]
 mod tests;
@@ -50,7 +51,8 @@ pub(crate) struct Cluster {
     pub(crate) twins: BTreeMap<String, NodeTwin>,
     /// The device plugin daemonset's pod template as last seen; a change is a restart.
     pub(crate) restart_marker: Option<String>,
-    /// The same for GPU feature discovery's and the MPS control daemon's daemonsets, by name.
+    /// The same for GPU feature discovery's and the MPS control daemon's daemonsets, by
+    /// namespace/name.
     #[serde(default)]
     pub(crate) operand_markers: BTreeMap<String, String>,
     /// node name -> why the API server refused the node its machine tried to register (or the

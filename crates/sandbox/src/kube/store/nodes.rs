@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, OPERATOR_NS};
+use super::{CLUSTER_POLICY, Cluster};
 use crate::kube::kinds;
 use crate::kube::meta::{labels_of, meta_mut};
 use crate::kube::twin::{
@@ -18,21 +18,6 @@ use crate::nodes::{PoolNodes, gke_group_id};
 use crate::util::fnv1a;
 
 impl Cluster {
-    pub(super) fn daemonset_marker(&self) -> Option<String> {
-        self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, DEVICE_PLUGIN_DS)
-            .map(twin::restart_marker)
-    }
-
-    /// The device plugin's inputs as they are in the API right now.
-    pub(crate) fn current_inputs(&self) -> PluginInputs {
-        let cp = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY);
-        let name = twin::config_name(cp);
-        let cm = (!name.is_empty())
-            .then(|| self.get_ref(kinds::CONFIGMAPS, OPERATOR_NS, name))
-            .flatten();
-        twin::plugin_inputs(cp, cm)
-    }
-
     /// The MIG manager as the ClusterPolicy sets it; none without the operator.
     pub(crate) fn mig_manager_policy(&self) -> twin::MigManager {
         twin::mig_manager_policy(self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY))

@@ -7,16 +7,11 @@
 //! changed template rolls the pods, as any daemonset's does. Their status is the daemonset
 //! controller's, rolled out at once.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
 use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, GFD_DS, MPS_DS, OPERATOR_NS};
 use crate::kube::kinds;
 use crate::kube::twin::{self, Restarts};
-
-/// The operands besides the device plugin, by daemonset name.
-const OTHERS: [&str; 2] = [GFD_DS, MPS_DS];
 
 /// The volumes a template has for the config named `config` (none for no config).
 fn config_volumes(config: &str) -> Vec<Value> {
@@ -30,17 +25,6 @@ fn config_volumes(config: &str) -> Vec<Value> {
 }
 
 impl Cluster {
-    /// GFD's and the MPS daemon's pod templates, by name.
-    pub(super) fn operand_marker_map(&self) -> BTreeMap<String, String> {
-        OTHERS
-            .iter()
-            .filter_map(|n| {
-                self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, n)
-                    .map(|ds| (n.to_string(), twin::restart_marker(ds)))
-            })
-            .collect()
-    }
-
     /// The operator's part: every operand's pod template mounts the ConfigMap the ClusterPolicy
     /// names now (the ConfigMap volumes of other names, and the emptyDir, replaced).
     pub(super) fn sync_operand_volumes(&mut self) {
@@ -87,14 +71,18 @@ impl Cluster {
             self.restart_marker = marker;
         }
         let now = self.operand_marker_map();
-        let changed = |n: &str| {
-            now.get(n)
-                .is_some_and(|m| self.operand_markers.get(n) != Some(m))
+        let stack = self.stack();
+        let changed = |op: Option<super::plugin_stack::Operand>| {
+            op.is_some_and(|op| {
+                let k = op.key();
+                now.get(&k)
+                    .is_some_and(|m| self.operand_markers.get(&k) != Some(m))
+            })
         };
         let r = Restarts {
             plugin,
-            gfd: changed(GFD_DS),
-            mps: changed(MPS_DS),
+            gfd: changed(stack.gfd),
+            mps: changed(stack.mps),
         };
         self.operand_markers = now;
         r

@@ -31,12 +31,35 @@ use serde::{Deserialize, Serialize};
 
 /// What the device plugin read when its pod started: the ClusterPolicy pointer and strategy, and the data of
 /// the ConfigMap it points at (None when that ConfigMap did not exist).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PluginInputs {
     pub(crate) config_name: String,
     pub(crate) config_default: String,
     pub(crate) mig_strategy: String,
     pub(crate) configmap: Option<BTreeMap<String, String>>,
+    /// `FALLBACK_STRATEGIES`, in order: the operator's `empty`, the standalone chart's
+    /// `config.fallbackStrategies` (`named`, `single` by default).
+    #[serde(default = "operator_fallbacks")]
+    pub(crate) fallbacks: Vec<String>,
+}
+
+/// No config named, the operator's fallback.
+impl Default for PluginInputs {
+    fn default() -> Self {
+        PluginInputs {
+            config_name: String::new(),
+            config_default: String::new(),
+            mig_strategy: String::new(),
+            configmap: None,
+            fallbacks: operator_fallbacks(),
+        }
+    }
+}
+
+/// The GPU operator sets `FALLBACK_STRATEGIES=empty` on every config-manager it renders
+/// (NVIDIA/gpu-operator controllers/object_controls.go, v25.10.1 and v26.7.0).
+pub(crate) fn operator_fallbacks() -> Vec<String> {
+    vec!["empty".to_string()]
 }
 
 /// One config-manager and the process it feeds, on one node.
@@ -56,18 +79,37 @@ pub(crate) struct Reader {
     pub(crate) sidecar_error: Option<String>,
 }
 
-/// The key the label, the default and the fallback name: Ok("") for `/dev/null`.
+/// The key the label, the default and the fallback name: Ok("") for `/dev/null`
+/// (cmd/config-manager/main.go `updateConfigName`, v0.20.0: the label first, then
+/// `DEFAULT_CONFIG`, then each fallback strategy in order).
 fn wanted(label: Option<&str>, inputs: &PluginInputs) -> Result<String, String> {
     let data = inputs.configmap.as_ref();
+    if data.is_none_or(BTreeMap::is_empty) {
+        return Err("no configuration files available".into());
+    }
     let exists = |k: &str| data.is_some_and(|d| d.contains_key(k));
     match label.filter(|l| !l.is_empty()) {
-        Some(l) if exists(l) => Ok(l.to_string()),
-        Some(l) => Err(format!("specified config {l} does not exist")),
-        None if inputs.config_default.is_empty() => Ok(String::new()),
-        None if exists(&inputs.config_default) => Ok(inputs.config_default.clone()),
+        Some(l) if exists(l) => return Ok(l.to_string()),
+        Some(l) => return Err(format!("specified config {l} does not exist")),
+        None if inputs.config_default.is_empty() => {}
+        None if exists(&inputs.config_default) => return Ok(inputs.config_default.clone()),
         // main.go formats the (empty) label here, not the default.
-        None => Err("specified config  does not exist".into()),
+        None => return Err("specified config  does not exist".into()),
     }
+    for fallback in &inputs.fallbacks {
+        match fallback.as_str() {
+            "named" if exists("default") => return Ok("default".into()),
+            "single" => {
+                if let Some([only]) = data.map(|d| d.keys().collect::<Vec<_>>()).as_deref() {
+                    return Ok(only.to_string());
+                }
+            }
+            "empty" => return Ok(String::new()),
+            "named" => {}
+            other => return Err(format!("unknown fallback strategy: {other}")),
+        }
+    }
+    Err("no config was set, no default was provided, and all fallbacks failed".into())
 }
 
 /// The content a link to `key` reads now; None when the key is gone (a dangling link).
@@ -192,6 +234,7 @@ mod tests {
     fn inputs(keys: &[(&str, &str)]) -> PluginInputs {
         PluginInputs {
             config_name: "cfg".into(),
+            fallbacks: operator_fallbacks(),
             config_default: String::new(),
             mig_strategy: String::new(),
             configmap: Some(
@@ -224,6 +267,41 @@ mod tests {
         assert_eq!(
             r.error.as_deref(),
             Some("config-manager-init: specified config  does not exist")
+        );
+    }
+
+    #[test]
+    fn the_standalone_charts_fallbacks_pick_a_config_when_no_label_or_default_does() {
+        let chart = |keys: &[(&str, &str)], fallbacks: &[&str]| PluginInputs {
+            fallbacks: fallbacks.iter().map(|f| f.to_string()).collect(),
+            ..inputs(keys)
+        };
+        let both = [("default", "d"), ("ts", "t")];
+        let named_single = ["named", "single"];
+        assert_eq!(
+            wanted(None, &chart(&both, &named_single)),
+            Ok("default".into())
+        );
+        assert_eq!(
+            wanted(None, &chart(&[("ts", "t")], &named_single)),
+            Ok("ts".into())
+        );
+        assert_eq!(
+            wanted(None, &chart(&[("a", ""), ("b", "")], &named_single)),
+            Err("no config was set, no default was provided, and all fallbacks failed".into())
+        );
+        assert_eq!(
+            wanted(None, &chart(&[("a", "")], &["odd"])),
+            Err("unknown fallback strategy: odd".into())
+        );
+        // A label is taken as it is, whatever the fallbacks.
+        assert_eq!(
+            wanted(Some("gone"), &chart(&both, &named_single)),
+            Err("specified config gone does not exist".into())
+        );
+        assert_eq!(
+            wanted(None, &chart(&[], &["empty"])),
+            Err("no configuration files available".into())
         );
     }
 

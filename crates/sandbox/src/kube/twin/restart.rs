@@ -6,7 +6,7 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-use super::config_manager::{PluginInputs, Reader};
+use super::config_manager::{PluginInputs, Reader, operator_fallbacks};
 use super::device_config::running_config;
 use super::labels::{CONFIG_LABEL, MIG_CONFIG_LABEL};
 use super::mig_manager::{MigManager, operator_mig_label};
@@ -126,6 +126,7 @@ pub(crate) fn plugin_inputs(cp: Option<&Value>, configmap: Option<&Value>) -> Pl
         config_default: s("/spec/devicePlugin/config/default"),
         mig_strategy: s("/spec/mig/strategy"),
         configmap,
+        fallbacks: operator_fallbacks(),
     }
 }
 

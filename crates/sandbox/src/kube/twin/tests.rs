@@ -204,6 +204,7 @@ fn mixed_mig_time_sliced_and_config_selection() {
     t.mig_instances_per_gpu = 2;
     t.loaded = PluginInputs {
         config_name: "cfg".into(),
+        fallbacks: vec!["empty".into()],
         config_default: String::new(),
         mig_strategy: "mixed".into(),
         configmap: Some(BTreeMap::from([

@@ -8,6 +8,7 @@ mod discovery;
 mod kubectl;
 mod rbac;
 mod remote_twin;
+mod standalone_plugin;
 mod twin;
 
 use testkit::tools::{self, Tool};
