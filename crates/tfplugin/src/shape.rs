@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::object::{Known, MaybeUnknown, SingleBlock};
-use crate::schema::{Block, Nesting};
+use crate::schema::{Attribute, Block, Nesting};
 use crate::{Type, Value};
 
 /// What a model's field reads.
@@ -22,8 +22,29 @@ pub struct Shape {
     pub kind: Kind,
     /// It reads null.
     pub null: bool,
-    /// It reads an unknown (as unknown, or as absent).
-    pub unknown: bool,
+    /// What it does with an unknown.
+    pub unknown: Unknown,
+}
+
+/// What a field does with an unknown value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Unknown {
+    /// The model fails to read (a plan's unknown leaves the whole model unread).
+    Fails,
+    /// It reads as absent, as null would (`Known`).
+    Absent,
+    /// It reads as unknown (`MaybeUnknown`, `Value`).
+    Kept,
+}
+
+/// Which values a model reads: a state's, where everything is known, or a configuration's and a
+/// plan's, where the provider's attributes are unknown until it knows them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reads {
+    /// A state: the model stands for the whole block, every attribute.
+    State,
+    /// A configuration or plan: the model reads the attributes it names (the arguments).
+    Plan,
 }
 
 /// The kind of value a field reads.
@@ -53,7 +74,7 @@ impl Shape {
         Shape {
             kind,
             null: false,
-            unknown: false,
+            unknown: Unknown::Fails,
         }
     }
 }
@@ -87,7 +108,7 @@ impl Shaped for Value {
         Shape {
             kind: Kind::Any,
             null: true,
-            unknown: true,
+            unknown: Unknown::Kept,
         }
     }
 }
@@ -105,7 +126,7 @@ impl<T: Shaped> Shaped for Known<T> {
     fn shape() -> Shape {
         Shape {
             null: true,
-            unknown: true,
+            unknown: Unknown::Absent,
             ..T::shape()
         }
     }
@@ -114,7 +135,7 @@ impl<T: Shaped> Shaped for Known<T> {
 impl<T: Shaped> Shaped for MaybeUnknown<T> {
     fn shape() -> Shape {
         Shape {
-            unknown: true,
+            unknown: Unknown::Kept,
             ..T::shape()
         }
     }
@@ -157,7 +178,7 @@ pub fn object(fields: Vec<(&'static str, Shape)>, flattened: Vec<Shape>) -> Shap
 
 /// Where a model disagrees with the block it reads (`at` names the block in the messages):
 /// names, types and flags; nothing when they agree.
-pub fn check(at: &str, block: &Block, model: &Shape) -> Vec<String> {
+pub fn check(at: &str, block: &Block, model: &Shape, reads: Reads) -> Vec<String> {
     let mut out = Vec::new();
     let Kind::Object(fields) = &model.kind else {
         out.push(format!("{at}: the model is not an object model"));
@@ -167,45 +188,31 @@ pub fn check(at: &str, block: &Block, model: &Shape) -> Vec<String> {
     for a in &block.attributes {
         let path = format!("{at}.{}", a.name);
         seen.push(a.name.as_str());
-        let Some(f) = fields.get(&a.name) else {
-            out.push(format!("{path}: in the schema, not in the model"));
-            continue;
-        };
-        check_type(&path, &a.ty, f, &mut out);
-        if a.required && f.null {
-            out.push(format!(
-                "{path}: required, so never null, but the model reads null"
-            ));
-        }
-        if !a.required && !f.null {
-            out.push(format!(
-                "{path}: optional or computed, so null when not set, but the model fails on null"
-            ));
-        }
-        if a.computed && !f.unknown {
-            out.push(format!(
-                "{path}: computed, so unknown in a plan, but the model fails on unknown"
-            ));
-        }
-        if a.optional && !a.computed && f.unknown && f.kind != Kind::Any {
-            out.push(format!(
-                "{path}: optional, not computed, so known once the configuration is, but the \
-                 model reads an unknown (as absent)"
-            ));
+        match fields.get(&a.name) {
+            Some(f) => {
+                check_type(&path, &a.ty, f, &mut out);
+                check_flags(&path, a, f, reads, &mut out);
+            }
+            None if reads == Reads::State => {
+                out.push(format!("{path}: in the schema, not in the model"));
+            }
+            None => {}
         }
     }
     for b in &block.blocks {
         let path = format!("{at}.{}", b.name);
         seen.push(b.name.as_str());
         let Some(f) = fields.get(&b.name) else {
-            out.push(format!("{path}: in the schema, not in the model"));
+            if reads == Reads::State {
+                out.push(format!("{path}: in the schema, not in the model"));
+            }
             continue;
         };
         let single = b.nesting == Nesting::Single || b.max_items == 1;
         match (&f.kind, single) {
             (Kind::Any, _) => {}
-            (Kind::Single(inner), true) => out.extend(check(&path, &b.block, inner)),
-            (Kind::List(inner), false) => out.extend(check(&path, &b.block, inner)),
+            (Kind::Single(inner), true) => out.extend(check(&path, &b.block, inner, reads)),
+            (Kind::List(inner), false) => out.extend(check(&path, &b.block, inner, reads)),
             (k, _) => out.push(format!(
                 "{path}: a block of {}, but the model reads {}",
                 if single { "at most one" } else { "many" },
@@ -219,6 +226,34 @@ pub fn check(at: &str, block: &Block, model: &Shape) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether the field reads what terraform may send for the attribute.
+fn check_flags(path: &str, a: &Attribute, f: &Shape, reads: Reads, out: &mut Vec<String>) {
+    if a.required && f.null {
+        out.push(format!(
+            "{path}: required, so never null, but the model reads null"
+        ));
+    }
+    if a.optional && !a.computed && !f.null {
+        out.push(format!(
+            "{path}: optional, so null when not set, but the model fails on null"
+        ));
+    }
+    if reads == Reads::State {
+        return;
+    }
+    if a.computed && f.unknown == Unknown::Fails {
+        out.push(format!(
+            "{path}: computed, so unknown in a plan, but the model fails on unknown"
+        ));
+    }
+    if a.optional && !a.computed && f.unknown == Unknown::Absent {
+        out.push(format!(
+            "{path}: optional, not computed, so unknown only while the configuration is, but \
+             the model reads an unknown as absent"
+        ));
+    }
 }
 
 /// Whether the field reads values of the attribute's type.
@@ -270,7 +305,6 @@ fn describe(k: &Kind) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Attribute;
 
     crate::object! {
         struct Inner {
@@ -298,7 +332,12 @@ mod tests {
 
     #[test]
     fn a_model_that_agrees_passes() {
-        assert_eq!(check("m", &block(), &Model::shape()), Vec::<String>::new());
+        for reads in [Reads::State, Reads::Plan] {
+            assert_eq!(
+                check("m", &block(), &Model::shape(), reads),
+                Vec::<String>::new()
+            );
+        }
     }
 
     #[test]
@@ -311,17 +350,20 @@ mod tests {
         b.attributes[2].optional = true;
         b.attributes.push(Attribute::bool("extra").optional());
         b.blocks[0].max_items = 0;
-        let found = check("m", &b, &Model::shape());
+        let found = check("m", &b, &Model::shape(), Reads::Plan);
         assert_eq!(
             found,
             vec![
                 "m.name: of type Number, but the model reads a string",
                 "m.size: required, so never null, but the model reads null",
-                "m.id: optional, not computed, so known once the configuration is, but the \
-                 model reads an unknown (as absent)",
-                "m.extra: in the schema, not in the model",
+                "m.id: optional, not computed, so unknown only while the configuration is, but \
+                 the model reads an unknown as absent",
                 "m.inner: a block of many, but the model reads a block of at most one",
             ]
         );
+        // A state's model stands for every attribute; a plan's reads the ones it names.
+        let found = check("m", &b, &Model::shape(), Reads::State);
+        assert!(found.contains(&"m.extra: in the schema, not in the model".to_string()));
+        assert!(!found.iter().any(|f| f.starts_with("m.id")), "{found:?}");
     }
 }

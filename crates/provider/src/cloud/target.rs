@@ -144,6 +144,9 @@ pub trait Target: Send + Sync {
     /// own: `os_sku`, not `aks[0].os_sku`).
     fn decode_block(&self, block: &Value) -> Result<(), DecodeError>;
 
+    /// What the block's typed model reads, for the test that holds it to the schema.
+    fn block_shape(&self) -> tfplugin::shape::Shape;
+
     /// Problems the sharing mode has with the block (AKS's OS SKU, EKS's AMI type), as
     /// diagnostics on its attribute; reported beside the domain's own validation.
     fn check_sharing(&self, _block: &Value, _sharing: &SharingMode) -> Vec<Diagnostic> {

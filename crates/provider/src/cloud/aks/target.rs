@@ -329,6 +329,10 @@ impl Target for Aks {
         PoolArgs::from_value(block).map(|_| ())
     }
 
+    fn block_shape(&self) -> tfplugin::shape::Shape {
+        <PoolArgs as tfplugin::shape::Shaped>::shape()
+    }
+
     fn check_sharing(&self, block: &Value, sharing: &SharingMode) -> Vec<Diagnostic> {
         let sku = PoolArgs::from_value(block).ok().and_then(|b| b.os_sku.0);
         sku.and_then(|sku| gpu::check_aks_os_sku(sharing, &sku).err())

@@ -299,6 +299,10 @@ impl Target for Eks {
         PoolArgs::from_value(block).map(|_| ())
     }
 
+    fn block_shape(&self) -> tfplugin::shape::Shape {
+        <PoolArgs as tfplugin::shape::Shaped>::shape()
+    }
+
     fn check_sharing(&self, block: &Value, sharing: &SharingMode) -> Vec<Diagnostic> {
         let Ok(b) = PoolArgs::from_value(block) else {
             return Vec::new();

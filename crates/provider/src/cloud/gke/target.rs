@@ -248,6 +248,10 @@ impl Target for Gke {
         PoolArgs::from_value(block).map(|_| ())
     }
 
+    fn block_shape(&self) -> tfplugin::shape::Shape {
+        <PoolArgs as tfplugin::shape::Shaped>::shape()
+    }
+
     fn check_block(&self, block: &Value) -> Vec<Diagnostic> {
         let Ok(b) = PoolArgs::from_value(block) else {
             return Vec::new();
