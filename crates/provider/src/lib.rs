@@ -22,8 +22,8 @@
 //!   (mapping, long-running operations, retries, error mapping); `registry` lists the targets.
 //! - `cluster`: a cluster's Kubernetes API (named so as not to shadow the `kube` crate it uses):
 //!   delivery of the device plugin config (ConfigMap, ClusterPolicy pointer, device plugin
-//!   restart), Helm releases, and the Karpenter objects of a shared GPU pool (rendered in
-//!   `karpenter`, applied and read in `karpenter_api`).
+//!   restart), Helm releases, and the Karpenter objects of a shared GPU pool (applied and read in
+//!   `karpenter_api`; rendered by `resources::karpenter_nodepool`, one file per provisioner).
 //! - `resources`: one directory per resource (`fracgpu_nodepool`, `fracgpu_device_plugin_config`):
 //!   schema, typed model, plan, and short handlers; the node pool's `discovery` finds the pools a
 //!   cluster has, for its list and the `fracgpu_nodepools` data source.

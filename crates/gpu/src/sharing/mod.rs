@@ -12,7 +12,7 @@
 //! GPU operator) does, configured by a named config that a node selects with the
 //! `nvidia.com/device-plugin.config` label; it runs MPS on full GPUs only.
 //!
-//! - `modes`: the sharing modes as users declare them.
+//! - `modes`: the sharing modes as users declare them; `names` how a query names them.
 //! - `taints`: taints and the tolerations they call for.
 //! - `validate`: a pool in, its derived facts out; `mode_facts` holds the per-mode part and `rules` the
 //!   checks each cloud and plugin impose; `spec` the pool as declared and `derived` the facts, the types
@@ -25,6 +25,7 @@ mod labels;
 mod mode_facts;
 pub(crate) use mode_facts::dotted;
 mod modes;
+mod names;
 mod plugin_config;
 mod rules;
 mod spec;

@@ -1,6 +1,8 @@
-//! A cluster's Karpenter objects through its API: server-side apply of what
-//! [`super::karpenter::render`] makes, reading them back for drift, deleting them, and whether the
-//! Karpenter controller reads NodeOverlays at all (its `NodeOverlay` feature gate, off by default).
+//! A cluster's Karpenter objects through its API: server-side apply of the objects a shared GPU
+//! pool is made of (rendered by `resources::karpenter_nodepool`, whose provisioners say their
+//! kinds), reading them back for drift, listing and deleting them, and whether the Karpenter
+//! controller reads NodeOverlays at all (its `NodeOverlay` feature gate, off by default). Any
+//! provisioner's objects go through here alike: nothing here knows a cloud.
 //!
 //! The gate is read where Karpenter reads it: the controller's `--feature-gates` argument, whose
 //! default is the environment variable `FEATURE_GATES` (kubernetes-sigs/karpenter
@@ -63,22 +65,18 @@ fn node_overlay_on(gates: &str) -> bool {
     })
 }
 
-/// The API resource of an object made by `render`, from its apiVersion and kind.
+/// The API resource of a Karpenter object, from its apiVersion and kind; None for an object
+/// of no API group (the core group serves no Karpenter kind). Karpenter's CRDs, its own and each
+/// provider's, are made by controller-gen, whose plural is the kind in lower case in the English
+/// plural (`NodePool` -> `nodepools`, any `<X>NodeClass` -> `<x>nodeclasses`): the rule kube's
+/// `ApiResource::from_gvk` follows.
 fn resource_of(obj: &Value) -> Option<ApiResource> {
     let api_version = obj.get("apiVersion")?.as_str()?;
     let kind = obj.get("kind")?.as_str()?;
     let (group, version) = api_version.split_once('/')?;
-    let plural = match kind {
-        "NodePool" => "nodepools",
-        "NodeOverlay" => "nodeoverlays",
-        "EC2NodeClass" => "ec2nodeclasses",
-        "AKSNodeClass" => "aksnodeclasses",
-        _ => return None,
-    };
-    Some(ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(group, version, kind),
-        plural,
-    ))
+    Some(ApiResource::from_gvk(&GroupVersionKind::gvk(
+        group, version, kind,
+    )))
 }
 
 fn name_of(obj: &Value) -> String {
@@ -124,27 +122,22 @@ impl Cluster {
         Ok(got.map(|o| serde_json::to_value(o).unwrap_or_default()))
     }
 
-    /// Every NodePool of the cluster, ordered by name; None where the cluster serves no
-    /// karpenter.sh/v1 NodePools (no Karpenter installed).
-    pub async fn node_pools(&self) -> Result<Option<Vec<Value>>, KubeError> {
-        let kind = serde_json::json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool"});
-        let got = match self
-            .karpenter_api(&kind)?
-            .list(&ListParams::default())
-            .await
-        {
+    /// Every object of the cluster of `kind`'s apiVersion and kind, ordered by name; None where
+    /// the cluster serves no such objects (no Karpenter installed).
+    pub async fn karpenter_objects(&self, kind: &Value) -> Result<Option<Vec<Value>>, KubeError> {
+        let got = match self.karpenter_api(kind)?.list(&ListParams::default()).await {
             Ok(l) => l.items,
             Err(e) => match KubeError::from_kube(&self.target, e) {
                 e if e.is_not_found() => return Ok(None),
                 e => return Err(e),
             },
         };
-        let mut pools: Vec<Value> = got
+        let mut objects: Vec<Value> = got
             .into_iter()
             .map(|o| serde_json::to_value(o).unwrap_or_default())
             .collect();
-        pools.sort_by_key(name_of);
-        Ok(Some(pools))
+        objects.sort_by_key(name_of);
+        Ok(Some(objects))
     }
 
     /// Deletes the objects, the NodePool first (so Karpenter stops launching before its node
@@ -216,6 +209,31 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn kinds_are_served_under_controller_gen_plurals() {
+        let plural = |api_version: &str, kind: &str| {
+            resource_of(&serde_json::json!({"apiVersion": api_version, "kind": kind}))
+                .map(|r| r.plural)
+        };
+        assert_eq!(
+            plural("karpenter.sh/v1", "NodePool").as_deref(),
+            Some("nodepools")
+        );
+        assert_eq!(
+            plural("karpenter.sh/v1alpha1", "NodeOverlay").as_deref(),
+            Some("nodeoverlays")
+        );
+        assert_eq!(
+            plural("karpenter.example.com/v1", "XYZNodeClass").as_deref(),
+            Some("xyznodeclasses")
+        );
+        assert_eq!(
+            plural("v1", "Namespace"),
+            None,
+            "no Karpenter kind is in the core group"
+        );
     }
 
     #[test]

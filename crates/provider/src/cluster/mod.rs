@@ -15,7 +15,6 @@ pub mod drain;
 mod error;
 pub mod gitops;
 pub mod helm;
-pub mod karpenter;
 pub mod karpenter_api;
 pub mod rollout;
 

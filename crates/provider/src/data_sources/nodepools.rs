@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::cloud::Scaling;
 use crate::model::{self, TolerationOut};
-use crate::resources::nodepool::discovery::{self, Found, query_block, query_of, sharing_name};
+use crate::resources::nodepool::discovery::{self, Found, query_block, query_of};
 use crate::state::ProviderState;
 use gpu::SharingMode;
 use tfplugin::api::DataSource;
@@ -227,7 +227,7 @@ fn pool_out(f: &Found, diags: &mut Diagnostics) -> PoolOut {
         min_nodes,
         max_nodes,
         spot: spec.spot,
-        sharing: f.mode.as_ref().map(|m| sharing_name(m).to_string()),
+        sharing: f.mode.as_ref().map(|m| m.name().to_string()),
         mig_profile,
         replicas,
         resource_name: d.map(|d| d.resource_name.clone()),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::resources::karpenter_nodepool::{DECLARATION, KarpenterNodePool, TYPE_NAME};
-use crate::resources::nodepool::discovery::SHARING_MODES;
 use crate::state::ProviderState;
 use tfplugin::api::{ListItem, ListResource, ListSink, Resource};
 use tfplugin::object::{Decoded, FromValue};
@@ -53,7 +52,7 @@ pub fn schema() -> Schema {
                     "Only pools this provider made that share their GPUs this way: `mig`, \
                     `time_slicing`, `mps`, or `none` (whole GPUs). Default: every NodePool.",
                 )
-                .validate(OneOf(SHARING_MODES)),
+                .validate(OneOf(gpu::SharingMode::NAMES)),
         ),
     )
 }

@@ -1,16 +1,17 @@
-//! The Karpenter objects the provider renders for a shared GPU pool (`cluster::karpenter`),
+//! The Karpenter objects the provider renders for a shared GPU pool (`karpenter_nodepool::render`),
 //! applied to a control plane (`testkit::apiserver`) that serves the real Karpenter CRDs (AWS provider v1.14.1,
 //! Azure provider v1.14.2, from the shared fixtures): every object is accepted under strict field
 //! validation, nothing the provider set is pruned or changed by the server's defaulting, and
 //! applying the same objects again changes nothing. This is what a plan after apply relies on.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::common::tools::{self, Tool};
-use fracgpu::cluster::karpenter::{
-    AksClass, AmiFamily, Budget, Disruption, Ec2Class, KarpenterPool, NodeClass, Provisioner,
-    render,
+use fracgpu::resources::karpenter_nodepool::provisioner::{
+    AksClass, AmiFamily, Aws, Ec2Class, Nap, NodeClass, Provisioner,
 };
+use fracgpu::resources::karpenter_nodepool::render::{Budget, Disruption, KarpenterPool, render};
 use gpu::{MigStrategy, SharingMode};
 use serde_json::Value;
 use testkit::apiserver::{self, ApiServer};
@@ -74,14 +75,14 @@ fn pools() -> Vec<KarpenterPool> {
         overlays_read: true,
         config_name: None,
     };
-    let ec2 = |family| {
-        Provisioner::Aws(NodeClass::Made(Ec2Class {
+    let ec2 = |family| -> Arc<dyn Provisioner> {
+        Arc::new(Aws(NodeClass::Made(Ec2Class {
             role: "KarpenterNodeRole-sandbox".into(),
             subnet_tags: tags(),
             security_group_tags: tags(),
             ami_family: family,
             ami_version: "latest".into(),
-        }))
+        })))
     };
     vec![
         base(
@@ -111,7 +112,7 @@ fn pools() -> Vec<KarpenterPool> {
             "L4",
             vec![1],
             SharingMode::Mps { replicas: 4 },
-            Provisioner::Aws(NodeClass::Existing("default".into())),
+            Arc::new(Aws(NodeClass::Existing("default".into()))),
         ),
         base(
             "t4-nap",
@@ -122,9 +123,9 @@ fn pools() -> Vec<KarpenterPool> {
                 rename_by_default: false,
                 fail_requests_greater_than_one: false,
             },
-            Provisioner::Nap(NodeClass::Made(AksClass {
+            Arc::new(Nap(NodeClass::Made(AksClass {
                 image_family: "Ubuntu2204".into(),
-            })),
+            }))),
         ),
     ]
 }

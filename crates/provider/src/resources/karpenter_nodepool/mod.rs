@@ -1,7 +1,9 @@
 //! `fracgpu_karpenter_nodepool`: a Karpenter NodePool whose nodes share their GPUs, the
 //! NodeOverlays that tell Karpenter a node's slices, and the node class it may make, on EKS
 //! Karpenter or AKS node auto-provisioning. The handlers below stay short: the objects come from
-//! `cluster::karpenter`, the model lives in `model`, the cluster work in `ops`.
+//! `render`, which asks the pool's provisioner (`provisioner`, one file each) what differs per
+//! cloud; the model lives in `model`, the cluster work in `ops` (through
+//! `crate::cluster::karpenter_api`).
 //!
 //! Drift: `objects` holds, per object, the fields the provider sets; a refresh writes what the
 //! cluster holds of them (`model::project`), so any hand edit or deleted overlay makes the plan
@@ -10,6 +12,9 @@
 
 mod model;
 mod ops;
+mod problem;
+pub mod provisioner;
+pub mod render;
 mod resource;
 mod schema;
 
@@ -21,7 +26,6 @@ use async_trait::async_trait;
 use crate::cluster::Cluster;
 use crate::cluster::karpenter_api::OverlayGate;
 use crate::operation::{Cut, bounded};
-use crate::resources::nodepool::discovery::{sharing_label, sharing_name};
 use gpu::SharingMode;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::{Decoded, FromValue, ToValue, merge};
@@ -215,8 +219,7 @@ impl KarpenterNodePool {
         diags: &mut Diagnostics,
     ) -> Option<Vec<Listed>> {
         let c = self.connect(None).await.map_err(|d| diags.push(d)).ok()?;
-        let pools = c
-            .node_pools()
+        let pools = ops::node_pools(&c)
             .await
             .map_err(|e| diags.push(ops::kube_diagnostic("list the NodePools", None, &e)))
             .ok()?;
@@ -261,7 +264,7 @@ impl KarpenterNodePool {
                 }
             };
             let mode = args.sharing.mode();
-            if sharing.is_some_and(|s| s != sharing_name(&mode)) {
+            if sharing.is_some_and(|s| s != mode.name()) {
                 continue;
             }
             let state = if with_state {
@@ -318,11 +321,7 @@ pub struct Listed {
 
 /// What `terraform query` shows of a pool this provider made: where, which GPUs, how shared.
 fn listed_name(name: &str, args: &Args, mode: &SharingMode) -> String {
-    let place = if args.aks.is_some() {
-        "AKS node auto-provisioning"
-    } else {
-        "EKS Karpenter"
-    };
+    let place = args.provisioner.kind().map_or("Karpenter", |k| k.title());
     let counts = args
         .gpu_counts
         .iter()
@@ -332,7 +331,7 @@ fn listed_name(name: &str, args: &Args, mode: &SharingMode) -> String {
     format!(
         "{name} ({place}, {} {counts}, {})",
         args.gpu_model,
-        sharing_label(mode)
+        mode.label()
     )
 }
 
@@ -574,7 +573,9 @@ impl Resource for KarpenterNodePool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::{AksArgs, AksClassArgs, BudgetArgs, DisruptionArgs, Ec2ClassArgs, EksArgs};
+    use model::{BudgetArgs, DisruptionArgs};
+    use provisioner::eks::{Ec2ClassArgs, EksArgs};
+    use provisioner::nap::{AksArgs, AksClassArgs};
 
     #[test]
     fn the_models_name_what_the_schema_declares() {

@@ -1,18 +1,17 @@
 //! The typed model of `fracgpu_karpenter_nodepool`, the way from its arguments to the objects
-//! `cluster::karpenter::render` makes ([`resolve`]), and the two things that let the cluster
+//! `render` makes ([`resolve`]), the provisioner's block read by its kind (`provisioner`), and the two things that let the cluster
 //! answer for the state: the fields of each object the provider sets, read back as JSON
 //! ([`project`]), and the declaration the NodePool carries for import ([`declaration`]).
 
 use std::collections::BTreeMap;
 
-use crate::cluster::karpenter::{
-    self as kp, AksClass, AmiFamily, Budget, Disruption, Ec2Class, KarpenterPool, NodeClass,
-    Problem, Provisioner, Rendered,
-};
 use crate::model::{KubernetesArgs, Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use tfplugin::object::{FromValue, Known, SingleBlock, ToValue};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
+use super::problem::Problem;
+use super::provisioner::registry::ProvisionerBlock;
+use super::render::{self as kp, Budget, Disruption, KarpenterPool, Rendered};
 use super::schema::{CAPACITY_TYPES, DEFAULT_CAPACITY_TYPE};
 
 /// The annotation on the NodePool that holds the arguments it was made from (never the
@@ -22,40 +21,6 @@ pub(crate) const DECLARATION: &str = "fracgpu.dev/declaration";
 /// The last fix for a state that does not read.
 pub(super) const REIMPORT: &str =
     "re-import the pool (`terraform import` with the NodePool's name)";
-
-tfplugin::object! {
-    /// `eks.node_class`.
-    pub struct Ec2ClassArgs {
-        pub role: String,
-        pub subnet_tags: BTreeMap<String, String>,
-        pub security_group_tags: BTreeMap<String, String>,
-        pub ami_family: Known<String>,
-        pub ami_version: Known<String>,
-    }
-}
-
-tfplugin::object! {
-    /// The `eks` block.
-    pub struct EksArgs {
-        pub node_class_name: Option<String>,
-        pub node_class: SingleBlock<Ec2ClassArgs>,
-    }
-}
-
-tfplugin::object! {
-    /// `aks.node_class`.
-    pub struct AksClassArgs {
-        pub image_family: Known<String>,
-    }
-}
-
-tfplugin::object! {
-    /// The `aks` block.
-    pub struct AksArgs {
-        pub node_class_name: Option<String>,
-        pub node_class: SingleBlock<AksClassArgs>,
-    }
-}
 
 tfplugin::object! {
     /// One `disruption.budget`.
@@ -86,8 +51,6 @@ tfplugin::object! {
         pub weight: Option<u32>,
         pub labels: Option<BTreeMap<String, String>>,
         pub taints: Option<Vec<TaintArgs>>,
-        pub eks: SingleBlock<EksArgs>,
-        pub aks: SingleBlock<AksArgs>,
         pub disruption: SingleBlock<DisruptionArgs>,
         pub kubernetes: SingleBlock<KubernetesArgs>,
         /// The config name the pool's nodes carry now (computed; a plan's or a state's): kept
@@ -96,6 +59,8 @@ tfplugin::object! {
     }
     flatten {
         pub sharing: Sharing,
+        /// The provisioner's block (`eks`, `aks`), which its kind reads.
+        pub provisioner: ProvisionerBlock,
     }
 }
 
@@ -284,25 +249,19 @@ fn to_json(v: &Value) -> serde_json::Value {
 }
 
 /// The path of a renderer's problem: blocks are lists of one, so `eks.node_class.ami_version`
-/// is `eks[0].node_class[0].ami_version`.
+/// is `eks[0].node_class[0].ami_version`. Which segments are blocks the schema says.
 fn problem_path(dotted: &str) -> AttrPath {
-    const BLOCKS: &[&str] = &[
-        "eks",
-        "aks",
-        "node_class",
-        "disruption",
-        "mig",
-        "time_slicing",
-        "mps",
-        "gke_sharing",
-    ];
+    let schema = super::schema::schema();
     let segments: Vec<&str> = dotted.split('.').collect();
+    let mut block = Some(&schema.block);
     let mut path = AttrPath::root();
     for (i, s) in segments.iter().enumerate() {
         path = path.with_attr(s);
-        if BLOCKS.contains(s) && i + 1 < segments.len() {
+        let nested = block.and_then(|b| b.nested_block(s));
+        if nested.is_some_and(|n| n.max_items == 1) && i + 1 < segments.len() {
             path = path.with_index(0);
         }
+        block = nested.map(|n| &n.block);
     }
     path
 }
@@ -325,16 +284,9 @@ impl Args {
         self.kubernetes.as_ref().and_then(KubernetesArgs::access)
     }
 
-    /// The pool as the renderer takes it; what the schema cannot check is a diagnostic here.
-    fn pool(&self, diags: &mut Diagnostics) -> Option<KarpenterPool> {
-        let before = diags.0.len();
-        let gpu = match gpu::gpu_model(&self.gpu_model) {
-            Ok(g) => Some(g),
-            Err(e) => {
-                diags.push(domain_diagnostic(&e, &[]));
-                None
-            }
-        };
+    /// `capacity_types`, or its default; a list Karpenter could launch nothing from, or one
+    /// it would refuse, is a diagnostic.
+    fn capacity_types(&self, diags: &mut Diagnostics) -> Vec<String> {
         let capacity_types = self
             .capacity_types
             .0
@@ -373,7 +325,17 @@ impl Args {
                 );
             }
         }
-        let disruption = self.disruption.as_ref().map(|d| Disruption {
+        capacity_types
+    }
+
+    /// The `disruption` block as the NodePool takes it, with its defaults; a budget Karpenter
+    /// would refuse is a diagnostic.
+    fn disruption(&self, diags: &mut Diagnostics) -> Option<Disruption> {
+        let d = self.disruption.as_ref()?;
+        for (i, b) in d.budget.iter().enumerate() {
+            check_budget(b, i, diags);
+        }
+        Some(Disruption {
             consolidation_policy: d
                 .consolidation_policy
                 .0
@@ -389,85 +351,23 @@ impl Args {
                     duration: b.duration.clone(),
                 })
                 .collect(),
-        });
-        for (i, b) in self
-            .disruption
-            .as_ref()
-            .map(|d| d.budget.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            let at = AttrPath::attr("disruption")
-                .with_index(0)
-                .with_attr("budget")
-                .with_index(i);
-            if b.schedule.is_some() != b.duration.is_some() {
-                let (missing, given) = if b.schedule.is_some() {
-                    ("duration", "schedule")
-                } else {
-                    ("schedule", "duration")
-                };
-                diags.push(
-                    Diagnostic::error(
-                        "Incomplete budget window",
-                        format!(
-                            "A budget's window needs both schedule and duration; this one has \
-                            only {given}. Set {missing} too, or remove {given} for a budget that \
-                            always holds."
-                        ),
-                    )
-                    .at(at.with_attr(missing)),
-                );
+        })
+    }
+
+    /// The pool as the renderer takes it; what the schema cannot check is a diagnostic here.
+    fn pool(&self, diags: &mut Diagnostics) -> Option<KarpenterPool> {
+        let before = diags.0.len();
+        let gpu = match gpu::gpu_model(&self.gpu_model) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                diags.push(domain_diagnostic(&e, &[]));
+                None
             }
-            let n = b.nodes.strip_suffix('%').unwrap_or(&b.nodes);
-            if n.parse::<u32>().is_err()
-                || (b.nodes.ends_with('%') && n.parse::<u32>().is_ok_and(|p| p > 100))
-            {
-                diags.push(
-                    Diagnostic::error(
-                        "Invalid budget",
-                        format!(
-                            "nodes is {:?}; give a count of nodes (`2`) or a percentage from 0% \
-                            to 100% (`10%`).",
-                            b.nodes
-                        ),
-                    )
-                    .at(at.with_attr("nodes")),
-                );
-            }
-        }
-        let provisioner = match (&*self.eks, &*self.aks) {
-            (Some(e), _) => Provisioner::Aws(match (&e.node_class_name, &*e.node_class) {
-                (Some(n), _) => NodeClass::Existing(n.clone()),
-                (None, Some(c)) => NodeClass::Made(Ec2Class {
-                    role: c.role.clone(),
-                    subnet_tags: c.subnet_tags.clone(),
-                    security_group_tags: c.security_group_tags.clone(),
-                    ami_family: c
-                        .ami_family
-                        .0
-                        .as_deref()
-                        .and_then(AmiFamily::parse)
-                        .unwrap_or(AmiFamily::Al2023),
-                    ami_version: c.ami_version.0.clone().unwrap_or_else(|| "latest".into()),
-                }),
-                // The schema's ExactlyOneOf reports it.
-                (None, None) => return None,
-            }),
-            (None, Some(a)) => Provisioner::Nap(match (&a.node_class_name, &*a.node_class) {
-                (Some(n), _) => NodeClass::Existing(n.clone()),
-                (None, Some(c)) => NodeClass::Made(AksClass {
-                    image_family: c
-                        .image_family
-                        .0
-                        .clone()
-                        .unwrap_or_else(|| "Ubuntu2204".into()),
-                }),
-                (None, None) => return None,
-            }),
-            (None, None) => return None,
         };
+        let capacity_types = self.capacity_types(diags);
+        let disruption = self.disruption(diags);
+        // None without a node class: the schema's ExactlyOneOf reports it.
+        let provisioner = self.provisioner.provisioner()?;
         if diags.0.len() > before {
             return None;
         }
@@ -487,6 +387,49 @@ impl Args {
             overlays_read: false,
             config_name: self.device_plugin_config_name.0.clone(),
         })
+    }
+}
+
+/// The checks of `disruption.budget[i]` Karpenter's CRD would make: a window needs both its
+/// schedule and its duration, and `nodes` is a count or a percentage.
+fn check_budget(b: &BudgetArgs, i: usize, diags: &mut Diagnostics) {
+    let at = AttrPath::attr("disruption")
+        .with_index(0)
+        .with_attr("budget")
+        .with_index(i);
+    if b.schedule.is_some() != b.duration.is_some() {
+        let (missing, given) = if b.schedule.is_some() {
+            ("duration", "schedule")
+        } else {
+            ("schedule", "duration")
+        };
+        diags.push(
+            Diagnostic::error(
+                "Incomplete budget window",
+                format!(
+                    "A budget's window needs both schedule and duration; this one has \
+                    only {given}. Set {missing} too, or remove {given} for a budget that \
+                    always holds."
+                ),
+            )
+            .at(at.with_attr(missing)),
+        );
+    }
+    let n = b.nodes.strip_suffix('%').unwrap_or(&b.nodes);
+    if n.parse::<u32>().is_err()
+        || (b.nodes.ends_with('%') && n.parse::<u32>().is_ok_and(|p| p > 100))
+    {
+        diags.push(
+            Diagnostic::error(
+                "Invalid budget",
+                format!(
+                    "nodes is {:?}; give a count of nodes (`2`) or a percentage from 0% \
+                    to 100% (`10%`).",
+                    b.nodes
+                ),
+            )
+            .at(at.with_attr("nodes")),
+        );
     }
 }
 
@@ -566,6 +509,7 @@ pub(super) fn unknown_computed(id: Option<&str>) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use super::super::provisioner::eks::{EksArgs, EksBlock};
     use super::*;
     use serde_json::json;
 
@@ -604,10 +548,14 @@ mod tests {
                 "Present",
                 "NoSchedule",
             )]),
-            eks: SingleBlock(Some(EksArgs {
-                node_class_name: Some("default".into()),
-                node_class: SingleBlock(None),
-            })),
+            provisioner: ProvisionerBlock::of(
+                &EksBlock,
+                EksArgs {
+                    node_class_name: Some("default".into()),
+                    node_class: SingleBlock(None),
+                }
+                .to_value(),
+            ),
             kubernetes: SingleBlock(Some(KubernetesArgs {
                 token: Known(Some("secret".into())),
                 ..KubernetesArgs::default()

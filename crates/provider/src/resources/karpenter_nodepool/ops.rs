@@ -11,6 +11,7 @@ use crate::cluster::{self as k, Cluster, KubeError};
 use tfplugin::{AttrPath, Diagnostic};
 
 use super::model::{Args, DECLARATION, Desired, key, pretty, project};
+use super::provisioner::node_class::NODE_POOL;
 use super::resource::KarpenterNodePool;
 
 /// How often a delete looks whether Karpenter's finalizer let an object go.
@@ -40,7 +41,7 @@ fn ours(live: &J) -> bool {
 
 /// A NodePool to look up by name.
 pub(super) fn node_pool_ref(name: &str) -> J {
-    json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name}})
+    json!({"apiVersion": NODE_POOL.api_version, "kind": NODE_POOL.kind, "metadata": {"name": name}})
 }
 
 impl KarpenterNodePool {
@@ -152,6 +153,12 @@ pub(super) async fn observe(
 /// The NodePool of that name as the cluster holds it.
 pub(super) async fn node_pool(c: &Cluster, name: &str) -> Result<Option<J>, KubeError> {
     c.karpenter_object(&node_pool_ref(name)).await
+}
+
+/// Every NodePool of the cluster, ordered by name; None where it serves none (no Karpenter).
+pub(super) async fn node_pools(c: &Cluster) -> Result<Option<Vec<J>>, KubeError> {
+    c.karpenter_objects(&json!({"apiVersion": NODE_POOL.api_version, "kind": NODE_POOL.kind}))
+        .await
 }
 
 /// The declaration a NodePool carries, None when it has none.

@@ -11,6 +11,8 @@ use tfplugin::schema::{Attribute, Block, Nesting, Schema};
 use tfplugin::validators::{ExactlyOneOf, IntBetween, Matches, OneOf};
 use tfplugin::{Type, Value};
 
+use super::provisioner::registry::{BLOCK_NAMES, PROVISIONERS};
+
 /// A write is a few server-side applies; a delete waits for Karpenter's finalizers, which drain
 /// and terminate the pool's nodes first.
 pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
@@ -24,86 +26,9 @@ pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
 pub(super) const NAME_RE: &str = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$";
 pub(super) const CAPACITY_TYPES: &[&str] = &["on-demand", "spot", "reserved"];
 pub(super) const DEFAULT_CAPACITY_TYPE: &str = "on-demand";
-pub(super) const AMI_FAMILIES: &[&str] = &["al2023", "bottlerocket"];
-pub(super) const IMAGE_FAMILIES: &[&str] = &["Ubuntu2204", "Ubuntu", "AzureLinux"];
 pub(super) const CONSOLIDATION_POLICIES: &[&str] = &["WhenEmptyOrUnderutilized", "WhenEmpty"];
 
 pub fn schema() -> Schema {
-    let ec2_class = Block::new(
-        "An `EC2NodeClass` the pool makes under its own name. Its user data carries \
-        Bottlerocket's device plugin settings when the AMI family is `bottlerocket`.",
-    )
-    .attr(
-        Attribute::string("role")
-            .required()
-            .describe("IAM role of the nodes; Karpenter makes their instance profile."),
-    )
-    .attr(
-        Attribute::new("subnet_tags", Type::map(Type::String))
-            .required()
-            .describe("Tags that select the nodes' subnets, e.g. `karpenter.sh/discovery`."),
-    )
-    .attr(
-        Attribute::new("security_group_tags", Type::map(Type::String))
-            .required()
-            .describe("Tags that select the nodes' security groups."),
-    )
-    .attr(
-        Attribute::string("ami_family")
-            .optional()
-            .computed()
-            .describe(
-                "`al2023` (the NVIDIA AMI: driver on the image, device plugin from the GPU \
-                operator) or `bottlerocket` (driver and device plugin on the host, configured by \
-                Bottlerocket's settings, never the operator's ConfigMap). Default `al2023`.",
-            )
-            .validate(OneOf(AMI_FAMILIES))
-            .default_value(Value::string("al2023")),
-    )
-    .attr(
-        Attribute::string("ami_version")
-            .optional()
-            .computed()
-            .describe(
-                "`latest` or a pinned version, e.g. `v20251209` (AL2023) or `v1.54.0` \
-                (Bottlerocket). Default `latest`.",
-            )
-            .default_value(Value::string("latest")),
-    );
-    let eks = Block::new(
-        "Karpenter on EKS: name an `EC2NodeClass` of your own, or let the pool make one.",
-    )
-    .attr(
-        Attribute::string("node_class_name")
-            .optional()
-            .describe("An existing `EC2NodeClass`; the pool never changes or deletes it."),
-    )
-    .single_block("node_class", ec2_class)
-    .validate(ExactlyOneOf(&["node_class_name", "node_class"]));
-    let aks_class = Block::new(
-        "An `AKSNodeClass` the pool makes under its own name, with `gpu.mode = None`: the GPU \
-        operator installs the driver, as it does for the operator's device plugin.",
-    )
-    .attr(
-        Attribute::string("image_family")
-            .optional()
-            .computed()
-            .describe("`Ubuntu2204`, `Ubuntu` or `AzureLinux`. Default `Ubuntu2204`.")
-            .validate(OneOf(IMAGE_FAMILIES))
-            .default_value(Value::string("Ubuntu2204")),
-    );
-    let aks = Block::new(
-        "AKS node auto-provisioning (Karpenter run by AKS): name an `AKSNodeClass` of your own, \
-        or let the pool make one. MIG is refused here: node auto-provisioning passes no GPU \
-        instance profile to the nodes it makes.",
-    )
-    .attr(
-        Attribute::string("node_class_name")
-            .optional()
-            .describe("An existing `AKSNodeClass`; the pool never changes or deletes it."),
-    )
-    .single_block("node_class", aks_class)
-    .validate(ExactlyOneOf(&["node_class_name", "node_class"]));
     let budget = Block::new(
         "A disruption budget: how many of the pool's nodes Karpenter may disrupt at once, \
         optionally only during a cron window.",
@@ -226,85 +151,87 @@ pub fn schema() -> Schema {
         .optional()
         .computed()
         .default_value(vec![TaintArgs::of("nvidia.com/gpu", "Present", "NoSchedule")].to_value()),
-    )
-    .single_block("eks", eks)
-    .single_block("aks", aks)
-    .single_block("disruption", disruption)
-    .attr(Attribute::string("resource_name").computed().describe(
-        "The extended resource workloads request, e.g. `nvidia.com/gpu` or \
+    );
+    // Each provisioner's block, in the registry's order.
+    let block = PROVISIONERS
+        .iter()
+        .fold(block, |b, p| b.single_block(p.block_name(), p.block()))
+        .single_block("disruption", disruption)
+        .attr(Attribute::string("resource_name").computed().describe(
+            "The extended resource workloads request, e.g. `nvidia.com/gpu` or \
         `nvidia.com/mig-1g.10gb`.",
-    ))
-    .attr(
-        Attribute::number("slices_per_gpu")
-            .computed()
-            .describe("Units of `resource_name` each GPU offers."),
-    )
-    .attr(
-        Attribute::number("memory_per_slice_mb")
-            .computed()
-            .describe("GPU memory of one unit in MiB (enforced by MIG and MPS only)."),
-    )
-    .attr(
-        Attribute::new("node_capacity", Type::map(Type::Number))
-            .computed()
-            .describe(
-                "What a node offers of `resource_name`, per GPU count (`\"4\" = 40`): what the \
+        ))
+        .attr(
+            Attribute::number("slices_per_gpu")
+                .computed()
+                .describe("Units of `resource_name` each GPU offers."),
+        )
+        .attr(
+            Attribute::number("memory_per_slice_mb")
+                .computed()
+                .describe("GPU memory of one unit in MiB (enforced by MIG and MPS only)."),
+        )
+        .attr(
+            Attribute::new("node_capacity", Type::map(Type::Number))
+                .computed()
+                .describe(
+                    "What a node offers of `resource_name`, per GPU count (`\"4\" = 40`): what the \
                 NodeOverlays tell Karpenter.",
-            ),
-    )
-    .attr(
-        Attribute::new("limits", Type::map(Type::Number))
-            .computed()
-            .describe("The NodePool's `spec.limits`, translated from `limit_gpus`."),
-    )
-    .attr(Attribute::string("node_overlay_gate").computed().describe(
-        "Whether the cluster's Karpenter reads NodeOverlays, as last read from its Deployment \
+                ),
+        )
+        .attr(
+            Attribute::new("limits", Type::map(Type::Number))
+                .computed()
+                .describe("The NodePool's `spec.limits`, translated from `limit_gpus`."),
+        )
+        .attr(Attribute::string("node_overlay_gate").computed().describe(
+            "Whether the cluster's Karpenter reads NodeOverlays, as last read from its Deployment \
         (`--feature-gates` or `FEATURE_GATES`): `on`, `off`, or `unknown` when no Karpenter \
         Deployment can be read (EKS Auto Mode and AKS node auto-provisioning run Karpenter \
         outside the cluster). Only `on` lets Karpenter size nodes by slices; it decides the unit \
         of `limits`.",
-    ))
-    .attr(
-        Attribute::new("node_selector", Type::map(Type::String))
-            .computed()
-            .describe("Labels that pin a workload to this pool's nodes."),
-    )
-    .attr(model::tolerations_attribute(
-        "Tolerations for the pool's taints.",
-    ))
-    .attr(
-        Attribute::new("node_labels", Type::map(Type::String))
-            .computed()
-            .describe(
-                "Every label the NodePool's template sets: yours and the ones sharing needs.",
-            ),
-    )
-    .attr(
-        Attribute::string("device_plugin_config_name")
-            .computed()
-            .describe(
-                "The NVIDIA device plugin config the nodes select through the \
+        ))
+        .attr(
+            Attribute::new("node_selector", Type::map(Type::String))
+                .computed()
+                .describe("Labels that pin a workload to this pool's nodes."),
+        )
+        .attr(model::tolerations_attribute(
+            "Tolerations for the pool's taints.",
+        ))
+        .attr(
+            Attribute::new("node_labels", Type::map(Type::String))
+                .computed()
+                .describe(
+                    "Every label the NodePool's template sets: yours and the ones sharing needs.",
+                ),
+        )
+        .attr(
+            Attribute::string("device_plugin_config_name")
+                .computed()
+                .describe(
+                    "The NVIDIA device plugin config the nodes select through the \
         `nvidia.com/device-plugin.config` label; null on Bottlerocket, whose host device plugin \
         reads the node class's user data. A time-sliced or MPS pool's config is its own, \
         `fracgpu-<name>`, whatever its settings, so that changing them changes no NodePool \
         label (Karpenter would replace every node). Plug it into \
         `fracgpu_device_plugin_config`.",
-            ),
-    )
-    .attr(
-        Attribute::string("device_plugin_config")
-            .computed()
-            .describe("That config's YAML, as the device plugin reads it."),
-    )
-    .attr(
-        Attribute::new("objects", Type::map(Type::String))
-            .computed()
-            .describe(
-                "The objects the pool owns, by `Kind/name`, as JSON of the fields the provider \
+                ),
+        )
+        .attr(
+            Attribute::string("device_plugin_config")
+                .computed()
+                .describe("That config's YAML, as the device plugin reads it."),
+        )
+        .attr(
+            Attribute::new("objects", Type::map(Type::String))
+                .computed()
+                .describe(
+                    "The objects the pool owns, by `Kind/name`, as JSON of the fields the provider \
                 sets. After a refresh they are what the cluster holds of those fields, so a hand \
                 edit, or an object deleted, shows as a change to set back in place.",
-            ),
-    );
+                ),
+        );
     let block = model::sharing_blocks(block, false)
         .single_block(
             "kubernetes",
@@ -314,6 +241,6 @@ pub fn schema() -> Schema {
             ),
         )
         .single_block("timeouts", TIMEOUTS.block())
-        .validate(ExactlyOneOf(&["eks", "aks"]));
+        .validate(ExactlyOneOf(BLOCK_NAMES.as_slice()));
     Schema::new(0, block)
 }

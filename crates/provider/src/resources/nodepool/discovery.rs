@@ -16,9 +16,6 @@ use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::{ExactlyOneOf, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-/// The values of the `sharing` filter: a pool's sharing block, or `none` for whole GPUs.
-pub const SHARING_MODES: &[&str] = &["none", "mig", "time_slicing", "mps"];
-
 /// How long a list may take, the cloud's retries included.
 const LIST_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -31,7 +28,7 @@ pub fn query_block(block: Block) -> Block {
             pools, without GPU details."))
         .attr(Attribute::string("sharing").optional().describe(
             "Only pools shared this way: `mig`, `time_slicing`, `mps`, or `none` (whole GPUs). \
-            Default: every pool.").validate(OneOf(SHARING_MODES)));
+            Default: every pool.").validate(OneOf(SharingMode::NAMES)));
     TARGETS
         .iter()
         .fold(block, |b, t| {
@@ -75,7 +72,7 @@ impl Query {
             (None, _) if gpu_only => false,
             (None, Some(_)) => false,
             (_, None) => true,
-            (Some(mode), Some(wanted)) => sharing_name(mode) == wanted,
+            (Some(mode), Some(wanted)) => mode.name() == wanted,
         }
     }
 }
@@ -91,33 +88,13 @@ pub struct Found {
     pub mode: Option<SharingMode>,
 }
 
-/// How `terraform query` shows a mode: `MIG 1g.5gb`, `time-slicing x10`, `whole GPUs`.
-pub fn sharing_label(mode: &SharingMode) -> String {
-    match mode {
-        SharingMode::None => "whole GPUs".to_string(),
-        SharingMode::Mig { profile, .. } => format!("MIG {profile}"),
-        SharingMode::TimeSlicing { replicas, .. } => format!("time-slicing x{replicas}"),
-        SharingMode::Mps { replicas } => format!("MPS x{replicas}"),
-    }
-}
-
-/// The `sharing` filter's name of a mode.
-pub fn sharing_name(mode: &SharingMode) -> &'static str {
-    match mode {
-        SharingMode::None => "none",
-        SharingMode::Mig { .. } => "mig",
-        SharingMode::TimeSlicing { .. } => "time_slicing",
-        SharingMode::Mps { .. } => "mps",
-    }
-}
-
 impl Found {
     /// What `terraform query` shows for the pool: its name, machine type, sharing and size.
     pub fn display_name(&self) -> String {
         let spec = &self.pool.spec;
         let sharing = match &self.mode {
             None => "no GPU".to_string(),
-            Some(mode) => sharing_label(mode),
+            Some(mode) => mode.label(),
         };
         let size = match spec.scaling {
             crate::cloud::Scaling::Fixed { nodes: 1 } => "1 node".to_string(),

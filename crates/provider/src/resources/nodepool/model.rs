@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::cloud::registry::{self, TargetBlock};
-use crate::cloud::{self, Location, PoolTaint, Scaling};
+use crate::cloud::{self, Location, PoolTaint, Scaling, Target};
 use crate::model::{Sharing, TaintArgs, TolerationOut, domain_diagnostic};
 use crate::state::Settings;
 use gpu;
@@ -276,18 +276,7 @@ pub(super) fn resolve(
     };
     // Only an autoscaler sizes a pool before its nodes exist.
     if let Scaling::Auto { .. } = spec.scaling {
-        let resources = derived.node_resources();
-        // The labels a workload selects the pool by (`node_selector`) belong in the template too:
-        // the ones the cloud sets itself (`eks.amazonaws.com/nodegroup`, `agentpool`) are not
-        // among the pool's labels, and a template without them matches no such workload.
-        let mut labels = spec.labels.clone();
-        labels.extend(derived.node_selector.clone());
-        let template = cloud::NodeTemplate {
-            resources: &resources,
-            labels: &labels,
-            taints: &spec.taints,
-        };
-        match target.node_template(&template) {
+        match node_template(*target, &spec, &derived) {
             Ok(tags) => spec.node_template = tags,
             Err(d) => {
                 diags.push(d);
@@ -296,6 +285,26 @@ pub(super) fn resolve(
         }
     }
     Some(Resolved { derived, spec })
+}
+
+/// The tags an autoscaler reads to build a node of the pool before one exists, as `target`
+/// writes them.
+fn node_template(
+    target: &dyn Target,
+    spec: &cloud::PoolSpec,
+    derived: &gpu::Derived,
+) -> Result<BTreeMap<String, String>, Diagnostic> {
+    let resources = derived.node_resources();
+    // The labels a workload selects the pool by (`node_selector`) belong in the template too:
+    // the ones the cloud sets itself (`eks.amazonaws.com/nodegroup`, `agentpool`) are not
+    // among the pool's labels, and a template without them matches no such workload.
+    let mut labels = spec.labels.clone();
+    labels.extend(derived.node_selector.clone());
+    target.node_template(&cloud::NodeTemplate {
+        resources: &resources,
+        labels: &labels,
+        taints: &spec.taints,
+    })
 }
 
 #[cfg(test)]

@@ -29,18 +29,7 @@ pub(super) fn state_from_pool(
     let spec = &pool.spec;
     let target = spec.location.target();
     let cloud = target.cloud();
-    let mut gpu_model = before.as_ref().and_then(|a| a.gpu_model.clone());
-    let mut gpu_count = before.as_ref().and_then(|a| a.gpu_count);
-    // A machine type that names no GPU of its own (GKE's N1 with attached T4s, V100s, P4s): with
-    // no override written (an import, a list), the pool is read through the accelerator the
-    // cloud reports, and the state names it as the user writes it for such a machine.
-    if gpu_model.is_none()
-        && let Some(accelerator) = target.reported_gpu_model(spec)
-        && gpu::resolve_hardware(cloud, &spec.machine_type, None, gpu_count).is_err()
-    {
-        gpu_model = Some(accelerator);
-        gpu_count = gpu_count.or(Some(spec.gpu_count));
-    }
+    let (gpu_model, gpu_count) = gpu_overrides(target, spec, before.as_ref());
     // Sharing is read back from what the cloud holds, so a changed label shows as drift.
     let hardware =
         match gpu::resolve_hardware(cloud, &spec.machine_type, gpu_model.as_deref(), gpu_count) {
@@ -56,43 +45,14 @@ pub(super) fn state_from_pool(
     let prior_mode = before.as_ref().map(|a| a.sharing.mode());
     let mode = gpu::sharing_from_observed(&observed, prior_mode.as_ref());
     // The user's own labels: everything but what sharing sets; none stays null as written.
-    let user: BTreeMap<String, String> = spec
-        .labels
-        .iter()
-        .filter(|(k, _)| {
-            ![DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL].contains(&k.as_str())
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let user = user_labels(&spec.labels);
     let labels_written = before.as_ref().is_some_and(|a| a.labels.is_some());
     let machine_type = before
         .as_ref()
         .map(|a| a.machine_type.clone())
         .filter(|m| m.eq_ignore_ascii_case(&spec.machine_type))
         .unwrap_or_else(|| spec.machine_type.clone());
-    // Where the cloud stores a scaling in another form that means the same (EKS), the state
-    // keeps the form it was written in.
-    let written = before
-        .as_ref()
-        .and_then(|a| a.autoscaling.as_ref())
-        .map(|a| Scaling::Auto {
-            min: a.min_nodes,
-            max: a.max_nodes,
-        });
-    let scaling = match written {
-        Some(w) => target.recorded_scaling(w, spec.scaling),
-        None => spec.scaling,
-    };
-    let (fixed, autoscaling) = match scaling {
-        Scaling::Fixed { nodes } => (Some(nodes), None),
-        Scaling::Auto { min, max } => (
-            None,
-            Some(AutoscalingArgs {
-                min_nodes: min,
-                max_nodes: max,
-            }),
-        ),
-    };
+    let (fixed, autoscaling) = reported_scaling(target, spec.scaling, before.as_ref());
     let args = Args {
         name: spec.name.clone(),
         machine_type,
@@ -138,6 +98,68 @@ pub(super) fn state_from_pool(
         merge(&mut v, &d);
     }
     Some(v)
+}
+
+/// The GPU model and count a pool's state names beyond its machine type: the prior value's
+/// (None on import). A machine type that names no GPU of its own (GKE's N1 with attached T4s,
+/// V100s, P4s): with no override written (an import, a list), the pool is read through the
+/// accelerator the cloud reports, and the state names it as the user writes it for such a
+/// machine.
+fn gpu_overrides(
+    target: &dyn Target,
+    spec: &cloud::PoolSpec,
+    before: Option<&Args>,
+) -> (Option<String>, Option<u32>) {
+    let gpu_model = before.and_then(|a| a.gpu_model.clone());
+    let gpu_count = before.and_then(|a| a.gpu_count);
+    if gpu_model.is_none()
+        && let Some(accelerator) = target.reported_gpu_model(spec)
+        && gpu::resolve_hardware(target.cloud(), &spec.machine_type, None, gpu_count).is_err()
+    {
+        return (Some(accelerator), gpu_count.or(Some(spec.gpu_count)));
+    }
+    (gpu_model, gpu_count)
+}
+
+/// The labels of a pool that are the user's: all but those sharing sets.
+fn user_labels(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .filter(|(k, _)| {
+            ![DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL].contains(&k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The pool's size as the state records it: `node_count`, or the `autoscaling` block. Where the
+/// cloud stores a scaling in another form that means the same (EKS), the state keeps the form
+/// it was written in.
+fn reported_scaling(
+    target: &dyn Target,
+    read: Scaling,
+    before: Option<&Args>,
+) -> (Option<u32>, Option<AutoscalingArgs>) {
+    let written = before
+        .and_then(|a| a.autoscaling.as_ref())
+        .map(|a| Scaling::Auto {
+            min: a.min_nodes,
+            max: a.max_nodes,
+        });
+    let scaling = match written {
+        Some(w) => target.recorded_scaling(w, read),
+        None => read,
+    };
+    match scaling {
+        Scaling::Fixed { nodes } => (Some(nodes), None),
+        Scaling::Auto { min, max } => (
+            None,
+            Some(AutoscalingArgs {
+                min_nodes: min,
+                max_nodes: max,
+            }),
+        ),
+    }
 }
 
 /// The taints to record for a pool. A taint the cloud puts on every GPU node itself (GKE's) is
