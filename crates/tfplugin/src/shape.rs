@@ -176,6 +176,22 @@ pub fn object(fields: Vec<(&'static str, Shape)>, flattened: Vec<Shape>) -> Shap
     Shape::plain(Kind::Object(all))
 }
 
+/// Blocks of at most one, each read by its own model: a field that stands for several blocks of
+/// which a value holds one (a target's, a provisioner's).
+pub fn blocks(each: Vec<(&'static str, Shape)>) -> Shape {
+    let fields = each
+        .into_iter()
+        .map(|(name, model)| {
+            let single = Shape {
+                null: true,
+                ..Shape::plain(Kind::Single(Box::new(model)))
+            };
+            (name, single)
+        })
+        .collect();
+    object(fields, Vec::new())
+}
+
 /// Where a model disagrees with the block it reads (`at` names the block in the messages):
 /// names, types and flags; nothing when they agree.
 pub fn check(at: &str, block: &Block, model: &Shape, reads: Reads) -> Vec<String> {

@@ -164,18 +164,12 @@ impl PartialEq for TargetBlock {
 /// One block of at most one per target, each read by its target's model.
 impl tfplugin::shape::Shaped for TargetBlock {
     fn shape() -> tfplugin::shape::Shape {
-        use tfplugin::shape::{Kind, Shape, object};
-        let blocks = TARGETS
-            .iter()
-            .map(|t| {
-                let single = Shape {
-                    null: true,
-                    ..Shape::plain(Kind::Single(Box::new(t.block_shape())))
-                };
-                (t.cloud().as_str(), single)
-            })
-            .collect();
-        object(blocks, Vec::new())
+        tfplugin::shape::blocks(
+            TARGETS
+                .iter()
+                .map(|t| (t.cloud().as_str(), t.block_shape()))
+                .collect(),
+        )
     }
 }
 

@@ -303,6 +303,10 @@ impl ProvisionerKind for EksBlock {
         EksArgs::from_value(block).map(|a| a.to_value())
     }
 
+    fn shape(&self) -> tfplugin::shape::Shape {
+        <EksArgs as tfplugin::shape::Shaped>::shape()
+    }
+
     fn provisioner(&self, block: &Value) -> Option<Arc<dyn Provisioner>> {
         let e = EksArgs::from_value(block).ok()?;
         let class = match (&e.node_class_name, &*e.node_class) {

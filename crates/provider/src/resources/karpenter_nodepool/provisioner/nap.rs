@@ -182,6 +182,10 @@ impl ProvisionerKind for AksBlock {
         AksArgs::from_value(block).map(|a| a.to_value())
     }
 
+    fn shape(&self) -> tfplugin::shape::Shape {
+        <AksArgs as tfplugin::shape::Shaped>::shape()
+    }
+
     fn provisioner(&self, block: &Value) -> Option<Arc<dyn Provisioner>> {
         let a = AksArgs::from_value(block).ok()?;
         let class = match (&a.node_class_name, &*a.node_class) {

@@ -133,6 +133,9 @@ pub trait ProvisionerKind: Sync {
     /// The block's value in the form its typed model writes it, or why it does not read.
     fn decode(&self, block: &Value) -> Result<Value, DecodeError>;
 
+    /// What the block's typed model reads, for the test that holds it to the schema.
+    fn shape(&self) -> tfplugin::shape::Shape;
+
     /// The provisioner a block that reads declares; None when it names no node class (the
     /// schema's checks report that).
     fn provisioner(&self, block: &Value) -> Option<Arc<dyn Provisioner>>;

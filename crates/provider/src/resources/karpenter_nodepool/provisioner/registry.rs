@@ -68,6 +68,18 @@ impl PartialEq for ProvisionerBlock {
     }
 }
 
+/// One block of at most one per provisioner, each read by its kind's model.
+impl tfplugin::shape::Shaped for ProvisionerBlock {
+    fn shape() -> tfplugin::shape::Shape {
+        tfplugin::shape::blocks(
+            PROVISIONERS
+                .iter()
+                .map(|k| (k.block_name(), k.shape()))
+                .collect(),
+        )
+    }
+}
+
 impl FromValue for ProvisionerBlock {
     const EXPECTED: &'static str = "a block of at most one";
 
