@@ -6,8 +6,8 @@
 //!
 //! The rules follow from how terraform fills a value (the plugin protocol's "resource
 //! instance change lifecycle"): a required attribute is never null; an optional one is null when
-//! not set and, without `computed`, never unknown once the configuration is known; a computed
-//! one is unknown in a plan until the provider knows it and null where neither sets it.
+//! the configuration does not set it; a computed one is null in a configuration and in the
+//! proposed new state of a create, and set in a state by the provider.
 
 use std::collections::BTreeMap;
 
@@ -244,30 +244,20 @@ pub fn check(at: &str, block: &Block, model: &Shape, reads: Reads) -> Vec<String
     out
 }
 
-/// Whether the field reads what terraform may send for the attribute.
+/// Whether the field reads what terraform may send for the attribute. An unknown may come in
+/// any attribute a configuration sets from another resource; whether a model fails on it (and is
+/// read again once known), keeps it or reads it as unset is the model's choice, not checked.
 fn check_flags(path: &str, a: &Attribute, f: &Shape, reads: Reads, out: &mut Vec<String>) {
-    if a.required && f.null {
+    if a.required && f.null && f.unknown == Unknown::Fails {
         out.push(format!(
-            "{path}: required, so never null, but the model reads null"
+            "{path}: required, but the model has it optional (`Option`)"
         ));
     }
-    if a.optional && !a.computed && !f.null {
+    let null_when_unset = (a.optional && !a.computed) || (a.computed && reads == Reads::Plan);
+    if null_when_unset && !f.null {
         out.push(format!(
-            "{path}: optional, so null when not set, but the model fails on null"
-        ));
-    }
-    if reads == Reads::State {
-        return;
-    }
-    if a.computed && f.unknown == Unknown::Fails {
-        out.push(format!(
-            "{path}: computed, so unknown in a plan, but the model fails on unknown"
-        ));
-    }
-    if a.optional && !a.computed && f.unknown == Unknown::Absent {
-        out.push(format!(
-            "{path}: optional, not computed, so unknown only while the configuration is, but \
-             the model reads an unknown as absent"
+            "{path}: null while unset (in a configuration{}), but the model fails on null",
+            if a.computed { " and a create plan" } else { "" }
         ));
     }
 }
@@ -337,6 +327,15 @@ mod tests {
         }
     }
 
+    crate::object! {
+        struct Shaped2 {
+            plain: String,
+        }
+        flatten {
+            model: Model,
+        }
+    }
+
     fn block() -> Block {
         let inner = Block::new("").attr(Attribute::number("a").required());
         Block::new("")
@@ -366,20 +365,34 @@ mod tests {
         b.attributes[2].optional = true;
         b.attributes.push(Attribute::bool("extra").optional());
         b.blocks[0].max_items = 0;
-        let found = check("m", &b, &Model::shape(), Reads::Plan);
+        b.attributes.push(Attribute::string("plain").optional());
+        let found = check("m", &b, &Shaped2::shape(), Reads::Plan);
         assert_eq!(
             found,
             vec![
                 "m.name: of type Number, but the model reads a string",
-                "m.size: required, so never null, but the model reads null",
-                "m.id: optional, not computed, so unknown only while the configuration is, but \
-                 the model reads an unknown as absent",
+                "m.size: required, but the model has it optional (`Option`)",
+                "m.plain: null while unset (in a configuration), but the model fails on null",
                 "m.inner: a block of many, but the model reads a block of at most one",
             ]
         );
         // A state's model stands for every attribute; a plan's reads the ones it names.
-        let found = check("m", &b, &Model::shape(), Reads::State);
+        let found = check("m", &b, &Shaped2::shape(), Reads::State);
         assert!(found.contains(&"m.extra: in the schema, not in the model".to_string()));
-        assert!(!found.iter().any(|f| f.starts_with("m.id")), "{found:?}");
+        // A computed attribute is null in a create plan, set in a state.
+        let mut b = block();
+        b.attributes[0] = Attribute::string("name").computed();
+        let found = check("m", &b, &Model::shape(), Reads::Plan);
+        assert_eq!(
+            found,
+            vec![
+                "m.name: null while unset (in a configuration and a create plan), but the model \
+                  fails on null"
+            ]
+        );
+        assert_eq!(
+            check("m", &b, &Model::shape(), Reads::State),
+            Vec::<String>::new()
+        );
     }
 }

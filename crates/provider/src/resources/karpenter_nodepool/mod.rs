@@ -577,6 +577,27 @@ mod tests {
     use provisioner::eks::{Ec2ClassArgs, EksArgs};
     use provisioner::nap::{AksArgs, AksClassArgs};
 
+    /// Types and flags, nested blocks and the provisioners' blocks included: the arguments as
+    /// a plan holds them, and a state as the arguments, what the pool derives and the timeouts.
+    #[test]
+    fn the_models_read_what_the_schema_declares() {
+        use tfplugin::shape::{Reads, Shaped, check, object};
+        let block = schema().block;
+        let at = "fracgpu_karpenter_nodepool";
+        assert_eq!(
+            check(at, &block, &Args::shape(), Reads::Plan),
+            Vec::<String>::new()
+        );
+        let state = object(
+            vec![("timeouts", Value::shape())],
+            vec![Args::shape(), Computed::shape()],
+        );
+        assert_eq!(
+            check(at, &block, &state, Reads::State),
+            Vec::<String>::new()
+        );
+    }
+
     #[test]
     fn the_models_name_what_the_schema_declares() {
         let block = schema().block;

@@ -312,6 +312,24 @@ mod tests {
     use super::super::schema::schema;
     use super::*;
 
+    /// Types and flags, nested and target blocks included: the arguments as a plan holds them,
+    /// and a state as the pool the cloud reports and what the domain derives.
+    #[test]
+    fn the_models_read_what_the_schema_declares() {
+        use tfplugin::shape::{Reads, Shaped, check, object};
+        let block = schema().block;
+        let at = "fracgpu_nodepool";
+        assert_eq!(
+            check(at, &block, &Args::shape(), Reads::Plan),
+            Vec::<String>::new()
+        );
+        let state = object(Vec::new(), vec![Reported::shape(), Derived::shape()]);
+        assert_eq!(
+            check(at, &block, &state, Reads::State),
+            Vec::<String>::new()
+        );
+    }
+
     #[test]
     fn the_models_name_what_the_schema_declares() {
         let mut names: Vec<&str> = Reported::attribute_names();
