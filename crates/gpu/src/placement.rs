@@ -89,27 +89,10 @@ pub fn workload_fit(pool: &Derived, need: &WorkloadNeed) -> Result<WorkloadFit, 
         warning: None,
     };
 
-    if let SharingMode::Mig { profile, .. } = &pool.sharing {
-        match need {
-            WorkloadNeed::MigProfile(wanted) => {
-                if !wanted.trim().eq_ignore_ascii_case(profile) {
-                    fit.fits = false;
-                    fit.reason = Some(format!(
-                        "The pool is partitioned into {profile} instances and a workload gets exactly one \
-                         instance, so it cannot have a {}. Use a pool with mig profile {}.",
-                        wanted.trim(),
-                        wanted.trim()
-                    ));
-                    return Ok(fit);
-                }
-                if pool.slices_per_gpu > mig_instances(pool) {
-                    // GKE sharing on top of the partition: one client's share, not the instance.
-                    fit.warning = shared_warning(pool, per_slice);
-                }
-                return Ok(fit);
-            }
-            WorkloadNeed::GpuMemoryMib(_) => {}
-        }
+    if let (SharingMode::Mig { profile, .. }, WorkloadNeed::MigProfile(wanted)) =
+        (&pool.sharing, need)
+    {
+        return Ok(profile_fit(pool, profile, wanted, fit));
     }
 
     let WorkloadNeed::GpuMemoryMib(need_mib) = need else {
@@ -126,6 +109,50 @@ pub fn workload_fit(pool: &Derived, need: &WorkloadNeed) -> Result<WorkloadFit, 
     fit.memory_limit_mib = u64::from(fit.quantity) * per_slice;
     let quantity = fit.quantity;
 
+    let refusal = memory_refusal(pool, need_mib, quantity).or_else(|| {
+        (quantity > pool.slices_per_node).then(|| {
+            let total = pool.slices_per_node;
+            format!("It needs {quantity} units and a node has {total}. Use a larger machine type.")
+        })
+    });
+    if let Some(reason) = refusal {
+        fit.fits = false;
+        fit.reason = Some(reason);
+        return Ok(fit);
+    }
+    fit.warning = shared_warning(pool, fit.memory_limit_mib);
+    if fit.quantity > 1 && matches!(pool.sharing, SharingMode::TimeSlicing { .. }) {
+        let extra = " NVIDIA does not guarantee proportional compute to a request of several time-sliced \
+                     replicas: the slices only reserve memory by convention.";
+        fit.warning = Some(fit.warning.unwrap_or_default() + extra);
+    }
+    Ok(fit)
+}
+
+/// A MIG instance asked for by profile on a MIG pool: exactly one instance of the pool's profile.
+fn profile_fit(pool: &Derived, profile: &str, wanted: &str, mut fit: WorkloadFit) -> WorkloadFit {
+    let per_slice = u64::from(pool.memory_per_slice_mib);
+    if !wanted.trim().eq_ignore_ascii_case(profile) {
+        fit.fits = false;
+        fit.reason = Some(format!(
+            "The pool is partitioned into {profile} instances and a workload gets exactly one \
+             instance, so it cannot have a {}. Use a pool with mig profile {}.",
+            wanted.trim(),
+            wanted.trim()
+        ));
+        return fit;
+    }
+    if pool.slices_per_gpu > mig_instances(pool) {
+        // GKE sharing on top of the partition: one client's share, not the instance.
+        fit.warning = shared_warning(pool, per_slice);
+    }
+    fit
+}
+
+/// Why `quantity` slices holding `need_mib` cannot be had on the pool's sharing mode, if they
+/// cannot: each mode has its own rule for a request of more than one slice.
+fn memory_refusal(pool: &Derived, need_mib: u64, quantity: u32) -> Option<String> {
+    let per_slice = u64::from(pool.memory_per_slice_mib);
     let gke_shared = pool.cloud == Cloud::Gke
         && matches!(
             pool.sharing,
@@ -136,100 +163,65 @@ pub fn workload_fit(pool: &Derived, need: &WorkloadNeed) -> Result<WorkloadFit, 
                     ..
                 }
         );
-    let no = |fit: &mut WorkloadFit, reason: String| {
-        fit.fits = false;
-        fit.reason = Some(reason);
-    };
     match &pool.sharing {
-        SharingMode::None => {
-            if fit.quantity > pool.slices_per_node {
-                no(
-                    &mut fit,
-                    format!(
-                        "It needs {need_mib} MiB, {} whole GPUs of {} MiB, and a node has {}. Use a machine type \
-                         with more or larger GPUs.",
-                        quantity, per_slice, pool.slices_per_node
-                    ),
-                );
-            }
-        }
-        SharingMode::Mig { profile, .. } => {
-            if fit.quantity > 1 {
-                let what = if pool.slices_per_gpu > mig_instances(pool) {
-                    format!("one client's share of a {profile} instance ({per_slice} MiB)")
+        SharingMode::None => (quantity > pool.slices_per_node).then(|| {
+            format!(
+                "It needs {need_mib} MiB, {} whole GPUs of {} MiB, and a node has {}. Use a machine type \
+                 with more or larger GPUs.",
+                quantity, per_slice, pool.slices_per_node
+            )
+        }),
+        SharingMode::Mig { profile, .. } => (quantity > 1).then(|| {
+            let what = if pool.slices_per_gpu > mig_instances(pool) {
+                format!("one client's share of a {profile} instance ({per_slice} MiB)")
+            } else {
+                format!("one {profile} instance ({per_slice} MiB)")
+            };
+            format!(
+                "It needs {need_mib} MiB and a workload gets exactly {what}; instances do not add up. \
+                 Use a pool with a larger MIG profile{}.",
+                if gke_shared {
+                    " or fewer clients per instance"
                 } else {
-                    format!("one {profile} instance ({per_slice} MiB)")
-                };
-                no(
-                    &mut fit,
-                    format!(
-                        "It needs {need_mib} MiB and a workload gets exactly {what}; instances do not add up. \
-                         Use a pool with a larger MIG profile{}.",
-                        if gke_shared {
-                            " or fewer clients per instance"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
-            }
-        }
+                    ""
+                }
+            )
+        }),
         SharingMode::TimeSlicing {
             fail_requests_greater_than_one,
             ..
         } => {
-            if gke_shared && fit.quantity > 1 {
-                no(&mut fit, gke_one_gpu_reason(need_mib, per_slice, quantity));
-            } else if fit.quantity > pool.slices_per_gpu {
-                no(&mut fit, more_than_a_gpu(pool, need_mib));
-            } else if fit.quantity > 1 && *fail_requests_greater_than_one {
-                no(
-                    &mut fit,
-                    format!(
-                        "It needs {need_mib} MiB, {} slices of {per_slice} MiB, and the pool refuses requests for \
-                         more than one slice (fail_requests_greater_than_one). Use a pool with fewer replicas \
-                         or without fail_requests_greater_than_one.",
-                        quantity
-                    ),
-                );
+            if gke_shared && quantity > 1 {
+                Some(gke_one_gpu_reason(need_mib, per_slice, quantity))
+            } else if quantity > pool.slices_per_gpu {
+                Some(more_than_a_gpu(pool, need_mib))
+            } else if quantity > 1 && *fail_requests_greater_than_one {
+                Some(format!(
+                    "It needs {need_mib} MiB, {} slices of {per_slice} MiB, and the pool refuses requests for \
+                     more than one slice (fail_requests_greater_than_one). Use a pool with fewer replicas \
+                     or without fail_requests_greater_than_one.",
+                    quantity
+                ))
+            } else {
+                None
             }
         }
         SharingMode::Mps { .. } => {
-            if gke_shared && fit.quantity > 1 {
-                no(&mut fit, gke_one_gpu_reason(need_mib, per_slice, quantity));
-            } else if fit.quantity > pool.slices_per_gpu {
-                no(&mut fit, more_than_a_gpu(pool, need_mib));
-            } else if fit.quantity > 1 {
-                no(
-                    &mut fit,
-                    format!(
-                        "It needs {need_mib} MiB, more than one MPS client's {per_slice} MiB, and the device \
-                         plugin refuses MPS requests for more than one replica. Use a pool with fewer MPS \
-                         replicas."
-                    ),
-                );
+            if gke_shared && quantity > 1 {
+                Some(gke_one_gpu_reason(need_mib, per_slice, quantity))
+            } else if quantity > pool.slices_per_gpu {
+                Some(more_than_a_gpu(pool, need_mib))
+            } else if quantity > 1 {
+                Some(format!(
+                    "It needs {need_mib} MiB, more than one MPS client's {per_slice} MiB, and the device \
+                     plugin refuses MPS requests for more than one replica. Use a pool with fewer MPS \
+                     replicas."
+                ))
+            } else {
+                None
             }
         }
     }
-    if fit.fits && fit.quantity > pool.slices_per_node {
-        let total = pool.slices_per_node;
-        no(
-            &mut fit,
-            format!(
-                "It needs {} units and a node has {total}. Use a larger machine type.",
-                quantity
-            ),
-        );
-    }
-    if fit.fits {
-        fit.warning = shared_warning(pool, fit.memory_limit_mib);
-        if fit.quantity > 1 && matches!(pool.sharing, SharingMode::TimeSlicing { .. }) {
-            let extra = " NVIDIA does not guarantee proportional compute to a request of several time-sliced \
-                         replicas: the slices only reserve memory by convention.";
-            fit.warning = Some(fit.warning.unwrap_or_default() + extra);
-        }
-    }
-    Ok(fit)
 }
 
 fn mig_instances(pool: &Derived) -> u32 {

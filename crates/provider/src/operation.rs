@@ -164,6 +164,8 @@ pub(crate) struct Backoff {
     next: Duration,
     cap: Duration,
     growth: f64,
+    /// The largest share of a delay added at random.
+    jitter: f64,
     floor: Duration,
     spread_retry_after: bool,
 }
@@ -175,8 +177,20 @@ impl Backoff {
             next: first,
             cap,
             growth: 2.0,
+            jitter: 0.2,
             floor: Duration::ZERO,
             spread_retry_after: false,
+        }
+    }
+
+    /// The same delay every time, without jitter: a wait on one cluster's objects that a person
+    /// follows line by line (an action's drain, the MIG manager's verdict), paced by the action
+    /// rather than by a cloud's API.
+    pub(crate) fn every(period: Duration) -> Backoff {
+        Backoff {
+            growth: 1.0,
+            jitter: 0.0,
+            ..Backoff::new(period, period)
         }
     }
 
@@ -220,7 +234,7 @@ impl Backoff {
         let delay = match retry_after.map(|ra| ra.min(MAX_RETRY_AFTER)) {
             Some(ra) if self.spread_retry_after => ra + ra.mul_f64(fastrand::f64() * 0.1),
             Some(ra) => ra,
-            None => base + base.mul_f64(fastrand::f64() * 0.2),
+            None => base + base.mul_f64(fastrand::f64() * self.jitter),
         };
         delay.max(self.floor)
     }

@@ -22,24 +22,52 @@ pub(super) fn check_mig_profile(
     let gpu = spec.hardware.gpu;
     let cloud = spec.cloud;
     if !gpu.mig_capable() {
-        let capable: Vec<&str> = all_machine_types()
-            .iter()
-            .filter(|mt| mt.cloud == cloud && mt.gpu.mig_capable())
-            .map(|mt| mt.name)
-            .collect();
+        errors.push(no_mig(spec));
+        return None;
+    }
+    let allowed_text = allowed_profiles(gpu, cloud);
+    let Some(found) = gpu.mig_profile(profile) else {
+        errors.push(not_a_profile(spec, profile, &allowed_text));
+        return None;
+    };
+    if let Some(why) = cloud_refusal(gpu, cloud, found) {
         errors.push(DomainError::new(
             Field::MigProfile,
-            summary::MIG_NOT_SUPPORTED,
+            summary::INVALID_MIG_PROFILE,
             format!(
-                "{} carries {} GPUs, which have no MIG. Use time_slicing or mps on this machine type, or a \
-                 MIG-capable one: {}.",
-                spec.hardware.machine_type,
-                gpu.id,
-                list(capable)
+                "{why} Valid values on {} for the {}: {allowed_text}.",
+                cloud.title(),
+                gpu.id
             ),
         ));
         return None;
     }
+    Some(found)
+}
+
+/// A MIG profile asked of a machine type whose GPUs have no MIG, naming the cloud's that do.
+fn no_mig(spec: &PoolSpec) -> DomainError {
+    let capable: Vec<&str> = all_machine_types()
+        .iter()
+        .filter(|mt| mt.cloud == spec.cloud && mt.gpu.mig_capable())
+        .map(|mt| mt.name)
+        .collect();
+    DomainError::new(
+        Field::MigProfile,
+        summary::MIG_NOT_SUPPORTED,
+        format!(
+            "{} carries {} GPUs, which have no MIG. Use time_slicing or mps on this machine type, or a \
+             MIG-capable one: {}.",
+            spec.hardware.machine_type,
+            spec.hardware.gpu.id,
+            list(capable)
+        ),
+    )
+}
+
+/// The profiles of `gpu` the cloud can create, as an error lists them (AKS's with the
+/// gpuInstanceProfile each is).
+fn allowed_profiles(gpu: &GpuModel, cloud: Cloud) -> String {
     let allowed: Vec<&'static MigProfile> = gpu
         .mig_profiles
         .iter()
@@ -49,37 +77,42 @@ pub(super) fn check_mig_profile(
             Cloud::Eks => true,
         })
         .collect();
-    let allowed_text = match cloud {
+    match cloud {
         Cloud::Aks => list(
             allowed
                 .iter()
                 .map(|p| format!("{} ({})", p.name, p.aks.map_or("", |a| a.as_str()))),
         ),
         _ => list(allowed.iter().map(|p| p.name)),
+    }
+}
+
+/// A profile the pool's GPU does not have, naming the GPUs that have it.
+fn not_a_profile(spec: &PoolSpec, profile: &str, allowed_text: &str) -> DomainError {
+    let owners: Vec<&str> = all_gpu_models()
+        .iter()
+        .filter(|g| g.mig_profile(profile).is_some())
+        .map(|g| g.id)
+        .collect();
+    let whose = if owners.is_empty() {
+        String::new()
+    } else {
+        format!(" It is a profile of the {}.", list(owners))
     };
-    let Some(found) = gpu.mig_profile(profile) else {
-        let owners: Vec<&str> = all_gpu_models()
-            .iter()
-            .filter(|g| g.mig_profile(profile).is_some())
-            .map(|g| g.id)
-            .collect();
-        let whose = if owners.is_empty() {
-            String::new()
-        } else {
-            format!(" It is a profile of the {}.", list(owners))
-        };
-        errors.push(DomainError::new(
-            Field::MigProfile,
-            summary::INVALID_MIG_PROFILE,
-            format!(
-                "\"{profile}\" is not a MIG profile of the {} on {}.{whose} Valid values: \
-                    {allowed_text}.",
-                gpu.id, spec.hardware.machine_type
-            ),
-        ));
-        return None;
-    };
-    let refused = match cloud {
+    DomainError::new(
+        Field::MigProfile,
+        summary::INVALID_MIG_PROFILE,
+        format!(
+            "\"{profile}\" is not a MIG profile of the {} on {}.{whose} Valid values: \
+                {allowed_text}.",
+            spec.hardware.gpu.id, spec.hardware.machine_type
+        ),
+    )
+}
+
+/// Why the cloud cannot create a profile the GPU has, if it cannot.
+fn cloud_refusal(gpu: &GpuModel, cloud: Cloud, found: &MigProfile) -> Option<String> {
+    match cloud {
         Cloud::Aks if found.aks.is_none() => Some(format!(
             "AKS can create only the profiles its gpuInstanceProfile (MIG1g to MIG7g) names{}; \"{}\" is not \
              one of them.",
@@ -101,20 +134,7 @@ pub(super) fn check_mig_profile(
             }
         )),
         _ => None,
-    };
-    if let Some(why) = refused {
-        errors.push(DomainError::new(
-            Field::MigProfile,
-            summary::INVALID_MIG_PROFILE,
-            format!(
-                "{why} Valid values on {} for the {}: {allowed_text}.",
-                cloud.title(),
-                gpu.id
-            ),
-        ));
-        return None;
     }
-    Some(found)
 }
 
 /// `cloud` is `None` when the caller knows no cloud (the config function), and then the text names both.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::Taint;
 use super::derived::{Derived, GkeAccelerator};
 use super::labels::{DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, SHARING_LABEL};
-use super::mode_facts::{check_mode, mig_config_name};
+use super::mode_facts::{ModeFacts, check_mode, mig_config_name};
 use super::plugin_config::{own_config, pool_config_name};
 use super::rules::check_pool_name;
 use super::spec::PoolSpec;
@@ -40,18 +40,7 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
         .clone()
         .unwrap_or_else(|| default_taints(spec.cloud));
     errors.extend(check_unique(spec.cloud, &taints));
-    for t in &taints {
-        if t.key.trim().is_empty() || t.key.contains(char::is_whitespace) {
-            errors.push(DomainError::new(
-                Field::Taints,
-                summary::INVALID_TAINT,
-                format!(
-                    "The taint \"{t}\" has an empty or blank key. Give every taint a key, e.g. \
-                    nvidia.com/gpu."
-                ),
-            ));
-        }
-    }
+    errors.extend(taints.iter().filter_map(blank_key));
 
     // Labels and selectors follow from the mode, so a broken mode ends here; the problems found so far
     // (name, taints, mode) are all reported.
@@ -59,6 +48,75 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
         return Err(errors);
     };
 
+    let Placement {
+        node_selector,
+        node_labels,
+    } = placement(spec, &mut mode);
+    errors.extend(label_conflicts(spec, &node_labels));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let slices_per_node = mode.slices_per_gpu.saturating_mul(gpus);
+    Ok(Derived {
+        cloud: spec.cloud,
+        gpu,
+        gpus_per_node: gpus,
+        sharing: mode.sharing,
+        mig_profile: mode.mig_profile,
+        resource_name: mode.resource_name,
+        slices_per_gpu: mode.slices_per_gpu,
+        slices_per_node,
+        memory_per_slice_mib: mode.memory_per_slice_mib,
+        isolation: mode.isolation,
+        node_selector,
+        // GKE's own GPU taint is on GKE nodes whatever the pool lists: pods must tolerate it too.
+        tolerations: node_taints(spec.cloud, &taints)
+            .iter()
+            .map(Taint::toleration)
+            .collect(),
+        taints,
+        node_labels,
+        device_plugin_config: mode.device_plugin_config,
+        aks_gpu_instance_profile: mode
+            .mig_profile
+            .and_then(|p| p.aks)
+            .filter(|_| spec.cloud == Cloud::Aks),
+        gke_accelerator: gpu
+            .gke_accelerator
+            .filter(|_| spec.cloud == Cloud::Gke)
+            .map(|accelerator_type| GkeAccelerator {
+                accelerator_type,
+                accelerator_count: gpus,
+                gpu_partition_size: mode.mig_profile.map(|p| p.name),
+                sharing: mode.gke_sharing,
+            }),
+    })
+}
+
+fn blank_key(t: &Taint) -> Option<DomainError> {
+    (t.key.trim().is_empty() || t.key.contains(char::is_whitespace)).then(|| {
+        DomainError::new(
+            Field::Taints,
+            summary::INVALID_TAINT,
+            format!(
+                "The taint \"{t}\" has an empty or blank key. Give every taint a key, e.g. \
+                nvidia.com/gpu."
+            ),
+        )
+    })
+}
+
+/// Where a pool's pods go: the labels that select its nodes, and the labels the provider puts on
+/// them.
+struct Placement {
+    node_selector: BTreeMap<String, String>,
+    node_labels: BTreeMap<String, String>,
+}
+
+/// The pool's selector and node labels on its cloud. A device plugin config of the pool's own
+/// gets the pool's name here (`mode` keeps that name).
+fn placement(spec: &PoolSpec, mode: &mut ModeFacts) -> Placement {
     let mut node_selector = BTreeMap::new();
     let mut node_labels = BTreeMap::new();
     let pool = spec.pool_name.clone();
@@ -116,58 +174,26 @@ pub fn validate(spec: &PoolSpec) -> Result<Derived, Vec<DomainError>> {
     if let Some(profile) = mode.mig_profile {
         node_labels.insert(MIG_CONFIG_LABEL.to_string(), mig_config_name(profile));
     }
-
-    for (key, value) in &spec.labels {
-        if let Some(ours) = node_labels.get(key)
-            && ours != value
-        {
-            errors.push(DomainError::new(
-                Field::Labels,
-                summary::CONFLICTING_LABEL,
-                format!(
-                    "The label {key}={value} conflicts with the {key}={ours} this pool's sharing needs. \
-                     Remove it from labels: the provider sets it."
-                ),
-            ));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-
-    let slices_per_node = mode.slices_per_gpu.saturating_mul(gpus);
-    Ok(Derived {
-        cloud: spec.cloud,
-        gpu,
-        gpus_per_node: gpus,
-        sharing: mode.sharing,
-        mig_profile: mode.mig_profile,
-        resource_name: mode.resource_name,
-        slices_per_gpu: mode.slices_per_gpu,
-        slices_per_node,
-        memory_per_slice_mib: mode.memory_per_slice_mib,
-        isolation: mode.isolation,
+    Placement {
         node_selector,
-        // GKE's own GPU taint is on GKE nodes whatever the pool lists: pods must tolerate it too.
-        tolerations: node_taints(spec.cloud, &taints)
-            .iter()
-            .map(Taint::toleration)
-            .collect(),
-        taints,
         node_labels,
-        device_plugin_config: mode.device_plugin_config,
-        aks_gpu_instance_profile: mode
-            .mig_profile
-            .and_then(|p| p.aks)
-            .filter(|_| spec.cloud == Cloud::Aks),
-        gke_accelerator: gpu
-            .gke_accelerator
-            .filter(|_| spec.cloud == Cloud::Gke)
-            .map(|accelerator_type| GkeAccelerator {
-                accelerator_type,
-                accelerator_count: gpus,
-                gpu_partition_size: mode.mig_profile.map(|p| p.name),
-                sharing: mode.gke_sharing,
-            }),
+    }
+}
+
+/// The user's labels that contradict the ones the pool's sharing needs.
+fn label_conflicts<'a>(
+    spec: &'a PoolSpec,
+    node_labels: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = DomainError> + 'a {
+    spec.labels.iter().filter_map(move |(key, value)| {
+        let ours = node_labels.get(key).filter(|ours| *ours != value)?;
+        Some(DomainError::new(
+            Field::Labels,
+            summary::CONFLICTING_LABEL,
+            format!(
+                "The label {key}={value} conflicts with the {key}={ours} this pool's sharing needs. \
+                 Remove it from labels: the provider sets it."
+            ),
+        ))
     })
 }

@@ -18,8 +18,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::request::Halted;
+use crate::cluster::drain::PodRef;
 use crate::cluster::rollout::RolloutStatus;
-use crate::cluster::{self as k, Cluster, KubeError};
+use crate::cluster::{self as k, Cluster};
 use crate::model::KubernetesArgs;
 use crate::operation::{Backoff, Check, Interrupted, OpCtx, Start, poll_until};
 use crate::state::ProviderState;
@@ -176,23 +178,46 @@ impl Action for DevicePluginRollout {
             Ok(r) => r,
             Err(e) => return diags.push(super::access::kube_error("list the daemonsets", &e)),
         };
-        if let Some(sel) = &args.node_selector.0 {
-            return on_nodes(&c, &ctx, &ns, sel, &readers, progress, diags).await;
+        let rollout = Rollout {
+            c: &c,
+            ctx: &ctx,
+            ns: &ns,
+            progress,
+        };
+        match &args.node_selector.0 {
+            Some(sel) => rollout.on_nodes(sel, &readers, diags).await,
+            None => rollout.everywhere(&readers, diags).await,
         }
+    }
+}
+
+/// What the restart of every daemonset shares: the cluster, the action's time and stop, the
+/// operator's namespace, and terraform's progress lines.
+struct Rollout<'a> {
+    c: &'a Cluster,
+    ctx: &'a OpCtx,
+    ns: &'a str,
+    progress: &'a Progress,
+}
+
+impl Rollout<'_> {
+    /// The rollout on every node: each daemonset's template is restarted in turn, and waited for.
+    async fn everywhere(&self, readers: &[String], diags: &mut Diagnostics) {
+        let ns = self.ns;
         let at = k::now_rfc3339();
         let mut restarted = 0;
         for name in readers.iter().map(String::as_str) {
-            if progress.is_closed() {
+            if self.progress.is_closed() {
                 diags.push(Diagnostic::error(
                     "Rollout interrupted",
                     format!("Stopped before restarting {ns}/{name}; the daemonsets before it were restarted."),
                 ));
                 return;
             }
-            match c.restart_daemonset(&ns, name, &at).await {
+            match self.c.restart_daemonset(ns, name, &at).await {
                 Ok(true) => {}
                 Ok(false) => {
-                    progress
+                    self.progress
                         .send(format!("{ns}/{name}: not present, skipped"))
                         .await;
                     continue;
@@ -205,45 +230,9 @@ impl Action for DevicePluginRollout {
                 }
             }
             restarted += 1;
-            progress.send(format!("{ns}/{name}: restarted")).await;
-            let waited = wait(&c, &ctx, &ns, name, progress).await;
-            match waited {
-                Ok(st) => {
-                    progress
-                        .send(format!("{ns}/{name}: rolled out ({st})"))
-                        .await;
-                }
-                Err(Failed::Kube(e)) => {
-                    return diags
-                        .push(super::access::kube_error(&format!("watch {ns}/{name}"), &e));
-                }
-                Err(Failed::Interrupted(i)) => {
-                    let pods = c.lagging_pods(&ns, name, &at).await.unwrap_or_default();
-                    let named = if pods.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" Pods not back: {}.", pods.join(", "))
-                    };
-                    let (summary, why) = match i {
-                        Interrupted::Timeout { waited, .. } => (
-                            "Device plugin rollout timed out",
-                            format!("after {}s", waited.as_secs()),
-                        ),
-                        Interrupted::Stopped => (
-                            "Device plugin rollout interrupted",
-                            "when terraform stopped".into(),
-                        ),
-                    };
-                    diags.push(Diagnostic::error(
-                        summary,
-                        format!(
-                            "{ns}/{name} was restarted but its new pods were not all ready {why}.{named} \
-                            Check the pods' events and logs (a config the device plugin refuses \
-                            keeps it crashing)."
-                        ),
-                    ));
-                    return;
-                }
+            self.progress.send(format!("{ns}/{name}: restarted")).await;
+            if let Err(d) = self.rolled_out(name, &at).await {
+                return diags.push(d);
             }
         }
         if restarted == 0 {
@@ -258,115 +247,245 @@ impl Action for DevicePluginRollout {
             ));
         }
     }
-}
 
-/// The rollout on the selected nodes only: their pods are deleted and replaced.
-async fn on_nodes(
-    c: &Cluster,
-    ctx: &OpCtx,
-    ns: &str,
-    selector: &std::collections::BTreeMap<String, String>,
-    readers: &[String],
-    progress: &Progress,
-    diags: &mut Diagnostics,
-) {
-    let text = super::access::selector_text(selector);
-    let at = AttrPath::attr("node_selector");
-    let nodes: Vec<String> = match c.nodes_matching(&text).await {
-        Ok(n) => n.into_iter().map(|n| n.name).collect(),
-        Err(e) => return diags.push(super::access::kube_error("list the nodes", &e).at(at)),
-    };
-    if nodes.is_empty() {
-        return diags.push(
-            Diagnostic::error(
-                "No node matches node_selector",
-                format!(
-                    "No node of {} carries {text}. Check the pool's labels (a pool scaled to \
-                    zero has no pod to restart).",
-                    c.target
-                ),
-            )
-            .at(at),
-        );
+    /// Waits for the daemonset restarted `at` to roll out; the error names the pods not back.
+    async fn rolled_out(&self, name: &str, at: &str) -> Result<(), Diagnostic> {
+        let ns = self.ns;
+        match self.wait(name).await {
+            Ok(st) => {
+                self.progress
+                    .send(format!("{ns}/{name}: rolled out ({st})"))
+                    .await;
+                Ok(())
+            }
+            Err(Halted::Kube(e)) => {
+                Err(super::access::kube_error(&format!("watch {ns}/{name}"), &e))
+            }
+            Err(Halted::Interrupted(i)) => {
+                let pods = self.c.lagging_pods(ns, name, at).await.unwrap_or_default();
+                let named = if pods.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Pods not back: {}.", pods.join(", "))
+                };
+                let (summary, why) = match i {
+                    Interrupted::Timeout { waited, .. } => (
+                        "Device plugin rollout timed out",
+                        format!("after {}s", waited.as_secs()),
+                    ),
+                    Interrupted::Stopped => (
+                        "Device plugin rollout interrupted",
+                        "when terraform stopped".into(),
+                    ),
+                };
+                Err(Diagnostic::error(
+                    summary,
+                    format!(
+                        "{ns}/{name} was restarted but its new pods were not all ready {why}.{named} \
+                        Check the pods' events and logs (a config the device plugin refuses \
+                        keeps it crashing)."
+                    ),
+                ))
+            }
+        }
     }
-    let mut restarted = 0;
-    for name in readers.iter().map(String::as_str) {
-        let (selector, deleted) = match ctx
-            .run("the restart", c.delete_daemonset_pods_on(ns, name, &nodes))
+
+    /// The rollout on the selected nodes only: their pods are deleted and replaced.
+    async fn on_nodes(
+        &self,
+        selector: &std::collections::BTreeMap<String, String>,
+        readers: &[String],
+        diags: &mut Diagnostics,
+    ) {
+        let (c, ns) = (self.c, self.ns);
+        let text = super::access::selector_text(selector);
+        let at = AttrPath::attr("node_selector");
+        let nodes: Vec<String> = match c.nodes_matching(&text).await {
+            Ok(n) => n.into_iter().map(|n| n.name).collect(),
+            Err(e) => return diags.push(super::access::kube_error("list the nodes", &e).at(at)),
+        };
+        if nodes.is_empty() {
+            return diags.push(
+                Diagnostic::error(
+                    "No node matches node_selector",
+                    format!(
+                        "No node of {} carries {text}. Check the pool's labels (a pool scaled to \
+                        zero has no pod to restart).",
+                        c.target
+                    ),
+                )
+                .at(at),
+            );
+        }
+        let mut restarted = 0;
+        for name in readers.iter().map(String::as_str) {
+            match self.restart_on(name, &nodes).await {
+                Ok(true) => restarted += 1,
+                Ok(false) => {}
+                Err(d) => return diags.push(d),
+            }
+        }
+        if restarted == 0 {
+            diags.push(Diagnostic::error(
+                "No device plugin pod on the selected nodes",
+                format!(
+                    "None of {} has a pod on the nodes carrying {text} in namespace {ns:?}: check \
+                    namespace and node_selector.",
+                    DAEMONSETS.join(", ")
+                ),
+            ));
+        }
+    }
+
+    /// Deletes the daemonset's pods on `nodes` and waits for their replacements: false when it
+    /// had none there (or does not exist).
+    async fn restart_on(&self, name: &str, nodes: &[String]) -> Result<bool, Diagnostic> {
+        let ns = self.ns;
+        let (selector, deleted) = match self
+            .ctx
+            .run(
+                "the restart",
+                self.c.delete_daemonset_pods_on(ns, name, nodes),
+            )
             .await
         {
-            Err(_) => return diags.push(stopped(ns, name)),
+            Err(_) => return Err(stopped(ns, name)),
             Ok(Ok(Some(found))) => found,
             Ok(Ok(None)) => {
-                progress
+                self.progress
                     .send(format!("{ns}/{name}: not present, skipped"))
                     .await;
-                continue;
+                return Ok(false);
             }
             Ok(Err(e)) => {
-                return diags.push(super::access::kube_error(
+                return Err(super::access::kube_error(
                     &format!("restart {ns}/{name}"),
                     &e,
                 ));
             }
         };
         if deleted.is_empty() {
-            progress
+            self.progress
                 .send(format!(
                     "{ns}/{name}: no pod on the selected nodes, skipped"
                 ))
                 .await;
-            continue;
+            return Ok(false);
         }
-        restarted += 1;
         let on: Vec<String> = deleted.iter().map(|(_, n)| n.clone()).collect();
         let pods: Vec<_> = deleted.into_iter().map(|(p, _)| p).collect();
-        progress
+        self.progress
             .send(format!("{ns}/{name}: restarted on {}", on.join(", ")))
             .await;
-        let mut waiting = on.clone();
-        loop {
-            let look = c.daemonset_nodes_waiting(ns, &selector, &waiting, &pods);
-            waiting = match ctx.run("new pods", look).await {
-                Ok(Ok(w)) => w,
-                Ok(Err(e)) => {
-                    return diags
-                        .push(super::access::kube_error(&format!("watch {ns}/{name}"), &e));
+        self.replaced(name, &selector, &on, &pods).await?;
+        self.progress
+            .send(format!("{ns}/{name}: rolled out on {} nodes", on.len()))
+            .await;
+        Ok(true)
+    }
+
+    /// Looks every half second until each of the nodes `on` runs a new ready pod of the
+    /// daemonset (one that is none of the deleted `pods`).
+    async fn replaced(
+        &self,
+        name: &str,
+        selector: &str,
+        on: &[String],
+        pods: &[PodRef],
+    ) -> Result<(), Diagnostic> {
+        let (c, ns) = (self.c, self.ns);
+        // The nodes the last look found without a new ready pod.
+        let waiting = std::sync::Mutex::new(on.to_vec());
+        let lock = || {
+            waiting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let replaced = poll_until(
+            self.ctx,
+            Backoff::every(Duration::from_millis(500)),
+            "new pods".to_string(),
+            Start::Now,
+            |_| {
+                let lock = &lock;
+                async move {
+                    let now = lock().clone();
+                    let look = c.daemonset_nodes_waiting(ns, selector, &now, pods);
+                    match self.ctx.run("new pods", look).await? {
+                        Ok(w) if w.is_empty() => Ok(Check::Done(Ok(()))),
+                        Ok(w) => {
+                            *lock() = w;
+                            Ok(Check::Pending {
+                                retry_after: None,
+                                waiting_for: None,
+                            })
+                        }
+                        Err(e) => Ok(Check::Done(Err(e))),
+                    }
                 }
-                // The sleep below says how the wait ended.
-                Err(_) => waiting,
-            };
-            if waiting.is_empty() {
-                break;
-            }
-            if let Err(i) = ctx.sleep(Duration::from_millis(500), "new pods").await {
+            },
+        )
+        .await;
+        match replaced {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(super::access::kube_error(&format!("watch {ns}/{name}"), &e)),
+            Err(i) => {
                 let why = match i {
                     Interrupted::Timeout { waited, .. } => format!("in {}s", waited.as_secs()),
                     Interrupted::Stopped => "before terraform stopped".into(),
                 };
-                return diags.push(Diagnostic::error(
+                Err(Diagnostic::error(
                     "Device plugin rollout did not finish",
                     format!(
                         "{ns}/{name}: no new ready pod {why} on {}. Check the pods' events \
                         and logs there.",
-                        waiting.join(", ")
+                        lock().join(", ")
                     ),
-                ));
+                ))
             }
         }
-        progress
-            .send(format!("{ns}/{name}: rolled out on {} nodes", on.len()))
-            .await;
     }
-    if restarted == 0 {
-        diags.push(Diagnostic::error(
-            "No device plugin pod on the selected nodes",
-            format!(
-                "None of {} has a pod on the nodes carrying {text} in namespace {ns:?}: check \
-                namespace and node_selector.",
-                DAEMONSETS.join(", ")
-            ),
-        ));
+
+    /// Polls the daemonset until its rollout is done, telling terraform when its counts move.
+    async fn wait(&self, name: &str) -> Result<RolloutStatus, Halted> {
+        let (c, ns, progress) = (self.c, self.ns, self.progress);
+        // What the last look saw, so that only a change of counts makes a progress line.
+        let last = std::sync::Mutex::new(None::<RolloutStatus>);
+        poll_until(
+            self.ctx,
+            Backoff::polling(Duration::from_millis(250), Duration::from_secs(5)),
+            format!("the rollout of {ns}/{name}"),
+            Start::Now,
+            |_| {
+                let last = &last;
+                async move {
+                    let st = c
+                        .daemonset_status(ns, name)
+                        .await
+                        .map_err(Halted::Kube)?
+                        .unwrap_or_default();
+                    if st.done() {
+                        return Ok(Check::Done(st));
+                    }
+                    let moved = {
+                        let mut seen = last
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        let moved = seen.as_ref() != Some(&st);
+                        *seen = Some(st.clone());
+                        moved
+                    };
+                    if moved {
+                        progress.send(format!("{ns}/{name}: {st}")).await;
+                    }
+                    Ok(Check::Pending {
+                        retry_after: None,
+                        waiting_for: None,
+                    })
+                }
+            },
+        )
+        .await
     }
 }
 
@@ -379,62 +498,4 @@ fn stopped(ns: &str, name: &str) -> Diagnostic {
             or terraform stopping); some may have restarted."
         ),
     )
-}
-
-enum Failed {
-    Kube(KubeError),
-    Interrupted(Interrupted),
-}
-
-impl From<Interrupted> for Failed {
-    fn from(i: Interrupted) -> Failed {
-        Failed::Interrupted(i)
-    }
-}
-
-/// Polls the daemonset until its rollout is done, telling terraform when its counts move.
-async fn wait(
-    c: &Cluster,
-    ctx: &OpCtx,
-    ns: &str,
-    name: &str,
-    progress: &Progress,
-) -> Result<RolloutStatus, Failed> {
-    // What the last look saw, so that only a change of counts makes a progress line.
-    let last = std::sync::Mutex::new(None::<RolloutStatus>);
-    poll_until(
-        ctx,
-        Backoff::polling(Duration::from_millis(250), Duration::from_secs(5)),
-        format!("the rollout of {ns}/{name}"),
-        Start::Now,
-        |_| {
-            let last = &last;
-            async move {
-                let st = c
-                    .daemonset_status(ns, name)
-                    .await
-                    .map_err(Failed::Kube)?
-                    .unwrap_or_default();
-                if st.done() {
-                    return Ok(Check::Done(st));
-                }
-                let moved = {
-                    let mut seen = last
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let moved = seen.as_ref() != Some(&st);
-                    *seen = Some(st.clone());
-                    moved
-                };
-                if moved {
-                    progress.send(format!("{ns}/{name}: {st}")).await;
-                }
-                Ok(Check::Pending {
-                    retry_after: None,
-                    waiting_for: None,
-                })
-            }
-        },
-    )
-    .await
 }

@@ -6,6 +6,7 @@
 mod access;
 pub mod device_plugin_rollout;
 pub mod mig_reconfigure;
+mod request;
 
 use std::sync::Arc;
 

@@ -42,6 +42,13 @@ fn polls_grow_by_half_to_the_cap() {
 }
 
 #[test]
+fn a_steady_pace_keeps_one_delay_without_jitter() {
+    let mut b = Backoff::every(Duration::from_secs(2));
+    let d: Vec<Duration> = (0..5).map(|_| b.next_delay(None)).collect();
+    assert_eq!(d, vec![Duration::from_secs(2); 5]);
+}
+
+#[test]
 fn a_floor_holds_under_retry_after_and_a_spread_stays_within_a_tenth() {
     let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(1))
         .at_least(Duration::from_millis(20))

@@ -241,25 +241,7 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
     if !opts.debug {
         check_started_by_terraform(opts.address)?;
     }
-    // Terraform sets PLUGIN_CLIENT_CERT unless TF_DISABLE_PLUGIN_TLS is set; like go-plugin,
-    // serve in plain text only when it is absent.
-    let client_cert = if opts.debug {
-        None
-    } else {
-        std::env::var("PLUGIN_CLIENT_CERT")
-            .ok()
-            .filter(|c| !c.is_empty())
-    };
-    let (tls_config, cert_field) = match client_cert {
-        Some(pem) => {
-            let identity = tls::server_identity()
-                .map_err(|e| StartError(format!("certificate generation failed: {e}")))?;
-            let config = tls::server_config(&identity, &pem).map_err(StartError)?;
-            let cert = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&identity.cert_der);
-            (Some(Arc::new(config)), cert)
-        }
-        None => (None, String::new()),
-    };
+    let (tls_config, cert_field) = auto_mtls(opts.debug)?;
 
     let type_name = provider.type_name();
     let listener = listen(type_name).await?;
@@ -313,6 +295,42 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
         .add_service(ppb::grpc_stdio_server::GrpcStdioServer::new(Stdio))
         .add_service(ppb::grpc_broker_server::GrpcBrokerServer::new(Broker));
 
+    let result = until_stopped(server, rx, shutdown, opts.debug).await;
+    if let Some(p) = socket_path {
+        cleanup_socket(&p);
+    }
+    result
+}
+
+/// Terraform sets PLUGIN_CLIENT_CERT unless TF_DISABLE_PLUGIN_TLS is set; like go-plugin, the
+/// provider serves in plain text only when it is absent. The TLS config, and the server's
+/// certificate as the handshake line carries it (empty in plain text).
+fn auto_mtls(debug: bool) -> Result<(Option<Arc<rustls::ServerConfig>>, String), StartError> {
+    let client_cert = if debug {
+        None
+    } else {
+        std::env::var("PLUGIN_CLIENT_CERT")
+            .ok()
+            .filter(|c| !c.is_empty())
+    };
+    let Some(pem) = client_cert else {
+        return Ok((None, String::new()));
+    };
+    let identity = tls::server_identity()
+        .map_err(|e| StartError(format!("certificate generation failed: {e}")))?;
+    let config = tls::server_config(&identity, &pem).map_err(StartError)?;
+    let cert = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&identity.cert_der);
+    Ok((Some(Arc::new(config)), cert))
+}
+
+/// Serves the connections that come through `incoming` until terraform calls Shutdown (`shutdown`)
+/// or the process is told to end.
+async fn until_stopped(
+    server: tonic::transport::server::Router,
+    incoming: mpsc::Receiver<std::io::Result<Conn>>,
+    shutdown: Arc<Notify>,
+    debug: bool,
+) -> Result<(), StartError> {
     // Shutdown must start both the graceful stop and the fallback timer below. One waiter turns
     // the Notify (whose notify_one wakes a single waiter, or stores a permit if none waits yet) into
     // a watch that every waiter sees: with two Notify waiters only one woke, and when it was the
@@ -327,12 +345,12 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
         async move {
             tokio::select! {
                 _ = stop_rx.wait_for(|s| *s) => {}
-                () = terminate_signal(opts.debug) => {}
+                () = terminate_signal(debug) => {}
             }
         }
     };
-    let served =
-        server.serve_with_incoming_shutdown(tokio_stream::wrappers::ReceiverStream::new(rx), stop);
+    let served = server
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::ReceiverStream::new(incoming), stop);
     tokio::pin!(served);
     let mut stop_rx = stop_rx;
     let stopping = async move {
@@ -344,14 +362,10 @@ pub async fn serve(provider: Arc<dyn Provider>, opts: Options) -> Result<(), Sta
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    let result = tokio::select! {
+    tokio::select! {
         r = &mut served => r.map_err(|e| StartError(format!("gRPC server failed: {e}"))),
         () = stopping => Ok(()),
-    };
-    if let Some(p) = socket_path {
-        cleanup_socket(&p);
     }
-    result
 }
 
 /// SIGTERM ends the process. SIGINT is ignored unless debugging: on Ctrl-C terraform signals the

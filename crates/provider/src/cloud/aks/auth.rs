@@ -53,6 +53,106 @@ fn auth_err(what: &str, e: azure_core::Error) -> CloudError {
     CloudError::Auth(Detail::caused_by(message, e))
 }
 
+/// The credential `cfg` chooses (client secret, then OIDC / AKS workload identity, then managed
+/// identity, then the Azure CLI, as azurerm does), and its kind as errors name it; an error that
+/// says what to set when none is configured.
+fn credential(cfg: &AksConfig) -> Result<(Arc<dyn TokenCredential>, &'static str), CloudError> {
+    let client_options = || client_options(cfg);
+    let tenant = cfg.tenant_id.clone().filter(|t| !t.trim().is_empty());
+    let client = cfg.client_id.clone().filter(|t| !t.trim().is_empty());
+    let secret = cfg.client_secret.clone().filter(|t| !t.trim().is_empty());
+    let chosen: (Arc<dyn TokenCredential>, &'static str) =
+        if let (Some(t), Some(c), Some(s)) = (&tenant, &client, &secret) {
+            let cred = azure_identity::ClientSecretCredential::new(
+                t,
+                c.clone(),
+                Secret::new(s.clone()),
+                Some(azure_identity::ClientSecretCredentialOptions {
+                    client_options: client_options(),
+                }),
+            )
+            .map_err(|e| auth_err("ARM_CLIENT_SECRET (client secret) credential", e))?;
+            (cred, "client secret")
+        } else if let (true, Some(t), Some(c), Some(token)) =
+            (cfg.use_oidc, &tenant, &client, &cfg.oidc_token)
+        {
+            let cred = azure_identity::ClientAssertionCredential::new(
+                t.clone(),
+                c.clone(),
+                StaticAssertion(Secret::new(token.clone())),
+                Some(azure_identity::ClientAssertionCredentialOptions {
+                    client_options: client_options(),
+                }),
+            )
+            .map_err(|e| auth_err("ARM_OIDC_TOKEN (OIDC) credential", e))?;
+            (cred, "OIDC token")
+        } else if let (true, Some(t), Some(c), Some(path)) =
+            (cfg.use_oidc, &tenant, &client, &cfg.oidc_token_file_path)
+        {
+            let cred = azure_identity::WorkloadIdentityCredential::new(Some(
+                azure_identity::WorkloadIdentityCredentialOptions {
+                    credential_options: azure_identity::ClientAssertionCredentialOptions {
+                        client_options: client_options(),
+                    },
+                    client_id: Some(c.clone()),
+                    tenant_id: Some(t.clone()),
+                    token_file_path: Some(path.into()),
+                },
+            ))
+            .map_err(|e| auth_err("ARM_OIDC_TOKEN_FILE_PATH (OIDC) credential", e))?;
+            let kind = if cfg.use_aks_workload_identity {
+                "AKS workload identity"
+            } else {
+                "OIDC token file"
+            };
+            (cred, kind)
+        } else if cfg.use_msi {
+            let cred = azure_identity::ManagedIdentityCredential::new(Some(
+                azure_identity::ManagedIdentityCredentialOptions {
+                    user_assigned_id: client.clone().map(azure_identity::UserAssignedId::ClientId),
+                    client_options: client_options(),
+                },
+            ))
+            .map_err(|e| auth_err("ARM_USE_MSI (managed identity) credential", e))?;
+            (cred, "managed identity")
+        } else if cfg.use_cli && az_on_path() {
+            let cred = azure_identity::AzureCliCredential::new(Some(
+                azure_identity::AzureCliCredentialOptions {
+                    tenant_id: tenant.clone(),
+                    ..Default::default()
+                },
+            ))
+            .map_err(|e| auth_err("Azure CLI credential", e))?;
+            (cred, CLI_CREDENTIAL)
+        } else {
+            let mut msg = NO_CREDENTIALS.to_string();
+            if cfg.use_cli {
+                msg.push_str(" (the Azure CLI `az` is not on PATH)");
+            }
+            if cfg.use_oidc {
+                msg.push_str(" (OIDC is enabled but the tenant id, client id or token is missing)");
+            }
+            if secret.is_some() {
+                msg.push_str(
+                    " (ARM_CLIENT_SECRET is set but ARM_TENANT_ID or ARM_CLIENT_ID is missing)",
+                );
+            }
+            return Err(CloudError::Auth(msg.into()));
+        };
+    Ok(chosen)
+}
+
+/// The options of every credential: the authority host, when `cfg` names one (a sovereign cloud).
+fn client_options(cfg: &AksConfig) -> azure_core::http::ClientOptions {
+    let mut o = azure_core::http::ClientOptions::default();
+    if let Some(host) = &cfg.authority_host {
+        let mut custom = azure_core::cloud::CustomConfiguration::default();
+        custom.authority_host = host.clone();
+        o.cloud = Some(Arc::new(custom.into()));
+    }
+    o
+}
+
 impl AksClient {
     /// Chooses one credential from `cfg` (client secret, then OIDC / AKS workload identity, then managed
     /// identity, then the Azure CLI, as azurerm does). Nothing is sent until the first call.
@@ -66,100 +166,7 @@ impl AksClient {
             "the ARM endpoint",
         )?;
         let scope = format!("{}/.default", arm.as_str().trim_end_matches('/'));
-        let client_options = || {
-            let mut o = azure_core::http::ClientOptions::default();
-            if let Some(host) = &cfg.authority_host {
-                let mut custom = azure_core::cloud::CustomConfiguration::default();
-                custom.authority_host = host.clone();
-                o.cloud = Some(Arc::new(custom.into()));
-            }
-            o
-        };
-        let tenant = cfg.tenant_id.clone().filter(|t| !t.trim().is_empty());
-        let client = cfg.client_id.clone().filter(|t| !t.trim().is_empty());
-        let secret = cfg.client_secret.clone().filter(|t| !t.trim().is_empty());
-        let (credential, kind): (Arc<dyn TokenCredential>, &'static str) =
-            if let (Some(t), Some(c), Some(s)) = (&tenant, &client, &secret) {
-                let cred = azure_identity::ClientSecretCredential::new(
-                    t,
-                    c.clone(),
-                    Secret::new(s.clone()),
-                    Some(azure_identity::ClientSecretCredentialOptions {
-                        client_options: client_options(),
-                    }),
-                )
-                .map_err(|e| auth_err("ARM_CLIENT_SECRET (client secret) credential", e))?;
-                (cred, "client secret")
-            } else if let (true, Some(t), Some(c), Some(token)) =
-                (cfg.use_oidc, &tenant, &client, &cfg.oidc_token)
-            {
-                let cred = azure_identity::ClientAssertionCredential::new(
-                    t.clone(),
-                    c.clone(),
-                    StaticAssertion(Secret::new(token.clone())),
-                    Some(azure_identity::ClientAssertionCredentialOptions {
-                        client_options: client_options(),
-                    }),
-                )
-                .map_err(|e| auth_err("ARM_OIDC_TOKEN (OIDC) credential", e))?;
-                (cred, "OIDC token")
-            } else if let (true, Some(t), Some(c), Some(path)) =
-                (cfg.use_oidc, &tenant, &client, &cfg.oidc_token_file_path)
-            {
-                let cred = azure_identity::WorkloadIdentityCredential::new(Some(
-                    azure_identity::WorkloadIdentityCredentialOptions {
-                        credential_options: azure_identity::ClientAssertionCredentialOptions {
-                            client_options: client_options(),
-                        },
-                        client_id: Some(c.clone()),
-                        tenant_id: Some(t.clone()),
-                        token_file_path: Some(path.into()),
-                    },
-                ))
-                .map_err(|e| auth_err("ARM_OIDC_TOKEN_FILE_PATH (OIDC) credential", e))?;
-                let kind = if cfg.use_aks_workload_identity {
-                    "AKS workload identity"
-                } else {
-                    "OIDC token file"
-                };
-                (cred, kind)
-            } else if cfg.use_msi {
-                let cred = azure_identity::ManagedIdentityCredential::new(Some(
-                    azure_identity::ManagedIdentityCredentialOptions {
-                        user_assigned_id: client
-                            .clone()
-                            .map(azure_identity::UserAssignedId::ClientId),
-                        client_options: client_options(),
-                    },
-                ))
-                .map_err(|e| auth_err("ARM_USE_MSI (managed identity) credential", e))?;
-                (cred, "managed identity")
-            } else if cfg.use_cli && az_on_path() {
-                let cred = azure_identity::AzureCliCredential::new(Some(
-                    azure_identity::AzureCliCredentialOptions {
-                        tenant_id: tenant.clone(),
-                        ..Default::default()
-                    },
-                ))
-                .map_err(|e| auth_err("Azure CLI credential", e))?;
-                (cred, CLI_CREDENTIAL)
-            } else {
-                let mut msg = NO_CREDENTIALS.to_string();
-                if cfg.use_cli {
-                    msg.push_str(" (the Azure CLI `az` is not on PATH)");
-                }
-                if cfg.use_oidc {
-                    msg.push_str(
-                        " (OIDC is enabled but the tenant id, client id or token is missing)",
-                    );
-                }
-                if secret.is_some() {
-                    msg.push_str(
-                        " (ARM_CLIENT_SECRET is set but ARM_TENANT_ID or ARM_CLIENT_ID is missing)",
-                    );
-                }
-                return Err(CloudError::Auth(msg.into()));
-            };
+        let (credential, kind) = credential(&cfg)?;
         Ok(AksClient {
             http,
             arm,

@@ -1,4 +1,4 @@
-//! The EKS client's state and limits, and the error test its methods share, in a module of
+//! The EKS client's state and limits, and the errors its methods share, in a module of
 //! their own: the client's methods live beside what they do (`calls`, `operations`, `config`)
 //! and its `NodePools` methods in the folder's root, all of which use these and none of which
 //! these use.
@@ -40,6 +40,15 @@ pub struct EksClient {
 /// Whether an API error carries the EKS error code `want`.
 pub(super) fn has_code(e: &CloudError, want: &str) -> bool {
     matches!(e, CloudError::Api { code, .. } if code == want)
+}
+
+/// The error of a node group that went away while the client worked on it.
+pub(super) fn gone(cluster: &str, name: &str) -> CloudError {
+    CloudError::Api {
+        status: 404,
+        code: "ResourceNotFoundException".into(),
+        message: format!("node group {cluster}:{name} no longer exists"),
+    }
 }
 
 /// How the client reaches EC2: where, and as whom.

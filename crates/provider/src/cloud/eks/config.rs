@@ -49,6 +49,96 @@ impl std::fmt::Debug for EksConfig {
     }
 }
 
+/// What the client's per-region SDK clients are built from, and how it reaches EC2.
+struct Bases {
+    eks: aws_sdk_eks::config::Builder,
+    asg: aws_sdk_autoscaling::config::Builder,
+    ec2: Ec2,
+}
+
+fn nonempty(o: &Option<String>) -> Option<String> {
+    o.clone().filter(|s| !s.trim().is_empty())
+}
+
+/// The sandbox at `url`, which checks that a SigV4 header is well formed, not who signed it.
+fn sandbox_bases(
+    url: String,
+    retry: RetryConfig,
+    timeouts: TimeoutConfig,
+) -> Result<Bases, CloudError> {
+    let credentials = Credentials::new("AKIDSANDBOX", "sandbox", None, None, "fracgpu-sandbox");
+    let eks = aws_sdk_eks::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .credentials_provider(credentials.clone())
+        .endpoint_url(&url)
+        .retry_config(retry.clone())
+        .timeout_config(timeouts.clone());
+    let asg = aws_sdk_autoscaling::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .credentials_provider(credentials.clone())
+        .endpoint_url(&url)
+        .retry_config(retry)
+        .timeout_config(timeouts);
+    let ec2 = Ec2 {
+        http: crate::cloud::answer::http_client()?,
+        endpoint: Some(url),
+        credentials: Some(SharedCredentialsProvider::new(credentials)),
+    };
+    Ok(Bases { eks, asg, ec2 })
+}
+
+/// AWS as `cfg` says: static keys, else a profile, else the default chain; an endpoint override
+/// for every service.
+async fn aws_bases(
+    cfg: &EksConfig,
+    region: Option<&String>,
+    retry: RetryConfig,
+    timeouts: TimeoutConfig,
+) -> Result<Bases, CloudError> {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(retry)
+        .timeout_config(timeouts);
+    if let Some(r) = region {
+        loader = loader.region(Region::new(r.clone()));
+    }
+    if let Some(p) = nonempty(&cfg.profile) {
+        loader = loader.profile_name(p);
+    }
+    match (nonempty(&cfg.access_key), nonempty(&cfg.secret_key)) {
+        (Some(ak), Some(sk)) => {
+            loader = loader.credentials_provider(Credentials::new(
+                ak,
+                sk,
+                nonempty(&cfg.session_token),
+                None,
+                "fracgpu-provider",
+            ));
+        }
+        (None, None) => {}
+        _ => {
+            return Err(CloudError::Auth(
+                "aws: access_key and secret_key must be given together (or neither, to use \
+                    the AWS default credential chain)"
+                    .into(),
+            ));
+        }
+    }
+    if let Some(e) = nonempty(&cfg.endpoint) {
+        loader = loader.endpoint_url(e);
+    }
+    let sdk = loader.load().await;
+    let ec2 = Ec2 {
+        http: crate::cloud::answer::http_client()?,
+        endpoint: nonempty(&cfg.endpoint),
+        credentials: sdk.credentials_provider(),
+    };
+    Ok(Bases {
+        eks: aws_sdk_eks::config::Builder::from(&sdk),
+        asg: aws_sdk_autoscaling::config::Builder::from(&sdk),
+        ec2,
+    })
+}
+
 impl EksClient {
     pub async fn new(cfg: EksConfig) -> Result<EksClient, CloudError> {
         // Our retry loop replaces the SDK's (see the module docs); the connect timeout keeps a
@@ -57,73 +147,12 @@ impl EksClient {
         let timeouts = TimeoutConfig::builder()
             .connect_timeout(Duration::from_secs(10))
             .build();
-        let nonempty = |o: &Option<String>| o.clone().filter(|s| !s.trim().is_empty());
         let region = nonempty(&cfg.region);
-        let (base, asg_base, ec2, fast) = if let Some(url) = nonempty(&cfg.sandbox) {
-            // The sandbox checks that a SigV4 header is well formed, not who signed it.
-            let credentials =
-                Credentials::new("AKIDSANDBOX", "sandbox", None, None, "fracgpu-sandbox");
-            let b = aws_sdk_eks::Config::builder()
-                .behavior_version(BehaviorVersion::latest())
-                .credentials_provider(credentials.clone())
-                .endpoint_url(&url)
-                .retry_config(retry.clone())
-                .timeout_config(timeouts.clone());
-            let asg = aws_sdk_autoscaling::Config::builder()
-                .behavior_version(BehaviorVersion::latest())
-                .credentials_provider(credentials.clone())
-                .endpoint_url(&url)
-                .retry_config(retry)
-                .timeout_config(timeouts);
-            let ec2 = Ec2 {
-                http: crate::cloud::answer::http_client()?,
-                endpoint: Some(url),
-                credentials: Some(SharedCredentialsProvider::new(credentials)),
-            };
-            (b, asg, ec2, true)
-        } else {
-            let mut loader = aws_config::defaults(BehaviorVersion::latest())
-                .retry_config(retry)
-                .timeout_config(timeouts);
-            if let Some(r) = &region {
-                loader = loader.region(Region::new(r.clone()));
-            }
-            if let Some(p) = nonempty(&cfg.profile) {
-                loader = loader.profile_name(p);
-            }
-            match (nonempty(&cfg.access_key), nonempty(&cfg.secret_key)) {
-                (Some(ak), Some(sk)) => {
-                    loader = loader.credentials_provider(Credentials::new(
-                        ak,
-                        sk,
-                        nonempty(&cfg.session_token),
-                        None,
-                        "fracgpu-provider",
-                    ));
-                }
-                (None, None) => {}
-                _ => {
-                    return Err(CloudError::Auth(
-                        "aws: access_key and secret_key must be given together (or neither, to use \
-                            the AWS default credential chain)".into(),
-                    ));
-                }
-            }
-            if let Some(e) = nonempty(&cfg.endpoint) {
-                loader = loader.endpoint_url(e);
-            }
-            let sdk = loader.load().await;
-            let ec2 = Ec2 {
-                http: crate::cloud::answer::http_client()?,
-                endpoint: nonempty(&cfg.endpoint),
-                credentials: sdk.credentials_provider(),
-            };
-            (
-                aws_sdk_eks::config::Builder::from(&sdk),
-                aws_sdk_autoscaling::config::Builder::from(&sdk),
-                ec2,
-                false,
-            )
+        let sandbox = nonempty(&cfg.sandbox);
+        let fast = sandbox.is_some();
+        let Bases { eks, asg, ec2 } = match sandbox {
+            Some(url) => sandbox_bases(url, retry, timeouts)?,
+            None => aws_bases(&cfg, region.as_ref(), retry, timeouts).await?,
         };
         tracing::debug!(
             sandbox = fast,
@@ -131,10 +160,10 @@ impl EksClient {
             "eks client configured"
         );
         Ok(EksClient {
-            base,
+            base: eks,
             default_region: region,
             clients: Mutex::new(HashMap::new()),
-            asg_base,
+            asg_base: asg,
             asg_clients: Mutex::new(HashMap::new()),
             ec2,
             // Real node groups take minutes; the sandbox's operations take about two seconds.

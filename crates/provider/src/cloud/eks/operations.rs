@@ -13,6 +13,25 @@ use crate::cloud::pool::{Pool, PoolSpec};
 use crate::operation::OpCtx;
 use crate::operation::{Backoff, Check, Start, poll_until};
 
+/// The node group a wait watches: which cluster's, by which name, through the client of its
+/// region.
+#[derive(Clone, Copy)]
+struct Group<'a> {
+    client: &'a Client,
+    cluster: &'a str,
+    name: &'a str,
+}
+
+impl<'a> Group<'a> {
+    fn new(client: &'a Client, cluster: &'a str, name: &'a str) -> Group<'a> {
+        Group {
+            client,
+            cluster,
+            name,
+        }
+    }
+}
+
 /// Pages of one ListNodegroups at most: 100 groups a page is far beyond EKS's node group quota.
 const MAX_LIST_PAGES: usize = 100;
 
@@ -88,17 +107,19 @@ impl EksClient {
     /// the wait starts right after it, and how to start until one has been seen: the first look
     /// then comes shortly before the quickest one seen (see [`Pace`](crate::operation::Pace)).
     /// Otherwise the first look is at once.
-    #[allow(clippy::too_many_arguments)]
     async fn watch<T>(
         &self,
-        client: &Client,
-        cluster: &str,
-        name: &str,
+        group: Group<'_>,
         ctx: &OpCtx,
         waiting_for: String,
         paced: Option<(&str, Start)>,
         decide: impl Fn(Option<Nodegroup>) -> Result<Check<T>, CloudError> + Sync,
     ) -> Result<T, CloudError> {
+        let Group {
+            client,
+            cluster,
+            name,
+        } = group;
         let decide = &decide;
         // The waits between looks end early when another node group of this kind is seen
         // done; a describe's own retries (throttling, server errors) keep their backoff.
@@ -138,27 +159,33 @@ impl EksClient {
         paced: Option<(&str, Start)>,
     ) -> Result<Pool, CloudError> {
         let waiting = format!("node group {cluster}:{name} to become ACTIVE");
-        self.watch(client, cluster, name, ctx, waiting, paced, |found| {
-            let Some(ng) = found else {
-                return Err(CloudError::OperationFailed {
-                    code: "ResourceNotFoundException".into(),
-                    message: format!(
-                        "node group {cluster}:{name} disappeared while it was being created"
-                    ),
-                });
-            };
-            let status = status_of(&ng);
-            match status.as_str() {
-                "ACTIVE" => Ok(Check::Done(to_pool(region, cluster, &ng))),
-                "CREATE_FAILED" | "DELETING" | "DELETE_FAILED" => {
-                    Err(operation_failed(&ng, &status))
+        self.watch(
+            Group::new(client, cluster, name),
+            ctx,
+            waiting,
+            paced,
+            |found| {
+                let Some(ng) = found else {
+                    return Err(CloudError::OperationFailed {
+                        code: "ResourceNotFoundException".into(),
+                        message: format!(
+                            "node group {cluster}:{name} disappeared while it was being created"
+                        ),
+                    });
+                };
+                let status = status_of(&ng);
+                match status.as_str() {
+                    "ACTIVE" => Ok(Check::Done(to_pool(region, cluster, &ng))),
+                    "CREATE_FAILED" | "DELETING" | "DELETE_FAILED" => {
+                        Err(operation_failed(&ng, &status))
+                    }
+                    _ => Ok(still(format!(
+                        "node group {cluster}:{name} to become ACTIVE (last status {status}{})",
+                        issues_suffix(&ng)
+                    ))),
                 }
-                _ => Ok(still(format!(
-                    "node group {cluster}:{name} to become ACTIVE (last status {status}{})",
-                    issues_suffix(&ng)
-                ))),
-            }
-        })
+            },
+        )
         .await
     }
 
@@ -172,18 +199,24 @@ impl EksClient {
         paced: Option<(&str, Start)>,
     ) -> Result<(), CloudError> {
         let waiting = format!("node group {cluster}:{name} to be deleted");
-        self.watch(client, cluster, name, ctx, waiting, paced, |found| {
-            let Some(ng) = found else {
-                return Ok(Check::Done(()));
-            };
-            let status = status_of(&ng);
-            if status == "DELETE_FAILED" {
-                return Err(operation_failed(&ng, &status));
-            }
-            Ok(still(format!(
-                "node group {cluster}:{name} to be deleted (last status {status})"
-            )))
-        })
+        self.watch(
+            Group::new(client, cluster, name),
+            ctx,
+            waiting,
+            paced,
+            |found| {
+                let Some(ng) = found else {
+                    return Ok(Check::Done(()));
+                };
+                let status = status_of(&ng);
+                if status == "DELETE_FAILED" {
+                    return Err(operation_failed(&ng, &status));
+                }
+                Ok(still(format!(
+                    "node group {cluster}:{name} to be deleted (last status {status})"
+                )))
+            },
+        )
         .await
     }
 
@@ -196,18 +229,24 @@ impl EksClient {
         ctx: &OpCtx,
     ) -> Result<Option<Nodegroup>, CloudError> {
         let waiting = format!("node group {cluster}:{name} to be ready for changes");
-        self.watch(client, cluster, name, ctx, waiting, None, |found| {
-            let Some(ng) = found else {
-                return Ok(Check::Done(None));
-            };
-            let status = status_of(&ng);
-            if !matches!(status.as_str(), "CREATING" | "UPDATING" | "DELETING") {
-                return Ok(Check::Done(Some(ng)));
-            }
-            Ok(still(format!(
-                "node group {cluster}:{name} to finish {status}"
-            )))
-        })
+        self.watch(
+            Group::new(client, cluster, name),
+            ctx,
+            waiting,
+            None,
+            |found| {
+                let Some(ng) = found else {
+                    return Ok(Check::Done(None));
+                };
+                let status = status_of(&ng);
+                if !matches!(status.as_str(), "CREATING" | "UPDATING" | "DELETING") {
+                    return Ok(Check::Done(Some(ng)));
+                }
+                Ok(still(format!(
+                    "node group {cluster}:{name} to finish {status}"
+                )))
+            },
+        )
         .await
     }
 

@@ -231,6 +231,43 @@ impl GkeClient {
         pools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         Ok(pools)
     }
+
+    /// Brings the pool's node labels and taints from `have` to `want`, an update each where they
+    /// differ.
+    async fn update_labels_and_taints(
+        &self,
+        loc: &Location,
+        id: &str,
+        have: &PoolSpec,
+        want: &PoolSpec,
+        ctx: &OpCtx,
+    ) -> Result<(), CloudError> {
+        if have.labels != want.labels {
+            let mut labels = NodeLabels::default();
+            labels.labels = gke_labels(&want.labels);
+            self.mutate(loc, &format!("update labels of {id}"), ctx, || {
+                self.cm
+                    .update_node_pool()
+                    .set_name(id)
+                    .set_labels(labels.clone())
+                    .send()
+            })
+            .await?;
+        }
+        if have.taints != want.taints {
+            let mut taints = NodeTaints::default();
+            taints.taints = gke_taints(&want.taints)?;
+            self.mutate(loc, &format!("update taints of {id}"), ctx, || {
+                self.cm
+                    .update_node_pool()
+                    .set_name(id)
+                    .set_taints(taints.clone())
+                    .send()
+            })
+            .await?;
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -356,30 +393,8 @@ impl NodePools for GkeClient {
                 .await?;
             }
         }
-        if have.labels != want.labels {
-            let mut labels = NodeLabels::default();
-            labels.labels = gke_labels(&want.labels);
-            self.mutate(loc, &format!("update labels of {id}"), ctx, || {
-                self.cm
-                    .update_node_pool()
-                    .set_name(id.clone())
-                    .set_labels(labels.clone())
-                    .send()
-            })
+        self.update_labels_and_taints(loc, &id, &have, &want, ctx)
             .await?;
-        }
-        if have.taints != want.taints {
-            let mut taints = NodeTaints::default();
-            taints.taints = gke_taints(&want.taints)?;
-            self.mutate(loc, &format!("update taints of {id}"), ctx, || {
-                self.cm
-                    .update_node_pool()
-                    .set_name(id.clone())
-                    .set_taints(taints.clone())
-                    .send()
-            })
-            .await?;
-        }
         let mut pool = self.reread(loc, &spec.name, ctx).await?;
         if let Scaling::Fixed { .. } = want.scaling {
             // The read back gives initialNodeCount (see `reread`); the setSize operation above
