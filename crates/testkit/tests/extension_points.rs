@@ -108,7 +108,10 @@ fn the_check_sees_paths_in_uses_and_expressions_and_leaves_tests_out() {
     let mut p = Paths::default();
     p.visit_file(&file);
     let found: Vec<String> = p.found.iter().map(|(s, _)| s.join("::")).collect();
-    assert!(found.contains(&"crate::cloud::aks::Aks".to_string()), "{found:?}");
+    assert!(
+        found.contains(&"crate::cloud::aks::Aks".to_string()),
+        "{found:?}"
+    );
     assert!(found.contains(&"gpu::Cloud::Eks".to_string()), "{found:?}");
     assert!(!found.iter().any(|f| f.contains("gke")), "{found:?}");
 }

@@ -11,6 +11,7 @@
 
 pub mod chart;
 pub mod delivery;
+pub mod device_plugin_chart;
 pub mod drain;
 mod error;
 pub mod gitops;
