@@ -16,7 +16,8 @@
 
 use serde_json::Value;
 
-use super::helm::{Release, value_at};
+use super::helm::Release;
+use super::values::value_at;
 
 /// What YAML 1.1 (go-yaml v2) reads an unquoted plain scalar as, when not a string: "a
 /// boolean", "an integer", "a number" or "null". Seen with helm 3.17 and 4.1 rendering the

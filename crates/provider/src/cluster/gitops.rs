@@ -21,7 +21,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
 use super::delivery::FIELD_MANAGER;
-use super::helm::{merge, set_value_at};
+use super::values::{merge, set_value_at};
 use super::{Cluster, KubeError};
 
 /// Which GitOps object holds the values.

@@ -18,6 +18,7 @@ pub mod gitops;
 pub mod helm;
 pub mod karpenter_api;
 pub mod rollout;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,12 +1,17 @@
 //! `fracgpu_device_plugin_config`: the NVIDIA device plugin's named sharing configs, delivered
-//! through the GPU operator (a ConfigMap plus the ClusterPolicy pointer, or the operator's Helm
-//! release), with drift detection that compares meaning, not YAML text. The handlers below, in
-//! the fixed order (schema, plan, create, read, update, delete, import), stay short: the model
-//! lives in `model`, writing to the cluster in `delivery`, reading back in `observe`, the bounded
-//! operations in `ops`; the Kubernetes work in `crate::cluster` and the documents in `gpu`.
+//! through the GPU operator (a ConfigMap plus the ClusterPolicy pointer, the operator's Helm
+//! release, or the GitOps object that installs it), with drift detection that compares meaning,
+//! not YAML text. The handlers below, in the fixed order (schema, plan, create, read, update,
+//! delete, import), stay short: the model lives in `model` (what the configs resolve to in
+//! `desired`), each delivery in a file of `delivery` behind one trait, reading back in `observe`,
+//! the bounded operations in `ops`; the Kubernetes work in `crate::cluster` and the documents in
+//! `gpu`.
 
 mod delivery;
+mod desired;
+mod diagnostics;
 mod model;
+mod names;
 mod observe;
 mod ops;
 mod resource;
@@ -24,21 +29,19 @@ use tfplugin::schema::Schema;
 use tfplugin::{Diagnostic, Diagnostics, Type, Value};
 
 use crate::operation::bounded;
-use delivery::kube_diagnostic;
+use delivery::{At, Placement, Takeover};
+use desired::Desired;
+use diagnostics::kube_diagnostic;
 use model::{
-    Args, Defaults, Delivery, Identity, Imported, ObjectIdentity, REIMPORT, Restarted, State,
-    Takeover, resolve,
+    Args, Defaults, Identity, Imported, ObjectIdentity, REIMPORT, Restarted, State, resolve,
 };
+use names::{DNS_LABEL_RE, DNS_SUBDOMAIN_RE};
 use ops::Op;
-use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, DNS_LABEL_RE, DNS_SUBDOMAIN_RE, TIMEOUTS};
+use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, TIMEOUTS};
 
+pub use delivery::DEFAULT_VALUES_PATH;
 pub use resource::{DevicePluginConfigResource, TYPE_NAME};
-pub use schema::{DEFAULT_VALUES_PATH, schema};
-
-/// Whether a delivery name is one of the GitOps controllers'.
-fn is_gitops(delivery: Option<&str>) -> bool {
-    matches!(delivery, Some("argocd" | "flux"))
-}
+pub use schema::schema;
 
 impl DevicePluginConfigResource {
     /// A client for the cluster the resource's `kubernetes` block names, else the provider's.
@@ -52,9 +55,18 @@ impl DevicePluginConfigResource {
             }
         }
     }
+
+    /// What a delivery's steps work with on the cluster `connect` gave.
+    fn at<'a>(&self, c: &'a Cluster, d: &'a Desired) -> At<'a> {
+        At {
+            cluster: c,
+            desired: d,
+            kubernetes: d.kubernetes.or(&self.state.settings().kubernetes),
+        }
+    }
 }
 
-/// Fills what depends on other arguments (the namespace follows the helm block), then what the
+/// Fills what depends on other arguments (the namespace follows the delivery), then what the
 /// configs derive; the restart is planned only when something the cluster sees changes.
 fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnostics) {
     let st = &mut planned.state;
@@ -71,21 +83,11 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnos
     let prior = Option::<State>::from_value(req.prior)
         .or_report_state(diags, REIMPORT)
         .flatten();
-    // With helm delivery the chart creates the ConfigMap in the release's namespace; with a
-    // GitOps one in the namespace the Application or HelmRelease installs into, which only the
-    // cluster knows: unknown until the apply reads it, then kept.
-    let how = Delivery::from_value(req.config).or_report_mismatch(diags);
-    let gitops = how
-        .as_ref()
-        .is_some_and(|d| is_gitops(d.delivery.as_deref()));
-    let helm_ns = how
-        .filter(|d| d.delivery.as_deref() == Some("helm"))
-        .and_then(|d| d.helm.0.map(|h| h.namespace));
     let prior_ns = prior.as_ref().and_then(|p| p.args.namespace.clone());
-    let namespace = match (helm_ns, gitops, prior_ns) {
-        (Some(ns), _, _) | (None, true, Some(ns)) => MaybeUnknown::Known(Some(ns)),
-        (None, true, None) => MaybeUnknown::UNKNOWN,
-        (None, false, _) => MaybeUnknown::Known(Some(DEFAULT_NAMESPACE.to_string())),
+    let namespace = match (delivery::placement(req.config, diags), prior_ns) {
+        (Placement::In(ns), _) | (Placement::AtApply, Some(ns)) => MaybeUnknown::Known(Some(ns)),
+        (Placement::AtApply, None) => MaybeUnknown::UNKNOWN,
+        (Placement::Default, _) => MaybeUnknown::Known(Some(DEFAULT_NAMESPACE.to_string())),
     };
     let unset = MaybeUnknown::Known(None);
     if set.namespace == unset {
@@ -95,7 +97,7 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnos
         plan.name = MaybeUnknown::Known(Some(DEFAULT_NAME.to_string()));
     }
     if set.delivery == unset {
-        plan.delivery = MaybeUnknown::Known(Some("cluster_policy".to_string()));
+        plan.delivery = MaybeUnknown::Known(Some(delivery::default_name().to_string()));
     }
     merge(st, &plan);
     let Some(args) = Args::of_plan(st).or_report_mismatch(diags) else {
@@ -110,10 +112,10 @@ fn modify_plan(req: &PlanRequest<'_>, planned: &mut Planned, diags: &mut Diagnos
     };
     merge(st, &id);
     // Validation already reported problems; here only the derived values.
-    let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
+    let Some(r) = resolve(&args, &mut Diagnostics::new()) else {
         return;
     };
-    let computed = d.computed();
+    let computed = r.computed();
     // Nothing the cluster sees changes: no restart, keep the prior time.
     let kept = prior.filter(|p| {
         p.delivered.data.as_ref() == Some(&computed.data)
@@ -249,7 +251,7 @@ impl Resource for DevicePluginConfigResource {
                 args: Args {
                     namespace: Some(ns.to_string()),
                     name: Some(name.to_string()),
-                    delivery: Some("cluster_policy".to_string()),
+                    delivery: Some(delivery::default_name().to_string()),
                     ..Args::default()
                 },
                 identity: Identity {
@@ -302,7 +304,9 @@ impl Resource for DevicePluginConfigResource {
 
 #[cfg(test)]
 mod tests {
-    use super::model::{Args, Computed, ConfigArgs, HelmArgs, Restarted, config_blocks, reconcile};
+    use super::delivery::{ArgoArgs, FluxArgs, HelmArgs};
+    use super::desired::{ConfigArgs, config_blocks, reconcile};
+    use super::model::{Args, Computed, Restarted};
     use super::*;
     use gpu::{self, SharingMode};
     use std::collections::BTreeMap;
@@ -314,10 +318,11 @@ mod tests {
         }
     }
 
-    fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<model::Desired> {
+    fn resolve(v: &Value, diags: &mut Diagnostics) -> Option<Desired> {
         Args::from_value(v)
             .ok()
             .and_then(|a| model::resolve(&a, diags))
+            .map(|r| r.desired)
     }
 
     #[test]
@@ -332,8 +337,8 @@ mod tests {
         let nested = |n: &str| block.nested_block(n).unwrap().block.names();
         assert_eq!(ConfigArgs::attribute_names(), nested("config"));
         assert_eq!(HelmArgs::attribute_names(), nested("helm"));
-        assert_eq!(model::ArgoArgs::attribute_names(), nested("argocd"));
-        assert_eq!(model::FluxArgs::attribute_names(), nested("flux"));
+        assert_eq!(ArgoArgs::attribute_names(), nested("argocd"));
+        assert_eq!(FluxArgs::attribute_names(), nested("flux"));
         assert_eq!(
             crate::model::KubernetesArgs::attribute_names(),
             nested("kubernetes")
@@ -447,7 +452,8 @@ mod tests {
             },
             &mut diags,
         )
-        .unwrap();
+        .unwrap()
+        .desired;
         assert_eq!(again.configs, d.configs);
         assert_eq!(blocks.to_value(), v.get("config").clone());
     }
@@ -642,33 +648,6 @@ mod tests {
                     .contains("`terraform import` with `namespace/name`"),
             "{}",
             d.detail
-        );
-    }
-
-    #[test]
-    fn chart_values_read_as_the_chart_reads_them() {
-        use super::model::ChartConfig;
-        let c = ChartConfig::of(&serde_json::json!({
-            "create": true,
-            "name": "cfg",
-            "default": "",
-            "data": {"a": "text", "b": 3},
-            "other": {"ignored": true},
-        }));
-        assert!(c.created());
-        assert_eq!(c.name().as_deref(), Some("cfg"));
-        assert_eq!(c.default_config(), None, "empty is unset");
-        assert_eq!(
-            c.data(),
-            BTreeMap::from([("a".to_string(), "text".to_string())])
-        );
-        let odd = ChartConfig::of(&serde_json::json!({"create": "true", "name": 1, "data": []}));
-        assert!(!odd.created());
-        assert_eq!(odd.name(), None);
-        assert!(odd.data().is_empty());
-        assert_eq!(
-            ChartConfig::of(&serde_json::json!("x")),
-            ChartConfig::default()
         );
     }
 }

@@ -1,15 +1,18 @@
 //! The device plugin config's create, update and delete: each bounded by its `timeouts` entry
-//! and terraform's stop, logged at start and end, and never losing track of what it wrote.
+//! and terraform's stop, logged at start and end, and never losing track of what it wrote. What
+//! each step does on the cluster is the delivery's (`delivery`); here, what every delivery's
+//! create, update and delete have in common, and the device plugin restart after them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cluster::{self as k, KubeError, helm};
+use crate::cluster::{self as k};
 use crate::operation::{Cut, StopSignal, bounded};
 use tfplugin::object::{Decoded, FromValue, MaybeUnknown, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::delivery::{Writing, kube_diagnostic};
-use super::model::{Args, Defaults, Identity, REIMPORT, Restarted, Takeover, resolve};
+use super::delivery::{At, Lifecycle, Reload, Takeover, Writing};
+use super::diagnostics::{kube_diagnostic, warn_unknown_labels};
+use super::model::{Args, Defaults, Identity, REIMPORT, Restarted, resolve, stored};
 use super::resource::{DevicePluginConfigResource, TYPE_NAME};
 use super::schema::{DEFAULT_NAMESPACE, TIMEOUTS};
 
@@ -109,8 +112,9 @@ impl DevicePluginConfigResource {
     }
 
     /// The state of a create cut short (timeout or stop) while writing: the plan (tainted) when
-    /// its ConfigMap was written, or when helm was started (it finishes on its own), so that
-    /// the next apply replaces it and destroy gives the release's values back; else nothing.
+    /// its ConfigMap was written, or when helm or a controller was set to work (it finishes on
+    /// its own), so that the next apply replaces it and destroy gives the values back; else
+    /// nothing.
     pub(super) async fn written_before_cut(
         &self,
         planned: &Value,
@@ -123,7 +127,7 @@ impl DevicePluginConfigResource {
         let Ok(args) = Args::from_value(planned) else {
             return Value::Null;
         };
-        let Some(d) = resolve(&args, &mut quiet) else {
+        let Some(r) = resolve(&args, &mut quiet) else {
             return Value::Null;
         };
         let tainted = || {
@@ -131,9 +135,10 @@ impl DevicePluginConfigResource {
             merge(&mut st, &Restarted::default());
             st
         };
-        if d.helm.is_some() || d.gitops.is_some() {
+        if !r.delivery.life().own_configmap() {
             return tainted();
         }
+        let d = &r.desired;
         let look = async {
             let c = self.connect(&args, &mut quiet).await?;
             c.configmap(&d.namespace, &d.name).await.ok().flatten()
@@ -154,53 +159,34 @@ impl DevicePluginConfigResource {
         writing: &AtomicBool,
         limit: std::time::Duration,
     ) -> Value {
-        let (Some(args), Some(mut placed)) = (
+        let (Some(args), Some(placed)) = (
             Self::planned_args(planned, diags),
             Defaults::from_value(planned).or_report(diags),
         ) else {
             return Value::Null;
         };
-        let Some(d) = resolve(&args, diags) else {
+        let Some(r) = resolve(&args, diags) else {
             return Value::Null;
         };
         let Some(c) = self.connect(&args, diags).await else {
             return Value::Null;
         };
+        let (d, life) = (&r.desired, r.delivery.life());
+        let at = self.at(&c, d);
         let mut st = planned.clone();
         merge(&mut st, &Restarted::default());
-        if d.helm.is_none() && d.gitops.is_none() {
-            // Adopting a ConfigMap someone else made would silently take its keys over.
-            match c.configmap(&d.namespace, &d.name).await {
-                Ok(None) => {}
-                Ok(Some(_)) => {
-                    diags.push(
-                        Diagnostic::error(
-                            "ConfigMap already exists",
-                            format!(
-                                "The ConfigMap {}/{} exists already. Import it (`terraform \
-                                import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.",
-                                d.namespace, d.name, d.namespace, d.name
-                            ),
-                        )
-                        .at(AttrPath::attr("name")),
-                    );
-                    return Value::Null;
-                }
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
-                    return Value::Null;
-                }
-            }
+        if life.own_configmap() && !Self::configmap_is_free(&at, diags).await {
+            return Value::Null;
         }
         writing.store(true, Ordering::Relaxed);
-        let mut w = Writing::new(limit);
-        let Some(restarted_at) = self.deliver(&c, &d, taken, true, &mut w, diags).await else {
+        let mut w = Writing::new(limit, true);
+        let Some(restarted_at) = deliver(&at, life, taken, &mut w, diags).await else {
             // Whatever was written stays in state (tainted), so nothing is orphaned: a release
             // upgraded with our values, or a ConfigMap of ours.
             if w.wrote {
                 return st;
             }
-            if d.helm.is_some() || d.gitops.is_some() {
+            if !life.own_configmap() {
                 return Value::Null;
             }
             return match c.configmap(&d.namespace, &d.name).await {
@@ -208,7 +194,7 @@ impl DevicePluginConfigResource {
                 _ => Value::Null,
             };
         };
-        self.warn_unknown_labels(&c, &d, diags).await;
+        warn_unknown_labels(&c, d, diags).await;
         merge(
             &mut st,
             &Restarted {
@@ -216,28 +202,36 @@ impl DevicePluginConfigResource {
             },
         );
         if !placed.namespace.is_known() {
-            // Where the chart installs the operator, as the GitOps object says.
-            let ns = w.operator_namespace.clone().unwrap_or_else(|| {
-                diags.push(Diagnostic::warning(
-                    "Operator namespace not found",
-                    format!(
-                        "The object that holds the operator's values names no namespace to \
-                        install into; this resource records {DEFAULT_NAMESPACE:?}. Set `namespace` \
-                        to the operator's."
-                    ),
-                ));
-                DEFAULT_NAMESPACE.to_string()
-            });
-            merge(
-                &mut st,
-                &Identity {
-                    id: MaybeUnknown::Known(format!("{ns}/{}", d.name)),
-                },
-            );
-            placed.namespace = MaybeUnknown::Known(Some(ns));
-            merge(&mut st, &placed);
+            place(&mut st, placed, &w, &d.name, diags);
         }
         st
+    }
+
+    /// Adopting a ConfigMap someone else made would silently take its keys over: false after a
+    /// diagnostic.
+    async fn configmap_is_free(at: &At<'_>, diags: &mut Diagnostics) -> bool {
+        let d = at.desired;
+        match at.cluster.configmap(&d.namespace, &d.name).await {
+            Ok(None) => true,
+            Ok(Some(_)) => {
+                diags.push(
+                    Diagnostic::error(
+                        "ConfigMap already exists",
+                        format!(
+                            "The ConfigMap {}/{} exists already. Import it (`terraform \
+                            import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.",
+                            d.namespace, d.name, d.namespace, d.name
+                        ),
+                    )
+                    .at(AttrPath::attr("name")),
+                );
+                false
+            }
+            Err(e) => {
+                diags.push(kube_diagnostic("read the ConfigMap", d.access, &e));
+                false
+            }
+        }
     }
 
     pub(super) async fn do_update(
@@ -254,17 +248,19 @@ impl DevicePluginConfigResource {
         ) else {
             return prior.clone();
         };
-        let Some(d) = resolve(&args, diags) else {
+        let Some(r) = resolve(&args, diags) else {
             return prior.clone();
         };
         let Some(c) = self.connect(&args, diags).await else {
             return prior.clone();
         };
+        let (d, life) = (&r.desired, r.delivery.life());
+        let at = self.at(&c, d);
         let restart_needed = !restarted.restarted_at.is_known();
         let mut st = planned.clone();
         if restart_needed {
-            let mut w = Writing::new(limit);
-            let Some(restarted_at) = self.deliver(&c, &d, taken, false, &mut w, diags).await else {
+            let mut w = Writing::new(limit, false);
+            let Some(restarted_at) = deliver(&at, life, taken, &mut w, diags).await else {
                 return prior.clone();
             };
             merge(
@@ -273,25 +269,21 @@ impl DevicePluginConfigResource {
                     restarted_at: MaybeUnknown::Known(restarted_at),
                 },
             );
-        } else {
+        } else if let Err(e) = life.prove_access(&at).await {
             // Only the access changed: prove the new credentials work before they are saved.
-            let proof = match &d.gitops {
-                Some(g) => c.read_holder(&g.holder).await.map(|_| ()),
-                None => c.configmap(&d.namespace, &d.name).await.map(|_| ()),
-            };
-            if let Err(e) = proof {
-                diags.push(kube_diagnostic(
-                    "read what this resource delivers",
-                    d.access,
-                    &e,
-                ));
-                return prior.clone();
-            }
+            diags.push(kube_diagnostic(
+                "read what this resource delivers",
+                d.access,
+                &e,
+            ));
+            return prior.clone();
         }
-        self.warn_unknown_labels(&c, &d, diags).await;
+        warn_unknown_labels(&c, d, diags).await;
         st
     }
 
+    /// Gives back what the delivery took over, then restarts the device plugin where the
+    /// delivery says.
     pub(super) async fn do_delete(
         &self,
         state: &Value,
@@ -302,110 +294,87 @@ impl DevicePluginConfigResource {
         let Some(args) = Args::from_value(state).or_report_state(diags, REIMPORT) else {
             return;
         };
-        let access = args.access();
         let Some(c) = self.connect(&args, diags).await else {
             return;
         };
-        let (ns, name) = (args.namespace().to_string(), args.name().to_string());
-        let mut operand_ns = ns.clone();
-        if args.by_gitops() {
-            let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
-                return;
-            };
-            let Some(g) = &d.gitops else { return };
-            // Nothing to restart: the controller renders the chart on its own sync.
-            self.give_back_gitops_values(&c, &d, g, taken, diags).await;
+        let Some(r) = stored(&args) else {
             return;
-        }
-        if args.by_helm() {
-            let Some(d) = resolve(&args, &mut Diagnostics::new()) else {
-                return;
-            };
-            let Some(h) = &d.helm else { return };
-            let mut w = Writing::new(limit);
-            if !self
-                .give_back_helm_values(&c, &d, h, taken, &mut w, diags)
+        };
+        let d = &r.desired;
+        let at = self.at(&c, d);
+        let mut w = Writing::new(limit, false);
+        let Some(reload) = r.delivery.life().restore(&at, taken, &mut w, diags).await else {
+            return;
+        };
+        if let Reload::Restart(ns) = reload
+            && let Err(e) = c
+                .restart_device_plugin(&ns, Some(&d.name), &k::now_rfc3339())
                 .await
-            {
-                return;
-            }
-        } else {
-            match c.cluster_policy().await {
-                Ok(p) => {
-                    if let Some(o) = p.operand_namespace {
-                        operand_ns = o;
-                    }
-                    // Give the pointer up only while it is still ours to give.
-                    if p.name.as_deref() == Some(name.as_str()) {
-                        let give_up = async {
-                            for (path, t) in &taken.cluster_policy {
-                                if c.holds(path).await? {
-                                    c.give_back(path, t).await?;
-                                }
-                            }
-                            // A strategy held with no record of what was there (an imported
-                            // config): giving it up would delete it, and the real API server
-                            // then refuses the ClusterPolicy ("spec.mig in body must be of type
-                            // object"). It goes back to what the operator's Helm release last
-                            // rendered there, under the chart's manager; without a release to
-                            // ask, it stays as it is.
-                            const STRATEGY: &str = "spec.mig.strategy";
-                            let mut keep = None;
-                            if !taken.cluster_policy.contains_key(STRATEGY)
-                                && c.holds(STRATEGY).await?
-                            {
-                                let now = c.policy_fields(&[STRATEGY]).await?;
-                                let now = now.first().and_then(|f| f.value.clone());
-                                let rendered = match &p.release {
-                                    Some((name, ns)) => match helm::read_release(&c, ns, name)
-                                        .await?
-                                    {
-                                        helm::ReleaseState::Deployed(r) => r
-                                            .rendered("ClusterPolicy", k::CLUSTER_POLICY)
-                                            .and_then(|o| o.pointer("/spec/mig/strategy").cloned()),
-                                        _ => None,
-                                    },
-                                    None => None,
-                                };
-                                let manager = c.update_managers().await?.into_iter().next();
-                                match (rendered, manager) {
-                                    (Some(value), Some(manager))
-                                        if Some(&value) != now.as_ref() =>
-                                    {
-                                        c.give_back(STRATEGY, &k::TakenField { value, manager })
-                                            .await?;
-                                    }
-                                    _ => keep = now.and_then(|v| v.as_str().map(str::to_string)),
-                                }
-                            }
-                            c.release_pointer(keep.as_deref()).await
-                        };
-                        if let Err(e) = give_up.await {
-                            diags.push(kube_diagnostic(
-                                "release the ClusterPolicy pointer",
-                                access,
-                                &e,
-                            ));
-                            return;
-                        }
-                    }
-                }
-                Err(KubeError::MissingCrd) | Err(KubeError::MissingClusterPolicy(_)) => {}
-                Err(e) => {
-                    diags.push(kube_diagnostic("read the ClusterPolicy", access, &e));
-                    return;
-                }
-            }
-            if let Err(e) = c.delete_configmap(&ns, &name).await {
-                diags.push(kube_diagnostic("delete the ConfigMap", access, &e));
-                return;
-            }
-        }
-        if let Err(e) = c
-            .restart_device_plugin(&operand_ns, Some(&name), &k::now_rfc3339())
-            .await
         {
-            diags.push(kube_diagnostic("restart the device plugin", access, &e));
+            diags.push(kube_diagnostic("restart the device plugin", d.access, &e));
         }
     }
+}
+
+/// Writes the desired config to the cluster and restarts the plugin where the delivery says;
+/// returns restarted_at (None when nothing was restarted). `w.wrote` is set once something of
+/// this resource is in the cluster, even when a later step fails, so that a create keeps it in
+/// state.
+async fn deliver(
+    at: &At<'_>,
+    life: &dyn Lifecycle,
+    taken: &mut Takeover,
+    w: &mut Writing,
+    diags: &mut Diagnostics,
+) -> Option<Option<String>> {
+    let operand_ns = match life.write(at, taken, w, diags).await? {
+        Reload::OnSync => return Some(None),
+        Reload::Restart(ns) => ns,
+    };
+    let d = at.desired;
+    match at
+        .cluster
+        .restart_device_plugin(&operand_ns, Some(&d.name), &k::now_rfc3339())
+        .await
+    {
+        Ok(Some(time)) => Some(Some(time)),
+        Ok(None) => {
+            diags.push(Diagnostic::warning(
+                "Device plugin daemonset not found",
+                format!(
+                    "No daemonset {operand_ns}/nvidia-device-plugin-daemonset to restart; \
+                    nodes pick the config up when the operator starts the device plugin."
+                ),
+            ));
+            Some(None)
+        }
+        Err(e) => {
+            diags.push(kube_diagnostic("restart the device plugin", d.access, &e));
+            None
+        }
+    }
+}
+
+/// Records the namespace a GitOps object said it installs the operator into (the plan left it
+/// to the apply), and the ID that follows from it.
+fn place(st: &mut Value, mut placed: Defaults, w: &Writing, name: &str, diags: &mut Diagnostics) {
+    let ns = w.operator_namespace.clone().unwrap_or_else(|| {
+        diags.push(Diagnostic::warning(
+            "Operator namespace not found",
+            format!(
+                "The object that holds the operator's values names no namespace to \
+                install into; this resource records {DEFAULT_NAMESPACE:?}. Set `namespace` \
+                to the operator's."
+            ),
+        ));
+        DEFAULT_NAMESPACE.to_string()
+    });
+    merge(
+        st,
+        &Identity {
+            id: MaybeUnknown::Known(format!("{ns}/{name}")),
+        },
+    );
+    placed.namespace = MaybeUnknown::Known(Some(ns));
+    merge(st, &placed);
 }
