@@ -57,6 +57,20 @@ const EXTENSIONS: &[Extension] = &[
         ],
         allowed: &["actions/"],
     },
+    Extension {
+        what: "a delivery (CONTRIBUTING: \"Adding a delivery\")",
+        names: &[
+            ("delivery", "cluster_policy"),
+            ("delivery", "helm"),
+            ("delivery", "argocd"),
+            ("delivery", "flux"),
+            ("Delivery", "ClusterPolicy"),
+            ("Delivery", "Helm"),
+            ("Delivery", "ArgoCd"),
+            ("Delivery", "Flux"),
+        ],
+        allowed: &["resources/device_plugin_config/delivery/"],
+    },
 ];
 
 #[test]

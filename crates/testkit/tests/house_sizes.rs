@@ -34,11 +34,6 @@ const TABLES: &[(&str, &str, &str)] = &[
         "the resource's schema: one entry per attribute and block",
     ),
     (
-        "provider/src/resources/device_plugin_config/schema.rs",
-        "schema",
-        "the resource's schema: one entry per attribute and block",
-    ),
-    (
         "provider/src/resources/nodepool/schema.rs",
         "schema",
         "the resource's schema: one entry per attribute and block",

@@ -325,6 +325,28 @@ mod tests {
             .map(|r| r.desired)
     }
 
+    /// Types and flags, the config, kubernetes and every delivery's block included: the
+    /// arguments as a plan holds them, and a state as the arguments and what was delivered and
+    /// restarted.
+    #[test]
+    fn the_models_read_what_the_schema_declares() {
+        use tfplugin::shape::{Reads, Shaped, check, object};
+        let block = schema().block;
+        let at = "fracgpu_device_plugin_config";
+        assert_eq!(
+            check(at, &block, &Args::shape(), Reads::Plan),
+            Vec::<String>::new()
+        );
+        let state = object(
+            vec![("timeouts", Value::shape())],
+            vec![Args::shape(), Computed::shape(), Restarted::shape()],
+        );
+        assert_eq!(
+            check(at, &block, &state, Reads::State),
+            Vec::<String>::new()
+        );
+    }
+
     #[test]
     fn the_models_name_what_the_schema_declares() {
         let block = schema().block;

@@ -74,6 +74,7 @@ macro_rules! deliveries {
                     Some(block.0.map(Delivery::$variant))
                 },
                 bare: || Delivery::$variant(<$settings>::default()),
+                shape: <$settings as tfplugin::shape::Shaped>::shape,
                 placement: <$settings>::placement,
             }),+]
         });
@@ -96,6 +97,8 @@ struct Kind {
     /// The delivery without settings (for one without a block).
     bare: fn() -> Delivery,
     placement: fn(&Value) -> Result<Placement, DecodeError>,
+    /// What its block's model reads, for the test that holds it to the schema.
+    shape: fn() -> tfplugin::shape::Shape,
 }
 
 /// Every delivery, in the order of the list: the schema's, the checks'.
@@ -158,6 +161,19 @@ impl Blocks {
 
     fn get(&self, name: &str) -> Option<&Delivery> {
         self.0.iter().find(|d| d.name() == name)
+    }
+}
+
+/// One block of at most one per delivery that has one, each read by its settings' model.
+impl tfplugin::shape::Shaped for Blocks {
+    fn shape() -> tfplugin::shape::Shape {
+        tfplugin::shape::blocks(
+            kinds()
+                .iter()
+                .filter(|k| k.about.block.is_some())
+                .map(|k| (k.about.name, (k.shape)()))
+                .collect(),
+        )
     }
 }
 
