@@ -14,6 +14,9 @@
 //! (a schema, a table of columns): long because they list, not because they do several things.
 //! Each is named in [`TABLES`] with the reason; a new one needs a line there and a reviewer.
 //!
+//! No function anywhere in the workspace, tests included, is allowed clippy's
+//! `too_many_arguments`: a long list of arguments gets a struct that names them.
+//!
 //! `cargo test -p fracgpu-testkit --test house_sizes -- --nocapture` prints the largest files and
 //! functions of the workspace.
 
@@ -78,6 +81,22 @@ fn no_production_file_over_650_lines_and_no_function_over_100() {
         failures.is_empty(),
         "split these by meaning (CONTRIBUTING.md, \"Layout\"):\n{failures}"
     );
+}
+
+/// A function that needs eight arguments needs a struct that says what they are, in tests too.
+#[test]
+fn no_function_is_allowed_too_many_arguments() {
+    let crates = repo_root().join("crates");
+    let mut sources = Vec::new();
+    walk(&crates, &mut sources);
+    let lint = ["clippy", "::", "too_many_arguments"].concat();
+    let found: Vec<String> = sources
+        .iter()
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "target"))
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&lint)))
+        .map(|p| p.strip_prefix(&crates).unwrap().display().to_string())
+        .collect();
+    assert!(found.is_empty(), "allow({lint}) in: {found:?}");
 }
 
 #[test]
