@@ -19,7 +19,12 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::DaemonSet;
+use kube::api::Api;
 use serde_json::{Value, json};
+
+use super::delivery::Cluster;
+use super::error::KubeError;
 
 /// The chart's name, as a release's metadata says it.
 pub const CHART_NAME: &str = "nvidia-device-plugin";
@@ -74,9 +79,8 @@ pub fn as_rendered(config: &str) -> &str {
     config.trim_end_matches('\n')
 }
 
-/// `DEFAULT_CONFIG` of the device plugin's config-manager sidecar, as the daemonset runs it; None
-/// when the daemonset runs no config-manager (the chart given no configs).
-pub fn plugin_default(daemonset: &Value) -> Option<String> {
+/// The device plugin's config-manager sidecar and its env.
+fn plugin_sidecar(daemonset: &Value) -> Option<(&Value, BTreeMap<&str, &str>)> {
     let containers = daemonset
         .pointer("/spec/template/spec/containers")?
         .as_array()?;
@@ -88,8 +92,46 @@ pub fn plugin_default(daemonset: &Value) -> Option<String> {
             .collect();
         (c["command"][0] == "config-manager"
             && env.get("PROCESS_TO_SIGNAL") == Some(&PLUGIN_PROCESS))
-        .then(|| env.get("DEFAULT_CONFIG").unwrap_or(&"").to_string())
+        .then_some((c, env))
     })
+}
+
+/// The ConfigMap the device plugin's daemonset mounts where its config-manager reads the
+/// configs (`CONFIG_FILE_SRCDIR`); None without a config-manager.
+pub fn mounted_configmap(daemonset: &Value) -> Option<String> {
+    let (sidecar, env) = plugin_sidecar(daemonset)?;
+    let srcdir = *env.get("CONFIG_FILE_SRCDIR")?;
+    let volume = sidecar["volumeMounts"]
+        .as_array()?
+        .iter()
+        .find(|m| m["mountPath"] == srcdir)?["name"]
+        .as_str()?;
+    daemonset
+        .pointer("/spec/template/spec/volumes")?
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == volume)?
+        .pointer("/configMap/name")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// `DEFAULT_CONFIG` of the device plugin's config-manager sidecar, as the daemonset runs it; None
+/// when the daemonset runs no config-manager (the chart given no configs).
+pub fn plugin_default(daemonset: &Value) -> Option<String> {
+    let (_, env) = plugin_sidecar(daemonset)?;
+    Some(env.get("DEFAULT_CONFIG").unwrap_or(&"").to_string())
+}
+
+impl Cluster {
+    /// A daemonset as JSON; None when it does not exist.
+    pub async fn daemonset(&self, ns: &str, name: &str) -> Result<Option<Value>, KubeError> {
+        let api: Api<DaemonSet> = Api::namespaced(self.client(), ns);
+        match api.get_opt(name).await {
+            Ok(ds) => Ok(ds.map(|d| serde_json::to_value(d).unwrap_or_default())),
+            Err(e) => Err(KubeError::from_kube(&self.target, e)),
+        }
+    }
 }
 
 #[cfg(test)]

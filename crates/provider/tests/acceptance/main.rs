@@ -19,6 +19,7 @@ mod device_plugin_config_gitops;
 mod device_plugin_config_helm;
 mod device_plugin_config_rbac;
 mod device_plugin_config_real;
+mod device_plugin_config_standalone;
 mod docs;
 mod drift_detection;
 mod examples;

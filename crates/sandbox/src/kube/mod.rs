@@ -23,8 +23,10 @@
 //! It is an independent oracle: every type here is its own, written from the public Kubernetes API and NVIDIA
 //! documents; nothing is shared with the provider's client code.
 //!
-//! Documented simplifications: lists are atomic for field ownership; strategic merge patch is a merge patch
-//! (directives dropped, lists replaced whole); watches filter events by selector but do not turn an object
+//! Strategic merge patch of built-in kinds merges lists by their merge keys ([`strategic`]).
+//!
+//! Documented simplifications: lists are atomic for field ownership; strategic merge patch of a
+//! custom resource (which the real server refuses) is a merge patch; watches filter events by selector but do not turn an object
 //! leaving the selection into DELETED; namespace deletion is immediate; no pagination (`limit` is ignored);
 //! a device plugin that refuses its config (bad YAML, unknown key, a key the ConfigMap lacks) fails to
 //! start, so the node serves no GPU, as NVIDIA's plugin whose init container exits does; the reason is
@@ -57,6 +59,7 @@ mod schema;
 mod select;
 mod status;
 mod store;
+mod strategic;
 mod table;
 mod tls;
 mod twin;

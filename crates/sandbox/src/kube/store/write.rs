@@ -182,7 +182,9 @@ impl Cluster {
                 if !body.is_object() {
                     return Err(ApiError::bad_request("a merge patch must be a JSON object"));
                 }
-                if ptype == PatchType::Strategic {
+                if ptype == PatchType::Strategic && !kind.custom {
+                    crate::kube::strategic::apply(&mut new, body);
+                } else if ptype == PatchType::Strategic {
                     patch::merge_patch(&mut new, &patch::strategic_to_merge(body));
                 } else {
                     patch::merge_patch(&mut new, body);

@@ -14,6 +14,7 @@ mod flux;
 mod gitops;
 mod helm;
 mod life;
+mod nvidia_device_plugin;
 mod operator;
 mod release;
 mod takeover;
@@ -86,6 +87,7 @@ deliveries! {
     Helm(helm::HelmArgs),
     ArgoCd(argocd::ArgoArgs),
     Flux(flux::FluxArgs),
+    NvidiaDevicePlugin(nvidia_device_plugin::NvidiaDevicePluginArgs),
 }
 
 /// What the registry knows of a delivery before there is a value of it.
