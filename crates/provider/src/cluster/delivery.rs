@@ -244,6 +244,22 @@ impl Cluster {
         })
     }
 
+    /// The names of the cluster's GPUClusters (`nvidia.com/v1alpha1`, cluster-scoped: the GPU
+    /// operator v26's DRA-based stack, deployed instead of a ClusterPolicy). None where the kind is
+    /// not served or may not be listed: there is then no knowing, and nothing to say.
+    pub async fn gpu_clusters(&self) -> Option<Vec<String>> {
+        let gvk = GroupVersionKind::gvk("nvidia.com", "v1alpha1", "GPUCluster");
+        let ar = ApiResource::from_gvk_with_plural(&gvk, "gpuclusters");
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &ar);
+        let list = api.list(&ListParams::default()).await.ok()?;
+        Some(
+            list.items
+                .into_iter()
+                .filter_map(|o| o.metadata.name)
+                .collect(),
+        )
+    }
+
     /// The ClusterPolicy's fields at `paths`, with the managers other than this provider that
     /// hold them.
     pub async fn policy_fields(&self, paths: &[&str]) -> Result<Vec<PolicyField>, KubeError> {

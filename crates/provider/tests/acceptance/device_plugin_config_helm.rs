@@ -629,3 +629,65 @@ fn cluster_policy_delivery_beside_a_helm3_release() {
         "{policy}"
     );
 }
+
+/// NVIDIA's v26.7 chart deploying the DRA-based stack (a GPUCluster, no ClusterPolicy): the
+/// `helm` and `cluster_policy` deliveries stop before writing, with a diagnostic that names the
+/// GPUCluster; the release keeps its revision and no ConfigMap is made.
+#[test]
+fn a_cluster_running_the_dra_stack_gets_the_diagnostic_and_nothing_is_written() {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
+        return;
+    };
+    let chart = Chart::NvidiaV26;
+    op.install(
+        chart,
+        &[
+            "clusterPolicy.deployCR=false".to_string(),
+            "gpuCluster.deployCR=true".to_string(),
+            "driver.nvidiaDriverCRD.enabled=true".to_string(),
+        ],
+    );
+    let gpu_clusters = op
+        .server
+        .kubectl_ok(&["get", "gpuclusters.nvidia.com", "-o", "name"]);
+    assert!(
+        !gpu_clusters.trim().is_empty(),
+        "the chart deployed a GPUCluster"
+    );
+    let (_, ns, _) = chart.release();
+    let access = format!("    config_path = \"{}\"", op.kc());
+    let configs = format!(
+        "  config {{ name = \"all\" }}\n{}",
+        time_sliced("time-sliced-4", 4)
+    );
+    let chart_path = op.chart(chart);
+    for config in [
+        helm_config(
+            &access,
+            &op.helm,
+            &chart_path,
+            chart.release(),
+            &configs,
+            "all",
+        ),
+        policy_config(&op.kc(), ns, None),
+    ] {
+        let ws = Workspace::new(&config).env("KUBECONFIG", MISSING_KUBECONFIG);
+        ws.init();
+        let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+        assert_ne!(out.code, 0);
+        let text = out.text();
+        assert!(
+            text.contains("GPU operator runs the DRA-based stack")
+                && text.contains(
+                    gpu_clusters
+                        .trim()
+                        .trim_start_matches("gpucluster.nvidia.com/")
+                ),
+            "{text}"
+        );
+        assert_eq!(op.revision(chart), 1, "the release is untouched");
+        assert!(op.configmap(ns, CM).is_none());
+        assert!(op.configmap(ns, "time-slicing-config").is_none());
+    }
+}

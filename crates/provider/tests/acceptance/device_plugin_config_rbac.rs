@@ -1,5 +1,6 @@
-//! Least privilege for `fracgpu_device_plugin_config`, on a control plane with RBAC on (`testkit::apiserver`) and
-//! NVIDIA's gpu-operator chart v25.10.1 installed: a ServiceAccount bound to exactly the Role and
+//! Least privilege for `fracgpu_device_plugin_config`, on a control plane with RBAC on
+//! (`testkit::apiserver`) and NVIDIA's gpu-operator chart v25.10.1 (or, for the
+//! `nvidia_device_plugin` delivery, its standalone device plugin chart v0.20.0) installed: a ServiceAccount bound to exactly the Role and
 //! ClusterRole of the guide `gpu-operator-deliveries.md` (read from its YAML blocks, so the guide
 //! and the test cannot disagree) applies, plans and destroys each delivery through the real
 //! terraform with `host`, `token` and `cluster_ca_certificate`. Then one rule at a time is taken
@@ -493,5 +494,84 @@ fn gitops_deliveries_need_exactly_the_guides_rules() {
         let text = assert_refused(&out, sa.name, "update", resource, Some(role_ns));
         assert!(text.contains("Kubernetes permission denied"), "{text}");
         sa.grant(&rules, "update", kubectl_resource, Some(role_ns), true);
+    }
+}
+
+/// NVIDIA's standalone device plugin chart v0.20.0, installed by helm 4 on a control plane with
+/// no GPU operator: with exactly the guide's rules the `nvidia_device_plugin` delivery applies,
+/// plans empty and destroys; without a rule the provider needs itself, or one helm needs, the
+/// apply names what was refused.
+#[test]
+fn nvidia_device_plugin_delivery_needs_exactly_the_guides_rules() {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
+        return;
+    };
+    let (release, ns) = ("nvdp", "nvidia-device-plugin");
+    let chart = op
+        .fixtures
+        .join("charts/nvidia-device-plugin-0.20.0.tgz")
+        .display()
+        .to_string();
+    op.helm(ns, &["install", release, &chart, "--create-namespace"]);
+    op.server.kubectl_ok(&["create", "namespace", NS]);
+    let rules = rules_of("fracgpu-nvidia-device-plugin");
+    let sa = Identity::with_role_in(&op, "fracgpu-nvidia-device-plugin", ns);
+    sa.grant(&rules, "list", "secrets", Some(ns), true);
+    let config = format!(
+        r#"{REQUIRED_PROVIDERS}
+resource "fracgpu_device_plugin_config" "this" {{
+  delivery       = "nvidia_device_plugin"
+  default_config = "time-sliced-4"
+  kubernetes {{
+{access}
+  }}
+{ts}  nvidia_device_plugin {{
+    release   = "{release}"
+    namespace = "{ns}"
+    chart     = "{chart}"
+    helm_path = "{helm}"
+  }}
+}}
+"#,
+        access = sa.access(),
+        ts = time_sliced("time-sliced-4", 4),
+        helm = op.helm.display(),
+    );
+    let ws = Workspace::new(&config).env("KUBECONFIG", MISSING_KUBECONFIG);
+    ws.write("ca.pem", &op.server.ca_pem());
+    ws.init();
+
+    // With exactly the guide's rules: apply, an empty plan, destroy.
+    ws.apply();
+    assert!(op.configmap(ns, CM).is_some());
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert!(op.configmap(ns, CM).is_none());
+
+    // One rule less each time: what the provider does itself, and what helm does.
+    let cases = [
+        ("list", "secrets", "secrets", true),
+        ("create", "configmaps", "configmaps", true),
+        ("patch", "daemonsets", "daemonsets", false),
+    ];
+    for (verb, resource, kubectl_resource, by_provider) in cases {
+        sa.grant(
+            &without(&rules, resource, verb),
+            verb,
+            kubectl_resource,
+            Some(ns),
+            false,
+        );
+        let out = ws.run(&["apply", "-no-color", "-auto-approve", "-input=false"]);
+        let text = assert_refused(&out, sa.name, verb, resource, Some(ns));
+        let summary = if by_provider {
+            "Kubernetes permission denied"
+        } else {
+            "Helm upgrade failed"
+        };
+        assert!(text.contains(summary), "{text}");
+        sa.grant(&rules, verb, kubectl_resource, Some(ns), true);
+        ws.ok(&["destroy", "-auto-approve", "-no-color"]);
     }
 }

@@ -10,7 +10,7 @@ use crate::operation::{Cut, StopSignal, bounded};
 use tfplugin::object::{Decoded, FromValue, MaybeUnknown, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::delivery::{At, Lifecycle, Reload, Takeover, Writing};
+use super::delivery::{At, Lifecycle, Reload, Takeover, Writing, refuse_dra_stack};
 use super::diagnostics::{kube_diagnostic, warn_unknown_labels};
 use super::model::{Args, Defaults, Identity, REIMPORT, Restarted, resolve, stored};
 use super::resource::{DevicePluginConfigResource, TYPE_NAME};
@@ -327,6 +327,9 @@ async fn deliver(
     w: &mut Writing,
     diags: &mut Diagnostics,
 ) -> Option<Option<String>> {
+    if life.through_operator() {
+        refuse_dra_stack(at.cluster, diags).await?;
+    }
     let operand_ns = match life.write(at, taken, w, diags).await? {
         Reload::OnSync => return Some(None),
         Reload::Restart(ns) => ns,

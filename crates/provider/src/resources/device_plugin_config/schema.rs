@@ -30,10 +30,13 @@ pub(super) const TIMEOUTS: Timeouts = Timeouts(&[
 pub fn schema() -> Schema {
     let block = Block::new(
         "The NVIDIA device plugin's named sharing configs (time-slicing, MPS, \
-        MIG strategy), delivered through the GPU operator: a ConfigMap and the ClusterPolicy \
-        pointer, or the operator's Helm release. Drift (a hand-edited ConfigMap, a changed \
-        pointer, changed Helm values) shows in the plan; re-formatting never does. Every change \
-        restarts the device plugin daemonset, which the operator does not do itself.",
+        MIG strategy), delivered where the plugin reads them: through the GPU operator (NVIDIA's \
+        gpu-operator chart, v25.10 and v26.7: a ConfigMap and the ClusterPolicy pointer, the \
+        operator's Helm release, or the Argo CD Application or Flux HelmRelease that installs it), \
+        or NVIDIA's standalone `nvidia-device-plugin` chart on clusters without the operator. \
+        Drift (a hand-edited ConfigMap, a changed pointer, changed Helm values) shows in the plan; \
+        re-formatting never does. Every change restarts the daemonsets that read the configs, \
+        which neither the operator nor the plugin does itself.",
     )
     .attr(
         Attribute::string("id")
@@ -47,7 +50,8 @@ pub fn schema() -> Schema {
             .requires_replace()
             .describe(&format!(
                 "Namespace of the ConfigMap and of the operator's daemonset. Default \
-            `{DEFAULT_NAMESPACE}`; with delivery `helm` the release's namespace, with `argocd` or \
+            `{DEFAULT_NAMESPACE}`; with delivery `helm` or `nvidia_device_plugin` the release's \
+            namespace, with `argocd` or \
             `flux` the namespace the chart is installed into (the Application's \
             `spec.destination.namespace`, the HelmRelease's `targetNamespace`), read at apply. The \
             operator reads the config only from its own namespace: another one is a warning."

@@ -149,6 +149,12 @@ pub(crate) trait Lifecycle: Send + Sync {
         desired.helm_values(DEFAULT_VALUES_PATH)
     }
 
+    /// Whether the configs it writes are read through the GPU operator's ClusterPolicy (not on a
+    /// cluster whose operator runs the DRA-based stack, a GPUCluster, instead).
+    fn through_operator(&self) -> bool {
+        true
+    }
+
     /// Whether it writes the ConfigMap itself: a create then refuses to adopt one someone else
     /// made, and after a failed or cut-short first write the ConfigMap tells whether anything was
     /// written. Otherwise a process of its own renders it (helm, a GitOps controller), which may

@@ -27,6 +27,7 @@ use tfplugin::schema::Block;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 pub(super) use life::{At, Lifecycle, Placement, Reload, Writing};
+pub(super) use operator::refuse_dra_stack;
 pub(super) use takeover::Takeover;
 pub use values::DEFAULT_VALUES_PATH;
 #[cfg(test)]

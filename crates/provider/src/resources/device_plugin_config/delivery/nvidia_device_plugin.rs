@@ -136,6 +136,11 @@ impl Lifecycle for NvidiaDevicePluginArgs {
         true
     }
 
+    /// The standalone chart's plugin reads its daemonsets' ConfigMap, operator or not.
+    fn through_operator(&self) -> bool {
+        false
+    }
+
     async fn write(
         &self,
         at: &At<'_>,

@@ -4,9 +4,36 @@
 
 use std::collections::BTreeMap;
 
+use tfplugin::{Diagnostic, Diagnostics};
+
 use super::super::desired::Desired;
 use super::super::diagnostics::quoted;
 use crate::cluster::{self as k, Cluster, KubeError};
+
+/// Before a delivery through the operator writes anything: a cluster whose GPU operator runs the
+/// DRA-based stack (a GPUCluster, `nvidia.com/v1alpha1`, and no ClusterPolicy; gpu-operator
+/// v26.7's chart deploys one or the other, templates/validations.yaml) has no device plugin to read
+/// the configs. None after the error diagnostic that names the GPUCluster.
+pub(in super::super) async fn refuse_dra_stack(c: &Cluster, diags: &mut Diagnostics) -> Option<()> {
+    match c.cluster_policy().await {
+        Err(KubeError::MissingCrd | KubeError::MissingClusterPolicy(_)) => {}
+        // A ClusterPolicy, or an error the delivery's own first read reports.
+        _ => return Some(()),
+    }
+    let found = c.gpu_clusters().await.unwrap_or_default();
+    if found.is_empty() {
+        return Some(());
+    }
+    diags.push(Diagnostic::error(
+        "GPU operator runs the DRA-based stack",
+        format!(
+            "The cluster holds the GPUCluster {} (nvidia.com/v1alpha1) and no ClusterPolicy             `{}`: its GPU operator runs NVIDIA's DRA driver, which allocates GPUs through             ResourceClaims and does not read device plugin configs, so nothing was written. Share             GPUs there with DRA, or deploy the operator with a ClusterPolicy             (clusterPolicy.deployCR=true, gpuCluster.deployCR=false) to use this resource.",
+            quoted(&found.iter().collect::<Vec<_>>()),
+            k::CLUSTER_POLICY
+        ),
+    ));
+    None
+}
 
 /// What the GPU operator reads on the cluster: the ClusterPolicy's pointer and the data of the
 /// ConfigMap it names in the operator's namespace.
