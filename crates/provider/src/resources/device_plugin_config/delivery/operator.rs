@@ -14,7 +14,7 @@ use crate::cluster::{self as k, Cluster, KubeError};
 /// DRA-based stack (a GPUCluster, `nvidia.com/v1alpha1`, and no ClusterPolicy; gpu-operator
 /// v26.7's chart deploys one or the other, templates/validations.yaml) has no device plugin to read
 /// the configs. None after the error diagnostic that names the GPUCluster.
-pub(in super::super) async fn refuse_dra_stack(c: &Cluster, diags: &mut Diagnostics) -> Option<()> {
+pub(crate) async fn refuse_dra_stack(c: &Cluster, diags: &mut Diagnostics) -> Option<()> {
     match c.cluster_policy().await {
         Err(KubeError::MissingCrd | KubeError::MissingClusterPolicy(_)) => {}
         // A ClusterPolicy, or an error the delivery's own first read reports.
