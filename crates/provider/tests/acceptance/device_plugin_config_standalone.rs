@@ -238,6 +238,59 @@ fn lifecycle(helm_tool: Tool) {
     );
 }
 
+/// The example `examples/standalone-device-plugin` on such a cluster: applied, its pool's nodes
+/// served four slices each by the chart's plugin, planned empty, destroyed.
+#[test]
+fn the_standalone_device_plugin_example_applies_plans_empty_and_destroys() {
+    let (Some(h), Some(_), Some(fixtures)) = (
+        tools::require(Tool::Helm4),
+        tools::require(Tool::Kubectl),
+        testkit::apiserver::fixtures(),
+    ) else {
+        return;
+    };
+    let stack = sandbox::start_stack_with(::sandbox::Config {
+        op_time: Duration::ZERO,
+        gpu_operator: false,
+        pod_buffers: ::sandbox::PodBuffers::NONE,
+        ..::sandbox::Config::default()
+    });
+    let kc = stack.kubeconfig("aks", "sandbox-aks");
+    let chart = fixtures.join("charts/nvidia-device-plugin-0.20.0.tgz");
+    helm(
+        &h,
+        &kc,
+        &[
+            "install",
+            RELEASE,
+            &chart.display().to_string(),
+            "--create-namespace",
+        ],
+    );
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("examples");
+    let ws = Workspace::with_tree(&root, "standalone-device-plugin")
+        .env("FRACGPU_SANDBOX", &stack.url)
+        .env("TF_VAR_kubeconfig", &kc.display().to_string())
+        .env("TF_VAR_chart", &chart.display().to_string())
+        .env("TF_VAR_helm_path", &h.display().to_string());
+    ws.init();
+    ws.apply();
+    let nodes = stack.nodes("aks", "sandbox-aks", "t4ts");
+    let served: Vec<&str> = nodes
+        .iter()
+        .map(|n| {
+            n["status"]["allocatable"]["nvidia.com/gpu"]
+                .as_str()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(served, ["4", "4"]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    assert_eq!(stack.pools(), vec![]);
+}
+
 #[test]
 fn nvidia_device_plugin_delivery_lifecycle_helm4() {
     lifecycle(Tool::Helm4);

@@ -13,10 +13,13 @@ fn example_dirs(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
     // Modules are not root configurations; actions need terraform 1.14 or later, and
     // tests/acceptance/actions.rs runs their examples with terraform 1.15; the Karpenter pool
     // needs Karpenter's CRDs, which the sandbox does not serve, and
-    // tests/acceptance/karpenter_nodepool.rs runs its example on a control plane (`testkit::apiserver`).
+    // tests/acceptance/karpenter_nodepool.rs runs its example on a control plane (`testkit::apiserver`);
+    // the standalone device plugin's needs a cluster without the operator and the chart
+    // installed, which tests/acceptance/device_plugin_config_standalone.rs makes.
     if dir == root.join("modules")
         || dir == root.join("actions")
         || dir == root.join("resources/fracgpu_karpenter_nodepool")
+        || dir == root.join("standalone-device-plugin")
     {
         return;
     }
