@@ -245,6 +245,11 @@ impl Block {
         self.attributes.push(a);
         self
     }
+    /// Several attributes, in order.
+    pub fn attrs(mut self, a: impl IntoIterator<Item = Attribute>) -> Self {
+        self.attributes.extend(a);
+        self
+    }
     /// One more nested block, any number of times.
     pub fn block(mut self, name: &str, nesting: Nesting, block: Block) -> Self {
         self.blocks.push(NestedBlock {

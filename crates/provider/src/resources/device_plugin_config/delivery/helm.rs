@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use tfplugin::object::{DecodeError, FromValue, SingleBlock};
-use tfplugin::schema::{Attribute, Block};
+use tfplugin::schema::Block;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Step, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::{kube_diagnostic, quoted, warn_operator_mismatch};
 use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::operator::operator_reads;
-use super::release::ReleaseBlock;
+use super::release::{ReleaseBlock, helm_path_attribute, release_attributes};
 use super::takeover::Takeover;
 use super::values::{
     self, DEFAULT_VALUES_PATH, ValuesTaken, mig_strategy_path, names_stay_strings,
@@ -47,32 +47,16 @@ fn block() -> Block {
         release back the device plugin values it had before this resource, or the chart's defaults \
         when it had none.",
     )
-    .attr(
-        Attribute::string("release")
-            .required()
-            .describe("Release name, e.g. `gpu-operator`."),
-    )
-    .attr(
-        Attribute::string("namespace")
-            .required()
-            .describe("Namespace of the release."),
-    )
-    .attr(Attribute::string("chart").required().describe(
-        "The chart `helm upgrade` is given, e.g. `nvidia/gpu-operator` or an `oci://` \
-            reference.",
-    ))
-    .attr(Attribute::string("chart_version").optional().describe(
-        "Chart version for the upgrade. Default: the deployed release's, so only values change.",
+    .attrs(release_attributes(
+        "Release name, e.g. `gpu-operator`.",
+        "Namespace of the release.",
+        "The chart `helm upgrade` is given, e.g. `nvidia/gpu-operator` or an `oci://` reference.",
     ))
     .attr(values_path_attribute(
         "Dotted path of the operator's `devicePlugin` values, e.g. \
             `azure-aks-gpu-operator.devicePlugin` for a wrapping chart. Default `devicePlugin`.",
     ))
-    .attr(
-        Attribute::string("helm_path")
-            .optional()
-            .describe("The helm executable, Helm 3 or 4. Default `helm` on the PATH."),
-    )
+    .attr(helm_path_attribute())
 }
 
 impl HelmArgs {

@@ -10,13 +10,13 @@
 use async_trait::async_trait;
 use serde_json::json;
 use tfplugin::object::{DecodeError, FromValue, SingleBlock};
-use tfplugin::schema::{Attribute, Block};
+use tfplugin::schema::Block;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Step, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::kube_diagnostic;
 use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
-use super::release::ReleaseBlock;
+use super::release::{ReleaseBlock, helm_path_attribute, release_attributes};
 use super::takeover::Takeover;
 use super::values::{self, ValuesTaken};
 use crate::cluster::device_plugin_chart::{self as chart, CHART_NAME};
@@ -44,29 +44,12 @@ fn block() -> Block {
         against the cluster `kubernetes` names. Destroy gives the release back the `config` \
         values it had before this resource, then deletes the ConfigMap.",
     )
-    .attr(
-        Attribute::string("release")
-            .required()
-            .describe("Release name, e.g. `nvdp`."),
-    )
-    .attr(
-        Attribute::string("namespace")
-            .required()
-            .describe("Namespace of the release, e.g. `nvidia-device-plugin`."),
-    )
-    .attr(
-        Attribute::string("chart").required().describe(
-            "The chart `helm upgrade` is given, e.g. `nvdp/nvidia-device-plugin` or a path.",
-        ),
-    )
-    .attr(Attribute::string("chart_version").optional().describe(
-        "Chart version for the upgrade. Default: the deployed release's, so only values change.",
+    .attrs(release_attributes(
+        "Release name, e.g. `nvdp`.",
+        "Namespace of the release, e.g. `nvidia-device-plugin`.",
+        "The chart `helm upgrade` is given, e.g. `nvdp/nvidia-device-plugin` or a path.",
     ))
-    .attr(
-        Attribute::string("helm_path")
-            .optional()
-            .describe("The helm executable, Helm 3 or 4. Default `helm` on the PATH."),
-    )
+    .attr(helm_path_attribute())
 }
 
 impl NvidiaDevicePluginArgs {

@@ -5,6 +5,7 @@
 //! the delivery's block (`helm.release`), whichever block that is.
 
 use serde_json::{Value, json};
+use tfplugin::schema::Attribute;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics};
 
 use super::super::diagnostics::kube_diagnostic;
@@ -12,6 +13,30 @@ use super::life::{At, Writing};
 use super::values::{self, ValuesTaken};
 use crate::cluster::Cluster;
 use crate::cluster::helm::{self, ReleaseState};
+
+/// The attributes of a block that names a release: `release`, `namespace` and `chart` (with
+/// what each looks like for this delivery's chart), then `chart_version`; `helm_path` is
+/// [`helm_path_attribute`].
+pub(super) fn release_attributes(release: &str, namespace: &str, chart: &str) -> [Attribute; 4] {
+    [
+        Attribute::string("release").required().describe(release),
+        Attribute::string("namespace")
+            .required()
+            .describe(namespace),
+        Attribute::string("chart").required().describe(chart),
+        Attribute::string("chart_version").optional().describe(
+            "Chart version for the upgrade. Default: the deployed release's, so only values \
+            change.",
+        ),
+    ]
+}
+
+/// The `helm_path` attribute of a block that names a release.
+pub(super) fn helm_path_attribute() -> Attribute {
+    Attribute::string("helm_path")
+        .optional()
+        .describe("The helm executable, Helm 3 or 4. Default `helm` on the PATH.")
+}
 
 /// A release as a delivery's block names it (its `release`, `namespace`, `chart`,
 /// `chart_version` and helm executable).
