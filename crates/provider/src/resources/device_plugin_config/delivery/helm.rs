@@ -6,15 +6,15 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use tfplugin::object::{DecodeError, FromValue, SingleBlock};
+use tfplugin::object::DecodeError;
 use tfplugin::schema::Block;
-use tfplugin::{AttrPath, Diagnostic, Diagnostics, Step, Value};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::{kube_diagnostic, quoted, warn_operator_mismatch};
 use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::operator::operator_reads;
-use super::release::{ReleaseBlock, helm_path_attribute, release_attributes};
+use super::release::{ReleaseBlock, helm_path_attribute, release_attributes, release_placement};
 use super::takeover::Takeover;
 use super::values::{
     self, DEFAULT_VALUES_PATH, ValuesTaken, mig_strategy_path, names_stay_strings,
@@ -92,12 +92,7 @@ impl Lifecycle for HelmArgs {
 
     /// The chart creates the ConfigMap in the release's namespace.
     fn placement(config: &Value) -> Result<Placement, DecodeError> {
-        let block = SingleBlock::<HelmArgs>::from_value(config.get(NAME))
-            .map_err(|e| e.under(Step::Attr(NAME.to_string())))?;
-        Ok(match block.0 {
-            Some(h) => Placement::In(h.namespace),
-            None => Placement::Default,
-        })
+        release_placement(config, NAME, |b: HelmArgs| b.namespace)
     }
 
     fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {

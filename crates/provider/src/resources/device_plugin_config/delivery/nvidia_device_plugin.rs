@@ -9,14 +9,14 @@
 
 use async_trait::async_trait;
 use serde_json::json;
-use tfplugin::object::{DecodeError, FromValue, SingleBlock};
+use tfplugin::object::DecodeError;
 use tfplugin::schema::Block;
-use tfplugin::{AttrPath, Diagnostic, Diagnostics, Step, Value};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::kube_diagnostic;
 use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
-use super::release::{ReleaseBlock, helm_path_attribute, release_attributes};
+use super::release::{ReleaseBlock, helm_path_attribute, release_attributes, release_placement};
 use super::takeover::Takeover;
 use super::values::{self, ValuesTaken};
 use crate::cluster::device_plugin_chart::{self as chart, CHART_NAME};
@@ -95,12 +95,7 @@ impl Lifecycle for NvidiaDevicePluginArgs {
 
     /// The chart's daemonsets mount a ConfigMap of the release's namespace.
     fn placement(config: &Value) -> Result<Placement, DecodeError> {
-        let block = SingleBlock::<NvidiaDevicePluginArgs>::from_value(config.get(NAME))
-            .map_err(|e| e.under(Step::Attr(NAME.to_string())))?;
-        Ok(match block.0 {
-            Some(b) => Placement::In(b.namespace),
-            None => Placement::Default,
-        })
+        release_placement(config, NAME, |b: NvidiaDevicePluginArgs| b.namespace)
     }
 
     fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {

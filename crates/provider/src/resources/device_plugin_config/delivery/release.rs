@@ -5,11 +5,12 @@
 //! the delivery's block (`helm.release`), whichever block that is.
 
 use serde_json::{Value, json};
+use tfplugin::object::{DecodeError, FromValue, SingleBlock};
 use tfplugin::schema::Attribute;
-use tfplugin::{AttrPath, Diagnostic, Diagnostics};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Step};
 
 use super::super::diagnostics::kube_diagnostic;
-use super::life::{At, Writing};
+use super::life::{At, Placement, Writing};
 use super::values::{self, ValuesTaken};
 use crate::cluster::Cluster;
 use crate::cluster::helm::{self, ReleaseState};
@@ -29,6 +30,21 @@ pub(super) fn release_attributes(release: &str, namespace: &str, chart: &str) ->
             change.",
         ),
     ]
+}
+
+/// Where the plan puts the ConfigMap for a delivery whose block `name` (read as `T`) names a
+/// release: the release's namespace (`namespace` of the block).
+pub(super) fn release_placement<T: FromValue>(
+    config: &tfplugin::Value,
+    name: &str,
+    namespace: impl Fn(T) -> String,
+) -> Result<Placement, DecodeError> {
+    let block = SingleBlock::<T>::from_value(config.get(name))
+        .map_err(|e| e.under(Step::Attr(name.to_string())))?;
+    Ok(match block.0 {
+        Some(b) => Placement::In(namespace(b)),
+        None => Placement::Default,
+    })
 }
 
 /// The `helm_path` attribute of a block that names a release.
