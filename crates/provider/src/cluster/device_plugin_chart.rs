@@ -2,8 +2,7 @@
 //! values this provider hands it, learnt from the chart's templates:
 //! - `config.map` (config name -> YAML) is rendered into the ConfigMap
 //!   `<fullname>-configs` of the release's namespace (templates/configmap.yml; the name from
-//!   `_helpers.tpl` `nvidia-device-plugin.configMapName`), each config under a `|-` block scalar,
-//!   so a config's trailing newlines are not in the data the plugin reads.
+//!   `_helpers.tpl` `nvidia-device-plugin.configMapName`).
 //! - `config.name` names a ConfigMap of one's own instead; the chart refuses both at once
 //!   (templates/validation.yml), so writing `map` means clearing `name`.
 //! - `config.default` becomes `DEFAULT_CONFIG` of the config-manager containers of the device
@@ -58,25 +57,15 @@ pub fn fullname(release: &str, values: &Value) -> String {
     }
 }
 
-/// The ConfigMap the chart renders from `config.map`.
-pub fn configs_configmap(release: &str, values: &Value) -> String {
-    format!("{}-configs", fullname(release, values))
-}
-
 /// The device plugin's daemonset.
 pub fn plugin_daemonset(release: &str, values: &Value) -> String {
     fullname(release, values)
 }
 
-/// The chart's `config` values that deliver `configs` with `default` (the map the chart renders,
-/// no ConfigMap of one's own).
+/// The chart's `config` values that deliver `configs` with `default` through the chart's own
+/// map (what a `helm_release` of one's own of the chart is given).
 pub fn config_values(configs: &BTreeMap<String, String>, default: &str) -> Value {
-    json!({"map": configs, "default": default, "name": ""})
-}
-
-/// A config as the rendered ConfigMap holds it (the `|-` scalar keeps no final newline).
-pub fn as_rendered(config: &str) -> &str {
-    config.trim_end_matches('\n')
+    json!({"config": {"map": configs, "default": default}})
 }
 
 /// The device plugin's config-manager sidecar and its env.
@@ -160,10 +149,6 @@ mod tests {
         assert_eq!(fullname(&a, &none), format!("{a}-nvidia-device-plugi"));
         let r = "r".repeat(62);
         assert_eq!(fullname(&r, &none), r);
-        assert_eq!(
-            configs_configmap("nvdp", &none),
-            "nvdp-nvidia-device-plugin-configs"
-        );
     }
 
     #[test]
@@ -179,6 +164,5 @@ mod tests {
                 {"name": "DEFAULT_CONFIG", "value": "x"},
                 {"name": "PROCESS_TO_SIGNAL", "value": "gpu-feature-discovery"}]}]}}}});
         assert_eq!(plugin_default(&gfd), None);
-        assert_eq!(as_rendered("a: 1\n"), "a: 1");
     }
 }

@@ -104,10 +104,10 @@ impl Lifecycle for NvidiaDevicePluginArgs {
 
     /// For a `helm_release` of one's own of this chart: the configs as the chart's own map.
     fn chart_values(&self, desired: &Desired) -> serde_json::Value {
-        json!({"config": {
-            "map": desired.data(),
-            "default": desired.default.clone().unwrap_or_default(),
-        }})
+        chart::config_values(
+            &desired.data(),
+            desired.default.as_deref().unwrap_or_default(),
+        )
     }
 
     fn own_configmap(&self) -> bool {
