@@ -327,6 +327,68 @@ fn flux_delivery_lifecycle_nvidia_chart_v26() {
     lifecycle(Holder::Flux, Chart::NvidiaV26);
 }
 
+/// Import by the delivery's ID (`argocd:<namespace>/<application>/<configmap>`): the read after
+/// the import learns the ConfigMap's namespace from the Application's destination, the plan asks
+/// only for what the cluster does not keep (the resource's `kubernetes` block and the
+/// `values_path` the configuration spells out), in place; after the apply it is empty.
+#[test]
+fn an_argocd_import_reads_the_destination_and_plans_in_place() {
+    let Some(op) = gitops_cluster() else {
+        return;
+    };
+    let sample = op.fixtures.join(Holder::Argo.sample());
+    op.server.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "-f",
+        &sample.display().to_string(),
+    ]);
+    let configs = time_sliced("time-sliced-8", 8);
+    // An import has only its ID: it reaches the cluster the provider's way (KUBECONFIG here).
+    let ws = Workspace::new(&config(&op, Holder::Argo, "devicePlugin", &configs))
+        .env("KUBECONFIG", &op.kc());
+    ws.init();
+    ws.apply();
+    let addr = "fracgpu_device_plugin_config.this";
+    ws.ok(&["state", "rm", addr]);
+    ws.ok(&[
+        "import",
+        "-no-color",
+        addr,
+        &format!("argocd:argocd/gpu-operator/{CM}"),
+    ]);
+    let st = ws.show_json();
+    let res = &st["values"]["root_module"]["resources"][0]["values"];
+    assert_eq!(
+        res["namespace"], OPERATOR_NS,
+        "the Application's destination"
+    );
+    assert_eq!(res["id"], format!("{OPERATOR_NS}/{CM}"));
+    assert_eq!(res["delivery"], "argocd");
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    let out = &plan.stdout;
+    assert!(
+        out.contains("will be updated in-place") && !out.contains("must be replaced"),
+        "{out}"
+    );
+    for attr in ["values_path", "config_path"] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("+ {attr} "))),
+            "{attr} in {out}"
+        );
+    }
+    assert!(
+        !out.contains("time-sliced-8"),
+        "the configs read back as declared: {out}"
+    );
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+}
+
 /// An Application with several sources (a values repository beside the chart, as Argo CD's
 /// multi-source docs show) needs `argocd.chart` to pick the operator's; one that a parent
 /// Application tracks gets a warning that the parent's next sync undoes the change.

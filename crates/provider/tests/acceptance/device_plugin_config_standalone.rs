@@ -300,3 +300,101 @@ fn nvidia_device_plugin_delivery_lifecycle_helm4() {
 fn nvidia_device_plugin_delivery_lifecycle_helm3() {
     lifecycle(Tool::Helm3);
 }
+
+/// Import by the delivery's ID (`nvidia_device_plugin:<namespace>/<release>/<configmap>`): the
+/// state rebuilt from the cluster plans only what the cluster does not keep (the chart's source
+/// and the helm executable), in place, never a replacement; the apply after plans empty; and an
+/// ID without the release is refused with every form named.
+#[test]
+fn an_imported_standalone_config_plans_in_place_only_what_the_cluster_does_not_keep() {
+    let (Some(h), Some(_), Some(fixtures)) = (
+        tools::require(Tool::Helm4),
+        tools::require(Tool::Kubectl),
+        testkit::apiserver::fixtures(),
+    ) else {
+        return;
+    };
+    let stack = sandbox::start_stack_with(::sandbox::Config {
+        op_time: Duration::ZERO,
+        gpu_operator: false,
+        pod_buffers: ::sandbox::PodBuffers::NONE,
+        ..::sandbox::Config::default()
+    });
+    let kc = stack.kubeconfig("aks", "sandbox-aks");
+    let chart = fixtures.join("charts/nvidia-device-plugin-0.20.0.tgz");
+    let chart_s = chart.display().to_string();
+    helm(
+        &h,
+        &kc,
+        &["install", RELEASE, &chart_s, "--create-namespace"],
+    );
+    // An import has only the ID: it reaches the cluster the provider's way (here KUBECONFIG),
+    // not by the resource's `kubernetes` block, which is the configuration's.
+    let ws = Workspace::new(&config(&stack.url, &kc, &h, &chart))
+        .env("KUBECONFIG", &kc.display().to_string());
+    ws.init();
+    ws.apply();
+    let addr = "fracgpu_device_plugin_config.this";
+    ws.ok(&["state", "rm", addr]);
+
+    let bad = ws.run(&[
+        "import",
+        "-no-color",
+        addr,
+        &format!("nvidia_device_plugin:{NS}/time-slicing-config"),
+    ]);
+    assert_ne!(bad.code, 0);
+    assert!(
+        bad.stderr.contains("Invalid import ID")
+            && bad
+                .stderr
+                .contains("nvidia_device_plugin:<namespace>/<release>/<configmap>"),
+        "{}",
+        bad.stderr
+    );
+
+    let id = format!("nvidia_device_plugin:{NS}/{RELEASE}/time-slicing-config");
+    ws.ok(&["import", "-no-color", addr, &id]);
+    let shown = ws.ok(&["state", "show", "-no-color", addr]).stdout;
+    assert!(
+        shown.contains("delivery") && shown.contains("\"nvidia_device_plugin\""),
+        "{shown}"
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "{}", plan.text());
+    let out = &plan.stdout;
+    assert!(
+        out.contains("will be updated in-place") && !out.contains("must be replaced"),
+        "{out}"
+    );
+    // Set where the state has none: the chart's source and the helm executable, and the
+    // resource's own `kubernetes` block.
+    for attr in ["chart", "helm_path", "config_path"] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("+ {attr} "))),
+            "{attr} in {out}"
+        );
+    }
+    assert!(!out.contains("default_config"), "{out}");
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+    assert_eq!(
+        plugin_reads(&stack),
+        ("time-slicing-config".to_string(), "all".to_string())
+    );
+    assert_eq!(slices(&stack), ["4", "4"]);
+
+    // Without a record of the values before the import, destroy removes this resource's.
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    let v = values(&h, &kc);
+    assert_eq!(v["config"]["name"], Value::Null, "{v}");
+    assert!(
+        kubectl(
+            &stack,
+            &["get", "configmap", "-n", NS, "time-slicing-config"]
+        )
+        .is_none()
+    );
+}

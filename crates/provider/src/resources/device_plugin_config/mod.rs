@@ -10,6 +10,7 @@
 mod delivery;
 mod desired;
 mod diagnostics;
+mod import;
 mod model;
 mod names;
 mod observe;
@@ -35,7 +36,6 @@ use diagnostics::kube_diagnostic;
 use model::{
     Args, Defaults, Identity, Imported, ObjectIdentity, REIMPORT, Restarted, State, resolve,
 };
-use names::{DNS_LABEL_RE, DNS_SUBDOMAIN_RE};
 use ops::Op;
 use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, TIMEOUTS};
 
@@ -225,35 +225,21 @@ impl Resource for DevicePluginConfigResource {
     }
 
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Value> {
-        let re = regex_lite::Regex::new(&format!(
-            "{}/{}",
-            &DNS_LABEL_RE[..DNS_LABEL_RE.len() - 1],
-            &DNS_SUBDOMAIN_RE[1..]
-        ))
-        .ok()?;
-        if !re.is_match(id) {
-            diags.push(Diagnostic::error(
-                "Invalid import ID",
-                format!(
-                    "{id:?} is not `namespace/name` of the ConfigMap, e.g. \
-                    `gpu-operator/time-slicing-config`."
-                ),
-            ));
-            return None;
-        }
-        let (ns, name) = id.split_once('/')?;
-        // A skeleton the read after import fills from the cluster.
+        let args = match import::args(id) {
+            Ok(a) => a,
+            Err(detail) => {
+                diags.push(Diagnostic::error("Invalid import ID", detail));
+                return None;
+            }
+        };
+        // A skeleton the read after import fills from the cluster (a GitOps object's
+        // destination, and the ID with it, included).
         let mut st = model::null_state();
         merge(
             &mut st,
             &Imported {
                 timeouts: Value::List(vec![]),
-                args: Args {
-                    namespace: Some(ns.to_string()),
-                    name: Some(name.to_string()),
-                    delivery: Some(delivery::default_name().to_string()),
-                    ..Args::default()
-                },
+                args,
                 identity: Identity {
                     id: MaybeUnknown::Known(id.to_string()),
                 },

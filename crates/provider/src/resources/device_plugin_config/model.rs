@@ -106,8 +106,8 @@ tfplugin::object! {
 }
 
 /// The last fix for a state that does not read.
-pub(super) const REIMPORT: &str =
-    "re-import it (`terraform import` with `namespace/name` of the ConfigMap)";
+pub(super) const REIMPORT: &str = "re-import it (`terraform import` with `namespace/name` of the ConfigMap, or \
+    `<delivery>:<namespace>/<object>/<configmap>` for a delivery that writes an object)";
 
 impl Args {
     /// The arguments of a plan; a namespace still unknown (see [`Defaults`]) reads as unset.

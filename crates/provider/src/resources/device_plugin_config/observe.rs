@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 
 use tfplugin::object::{Decoded, FromValue, merge};
-use tfplugin::{Diagnostics, Value};
+use tfplugin::{Diagnostic, Diagnostics, Value};
 
 use super::desired::{config_blocks, reconcile};
 use super::diagnostics::{warn_operator_mismatch, warn_unknown_labels};
-use super::model::{Computed, REIMPORT, State, resolve, stored};
+use super::model::{Args, Computed, REIMPORT, State, resolve, stored};
 use super::resource::DevicePluginConfigResource;
 
 impl DevicePluginConfigResource {
@@ -46,8 +46,15 @@ impl DevicePluginConfigResource {
             args.mig_strategy = seen.mig_strategy.clone();
         }
         if imported {
-            // Rebuild the blocks from what the cluster holds.
+            // Rebuild the blocks from what the cluster holds; a GitOps object's import learns
+            // where its chart installs the operator here.
             args.config = config_blocks(&cluster_data);
+            if args.namespace.is_none() {
+                args.namespace = seen.operator_namespace.clone();
+            }
+            if seen.pointer_name.as_deref() != Some(args.name()) {
+                warn_not_read(&args, seen.pointer_name.as_deref(), diags);
+            }
         }
         let mut st = state.clone();
         merge(&mut st, &args);
@@ -73,4 +80,25 @@ impl DevicePluginConfigResource {
         merge(&mut st, &computed);
         Some(st)
     }
+}
+
+/// An imported ConfigMap its consumer does not read: most likely another delivery writes it,
+/// which the import ID must name (changing `delivery` later replaces the resource).
+fn warn_not_read(args: &Args, reads: Option<&str>, diags: &mut Diagnostics) {
+    let delivery = args.delivery.as_deref().unwrap_or_default();
+    let reads = reads.map_or("no ConfigMap".to_string(), |n| {
+        format!("the ConfigMap {n:?}")
+    });
+    diags.push(Diagnostic::warning(
+        "Imported ConfigMap is not read",
+        format!(
+            "The ConfigMap {}/{} was imported with delivery \"{delivery}\", which reads {reads} \
+            instead, so its configs plan as changes. If another delivery writes it, remove it \
+            from the state and import it with that delivery's ID ({}): changing `delivery` \
+            after the import replaces the resource.",
+            args.namespace(),
+            args.name(),
+            super::delivery::import_forms().join(", ")
+        ),
+    ));
 }

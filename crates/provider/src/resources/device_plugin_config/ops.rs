@@ -10,7 +10,7 @@ use crate::operation::{Cut, StopSignal, bounded};
 use tfplugin::object::{Decoded, FromValue, MaybeUnknown, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
-use super::delivery::{At, Lifecycle, Reload, Takeover, Writing, refuse_dra_stack};
+use super::delivery::{At, Delivery, Lifecycle, Reload, Takeover, Writing, refuse_dra_stack};
 use super::diagnostics::{kube_diagnostic, warn_unknown_labels};
 use super::model::{Args, Defaults, Identity, REIMPORT, Restarted, resolve, stored};
 use super::resource::{DevicePluginConfigResource, TYPE_NAME};
@@ -175,7 +175,7 @@ impl DevicePluginConfigResource {
         let at = self.at(&c, d);
         let mut st = planned.clone();
         merge(&mut st, &Restarted::default());
-        if life.own_configmap() && !Self::configmap_is_free(&at, diags).await {
+        if life.own_configmap() && !Self::configmap_is_free(&at, &r.delivery, diags).await {
             return Value::Null;
         }
         writing.store(true, Ordering::Relaxed);
@@ -209,7 +209,7 @@ impl DevicePluginConfigResource {
 
     /// Adopting a ConfigMap someone else made would silently take its keys over: false after a
     /// diagnostic.
-    async fn configmap_is_free(at: &At<'_>, diags: &mut Diagnostics) -> bool {
+    async fn configmap_is_free(at: &At<'_>, delivery: &Delivery, diags: &mut Diagnostics) -> bool {
         let d = at.desired;
         match at.cluster.configmap(&d.namespace, &d.name).await {
             Ok(None) => true,
@@ -219,8 +219,10 @@ impl DevicePluginConfigResource {
                         "ConfigMap already exists",
                         format!(
                             "The ConfigMap {}/{} exists already. Import it (`terraform \
-                            import {TYPE_NAME}.<name> {}/{}`) or choose another `name`.",
-                            d.namespace, d.name, d.namespace, d.name
+                            import {TYPE_NAME}.<name> {}`) or choose another `name`.",
+                            d.namespace,
+                            d.name,
+                            delivery.import_id(&d.namespace, &d.name)
                         ),
                     )
                     .at(AttrPath::attr("name")),

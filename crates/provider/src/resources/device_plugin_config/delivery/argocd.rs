@@ -89,8 +89,23 @@ impl Lifecycle for ArgoArgs {
                 schema: block,
                 names: "the object that holds the operator's values",
                 example: "argocd { application = \"gpu-operator\" }",
+                import_id: "<namespace>/<application>/<configmap>",
             }),
         }
+    }
+
+    /// The object's namespace stays unset when it is the default, as a configuration leaves it.
+    fn imported(namespace: &str, application: &str) -> Self {
+        Self {
+            application: application.to_string(),
+            namespace: (namespace != DEFAULT_NAMESPACE).then(|| namespace.to_string()),
+            ..Self::default()
+        }
+    }
+
+    fn import_object(&self) -> Option<(String, String)> {
+        let holder = self.object().holder;
+        Some((holder.namespace, holder.name))
     }
 
     /// The chart installs the operator into the Application's `spec.destination.namespace`.

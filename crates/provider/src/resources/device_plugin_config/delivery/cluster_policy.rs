@@ -47,6 +47,10 @@ impl Lifecycle for ClusterPolicy {
         }
     }
 
+    fn imported(_: &str, _: &str) -> Self {
+        ClusterPolicy {}
+    }
+
     fn placement(_: &Value) -> Result<Placement, DecodeError> {
         Ok(Placement::Default)
     }

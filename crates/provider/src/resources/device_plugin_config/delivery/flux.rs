@@ -82,8 +82,23 @@ impl Lifecycle for FluxArgs {
                 schema: block,
                 names: "the object that holds the operator's values",
                 example: "flux { helm_release = \"gpu-operator\" }",
+                import_id: "<namespace>/<helm_release>/<configmap>",
             }),
         }
+    }
+
+    /// The object's namespace stays unset when it is the default, as a configuration leaves it.
+    fn imported(namespace: &str, helm_release: &str) -> Self {
+        Self {
+            helm_release: helm_release.to_string(),
+            namespace: (namespace != DEFAULT_NAMESPACE).then(|| namespace.to_string()),
+            ..Self::default()
+        }
+    }
+
+    fn import_object(&self) -> Option<(String, String)> {
+        let holder = self.object().holder;
+        Some((holder.namespace, holder.name))
     }
 
     /// The chart installs the operator into the HelmRelease's `spec.targetNamespace`.

@@ -86,8 +86,21 @@ impl Lifecycle for HelmArgs {
                 schema: block,
                 names: "the release",
                 example: "helm { release = ..., namespace = ..., chart = ... }",
+                import_id: "<namespace>/<release>/<configmap>",
             }),
         }
+    }
+
+    fn imported(namespace: &str, release: &str) -> Self {
+        Self {
+            release: release.to_string(),
+            namespace: namespace.to_string(),
+            ..Self::default()
+        }
+    }
+
+    fn import_object(&self) -> Option<(String, String)> {
+        Some((self.namespace.clone(), self.release.clone()))
     }
 
     /// The chart creates the ConfigMap in the release's namespace.

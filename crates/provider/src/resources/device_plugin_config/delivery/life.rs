@@ -37,6 +37,9 @@ pub(crate) struct BlockAbout {
     pub names: &'static str,
     /// A block to add: `helm { release = ..., namespace = ..., chart = ... }`.
     pub example: &'static str,
+    /// How an import ID names the object and the ConfigMap after the `<delivery>:` prefix:
+    /// `<namespace>/<release>/<configmap>`.
+    pub import_id: &'static str,
 }
 
 /// Where the plan puts the ConfigMap when `namespace` is not set.
@@ -137,6 +140,20 @@ pub(crate) trait Lifecycle: Send + Sync {
     fn placement(config: &Value) -> Result<Placement, DecodeError>
     where
         Self: Sized;
+
+    /// Its settings as an import ID names them (`helm:<namespace>/<release>/<configmap>`): the
+    /// object it writes, by namespace and name. What the cluster does not keep (a chart's source,
+    /// the helm executable) stays empty until the configuration sets it. A delivery without a
+    /// block ignores both.
+    fn imported(namespace: &str, object: &str) -> Self
+    where
+        Self: Sized;
+
+    /// The object an import ID names for these settings, as `(namespace, name)`; None for a
+    /// delivery without a block (its ID is the ConfigMap's alone).
+    fn import_object(&self) -> Option<(String, String)> {
+        None
+    }
 
     /// Plan-time checks of what this delivery does with the configs (false after an error).
     fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {

@@ -78,6 +78,9 @@ macro_rules! deliveries {
                 bare: || Delivery::$variant(<$settings>::default()),
                 shape: <$settings as tfplugin::shape::Shaped>::shape,
                 placement: <$settings>::placement,
+                imported: |namespace, object| {
+                    Delivery::$variant(<$settings>::imported(namespace, object))
+                },
             }),+]
         });
     };
@@ -100,6 +103,8 @@ struct Kind {
     /// The delivery without settings (for one without a block).
     bare: fn() -> Delivery,
     placement: fn(&Value) -> Result<Placement, DecodeError>,
+    /// Its settings as an import ID names them (see [`Lifecycle::imported`]).
+    imported: fn(&str, &str) -> Delivery,
     /// What its block's model reads, for the test that holds it to the schema.
     shape: fn() -> tfplugin::shape::Shape,
 }
@@ -137,6 +142,30 @@ pub(super) fn blocks() -> impl Iterator<Item = (&'static str, Block)> {
     kinds()
         .iter()
         .filter_map(|k| Some((k.about.name, (k.about.block.as_ref()?.schema)())))
+}
+
+/// What an import ID of the form `<name>:<namespace>/<object>/<configmap>` sets: the block of
+/// delivery `name` naming the object. None when `name` is not a delivery with a block.
+pub(super) fn imported(name: &str, namespace: &str, object: &str) -> Option<Blocks> {
+    let k = kinds()
+        .iter()
+        .find(|k| k.about.name == name && k.about.block.is_some())?;
+    Some(Blocks(vec![(k.imported)(namespace, object)]))
+}
+
+/// The forms an import ID takes, one per delivery with a block, for the diagnostic and the
+/// docs: "`helm:<namespace>/<release>/<configmap>`".
+pub(super) fn import_forms() -> Vec<String> {
+    kinds()
+        .iter()
+        .filter_map(|k| {
+            Some(format!(
+                "`{}:{}`",
+                k.about.name,
+                k.about.block.as_ref()?.import_id
+            ))
+        })
+        .collect()
 }
 
 /// The kind `name` picks: unset, or a name this provider does not know (which validation
@@ -214,6 +243,16 @@ impl Delivery {
         match kind.about.block {
             None => Some((kind.bare)()),
             Some(_) => blocks.get(kind.about.name).cloned(),
+        }
+    }
+
+    /// The import ID of the resource that delivers the ConfigMap `namespace/name` this way:
+    /// the ConfigMap's alone for a delivery without a block, else prefixed and naming the object
+    /// (the inverse of [`imported`]).
+    pub(super) fn import_id(&self, namespace: &str, name: &str) -> String {
+        match self.life().import_object() {
+            Some((ns, object)) => format!("{}:{ns}/{object}/{name}", self.name()),
+            None => format!("{namespace}/{name}"),
         }
     }
 

@@ -89,8 +89,21 @@ impl Lifecycle for NvidiaDevicePluginArgs {
                 schema: block,
                 names: "the release",
                 example: "nvidia_device_plugin { release = ..., namespace = ..., chart = ... }",
+                import_id: "<namespace>/<release>/<configmap>",
             }),
         }
+    }
+
+    fn imported(namespace: &str, release: &str) -> Self {
+        Self {
+            release: release.to_string(),
+            namespace: namespace.to_string(),
+            ..Self::default()
+        }
+    }
+
+    fn import_object(&self) -> Option<(String, String)> {
+        Some((self.namespace.clone(), self.release.clone()))
     }
 
     /// The chart's daemonsets mount a ConfigMap of the release's namespace.
