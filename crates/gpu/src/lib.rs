@@ -10,12 +10,14 @@
 //! - `placement`: whether a workload fits a pool and what it must request.
 //! - `device_plugin`: the NVIDIA device plugin config document: model, renderer, parser.
 //! - `bottlerocket`: Bottlerocket's own device plugin settings, written and read back.
+//! - `mig_parted`: the MIG manager's config file, as far as its config names.
 //! - `observed`: the way back, from what a cloud reports to the sharing mode that produced it.
 
 pub mod bottlerocket;
 mod catalog;
 pub mod device_plugin;
 mod error;
+pub mod mig_parted;
 mod observed;
 mod placement;
 mod sharing;

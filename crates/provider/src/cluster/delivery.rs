@@ -52,6 +52,9 @@ pub struct PolicyPointer {
     /// The Helm release that made the ClusterPolicy, (name, namespace), from the annotations
     /// helm puts on what it creates.
     pub release: Option<(String, String)>,
+    /// `spec.migManager.config.name`: the ConfigMap the MIG manager reads its configs from; None
+    /// (or empty) when it generates each node's from its GPUs (operator v26.3 and later).
+    pub mig_configs: Option<String>,
 }
 
 /// A field of the ClusterPolicy (a dotted path such as `spec.mig.strategy`) as it is now: its
@@ -219,6 +222,7 @@ impl Cluster {
             name: s("/spec/devicePlugin/config/name"),
             default: s("/spec/devicePlugin/config/default"),
             mig_strategy: s("/spec/mig/strategy"),
+            mig_configs: s("/spec/migManager/config/name").filter(|n| !n.is_empty()),
             operand_namespace: s("/status/namespace")
                 .filter(|n| !n.is_empty())
                 .or_else(|| {

@@ -7,6 +7,7 @@
 mod common;
 
 mod actions;
+mod actions_mig_configs;
 mod actions_real;
 mod adopt_pools;
 mod data_source_machine_type;

@@ -317,9 +317,18 @@ impl RemoteTwin {
         }
         let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
         let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
+        // The ConfigMap the MIG manager reads, where the policy names one. (The configs a
+        // generating manager writes per node are the store's alone, not written here.)
+        let named = match twin::mig_config_name(cp.as_ref()) {
+            Some(n) => {
+                self.get(&format!("/api/v1/namespaces/{OPERATOR_NS}/configmaps/{n}"))
+                    .await?
+            }
+            None => None,
+        };
         Ok(Stack {
             current: twin::plugin_inputs(cp.as_ref(), cm.as_ref()),
-            mm: twin::mig_manager_policy(cp.as_ref()),
+            mm: twin::mig_manager_policy(cp.as_ref(), named.as_ref()),
             marker,
             operand_markers,
             users: gpu_users(&pods),

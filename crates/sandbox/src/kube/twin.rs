@@ -26,6 +26,7 @@ mod bottlerocket;
 mod config_manager;
 mod device_config;
 mod labels;
+mod mig_configs;
 mod mig_geometry;
 mod mig_manager;
 mod node;
@@ -39,7 +40,10 @@ pub(crate) use labels::{
     ERROR_ANNOTATION, GFD_COUNT, GFD_MEMORY, GFD_MIG_CAPABLE, GFD_PRODUCT, MIG_STATE_LABEL,
     READERS_ANNOTATION,
 };
-pub(crate) use mig_manager::{MigManager, mig_fails, mig_manager_policy};
+pub(crate) use mig_configs::{MigConfigs, generated as generated_mig_config};
+pub(crate) use mig_manager::{
+    MigManager, mig_capable, mig_config_name, mig_fails, mig_manager_policy,
+};
 pub(crate) use node::{NodeTwin, host_device_plugin, twin_from_labels};
 pub(crate) use restart::{
     Restarts, config_name, plugin_inputs, readers_summary, restart_marker, restart_step,

@@ -1,6 +1,7 @@
 //! The MIG manager's configs and labels: which config names exist, and whether a node can be
 //! taken through one. Pure, so that plan time and the action's run judge nodes the same way.
 
+use super::offered::{Offered, missing};
 use crate::cluster::drain::NodeView;
 
 /// The label the MIG manager acts on, and the one it reports in.
@@ -139,10 +140,17 @@ fn stuck(node: &NodeView, config: &str) -> Option<String> {
 }
 
 /// Why the action will not take a node through the config, as a diagnostic's summary and
-/// detail.
-pub(super) fn refusal(node: &NodeView, config: &str) -> Option<(&'static str, String)> {
+/// detail; `offered`, the configs its MIG manager has where the cluster says.
+pub(super) fn refusal(
+    node: &NodeView,
+    config: &str,
+    offered: Option<&Offered>,
+) -> Option<(&'static str, String)> {
     if let Some(why) = unfit(node, config) {
         return Some(("MIG config does not fit the node", why));
+    }
+    if let Some(why) = offered.and_then(|o| missing(node, config, o)) {
+        return Some(("MIG config not where the MIG manager looks", why));
     }
     stuck(node, config).map(|why| ("Node already on this MIG config", why))
 }

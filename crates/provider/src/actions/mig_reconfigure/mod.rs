@@ -17,11 +17,13 @@
 //! and leaves a node whose repartitioning it started cordoned, naming it: only the MIG manager's
 //! verdict says when pods may use that node again.
 //!
-//! Here, the action's schema, checks and run; `configs` judges config names and nodes, `turn`
+//! Here, the action's schema, checks and run; `configs` judges config names and nodes, `offered`
+//! reads which configs each node's MIG manager has, `turn`
 //! takes one node through its turn, `drain` empties a node first.
 
 mod configs;
 mod drain;
+mod offered;
 mod turn;
 
 use std::sync::Arc;
@@ -76,7 +78,12 @@ pub fn schema() -> Schema {
         .attr(Attribute::string("config").required().describe(
             "The MIG manager config to apply: `all-<profile>` (every GPU split into one \
             profile, `+me` written `.me`, e.g. `all-1g.10gb`), `all-disabled`, `all-balanced`, \
-            or a config of your own MIG manager ConfigMap.",
+            or a config of your own MIG manager ConfigMap. It must be where each node's MIG \
+            manager looks, which is checked before any node is cordoned: the ConfigMap the \
+            ClusterPolicy names in `spec.migManager.config.name`, or, where it names none (GPU \
+            operator v26.3 and later), the configs the manager generated from the node's GPUs \
+            (`<node>-mig-config` in the operator's namespace: `all-disabled`, `all-enabled`, \
+            `all-balanced` and one `all-<profile>` per profile of that GPU).",
         ))
         .attr(
             Attribute::number("max_unavailable")
@@ -180,9 +187,10 @@ impl Action for MigReconfigure {
                 .nodes_matching(&selector_text)
                 .await
                 .map_err(|e| e.to_string())?;
-            Ok::<_, String>((c.target, nodes))
+            let offered = offered::offered(&c, &nodes).await;
+            Ok::<_, String>((c.target, nodes, offered))
         };
-        let (target, nodes) = match tokio::time::timeout(PLAN_LOOK_LIMIT, look).await {
+        let (target, nodes, offered) = match tokio::time::timeout(PLAN_LOOK_LIMIT, look).await {
             Ok(Ok(found)) => found,
             Ok(Err(why)) => {
                 return diags.push(Diagnostic::warning(
@@ -212,7 +220,10 @@ impl Action for MigReconfigure {
                 .at(AttrPath::attr("node_selector")),
             );
         }
-        for (summary, why) in nodes.iter().filter_map(|n| refusal(n, wanted)) {
+        let refused = nodes
+            .iter()
+            .filter_map(|n| refusal(n, wanted, offered.get(&n.name)));
+        for (summary, why) in refused {
             diags.push(Diagnostic::error(summary, why).at(AttrPath::attr("config")));
         }
     }
@@ -232,7 +243,16 @@ impl Action for MigReconfigure {
         let Some(nodes) = self.nodes(&c, selector, diags).await else {
             return;
         };
-        let refused: Vec<_> = nodes.iter().filter_map(|n| refusal(n, config)).collect();
+        // Where the MIG managers read their configs: what cannot be read in time (or before
+        // terraform stops) is left to their verdict.
+        let look = offered::offered(&c, &nodes);
+        let offered = crate::operation::bounded(LOOKUP_LIMIT, &self.state.stop, look)
+            .await
+            .unwrap_or_default();
+        let refused: Vec<_> = nodes
+            .iter()
+            .filter_map(|n| refusal(n, config, offered.get(&n.name)))
+            .collect();
         if !refused.is_empty() {
             for (summary, why) in refused {
                 diags.push(Diagnostic::error(summary, why).at(AttrPath::attr("config")));

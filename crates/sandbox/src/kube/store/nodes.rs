@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{CLUSTER_POLICY, Cluster};
+use super::{CLUSTER_POLICY, Cluster, OPERATOR_NS};
 use crate::kube::kinds;
 use crate::kube::meta::{labels_of, meta_mut};
 use crate::kube::twin::{
@@ -20,7 +20,10 @@ use crate::util::fnv1a;
 impl Cluster {
     /// The MIG manager as the ClusterPolicy sets it; none without the operator.
     pub(crate) fn mig_manager_policy(&self) -> twin::MigManager {
-        twin::mig_manager_policy(self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY))
+        let cp = self.get_ref(kinds::CLUSTERPOLICIES, "", CLUSTER_POLICY);
+        let named =
+            twin::mig_config_name(cp).and_then(|n| self.get_ref(kinds::CONFIGMAPS, OPERATOR_NS, n));
+        twin::mig_manager_policy(cp, named)
     }
 
     /// Brings the nodes' advertisements up to date after a write: every node when the device plugin
@@ -100,8 +103,56 @@ impl Cluster {
                 self.put_internal(kinds::NODES, "", &n, updated);
             }
         }
+        self.sync_generated_mig_configs(&mm);
         // The daemonset controller: the rollouts complete at once.
         self.operand_status();
+    }
+
+    /// The MIG managers' own configs (`<node>-mig-config`, see `twin::mig_configs`): written for
+    /// each MIG-capable node while the manager runs and generates, removed with the node (the
+    /// real ones belong to the manager's pod) or when the policy names a ConfigMap again.
+    fn sync_generated_mig_configs(&mut self, mm: &twin::MigManager) {
+        let generating = mm.enabled && mm.configs == twin::MigConfigs::Generated;
+        let want: BTreeMap<String, String> = self
+            .twins
+            .iter()
+            .filter(|_| generating)
+            .filter(|(_, t)| !t.host_device_plugin && twin::mig_capable(t))
+            .filter_map(|(n, t)| {
+                let text = twin::generated_mig_config(t.gpu_product.as_deref()?, t.gpu_memory_mib)?;
+                Some((format!("{n}-mig-config"), text))
+            })
+            .collect();
+        let stale: Vec<String> = self
+            .objects
+            .get(&kinds::CONFIGMAPS.qualified())
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter(|cm| {
+                cm.pointer("/metadata/labels/app.kubernetes.io~1component")
+                    == Some(&json!("nvidia-mig-manager"))
+            })
+            .filter_map(|cm| cm.pointer("/metadata/name")?.as_str().map(str::to_string))
+            .filter(|n| !want.contains_key(n))
+            .collect();
+        for n in stale {
+            self.unstore(&kinds::CONFIGMAPS.qualified(), OPERATOR_NS, &n);
+        }
+        for (name, text) in want {
+            let node = name.trim_end_matches("-mig-config").to_string();
+            let data = json!({"config.yaml": text});
+            let now = self.get_ref(kinds::CONFIGMAPS, OPERATOR_NS, &name);
+            if now.map(|c| &c["data"]) == Some(&data) {
+                continue;
+            }
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                "name": name, "namespace": OPERATOR_NS, "uid": util::uuid4(),
+                "creationTimestamp": crate::dates::now_rfc3339_secs(),
+                "labels": {"app.kubernetes.io/component": "nvidia-mig-manager",
+                           "nvidia.com/node-name": node}},
+                "data": data});
+            self.put_internal(kinds::CONFIGMAPS, OPERATOR_NS, &name, cm);
+        }
     }
 
     /// Creates, updates or removes the Node objects of one pool.

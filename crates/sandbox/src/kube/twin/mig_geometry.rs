@@ -4,6 +4,17 @@
 /// Max instances of a MIG profile per GPU (NVIDIA MIG user guide), for the EKS MIG manager path where only a
 /// label names the profile. The GPU is recognised by its memory size (and name for the 24 GB A30).
 pub(crate) fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Option<u32> {
+    mig_profiles(product, memory_mib)?
+        .iter()
+        .find(|(p, _)| *p == profile)
+        .map(|(_, n)| *n)
+}
+
+/// Every MIG profile of the GPU and its most instances per GPU; None for a GPU without MIG.
+pub(crate) fn mig_profiles(
+    product: &str,
+    memory_mib: u64,
+) -> Option<&'static [(&'static str, u32)]> {
     const A30: &[(&str, u32)] = &[
         ("1g.6gb", 4),
         ("1g.6gb+me", 1),
@@ -91,5 +102,5 @@ pub(crate) fn mig_instances(product: &str, memory_mib: u64, profile: &str) -> Op
         }
         t
     };
-    table.iter().find(|(p, _)| *p == profile).map(|(_, n)| *n)
+    Some(table)
 }

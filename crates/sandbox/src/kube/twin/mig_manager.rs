@@ -5,6 +5,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::labels::MIG_CONFIG_LABEL;
+use super::mig_configs::{Layout, MigConfigs};
 use super::mig_geometry::mig_instances;
 use super::node::NodeTwin;
 
@@ -15,6 +16,8 @@ use super::node::NodeTwin;
 pub(crate) struct MigManager {
     pub(crate) enabled: bool,
     pub(crate) default_config: String,
+    /// Where it reads the configs a label may name.
+    pub(crate) configs: MigConfigs,
 }
 
 /// The operator's test for a MIG-capable node when GPU feature discovery has not said (NVIDIA/gpu-operator
@@ -76,6 +79,13 @@ pub(crate) fn mig_manager(
     let Some(want) = want else {
         return (from_pool(), None);
     };
+    if let MigConfigs::Named(configs) = &mm.configs {
+        return match configs.get(want) {
+            Some(Layout::Disabled) => (None, Some("success")),
+            Some(Layout::Uniform(p, n)) => (Some((p.clone(), *n)), Some("success")),
+            Some(Layout::Other) | None => (None, Some("failed")),
+        };
+    }
     if want == "all-disabled" {
         return (None, Some("success"));
     }
@@ -136,12 +146,23 @@ pub(crate) fn mig_fails(
     false
 }
 
-/// The MIG manager as the ClusterPolicy sets it; none without the operator.
-pub(crate) fn mig_manager_policy(cp: Option<&Value>) -> MigManager {
+/// The ClusterPolicy's `spec.migManager.config.name`: the ConfigMap the manager reads, where it
+/// names one (see `mig_configs`).
+pub(crate) fn mig_config_name(cp: Option<&Value>) -> Option<&str> {
+    cp?.pointer("/spec/migManager/config/name")?
+        .as_str()
+        .filter(|n| !n.is_empty())
+}
+
+/// The MIG manager as the ClusterPolicy sets it, with `named` the ConfigMap it names (when the
+/// cluster holds it); none without the operator.
+pub(crate) fn mig_manager_policy(cp: Option<&Value>, named: Option<&Value>) -> MigManager {
+    let configs = MigConfigs::of(mig_config_name(cp), named);
     let Some(cp) = cp else {
         return MigManager::default();
     };
     MigManager {
+        configs,
         enabled: cp
             .pointer("/spec/migManager/enabled")
             .and_then(Value::as_bool)

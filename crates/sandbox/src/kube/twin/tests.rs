@@ -49,6 +49,7 @@ fn the_mig_manager_fails_a_change_under_gpu_users_until_the_label_changes() {
     let mm = MigManager {
         enabled: true,
         default_config: "all-disabled".into(),
+        ..MigManager::default()
     };
     let at = |c: &str| BTreeMap::from([(MIG_CONFIG_LABEL.to_string(), c.to_string())]);
     let mut t = twin("eks");
@@ -136,6 +137,7 @@ fn on() -> MigManager {
     MigManager {
         enabled: true,
         default_config: "all-disabled".into(),
+        ..MigManager::default()
     }
 }
 
