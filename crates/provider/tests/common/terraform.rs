@@ -18,6 +18,24 @@ impl Output {
     pub fn text(&self) -> String {
         format!("{}\n{}", self.stdout, self.stderr)
     }
+
+    /// Asserts a plan that updates in place (never replaces) and sets each of `attrs` where the
+    /// state had none (`+ attr = ...`), as the first plan after an import does for what the
+    /// cluster does not keep.
+    pub fn assert_sets_in_place(&self, attrs: &[&str]) {
+        let out = &self.stdout;
+        assert!(
+            out.contains("will be updated in-place") && !out.contains("must be replaced"),
+            "{out}"
+        );
+        for attr in attrs {
+            assert!(
+                out.lines()
+                    .any(|l| l.trim_start().starts_with(&format!("+ {attr} "))),
+                "{attr} in {out}"
+            );
+        }
+    }
 }
 
 /// Terraform's output with its line wrapping undone, for matching phrases of a diagnostic.
