@@ -25,7 +25,7 @@ use async_trait::async_trait;
 
 use crate::cluster::Cluster;
 use crate::cluster::karpenter_api::OverlayGate;
-use crate::operation::{Cut, bounded};
+use crate::operation::{Cut, OpCtx, bounded};
 use gpu::SharingMode;
 use tfplugin::api::{IdentityAttribute, IdentitySchema, PlanRequest, Private, Resource};
 use tfplugin::object::{Decoded, FromValue, ToValue, merge};
@@ -34,6 +34,7 @@ use tfplugin::schema::Schema;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Type, Value};
 
 use model::{Args, Computed, Desired, Gate, PoolIdentity, REIMPORT, declared_state, resolve};
+use ops::Waited;
 use schema::{NAME_RE, TIMEOUTS};
 
 pub(crate) use model::DECLARATION;
@@ -510,16 +511,19 @@ impl Resource for KarpenterNodePool {
             }
         };
         let limit = TIMEOUTS.of(state, "delete");
+        let ctx = OpCtx::new(limit, self.state.stop.clone());
         let work = async {
-            let c = self.connect(Some(&args)).await?;
-            ops::delete(&c, &objects, args.access()).await
+            let c = self.connect(Some(&args)).await.map_err(Waited::Failed)?;
+            ops::delete(&c, &objects, args.access(), &ctx).await
         };
         let out = bounded(limit, &self.state.stop, work).await;
         tracing::info!(pool = %args.name, ok = matches!(out, Ok(Ok(()))), "karpenter nodepool: delete");
         match out {
             Ok(Ok(())) => {}
-            Ok(Err(d)) => diags.push(d),
-            Err(cut) => diags.push(cut_diagnostic(cut, "delete", limit)),
+            Ok(Err(Waited::Failed(d))) => diags.push(d),
+            Ok(Err(Waited::Cut(cut))) | Err(cut) => {
+                diags.push(cut_diagnostic(cut, "delete", limit));
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use serde_json::{Value as J, json};
 
 use crate::cluster::delivery::FIELD_MANAGER;
 use crate::cluster::{self as k, Cluster, KubeError};
+use crate::operation::{Backoff, Check, Cut, Interrupted, OpCtx, Start, poll_until};
 use tfplugin::{AttrPath, Diagnostic};
 
 use super::model::{Args, DECLARATION, Desired, key, pretty, project};
@@ -172,37 +173,67 @@ pub(super) fn declared(live: &J) -> Option<&str> {
 
 /// Deletes the objects, the NodePool first, each waited for until gone: Karpenter's
 /// finalizers drain and terminate the pool's nodes before they let the NodePool go, and its
-/// node class waits for them too.
+/// node class waits for them too. The waits end at `ctx`'s deadline or terraform's stop.
 pub(super) async fn delete(
     c: &Cluster,
     objects: &[J],
     access: Option<&str>,
-) -> Result<(), Diagnostic> {
+    ctx: &OpCtx,
+) -> Result<(), Waited> {
     let (pool, rest): (Vec<J>, Vec<J>) = objects
         .iter()
         .cloned()
         .partition(|o| o["kind"] == "NodePool");
     for group in [pool, rest] {
-        c.delete_karpenter(&group)
-            .await
-            .map_err(|e| kube_diagnostic("delete the pool's Karpenter objects", access, &e))?;
+        c.delete_karpenter(&group).await.map_err(|e| {
+            Waited::Failed(kube_diagnostic(
+                "delete the pool's Karpenter objects",
+                access,
+                &e,
+            ))
+        })?;
         for obj in &group {
-            loop {
-                match c.karpenter_object(obj).await {
-                    Ok(None) => break,
-                    Ok(Some(_)) => tokio::time::sleep(GONE_POLL).await,
-                    Err(e) => {
-                        return Err(kube_diagnostic(
+            let what = format!("{} {} to be gone", obj["kind"], obj["metadata"]["name"]);
+            let gone = poll_until(
+                ctx,
+                Backoff::every(GONE_POLL),
+                what,
+                Start::Now,
+                |_| async {
+                    match c.karpenter_object(obj).await {
+                        Ok(None) => Ok(Check::Done(())),
+                        Ok(Some(_)) => Ok(Check::Pending {
+                            retry_after: None,
+                            waiting_for: None,
+                        }),
+                        Err(e) => Err(Waited::Failed(kube_diagnostic(
                             "see whether the pool's objects are gone",
                             access,
                             &e,
-                        ));
+                        ))),
                     }
-                }
-            }
+                },
+            );
+            gone.await?;
         }
     }
     Ok(())
+}
+
+/// How a delete ended, when not with every object gone: an error of the cluster's, or its
+/// wait cut short by the deadline or terraform's stop.
+pub(super) enum Waited {
+    Failed(Diagnostic),
+    Cut(Cut),
+}
+
+impl From<Interrupted> for Waited {
+    fn from(i: Interrupted) -> Waited {
+        Waited::Cut(match i {
+            Interrupted::Timeout { .. } => Cut::Timeout,
+            Interrupted::Stopped => Cut::Stop,
+        })
+    }
 }
 
 /// The objects a state names, from its `objects` map: what a delete must remove when the
