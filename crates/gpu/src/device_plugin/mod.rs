@@ -1,7 +1,7 @@
 //! The NVIDIA device plugin's config document (api/config/v1), as the plugin reads it.
 //!
-//! We model only what decides how a node advertises its GPUs: `flags.migStrategy` and `sharing`
-//! (timeSlicing or mps). Everything else the plugin reads (other flags, `resources`, `imex`) is ignored
+//! We model only what decides how a node advertises and hands out its GPUs: `flags.migStrategy`,
+//! `flags.plugin.sharedDevicesAllocationPolicy` and `sharing` (timeSlicing or mps). Everything else the plugin reads (other flags, `resources`, `imex`) is ignored
 //! here, as the plugin ignores keys it does not know; a resource entry's `rename` and `devices` are accepted
 //! and dropped because current plugins ignore them too.
 //!
@@ -32,6 +32,7 @@ mod tests;
 
 use model::CONFIG_VERSION;
 pub use model::{
-    DevicePluginConfig, GPU_RESOURCE, MigStrategyFlag, ReplicatedResource, Sharing, SharingKind,
+    AllocationPolicy, DevicePluginConfig, GPU_RESOURCE, MigStrategyFlag, ReplicatedResource,
+    Sharing, SharingKind,
 };
 pub use parse::parse;

@@ -70,17 +70,49 @@ pub struct Sharing {
     pub resources: Vec<ReplicatedResource>,
 }
 
+/// `flags.plugin.sharedDevicesAllocationPolicy` (NVIDIA/k8s-device-plugin v0.20.0,
+/// api/config/v1/flags.go and consts.go): which GPUs' replicas the plugin offers the kubelet for a
+/// request of shared devices, in GetPreferredAllocation (internal/rm/allocate.go): `distributed`,
+/// its default, the GPU with the fewest replicas in use; `packed` the one with the most. It does
+/// not act on whole GPUs, and plugins before v0.20.0 do not read it. Any other value stops the
+/// plugin at start (cmd/nvidia-device-plugin/main.go, "invalid --shared-devices-allocation-policy
+/// option").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AllocationPolicy {
+    Distributed,
+    Packed,
+}
+
+impl AllocationPolicy {
+    pub const ALL: [AllocationPolicy; 2] =
+        [AllocationPolicy::Distributed, AllocationPolicy::Packed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AllocationPolicy::Distributed => "distributed",
+            AllocationPolicy::Packed => "packed",
+        }
+    }
+
+    /// The value spelled exactly so, as the plugin compares it.
+    pub fn parse(s: &str) -> Option<AllocationPolicy> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
 /// One named config of the device plugin's ConfigMap.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct DevicePluginConfig {
     /// `None` leaves the strategy to the plugin's command line (see the `device_plugin` module docs).
     pub mig_strategy: Option<MigStrategyFlag>,
+    /// `None` leaves it to the plugin's default (`distributed`).
+    pub allocation_policy: Option<AllocationPolicy>,
     pub sharing: Option<Sharing>,
 }
 
 impl DevicePluginConfig {
     /// The empty ("all") config: no sharing, MIG strategy from the plugin's command line.
     pub fn is_empty(&self) -> bool {
-        self.mig_strategy.is_none() && self.sharing.is_none()
+        self.mig_strategy.is_none() && self.allocation_policy.is_none() && self.sharing.is_none()
     }
 }

@@ -4,7 +4,8 @@
 
 use super::rules::{check_resource_name, check_resource_replicas, invalid, no_resources, qualify};
 use super::{
-    CONFIG_VERSION, DevicePluginConfig, MigStrategyFlag, ReplicatedResource, Sharing, SharingKind,
+    AllocationPolicy, CONFIG_VERSION, DevicePluginConfig, MigStrategyFlag, ReplicatedResource,
+    Sharing, SharingKind,
 };
 use crate::error::DomainError;
 use serde::Deserialize;
@@ -30,12 +31,27 @@ pub fn parse(text: &str) -> Result<DevicePluginConfig, DomainError> {
              {CONFIG_VERSION}."
         )));
     }
-    let mig_strategy = match raw.flags.and_then(|f| f.mig_strategy) {
+    let mig_strategy = match raw.flags.as_ref().and_then(|f| f.mig_strategy.clone()) {
         None => None,
         Some(s) => Some(MigStrategyFlag::parse(&s).ok_or_else(|| {
             invalid(format!(
                 "flags.migStrategy is \"{s}\", which the plugin does not know. Valid values: none, \
                  single, mixed."
+            ))
+        })?),
+    };
+    let allocation_policy = match raw
+        .flags
+        .as_ref()
+        .and_then(|f| f.plugin.as_ref())
+        .and_then(|p| p.shared_devices_allocation_policy.as_deref())
+    {
+        None | Some("") => None,
+        Some(p) => Some(AllocationPolicy::parse(p).ok_or_else(|| {
+            invalid(format!(
+                "flags.plugin.sharedDevicesAllocationPolicy is \"{p}\", which the plugin refuses \
+                 at start (invalid --shared-devices-allocation-policy option). Valid values: \
+                 distributed, packed."
             ))
         })?),
     };
@@ -65,6 +81,7 @@ pub fn parse(text: &str) -> Result<DevicePluginConfig, DomainError> {
     };
     let config = DevicePluginConfig {
         mig_strategy,
+        allocation_policy,
         sharing,
     };
     config.validate()?;
@@ -120,6 +137,13 @@ struct RawConfig {
 struct RawFlags {
     #[serde(rename = "migStrategy")]
     mig_strategy: Option<String>,
+    plugin: Option<RawPluginFlags>,
+}
+
+#[derive(Deserialize)]
+struct RawPluginFlags {
+    #[serde(rename = "sharedDevicesAllocationPolicy")]
+    shared_devices_allocation_policy: Option<String>,
 }
 
 #[derive(Deserialize)]

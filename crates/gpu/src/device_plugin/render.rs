@@ -14,9 +14,18 @@ impl DevicePluginConfig {
             return Ok(String::new());
         }
         let mut out = format!("version: {CONFIG_VERSION}\n");
-        if let Some(strategy) = self.mig_strategy {
+        if self.mig_strategy.is_some() || self.allocation_policy.is_some() {
             out.push_str("flags:\n");
+        }
+        if let Some(strategy) = self.mig_strategy {
             out.push_str(&format!("  migStrategy: {}\n", strategy.as_str()));
+        }
+        if let Some(policy) = self.allocation_policy {
+            out.push_str("  plugin:\n");
+            out.push_str(&format!(
+                "    sharedDevicesAllocationPolicy: {}\n",
+                policy.as_str()
+            ));
         }
         if let Some(s) = &self.sharing {
             out.push_str("sharing:\n");

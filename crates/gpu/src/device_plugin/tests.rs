@@ -8,6 +8,7 @@ use proptest::prelude::*;
 fn time_sliced(replicas: u32) -> DevicePluginConfig {
     DevicePluginConfig {
         mig_strategy: Some(MigStrategyFlag::None),
+        allocation_policy: None,
         sharing: Some(Sharing {
             kind: SharingKind::TimeSlicing,
             rename_by_default: false,
@@ -178,11 +179,19 @@ fn valid_config() -> impl Strategy<Value = DevicePluginConfig> {
             },
         ),
     );
-    (strategy, sharing)
-        .prop_map(|(mig_strategy, sharing)| DevicePluginConfig {
-            mig_strategy,
-            sharing,
-        })
+    let policy = prop_oneof![
+        Just(None),
+        Just(Some(AllocationPolicy::Distributed)),
+        Just(Some(AllocationPolicy::Packed)),
+    ];
+    (strategy, policy, sharing)
+        .prop_map(
+            |(mig_strategy, allocation_policy, sharing)| DevicePluginConfig {
+                mig_strategy,
+                allocation_policy,
+                sharing,
+            },
+        )
         .prop_filter("the plugin refuses it", |c| c.validate().is_ok())
 }
 
@@ -246,9 +255,49 @@ fn to_flow(c: &DevicePluginConfig) -> String {
             s.rename_by_default
         ));
     }
+    let mut flags = Vec::new();
+    if let Some(p) = c.allocation_policy {
+        flags.push(format!(
+            "plugin: {{sharedDevicesAllocationPolicy: {}}}",
+            p.as_str()
+        ));
+    }
     if let Some(m) = c.mig_strategy {
-        parts.push(format!("flags: {{migStrategy: {}}}", m.as_str()));
+        flags.push(format!("migStrategy: {}", m.as_str()));
+    }
+    if !flags.is_empty() {
+        parts.push(format!("flags: {{{}}}", flags.join(", ")));
     }
     parts.push("version: v1".into());
     format!("{{{}}}", parts.join(", "))
+}
+
+#[test]
+fn the_allocation_policy_reads_renders_and_refuses_what_the_plugin_refuses() {
+    let text = "version: v1\nflags:\n  plugin:\n    sharedDevicesAllocationPolicy: packed\nsharing:\n  \
+        timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n";
+    let cfg = parse(text).unwrap();
+    assert_eq!(cfg.allocation_policy, Some(AllocationPolicy::Packed));
+    let rendered = cfg.render().unwrap();
+    assert!(
+        rendered.contains("flags:\n  plugin:\n    sharedDevicesAllocationPolicy: packed\n"),
+        "{rendered}"
+    );
+    assert_eq!(parse(&rendered).unwrap(), cfg);
+    // Another value differs by meaning; none at all is the plugin's default, left unset.
+    let distributed = parse(&text.replace("packed", "distributed")).unwrap();
+    assert_ne!(distributed, cfg);
+    assert_eq!(
+        parse(&text.replace("packed", "\"\""))
+            .unwrap()
+            .allocation_policy,
+        None
+    );
+    let e = parse(&text.replace("packed", "Packed")).unwrap_err();
+    assert!(
+        e.detail.contains("sharedDevicesAllocationPolicy")
+            && e.detail.contains("distributed, packed"),
+        "{}",
+        e.detail
+    );
 }

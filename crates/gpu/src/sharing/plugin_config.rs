@@ -84,6 +84,7 @@ pub fn device_plugin_config(mode: &SharingMode) -> Result<NamedConfig, DomainErr
                         MigStrategy::Single => MigStrategyFlag::Single,
                         MigStrategy::Mixed => MigStrategyFlag::Mixed,
                     }),
+                    allocation_policy: None,
                     sharing: None,
                 },
             }
@@ -146,6 +147,7 @@ fn sharing_config(
 ) -> DevicePluginConfig {
     DevicePluginConfig {
         mig_strategy: Some(MigStrategyFlag::None),
+        allocation_policy: None,
         sharing: Some(Sharing {
             kind,
             rename_by_default: rename,

@@ -49,7 +49,7 @@ output "dpc" {{ value = fracgpu_device_plugin_config.this }}
 
 /// Adds an AKS agent pool through the sandbox's ARM API, as `az aks nodepool add` would, with the
 /// device plugin label; its nodes then appear in the cluster.
-fn add_pool(st: &RunningStack, name: &str, label: &str) {
+pub(crate) fn add_pool(st: &RunningStack, name: &str, label: &str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -75,11 +75,11 @@ fn add_pool(st: &RunningStack, name: &str, label: &str) {
     st.stack.sandbox.settle();
 }
 
-fn object(st: &RunningStack, kind: &str, ns: &str, name: &str) -> Option<Value> {
+pub(crate) fn object(st: &RunningStack, kind: &str, ns: &str, name: &str) -> Option<Value> {
     st.stack.kube.object("aks", "sandbox-aks", kind, ns, name)
 }
 
-fn node_allocatable(st: &RunningStack, pool: &str, resource: &str) -> Option<String> {
+pub(crate) fn node_allocatable(st: &RunningStack, pool: &str, resource: &str) -> Option<String> {
     let names = st.stack.kube.pool_node_names("aks", "sandbox-aks", pool);
     assert!(!names.is_empty(), "pool {pool} has nodes");
     let node = object(st, "nodes", "", &names[0])?;
@@ -98,7 +98,7 @@ fn restart_annotation(st: &RunningStack) -> Option<String> {
         .map(str::to_string)
 }
 
-fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
+pub(crate) fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)

@@ -13,6 +13,7 @@ mod adopt_pools;
 mod data_source_machine_type;
 mod device_plugin_config;
 mod device_plugin_config_access;
+mod device_plugin_config_allocation;
 mod device_plugin_config_apiserver_restart;
 mod device_plugin_config_bad_input;
 mod device_plugin_config_chart;

@@ -10,11 +10,11 @@ use serde_json::json;
 
 use crate::cluster::KubernetesSettings;
 use crate::model::{self, Sharing};
-use gpu::device_plugin::{self, DevicePluginConfig, SharingKind};
+use gpu::device_plugin::{self, AllocationPolicy, DevicePluginConfig, SharingKind};
 use gpu::{self, SharingMode};
 use tfplugin::object::SingleBlock;
 use tfplugin::schema::{Attribute, Block};
-use tfplugin::validators::Matches;
+use tfplugin::validators::{Matches, OneOf};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics};
 
 tfplugin::object! {
@@ -22,6 +22,7 @@ tfplugin::object! {
     pub struct ConfigArgs {
         pub name: String,
         pub yaml: Option<String>,
+        pub shared_devices_allocation_policy: Option<String>,
     }
     flatten {
         pub sharing: Sharing,
@@ -57,7 +58,20 @@ pub(super) fn config_block() -> Block {
         .attr(Attribute::string("yaml").optional().describe(
             "The config document itself, e.g. `fracgpu_nodepool.x.device_plugin_config`. \
                 Compared by meaning, so formatting never shows as a change.",
-        )),
+        ))
+        .attr(
+            Attribute::string("shared_devices_allocation_policy")
+                .optional()
+                .describe(
+                    "Which GPU's replicas the device plugin offers a pod that asks for shared \
+                    devices (`flags.plugin.sharedDevicesAllocationPolicy`, device plugin v0.20.0 \
+                    and later; older plugins do not read it): `distributed` (the plugin's \
+                    default) spreads pods over the GPUs, `packed` fills one GPU's replicas \
+                    before the next, leaving whole GPUs free. With `time_slicing`, `mps` or a \
+                    `yaml` that shares; a `yaml` that sets it already must agree.",
+                )
+                .validate(OneOf(&["distributed", "packed"])),
+        ),
         false,
     )
 }
@@ -185,7 +199,46 @@ fn config_of(
         );
         return None;
     }
-    Some(parsed)
+    with_policy(parsed, c, &base, diags)
+}
+
+/// The config with the block's `shared_devices_allocation_policy`, which only acts on shared
+/// devices and must agree with what a `yaml` says.
+fn with_policy(
+    mut cfg: DevicePluginConfig,
+    c: &ConfigArgs,
+    base: &AttrPath,
+    diags: &mut Diagnostics,
+) -> Option<DevicePluginConfig> {
+    let Some(wanted) = c.shared_devices_allocation_policy.as_deref() else {
+        return Some(cfg);
+    };
+    let at = base.with_attr("shared_devices_allocation_policy");
+    // The schema's validator reports any other value.
+    let policy = AllocationPolicy::parse(wanted)?;
+    let problem = if cfg.sharing.is_none() {
+        Some(format!(
+            "{at} (config {:?}) is {wanted:?}, but the config shares no GPU: the policy only \
+            picks among shared devices' replicas. Add `time_slicing` or `mps`, or remove it.",
+            c.name
+        ))
+    } else {
+        match cfg.allocation_policy {
+            Some(p) if p != policy => Some(format!(
+                "{at} (config {:?}) is {wanted:?}, but its `yaml` sets \
+                flags.plugin.sharedDevicesAllocationPolicy to {:?}; set it in one place.",
+                c.name,
+                p.as_str()
+            )),
+            _ => None,
+        }
+    };
+    if let Some(detail) = problem {
+        diags.push(Diagnostic::error("Allocation policy without a use", detail).at(at));
+        return None;
+    }
+    cfg.allocation_policy = Some(policy);
+    Some(cfg)
 }
 
 fn quoted_keys<V>(m: &BTreeMap<String, V>) -> String {
@@ -327,25 +380,34 @@ pub(super) fn config_blocks(data: &BTreeMap<String, String>) -> Vec<ConfigArgs> 
     let block = |name: &str, yaml: Option<&String>, sharing: Sharing| ConfigArgs {
         name: name.to_string(),
         yaml: yaml.cloned(),
+        shared_devices_allocation_policy: None,
         sharing,
     };
     data.iter()
         .map(|(name, text)| {
-            let Ok(cfg) = device_plugin::parse(text) else {
+            let Ok(mut cfg) = device_plugin::parse(text) else {
                 return block(name, Some(text), Sharing::default());
+            };
+            // A block spells the policy as its attribute; a `yaml` keeps it in the text.
+            let policy = cfg.allocation_policy.take().map(|p| p.as_str().to_string());
+            let spelled = |mut b: ConfigArgs| {
+                if b.yaml.is_none() {
+                    b.shared_devices_allocation_policy = policy.clone();
+                }
+                b
             };
             let Some(s) = cfg.sharing.as_ref().filter(|s| {
                 cfg.mig_strategy.is_none()
                     && s.resources.len() == 1
                     && s.resources[0].name == device_plugin::GPU_RESOURCE
             }) else {
-                let yaml = (!cfg.is_empty()).then_some(text);
+                let yaml = (!cfg.is_empty() || policy.is_some()).then_some(text);
                 return block(name, yaml, Sharing::default());
             };
             let replicas = s.resources[0].replicas;
             match s.kind {
                 // Computed attributes: the state spells the defaults out.
-                SharingKind::TimeSlicing => block(
+                SharingKind::TimeSlicing => spelled(block(
                     name,
                     None,
                     Sharing {
@@ -356,16 +418,16 @@ pub(super) fn config_blocks(data: &BTreeMap<String, String>) -> Vec<ConfigArgs> 
                         })),
                         ..Sharing::default()
                     },
-                ),
+                )),
                 SharingKind::Mps if s.fail_requests_greater_than_one && !s.rename_by_default => {
-                    block(
+                    spelled(block(
                         name,
                         None,
                         Sharing {
                             mps: SingleBlock(Some(MpsArgs { replicas })),
                             ..Sharing::default()
                         },
-                    )
+                    ))
                 }
                 SharingKind::Mps => block(name, Some(text), Sharing::default()),
             }

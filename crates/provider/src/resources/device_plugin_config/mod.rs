@@ -357,6 +357,7 @@ mod tests {
         let mut m: BTreeMap<String, Value> = [
             ("name", Value::string(name)),
             ("yaml", Value::Null),
+            ("shared_devices_allocation_policy", Value::Null),
             ("mig", Value::List(vec![])),
             ("time_slicing", Value::List(vec![])),
             ("mps", Value::List(vec![])),
@@ -464,6 +465,52 @@ mod tests {
         .desired;
         assert_eq!(again.configs, d.configs);
         assert_eq!(blocks.to_value(), v.get("config").clone());
+    }
+
+    #[test]
+    fn the_allocation_policy_is_written_refused_without_sharing_and_imported() {
+        let packed = ("shared_devices_allocation_policy", Value::string("packed"));
+        let v = resource(
+            vec![cfg("ts", vec![("time_slicing", ts(4)), packed.clone()])],
+            vec![],
+        );
+        let mut diags = Diagnostics::new();
+        let d = resolve(&v, &mut diags).unwrap();
+        assert!(
+            d.data()["ts"].contains("  plugin:\n    sharedDevicesAllocationPolicy: packed\n"),
+            "{}",
+            d.data()["ts"]
+        );
+        // Import spells it as the block's attribute again.
+        assert_eq!(config_blocks(&d.data()).to_value(), v.get("config").clone());
+        // Whole GPUs have no replicas to pick among; a yaml that says otherwise conflicts.
+        for (extra, words) in [
+            (vec![packed.clone()], "shares no GPU"),
+            (
+                vec![
+                    packed.clone(),
+                    (
+                        "yaml",
+                        Value::string(
+                            "version: v1\nflags:\n  plugin:\n    sharedDevicesAllocationPolicy: \
+                            distributed\nsharing:\n  timeSlicing:\n    resources:\n    - name: \
+                            nvidia.com/gpu\n      replicas: 2\n",
+                        ),
+                    ),
+                ],
+                "set it in one place",
+            ),
+        ] {
+            let v = resource(vec![cfg("x", extra)], vec![]);
+            let mut diags = Diagnostics::new();
+            assert!(resolve(&v, &mut diags).is_none());
+            let d = &diags.0[0];
+            assert!(d.detail.contains(words), "{}", d.detail);
+            assert_eq!(
+                d.path.as_ref().map(ToString::to_string).as_deref(),
+                Some("config[0].shared_devices_allocation_policy")
+            );
+        }
     }
 
     #[test]

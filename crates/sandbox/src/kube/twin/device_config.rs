@@ -49,6 +49,26 @@ pub(crate) fn parse_config(yaml: &str) -> Result<DpConfig, String> {
         }
         Some(other) => return Err(format!("invalid migStrategy: {other}")),
     };
+    // Read at start and checked there (NVIDIA/k8s-device-plugin v0.20.0 api/config/v1/flags.go,
+    // cmd/nvidia-device-plugin/main.go `validateFlags`): another value stops the plugin. It then
+    // only orders which replicas GetPreferredAllocation offers, which the twin, with no kubelet
+    // allocating devices to pods, does not model.
+    match m
+        .get("flags")
+        .and_then(|f| f.get("plugin"))
+        .and_then(|p| p.get("sharedDevicesAllocationPolicy"))
+    {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if ["", "distributed", "packed"].contains(&s.as_str()) => {}
+        Some(other) => {
+            return Err(format!(
+                "unable to validate flags: invalid --shared-devices-allocation-policy option: {}",
+                other
+                    .as_str()
+                    .map_or_else(|| other.to_string(), str::to_string)
+            ));
+        }
+    }
     let sharing = match m.get("sharing") {
         None | Some(Value::Null) => None,
         Some(s) => {

@@ -96,6 +96,18 @@ fn parses_and_rejects() {
     );
     assert!(parse_config("sharing:\n  mps:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n").is_err());
     assert!(parse_config("flags:\n  migStrategy: weird\n").is_err());
+    // v0.20.0's allocation policy: its two values pass, another stops the plugin.
+    let policy = |p: &str| {
+        parse_config(&format!(
+            "flags:\n  plugin:\n    sharedDevicesAllocationPolicy: {p}\n"
+        ))
+    };
+    assert!(policy("packed").is_ok() && policy("distributed").is_ok());
+    assert!(
+        policy("spread")
+            .unwrap_err()
+            .contains("shared-devices-allocation-policy")
+    );
     assert!(parse_config(": : :\n- [").is_err());
     assert!(parse_config("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n      devices: some\n").is_err());
     let both = "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n  mps:\n    resources:\n    - name: gpu\n      replicas: 4\n";
