@@ -101,11 +101,14 @@ impl Writing {
         }
     }
 
-    /// What helm may take: the time left, less a margin for the provider to read the outcome
-    /// and report it before the operation's own deadline cuts it short.
+    /// What helm may take: the time left, less a margin before the operation's own deadline
+    /// for what follows helm's timeout: helm recording the release as failed, then the provider
+    /// finding the hook that did not finish and saying so. A tenth of the time left, between 10 s
+    /// (5 s proved too little for helm 3 on a loaded 2-core machine, and the user then read a bare
+    /// "timed out" instead of the hook's name) and a minute.
     pub(crate) fn helm_timeout(&mut self) -> Duration {
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let margin = (left / 10).max(Duration::from_secs(5));
+        let margin = (left / 10).clamp(Duration::from_secs(10), Duration::from_secs(60));
         self.helm_given = left.saturating_sub(margin).max(Duration::from_secs(1));
         self.helm_given
     }
