@@ -146,6 +146,17 @@ fn a_config_the_nodes_mig_manager_lacks_is_refused_before_the_node_is_touched() 
     assert_eq!(out.code, 0, "{}", out.text());
     assert_eq!(node(&st)["status"]["allocatable"]["nvidia.com/gpu"], "3");
 
+    // A ConfigMap the ClusterPolicy names that is not there: no config applies.
+    set_policy_name(&st, "custom-mig");
+    let out = action(&st, "all-2g.10gb").run(&INVOKE);
+    let said = out.text();
+    assert_ne!(out.code, 0, "{said}");
+    assert!(
+        said.contains("gpu-operator/custom-mig") && said.contains("does not exist"),
+        "{said}"
+    );
+    set_policy_name(&st, "");
+
     // A ConfigMap of the user's own, named by the ClusterPolicy: only its configs exist, and
     // the generated ones are gone with the generation.
     ok(

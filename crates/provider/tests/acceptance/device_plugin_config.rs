@@ -98,6 +98,24 @@ fn restart_annotation(st: &RunningStack) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A merge patch of the resource's ConfigMap by hand, as kubectl does it.
+pub(crate) fn patch_configmap(kubeconfig: &str, patch: &str) {
+    kubectl(
+        kubeconfig,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            CM,
+            "--type",
+            "merge",
+            "-p",
+            patch,
+        ],
+    );
+}
+
 pub(crate) fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
@@ -207,40 +225,14 @@ fn cluster_policy_delivery_lifecycle() {
     // Re-formatting the ConfigMap by hand (same meaning) is not drift.
     let reformatted = "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources: [{name: gpu, replicas: 4}]\n";
     let patch = serde_json::json!({"data": {"time-sliced-10": reformatted}}).to_string();
-    kubectl(
-        &kc,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "configmap",
-            CM,
-            "--type",
-            "merge",
-            "-p",
-            &patch,
-        ],
-    );
+    patch_configmap(&kc, &patch);
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 0, "same meaning is no drift:\n{}", plan.text());
 
     // A hand edit that changes the meaning is drift; apply repairs it.
     let edited = reformatted.replace("replicas: 4", "replicas: 7");
     let patch = serde_json::json!({"data": {"time-sliced-10": edited}}).to_string();
-    kubectl(
-        &kc,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "configmap",
-            CM,
-            "--type",
-            "merge",
-            "-p",
-            &patch,
-        ],
-    );
+    patch_configmap(&kc, &patch);
     let (code, plan) = ws.plan_exit_code();
     assert_eq!(code, 2, "hand edit shows as drift:\n{}", plan.text());
     assert!(plan.stdout.contains("replicas: 7"), "{}", plan.stdout);

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::device_plugin_config::{add_pool, kubectl, node_allocatable, object};
+use super::device_plugin_config::{add_pool, node_allocatable, object, patch_configmap};
 use crate::common::sandbox::start_stack;
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 
@@ -64,20 +64,7 @@ resource "fracgpu_device_plugin_config" "this" {{
             &format!("sharedDevicesAllocationPolicy: {to}"),
         );
         let patch = serde_json::json!({"data": {"packed-4": data}}).to_string();
-        kubectl(
-            &kc,
-            &[
-                "-n",
-                NS,
-                "patch",
-                "configmap",
-                CM,
-                "--type",
-                "merge",
-                "-p",
-                &patch,
-            ],
-        );
+        patch_configmap(&kc, &patch);
     };
     for to in ["distributed", "spread"] {
         edit(to);

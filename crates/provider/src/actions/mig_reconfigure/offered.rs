@@ -18,6 +18,8 @@ use crate::cluster::drain::NodeView;
 
 /// The operator's namespace where the ClusterPolicy does not say.
 const OPERATOR_NS: &str = "gpu-operator";
+/// The operator's static MIG manager ConfigMap, which it creates itself.
+const STATIC_CONFIGMAP: &str = "default-mig-parted-config";
 
 /// The configs one node's MIG manager has, and where they were read.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +29,8 @@ pub(super) struct Offered {
     pub names: BTreeSet<String>,
     /// Whether the manager generated them from the node's GPUs.
     pub generated: bool,
+    /// Whether the ConfigMap exists (one the ClusterPolicy names may not).
+    pub exists: bool,
 }
 
 /// Per node name, the configs its MIG manager has, where the cluster says.
@@ -37,30 +41,45 @@ pub(super) async fn offered(c: &Cluster, nodes: &[NodeView]) -> BTreeMap<String,
     let ns = policy
         .operand_namespace
         .unwrap_or_else(|| OPERATOR_NS.to_string());
-    let read = |name: String| {
-        let ns = ns.clone();
+    // Ok(None): no such ConfigMap; Err: it could not be read or is not a MIG manager config.
+    let read = |name: &str| {
+        let (ns, name) = (ns.clone(), name.to_string());
         async move {
-            let data = c.configmap(&ns, &name).await.ok()??;
-            let names = gpu::mig_parted::config_names(data.get("config.yaml")?)?;
-            Some((format!("ConfigMap {ns}/{name}"), names))
+            let at = format!("ConfigMap {ns}/{name}");
+            match c.configmap(&ns, &name).await {
+                Ok(None) => Ok(None),
+                Ok(Some(data)) => data
+                    .get("config.yaml")
+                    .and_then(|t| gpu::mig_parted::config_names(t))
+                    .map(|names| Some((at, names)))
+                    .ok_or(()),
+                Err(_) => Err(()),
+            }
         }
     };
+    let for_all = |o: Offered| nodes.iter().map(|n| (n.name.clone(), o.clone())).collect();
     match policy.mig_configs {
-        Some(name) => {
-            let Some((at, names)) = read(name).await else {
-                return BTreeMap::new();
-            };
-            let o = Offered {
+        Some(name) => match read(&name).await {
+            Ok(Some((at, names))) => for_all(Offered {
                 at,
                 names,
                 generated: false,
-            };
-            nodes.iter().map(|n| (n.name.clone(), o.clone())).collect()
-        }
+                exists: true,
+            }),
+            // The operator makes its static ConfigMap itself; one of the user's that is not
+            // there leaves the manager without a config file: nothing applies.
+            Ok(None) if name != STATIC_CONFIGMAP => for_all(Offered {
+                at: format!("ConfigMap {ns}/{name}"),
+                names: BTreeSet::new(),
+                generated: false,
+                exists: false,
+            }),
+            _ => BTreeMap::new(),
+        },
         None => {
             let mut out = BTreeMap::new();
             for n in nodes {
-                if let Some((at, names)) = read(format!("{}-mig-config", n.name)).await {
+                if let Ok(Some((at, names))) = read(&format!("{}-mig-config", n.name)).await {
                     let generated = true;
                     out.insert(
                         n.name.clone(),
@@ -68,6 +87,7 @@ pub(super) async fn offered(c: &Cluster, nodes: &[NodeView]) -> BTreeMap<String,
                             at,
                             names,
                             generated,
+                            exists: true,
                         },
                     );
                 }
@@ -81,6 +101,15 @@ pub(super) async fn offered(c: &Cluster, nodes: &[NodeView]) -> BTreeMap<String,
 pub(super) fn missing(node: &NodeView, config: &str, offered: &Offered) -> Option<String> {
     if offered.names.contains(config) {
         return None;
+    }
+    if !offered.exists {
+        return Some(format!(
+            "node {}'s MIG manager is to read its configs from the {} (the ClusterPolicy's \
+            spec.migManager.config.name), which does not exist: the manager cannot start, and no \
+            config applies. Create it with the MIG manager's configs, or clear the name so that \
+            the manager generates them from the node's GPUs (GPU operator v26.3 and later).",
+            node.name, offered.at
+        ));
     }
     let have: Vec<&str> = offered.names.iter().map(String::as_str).collect();
     let how = if offered.generated {
@@ -114,6 +143,7 @@ mod tests {
             at: "ConfigMap gpu-operator/n1-mig-config".into(),
             names: BTreeSet::from(["all-disabled".into(), "all-1g.10gb".into()]),
             generated: true,
+            exists: true,
         };
         assert_eq!(missing(&node, "all-1g.10gb", &o), None);
         let e = missing(&node, "my-layout", &o).unwrap();
@@ -121,6 +151,17 @@ mod tests {
             e.contains("n1-mig-config")
                 && e.contains("all-1g.10gb, all-disabled")
                 && e.contains("spec.migManager.config.name"),
+            "{e}"
+        );
+        let gone = Offered {
+            at: "ConfigMap gpu-operator/custom".into(),
+            names: BTreeSet::new(),
+            generated: false,
+            exists: false,
+        };
+        let e = missing(&node, "all-1g.10gb", &gone).unwrap();
+        assert!(
+            e.contains("gpu-operator/custom") && e.contains("does not exist"),
             "{e}"
         );
     }
