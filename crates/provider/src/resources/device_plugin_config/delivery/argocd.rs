@@ -2,17 +2,11 @@
 //! installs the GPU operator's chart, and Argo CD renders them on its next sync. The object's
 //! life is the GitOps deliveries' (`gitops`); this file says which object and how to name it.
 
-use async_trait::async_trait;
-use tfplugin::object::DecodeError;
 use tfplugin::schema::{Attribute, Block};
-use tfplugin::{Diagnostics, Value};
 
-use super::super::desired::Desired;
-use super::gitops::{VALUES_PATH_DESCRIPTION, ValuesObject, namespace_attribute};
-use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
-use super::takeover::Takeover;
-use super::values::{DEFAULT_VALUES_PATH, names_stay_strings, values_path_attribute};
-use crate::cluster::KubeError;
+use super::gitops::{GitopsSettings, VALUES_PATH_DESCRIPTION, ValuesObject, namespace_attribute};
+use super::life::{About, BlockAbout};
+use super::values::{DEFAULT_VALUES_PATH, values_path_attribute};
 use crate::cluster::gitops::{Holder, Kind};
 
 const NAME: &str = "argocd";
@@ -57,6 +51,30 @@ impl ArgoArgs {
     fn values_path(&self) -> &str {
         self.values_path.as_deref().unwrap_or(DEFAULT_VALUES_PATH)
     }
+}
+
+impl GitopsSettings for ArgoArgs {
+    fn describe() -> About {
+        About {
+            name: NAME,
+            summary: "`argocd` (the values of the Argo CD Application that installs it)",
+            block: Some(BlockAbout {
+                schema: block,
+                names: "the object that holds the operator's values",
+                example: "argocd { application = \"gpu-operator\" }",
+                import_id: "<namespace>/<application>/<configmap>",
+            }),
+        }
+    }
+
+    /// The object's namespace stays unset when it is the default, as a configuration leaves it.
+    fn from_import(namespace: &str, application: &str) -> Self {
+        Self {
+            application: application.to_string(),
+            namespace: (namespace != DEFAULT_NAMESPACE).then(|| namespace.to_string()),
+            ..Self::default()
+        }
+    }
 
     fn object(&self) -> ValuesObject<'_> {
         ValuesObject {
@@ -76,81 +94,5 @@ impl ArgoArgs {
                 ignore them (`ignoreDifferences` on `/spec/source/helm/valuesObject`, with \
                 `RespectIgnoreDifferences=true`)",
         }
-    }
-}
-
-#[async_trait]
-impl Lifecycle for ArgoArgs {
-    fn about() -> About {
-        About {
-            name: NAME,
-            summary: "`argocd` (the values of the Argo CD Application that installs it)",
-            block: Some(BlockAbout {
-                schema: block,
-                names: "the object that holds the operator's values",
-                example: "argocd { application = \"gpu-operator\" }",
-                import_id: "<namespace>/<application>/<configmap>",
-            }),
-        }
-    }
-
-    /// The object's namespace stays unset when it is the default, as a configuration leaves it.
-    fn imported(namespace: &str, application: &str) -> Self {
-        Self {
-            application: application.to_string(),
-            namespace: (namespace != DEFAULT_NAMESPACE).then(|| namespace.to_string()),
-            ..Self::default()
-        }
-    }
-
-    fn import_object(&self) -> Option<(String, String)> {
-        let holder = self.object().holder;
-        Some((holder.namespace, holder.name))
-    }
-
-    /// The chart installs the operator into the Application's `spec.destination.namespace`.
-    fn placement(_: &Value) -> Result<Placement, DecodeError> {
-        Ok(Placement::AtApply)
-    }
-
-    fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {
-        names_stay_strings(desired, diags)
-    }
-
-    fn chart_values(&self, desired: &Desired) -> serde_json::Value {
-        desired.helm_values(self.values_path())
-    }
-
-    async fn write(
-        &self,
-        at: &At<'_>,
-        taken: &mut Takeover,
-        w: &mut Writing,
-        diags: &mut Diagnostics,
-    ) -> Option<Reload> {
-        self.object().write(at, taken, w, diags).await
-    }
-
-    async fn prove_access(&self, at: &At<'_>) -> Result<(), KubeError> {
-        self.object().prove_access(at).await
-    }
-
-    async fn read_back(
-        &self,
-        at: &At<'_>,
-        _: &[String],
-        diags: &mut Diagnostics,
-    ) -> Option<ClusterView> {
-        self.object().read_back(at, diags).await
-    }
-
-    async fn restore(
-        &self,
-        at: &At<'_>,
-        taken: &Takeover,
-        _: &mut Writing,
-        diags: &mut Diagnostics,
-    ) -> Option<Reload> {
-        self.object().restore(at, taken, diags).await
     }
 }

@@ -1,22 +1,105 @@
 //! What the GitOps deliveries (`argocd`, `flux`) share: the object whose Helm values hold the
-//! operator's, as their block names it ([`ValuesObject`]), and its life. Only the paths this
+//! operator's, as their block names it ([`ValuesObject`]), and its life, which is the whole of
+//! their [`Lifecycle`]: each says only which object ([`GitopsSettings`]). Only the paths this
 //! resource owns change, what was there is recorded on the first write for destroy, and the
 //! controller renders the chart on its own sync, so nothing is restarted. Drift is what the
 //! object's values say the chart will render: the live objects may lag behind the sync.
 
+use async_trait::async_trait;
+use tfplugin::object::DecodeError;
 use tfplugin::schema::Attribute;
 use tfplugin::validators::Matches;
-use tfplugin::{AttrPath, Diagnostic, Diagnostics};
+use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::{kube_diagnostic, warn_operator_mismatch};
 use super::super::names::{DNS_LABEL_HINT, DNS_LABEL_RE};
-use super::life::{At, ClusterView, Reload, Writing};
+use super::life::{About, At, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::takeover::Takeover;
-use super::values::{ChartConfig, ValuesTaken, mig_strategy_path};
+use super::values::{ChartConfig, ValuesTaken, mig_strategy_path, names_stay_strings};
 use crate::cluster::KubeError;
 use crate::cluster::gitops::{Held, Holder};
 use crate::cluster::values::value_at;
+
+/// A GitOps delivery's settings: its name and block, and the object they name. Its
+/// [`Lifecycle`] is the same for each (below).
+pub(super) trait GitopsSettings: Send + Sync {
+    /// Its name, its block and how the schema lists it ([`Lifecycle::about`]).
+    fn describe() -> About
+    where
+        Self: Sized;
+
+    /// Its settings naming the object `namespace/object` ([`Lifecycle::imported`]).
+    fn from_import(namespace: &str, object: &str) -> Self
+    where
+        Self: Sized;
+
+    /// The object that holds the operator's values.
+    fn object(&self) -> ValuesObject<'_>;
+}
+
+#[async_trait]
+impl<T: GitopsSettings> Lifecycle for T {
+    fn about() -> About {
+        T::describe()
+    }
+
+    fn imported(namespace: &str, object: &str) -> Self {
+        T::from_import(namespace, object)
+    }
+
+    fn import_object(&self) -> Option<(String, String)> {
+        let holder = self.object().holder;
+        Some((holder.namespace, holder.name))
+    }
+
+    /// The chart installs the operator into the object's destination (an Application's
+    /// `spec.destination.namespace`, a HelmRelease's `spec.targetNamespace`).
+    fn placement(_: &Value) -> Result<Placement, DecodeError> {
+        Ok(Placement::AtApply)
+    }
+
+    fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {
+        names_stay_strings(desired, diags)
+    }
+
+    fn chart_values(&self, desired: &Desired) -> serde_json::Value {
+        desired.helm_values(self.object().values_path)
+    }
+
+    async fn write(
+        &self,
+        at: &At<'_>,
+        taken: &mut Takeover,
+        w: &mut Writing,
+        diags: &mut Diagnostics,
+    ) -> Option<Reload> {
+        self.object().write(at, taken, w, diags).await
+    }
+
+    async fn prove_access(&self, at: &At<'_>) -> Result<(), KubeError> {
+        self.object().prove_access(at).await
+    }
+
+    async fn read_back(
+        &self,
+        at: &At<'_>,
+        _: &[String],
+        diags: &mut Diagnostics,
+    ) -> Option<ClusterView> {
+        self.object().read_back(at, diags).await
+    }
+
+    async fn restore(
+        &self,
+        at: &At<'_>,
+        taken: &Takeover,
+        _: &mut Writing,
+        diags: &mut Diagnostics,
+    ) -> Option<Reload> {
+        self.object().restore(at, taken, diags).await
+    }
+}
 
 /// The `values_path` attribute's description in a GitOps block.
 pub(super) const VALUES_PATH_DESCRIPTION: &str =
