@@ -15,6 +15,7 @@
 //!   (bottlerocket-core-kit#789); its first release is not pinned down further.
 
 use crate::catalog::GpuModel;
+use crate::error::{DomainError, Field, summary};
 use crate::sharing::{MigStrategy, SharingMode};
 
 /// The table every setting here lives under.
@@ -27,6 +28,26 @@ pub fn min_version(sharing: &SharingMode) -> Option<((u32, u32, u32), &'static s
         SharingMode::TimeSlicing { .. } => Some(((1, 25, 0), "time-slicing")),
         SharingMode::Mps { .. } => Some(((1, 54, 0), "MPS")),
         SharingMode::Mig { .. } => Some(((1, 34, 0), "MIG")),
+    }
+}
+
+/// What the settings cannot say: MPS that lets a container take several clients (the MPS table
+/// has `replicas` only, so the host's plugin always refuses more than one).
+pub fn check_sharing(sharing: &SharingMode) -> Result<(), DomainError> {
+    match sharing {
+        SharingMode::Mps {
+            fail_requests_greater_than_one: false,
+            ..
+        } => Err(DomainError::new(
+            Field::MpsFailRequestsGreaterThanOne,
+            summary::INVALID_SHARING,
+            "On Bottlerocket the NVIDIA device plugin is a host service whose MPS settings take \
+             only the replica count (`mps.replicas`), so a container asking for more than one \
+             slice is always refused. Remove fail_requests_greater_than_one = false, or run an \
+             AL2023 NVIDIA image, where the GPU operator's device plugin (v0.20.0 and later) \
+             honours it.",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -60,7 +81,7 @@ pub fn settings(sharing: &SharingMode, gpu: &GpuModel) -> Option<String> {
             rename-by-default = {rename_by_default}\n\
             fail-requests-greater-than-one = {fail_requests_greater_than_one}\n"
         ),
-        SharingMode::Mps { replicas } => format!(
+        SharingMode::Mps { replicas, .. } => format!(
             "[{TABLE}]\ndevice-sharing-strategy = \"mps\"\n\n\
             [{TABLE}.mps]\nreplicas = {replicas}\n"
         ),
@@ -173,7 +194,7 @@ pub fn sharing_of(user_data: &str, gpu: &GpuModel) -> SharingMode {
             None => SharingMode::None,
         },
         Some("mps") => replicas(table("mps"))
-            .map(|replicas| SharingMode::Mps { replicas })
+            .map(SharingMode::mps)
             .unwrap_or(SharingMode::None),
         _ => SharingMode::None,
     }
@@ -198,7 +219,7 @@ mod tests {
                 rename_by_default: true,
                 fail_requests_greater_than_one: true,
             },
-            SharingMode::Mps { replicas: 4 },
+            SharingMode::mps(4),
             SharingMode::Mig {
                 profile: "1g.5gb".into(),
                 strategy: MigStrategy::Single,
@@ -216,7 +237,7 @@ mod tests {
         let a100 = gpu_model("A100-40GB").expect("catalog");
         let dotted = "settings.kubelet-device-plugins.nvidia.device-sharing-strategy = \"mps\"\n\
             settings.kubelet-device-plugins.nvidia.mps = { replicas = 6 }\n";
-        assert_eq!(sharing_of(dotted, a100), SharingMode::Mps { replicas: 6 });
+        assert_eq!(sharing_of(dotted, a100), SharingMode::mps(6));
         // The cluster settings EKS merges in say nothing of sharing.
         let cluster = "[settings.kubernetes]\ncluster-name = \"c\"\n";
         assert_eq!(sharing_of(cluster, a100), SharingMode::None);
@@ -231,14 +252,14 @@ mod tests {
     #[test]
     fn other_settings_are_kept_and_compared_apart() {
         let a100 = gpu_model("A100-40GB").expect("catalog");
-        let four = settings(&SharingMode::Mps { replicas: 4 }, a100).unwrap();
-        let eight = settings(&SharingMode::Mps { replicas: 8 }, a100).unwrap();
+        let four = settings(&SharingMode::mps(4), a100).unwrap();
+        let eight = settings(&SharingMode::mps(8), a100).unwrap();
         let theirs = format!("[settings.kernel]\nlockdown = \"integrity\"\n\n{four}");
         assert!(same_device_plugin_settings(&theirs, &four));
         assert!(!same_device_plugin_settings(&theirs, &eight));
         let merged = with_device_plugin_settings(Some(&theirs), &eight);
         assert!(merged.contains("lockdown = \"integrity\""), "{merged}");
-        assert_eq!(sharing_of(&merged, a100), SharingMode::Mps { replicas: 8 });
+        assert_eq!(sharing_of(&merged, a100), SharingMode::mps(8));
         // A strategy of theirs that ours does not name goes with the rest of their table.
         let ts = settings(
             &SharingMode::TimeSlicing {

@@ -23,6 +23,7 @@ pub enum Field {
     TimeSlicingReplicas,
     TimeSlicingRenameByDefault,
     MpsReplicas,
+    MpsFailRequestsGreaterThanOne,
     Taints,
     Labels,
     /// The workload's memory need (`fracgpu_workload.gpu_memory_mb`).
@@ -50,6 +51,7 @@ impl Field {
             Field::TimeSlicingReplicas => "time_slicing.replicas",
             Field::TimeSlicingRenameByDefault => "time_slicing.rename_by_default",
             Field::MpsReplicas => "mps.replicas",
+            Field::MpsFailRequestsGreaterThanOne => "mps.fail_requests_greater_than_one",
             Field::Taints => "taints",
             Field::Labels => "labels",
             Field::WorkloadMemory => "gpu_memory_mb",

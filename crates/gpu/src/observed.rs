@@ -67,9 +67,7 @@ pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> S
                         fail_requests_greater_than_one: false,
                     }
                 }
-                Some(s) => SharingMode::Mps {
-                    replicas: s.max_clients,
-                },
+                Some(s) => SharingMode::mps(s.max_clients),
                 None => SharingMode::None,
             }
         }
@@ -110,13 +108,17 @@ pub fn sharing_from_observed(o: &Observed<'_>, prior: Option<&SharingMode>) -> S
 }
 
 /// Reads a device plugin config name the provider gives its pools: `time-sliced-<N>` with
-/// optional `-renamed` and `-strict` suffixes, or `mps-<N>`.
+/// optional `-renamed` and `-strict` suffixes, or `mps-<N>` with an optional `-relaxed`.
 fn parse_config_name(name: &str) -> Option<SharingMode> {
     if let Some(rest) = name.strip_prefix("mps-") {
-        return rest
-            .parse()
-            .ok()
-            .map(|replicas| SharingMode::Mps { replicas });
+        let (rest, relaxed) = match rest.strip_suffix("-relaxed") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        return rest.parse().ok().map(|replicas| SharingMode::Mps {
+            replicas,
+            fail_requests_greater_than_one: !relaxed,
+        });
     }
     let rest = name.strip_prefix("time-sliced-")?;
     let (rest, strict) = match rest.strip_suffix("-strict") {
@@ -161,7 +163,7 @@ mod tests {
                 rename_by_default: false,
                 fail_requests_greater_than_one: true,
             },
-            SharingMode::Mps { replicas: 4 },
+            SharingMode::mps(4),
         ] {
             let name = device_plugin_config(&mode).unwrap().name;
             assert_eq!(parse_config_name(&name), Some(mode), "{name}");
@@ -197,10 +199,7 @@ mod tests {
         let mut both = old.clone();
         both.insert(SHARING_LABEL.to_string(), "mps-4".to_string());
         let o = Observed { labels: &both, ..o };
-        assert_eq!(
-            sharing_from_observed(&o, None),
-            SharingMode::Mps { replicas: 4 }
-        );
+        assert_eq!(sharing_from_observed(&o, None), SharingMode::mps(4));
     }
 
     fn round_trip(cloud: Cloud, machine: &str, mode: SharingMode) {
@@ -266,11 +265,7 @@ mod tests {
                 }),
             },
         );
-        round_trip(
-            Cloud::Gke,
-            "g2-standard-4",
-            SharingMode::Mps { replicas: 8 },
-        );
+        round_trip(Cloud::Gke, "g2-standard-4", SharingMode::mps(8));
         round_trip(Cloud::Aks, "Standard_NC4as_T4_v3", SharingMode::None);
         // The MIG manager's config names write a media-extension profile with '.'.
         round_trip(
@@ -313,7 +308,7 @@ mod tests {
     proptest! {
         #[test]
         fn time_slicing_and_mps_names_round_trip(replicas in 2u32..=48, renamed: bool, strict: bool, mps: bool) {
-            let mode = if mps { SharingMode::Mps { replicas } } else {
+            let mode = if mps { SharingMode::mps(replicas) } else {
                 SharingMode::TimeSlicing { replicas, rename_by_default: renamed, fail_requests_greater_than_one: strict }
             };
             let name = device_plugin_config(&mode).unwrap().name;

@@ -206,16 +206,29 @@ fn memory_refusal(pool: &Derived, need_mib: u64, quantity: u32) -> Option<String
                 None
             }
         }
-        SharingMode::Mps { .. } => {
+        SharingMode::Mps {
+            fail_requests_greater_than_one,
+            ..
+        } => {
             if gke_shared && quantity > 1 {
                 Some(gke_one_gpu_reason(need_mib, per_slice, quantity))
             } else if quantity > pool.slices_per_gpu {
                 Some(more_than_a_gpu(pool, need_mib))
-            } else if quantity > 1 {
+            } else if quantity > 1 && *fail_requests_greater_than_one {
                 Some(format!(
                     "It needs {need_mib} MiB, more than one MPS client's {per_slice} MiB, and the device \
                      plugin refuses MPS requests for more than one replica. Use a pool with fewer MPS \
                      replicas."
+                ))
+            } else if quantity > 1 {
+                // NVIDIA's MPS control daemon caps each client process at its share of a GPU
+                // (`set_default_device_pinned_mem_limit`, per GPU): a container holding several
+                // replicas still gets one share per GPU it uses.
+                Some(format!(
+                    "It needs {need_mib} MiB, more than one MPS client's {per_slice} MiB. The pool lets a \
+                     container take {quantity} slices (fail_requests_greater_than_one = false), but MPS \
+                     caps each client process at {per_slice} MiB of any one GPU however many slices it \
+                     holds. Use a pool with fewer MPS replicas."
                 ))
             } else {
                 None
@@ -371,12 +384,25 @@ mod tests {
                 .unwrap()
                 .contains("fail_requests_greater_than_one")
         );
-        let mps = derived(Cloud::Eks, "g4dn.xlarge", SharingMode::Mps { replicas: 4 });
+        let mps = derived(Cloud::Eks, "g4dn.xlarge", SharingMode::mps(4));
         let one = workload_fit(&mps, &mem(3840)).unwrap();
         assert_eq!((one.fits, one.warning), (true, None));
         let two = workload_fit(&mps, &mem(3841)).unwrap();
         assert!(!two.fits);
-        assert!(two.reason.unwrap().contains("fewer MPS replicas"));
+        assert!(two.reason.unwrap().contains("refuses MPS requests"));
+        // Relaxed, a container may take two slices, yet its memory is still one client's.
+        let relaxed = SharingMode::Mps {
+            replicas: 4,
+            fail_requests_greater_than_one: false,
+        };
+        let relaxed = derived(Cloud::Eks, "g4dn.xlarge", relaxed);
+        let two = workload_fit(&relaxed, &mem(3841)).unwrap();
+        assert!(!two.fits);
+        let reason = two.reason.unwrap();
+        assert!(
+            reason.contains("caps each client process at 3840 MiB") && !reason.contains("refuses"),
+            "{reason}"
+        );
     }
 
     #[test]
@@ -493,7 +519,7 @@ mod tests {
                     }
                 }
             ),
-            (0u32..60).prop_map(|replicas| SharingMode::Mps { replicas }),
+            (0u32..60).prop_map(SharingMode::mps),
             (profile, any::<bool>(), gke).prop_map(|(profile, single, gke_sharing)| {
                 SharingMode::Mig {
                     profile: profile.to_string(),

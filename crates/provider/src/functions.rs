@@ -192,7 +192,7 @@ impl Function for DevicePluginConfig {
                 rename_by_default: mode == "time-slicing-renamed",
                 fail_requests_greater_than_one: false,
             },
-            "mps" => SharingMode::Mps { replicas },
+            "mps" => SharingMode::mps(replicas),
             "mig-single" | "mig-mixed" => SharingMode::Mig {
                 profile: String::new(),
                 strategy: if mode == "mig-single" {

@@ -91,12 +91,21 @@ pub fn sharing_blocks(block: Block, replace_on_change: bool) -> Block {
             "mps",
             Block::new("Share each GPU between `replicas` CUDA MPS clients, each capped at \
                 1/replicas of its memory. On a node pool, changes apply in place on AKS and EKS \
-                and replace the pool on GKE.").attr(
-                Attribute::number("replicas")
-                    .required()
-                    .describe("Clients per GPU, 2 to 48 (16 on GPUs below compute capability 7.5).")
-                    .validate(IntBetween(2, 48)),
-            ),
+                and replace the pool on GKE.")
+                .attr(
+                    Attribute::number("replicas")
+                        .required()
+                        .describe("Clients per GPU, 2 to 48 (16 on GPUs below compute capability 7.5).")
+                        .validate(IntBetween(2, 48)),
+                )
+                .attr(Attribute::bool("fail_requests_greater_than_one").optional().computed().describe(
+                    "Refuse pods that request more than one client's share. Default `true`, the \
+                        device plugin's own for MPS. `false` lets a container take several \
+                        (AKS/EKS with NVIDIA's device plugin v0.20.0 or later, which GPU operator \
+                        v26.7.0 runs; earlier plugins refuse such requests whatever the config \
+                        says, and the apply warns when it finds one). Part of the device plugin \
+                        config: on a node pool a change applies in place.",
+                ).default_value(Value::Bool(true))),
         )
         .validate(ConflictsWith(&["mig", "time_slicing", "mps"]))
 }
@@ -150,6 +159,7 @@ tfplugin::object! {
     /// The `mps` block.
     pub struct MpsArgs {
         pub replicas: u32,
+        pub fail_requests_greater_than_one: Option<bool>,
     }
 }
 
@@ -189,6 +199,7 @@ impl Sharing {
         if let Some(m) = &*self.mps {
             return SharingMode::Mps {
                 replicas: m.replicas,
+                fail_requests_greater_than_one: m.fail_requests_greater_than_one.unwrap_or(true),
             };
         }
         SharingMode::None
@@ -224,9 +235,13 @@ impl Sharing {
                     fail_requests_greater_than_one: Some(*fail_requests_greater_than_one),
                 }))
             }
-            SharingMode::Mps { replicas } => {
+            SharingMode::Mps {
+                replicas,
+                fail_requests_greater_than_one,
+            } => {
                 s.mps = SingleBlock(Some(MpsArgs {
                     replicas: *replicas,
+                    fail_requests_greater_than_one: Some(*fail_requests_greater_than_one),
                 }))
             }
         }

@@ -20,11 +20,13 @@
 //! - `rules`: what the plugin refuses, checked on our model and on parsed text alike.
 //! - `render`: the model as the fixed text we write.
 //! - `parse`: text anyone wrote, back to the model.
+//! - `releases`: what a plugin release reads of a config and what it passes over.
 
 mod model;
 mod parse;
 #[cfg(test)]
 mod properties;
+pub mod releases;
 mod render;
 mod rules;
 #[cfg(test)]

@@ -44,7 +44,10 @@ pub(super) fn check_mode(spec: &PoolSpec, errors: &mut Vec<DomainError>) -> Opti
             rename_by_default,
             ..
         } => time_slicing(spec, *replicas, *rename_by_default, errors),
-        SharingMode::Mps { replicas } => mps(spec, *replicas, errors),
+        SharingMode::Mps {
+            replicas,
+            fail_requests_greater_than_one,
+        } => mps(spec, *replicas, *fail_requests_greater_than_one, errors),
         SharingMode::Mig {
             profile,
             strategy,
@@ -112,10 +115,19 @@ fn time_slicing(
     }
 }
 
-fn mps(spec: &PoolSpec, replicas: u32, errors: &mut Vec<DomainError>) -> ModeFacts {
+fn mps(spec: &PoolSpec, replicas: u32, fail: bool, errors: &mut Vec<DomainError>) -> ModeFacts {
     let gpu = spec.hardware.gpu;
     check_replicas(replicas, Field::MpsReplicas, "mps.replicas", errors);
     check_mps_clients(gpu, replicas, Field::MpsReplicas, "mps.replicas", errors);
+    if spec.cloud == Cloud::Gke && !fail {
+        errors.push(DomainError::new(
+            Field::MpsFailRequestsGreaterThanOne,
+            summary::INVALID_SHARING,
+            "GKE's MPS sharing gives each container at most one shared GPU (its device plugin \
+             is GKE's own, not NVIDIA's), so fail_requests_greater_than_one = false works only \
+             with the NVIDIA device plugin on AKS and EKS. Remove it on GKE.",
+        ));
+    }
     ModeFacts {
         sharing: spec.sharing.clone(),
         mig_profile: None,

@@ -94,5 +94,21 @@ pub enum SharingMode {
         fail_requests_greater_than_one: bool,
     },
     /// Each GPU shared by `replicas` MPS clients, each capped at 1/replicas of the memory.
-    Mps { replicas: u32 },
+    /// `fail_requests_greater_than_one` is the plugin's own default for MPS (true when a config
+    /// leaves it out); only device plugin v0.20.0 and later honour `false` (k8s-device-plugin
+    /// v0.20.0 api/config/v1/config.go keeps an explicit value, where v0.17 to v0.19 forced true).
+    Mps {
+        replicas: u32,
+        fail_requests_greater_than_one: bool,
+    },
+}
+
+impl SharingMode {
+    /// MPS as the device plugin runs it by default: a container gets at most one client.
+    pub fn mps(replicas: u32) -> SharingMode {
+        SharingMode::Mps {
+            replicas,
+            fail_requests_greater_than_one: true,
+        }
+    }
 }

@@ -25,7 +25,7 @@ impl SharingMode {
             SharingMode::None => "whole GPUs".to_string(),
             SharingMode::Mig { profile, .. } => format!("MIG {profile}"),
             SharingMode::TimeSlicing { replicas, .. } => format!("time-slicing x{replicas}"),
-            SharingMode::Mps { replicas } => format!("MPS x{replicas}"),
+            SharingMode::Mps { replicas, .. } => format!("MPS x{replicas}"),
         }
     }
 }
@@ -48,7 +48,7 @@ mod tests {
                 rename_by_default: false,
                 fail_requests_greater_than_one: false,
             },
-            SharingMode::Mps { replicas: 4 },
+            SharingMode::mps(4),
         ];
         let names: Vec<&str> = modes.iter().map(SharingMode::name).collect();
         assert_eq!(names, SharingMode::NAMES);

@@ -62,11 +62,23 @@ pub fn device_plugin_config(mode: &SharingMode) -> Result<NamedConfig, DomainErr
                 ),
             }
         }
-        SharingMode::Mps { replicas } => {
+        SharingMode::Mps {
+            replicas,
+            fail_requests_greater_than_one,
+        } => {
             check_replicas(*replicas, Field::MpsReplicas, "mps.replicas", &mut errors);
+            let mut name = format!("mps-{replicas}");
+            if !*fail_requests_greater_than_one {
+                name.push_str("-relaxed");
+            }
             NamedConfig {
-                name: format!("mps-{replicas}"),
-                config: sharing_config(SharingKind::Mps, *replicas, false, true),
+                name,
+                config: sharing_config(
+                    SharingKind::Mps,
+                    *replicas,
+                    false,
+                    *fail_requests_greater_than_one,
+                ),
             }
         }
         SharingMode::Mig {

@@ -270,6 +270,7 @@ pub fn check_eks_ami_type(sharing: &SharingMode, ami_type: &str) -> Result<(), D
                 ),
             ))
         }
+        _ if ami_type.starts_with("BOTTLEROCKET") => crate::bottlerocket::check_sharing(sharing),
         _ => Ok(()),
     }
 }

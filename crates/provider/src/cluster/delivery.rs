@@ -55,6 +55,11 @@ pub struct PolicyPointer {
     /// `spec.migManager.config.name`: the ConfigMap the MIG manager reads its configs from; None
     /// (or empty) when it generates each node's from its GPUs (operator v26.3 and later).
     pub mig_configs: Option<String>,
+    /// Whether our field manager applied the pointer (`spec.devicePlugin.config.name`): a
+    /// `cluster_policy` delivery's, where a Helm release's chart would own it otherwise.
+    pub pointer_ours: bool,
+    /// `spec.devicePlugin.version`: the device plugin image tag the operator runs (`v0.18.1`).
+    pub plugin_version: Option<String>,
 }
 
 /// A field of the ClusterPolicy (a dotted path such as `spec.mig.strategy`) as it is now: its
@@ -218,11 +223,21 @@ impl Cluster {
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
         };
+        let ours = |field: &str| {
+            obj.metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .filter(|m| m.manager.as_deref() == Some(FIELD_MANAGER))
+                .filter_map(|m| m.fields_v1.as_ref())
+                .any(|f| f.0.pointer(field).is_some())
+        };
         Ok(PolicyPointer {
             name: s("/spec/devicePlugin/config/name"),
             default: s("/spec/devicePlugin/config/default"),
             mig_strategy: s("/spec/mig/strategy"),
             mig_configs: s("/spec/migManager/config/name").filter(|n| !n.is_empty()),
+            plugin_version: s("/spec/devicePlugin/version").filter(|v| !v.is_empty()),
             operand_namespace: s("/status/namespace")
                 .filter(|n| !n.is_empty())
                 .or_else(|| {
@@ -237,14 +252,8 @@ impl Cluster {
                 let get = |k: &str| a.and_then(|a| a.get(k)).cloned();
                 get("meta.helm.sh/release-name").zip(get("meta.helm.sh/release-namespace"))
             },
-            mig_strategy_ours: obj
-                .metadata
-                .managed_fields
-                .iter()
-                .flatten()
-                .filter(|m| m.manager.as_deref() == Some(FIELD_MANAGER))
-                .filter_map(|m| m.fields_v1.as_ref())
-                .any(|f| f.0.pointer("/f:spec/f:mig/f:strategy").is_some()),
+            mig_strategy_ours: ours("/f:spec/f:mig/f:strategy"),
+            pointer_ours: ours("/f:spec/f:devicePlugin/f:config/f:name"),
         })
     }
 

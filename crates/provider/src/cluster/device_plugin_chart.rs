@@ -112,7 +112,43 @@ pub fn plugin_default(daemonset: &Value) -> Option<String> {
     Some(env.get("DEFAULT_CONFIG").unwrap_or(&"").to_string())
 }
 
+/// The image of the device plugin's config-manager sidecar: the plugin's own image, which
+/// carries both programs.
+pub fn plugin_image(daemonset: &Value) -> Option<String> {
+    let (sidecar, _) = plugin_sidecar(daemonset)?;
+    sidecar["image"].as_str().map(str::to_string)
+}
+
+/// The standalone chart's release a device plugin daemonset belongs to, `(namespace, release)`:
+/// helm's annotations on what it made (meta.helm.sh/release-name and -namespace), on a daemonset
+/// with the plugin's config-manager that no ClusterPolicy owns (the GPU operator's runs one too).
+pub fn standalone_release(daemonset: &Value) -> Option<(String, String)> {
+    plugin_sidecar(daemonset)?;
+    let meta = &daemonset["metadata"];
+    let by_operator = meta["ownerReferences"]
+        .as_array()
+        .is_some_and(|o| o.iter().any(|r| r["kind"] == "ClusterPolicy"));
+    let a = |k: &str| meta["annotations"][k].as_str().map(str::to_string);
+    let release = a("meta.helm.sh/release-name")?;
+    let namespace = a("meta.helm.sh/release-namespace")?;
+    (!by_operator).then_some((namespace, release))
+}
+
 impl Cluster {
+    /// Every daemonset of the cluster, as JSON.
+    pub async fn daemonsets(&self) -> Result<Vec<Value>, KubeError> {
+        let api: Api<DaemonSet> = Api::all(self.client());
+        let list = api
+            .list(&Default::default())
+            .await
+            .map_err(|e| KubeError::from_kube(&self.target, e))?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|d| serde_json::to_value(d).unwrap_or_default())
+            .collect())
+    }
+
     /// A daemonset as JSON; None when it does not exist.
     pub async fn daemonset(&self, ns: &str, name: &str) -> Result<Option<Value>, KubeError> {
         let api: Api<DaemonSet> = Api::namespaced(self.client(), ns);

@@ -230,6 +230,37 @@ impl Cluster {
         Held::of(h.kind, obj, h.chart.as_deref()).map(Some)
     }
 
+    /// Every object of `kind` in every namespace, with its values; none where the kind is not
+    /// served (Argo CD or Flux not installed). An Argo CD Application whose chart source cannot
+    /// be told apart (several Helm sources) is left out: nothing names which one.
+    pub async fn list_holders(&self, kind: Kind) -> Result<Vec<(Holder, Held)>, KubeError> {
+        let api: Api<DynamicObject> = Api::all_with(self.client(), &kind.resource());
+        let list = match api.list(&Default::default()).await {
+            Ok(l) => l,
+            Err(e) => {
+                let e = KubeError::from_kube(&self.target, e);
+                return if e.is_not_found() {
+                    Ok(Vec::new())
+                } else {
+                    Err(e)
+                };
+            }
+        };
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|o| {
+                let holder = Holder {
+                    kind,
+                    namespace: o.metadata.namespace.clone()?,
+                    name: o.metadata.name.clone()?,
+                    chart: None,
+                };
+                Some((holder, Held::of(kind, o, None).ok()?))
+            })
+            .collect())
+    }
+
     /// Sets (Some) or removes (None) each dotted path of the values object and replaces the
     /// object with its `resourceVersion`; a conflict (someone wrote in between) reads it again,
     /// up to three times.

@@ -209,7 +209,7 @@ fn pool_out(f: &Found, diags: &mut Diagnostics) -> PoolOut {
     };
     let (mig_profile, replicas) = match &f.mode {
         Some(SharingMode::Mig { profile, .. }) => (Some(profile.clone()), None),
-        Some(SharingMode::TimeSlicing { replicas, .. } | SharingMode::Mps { replicas }) => {
+        Some(SharingMode::TimeSlicing { replicas, .. } | SharingMode::Mps { replicas, .. }) => {
             (None, Some(*replicas))
         }
         _ => (None, None),

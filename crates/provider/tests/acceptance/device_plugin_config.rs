@@ -50,6 +50,11 @@ output "dpc" {{ value = fracgpu_device_plugin_config.this }}
 /// Adds an AKS agent pool through the sandbox's ARM API, as `az aks nodepool add` would, with the
 /// device plugin label; its nodes then appear in the cluster.
 pub(crate) fn add_pool(st: &RunningStack, name: &str, label: &str) {
+    add_pool_of(st, name, label, "Standard_NC24ads_A100_v4");
+}
+
+/// [`add_pool`] of another VM size.
+pub(crate) fn add_pool_of(st: &RunningStack, name: &str, label: &str, vm_size: &str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -66,7 +71,7 @@ pub(crate) fn add_pool(st: &RunningStack, name: &str, label: &str) {
             "{}/subscriptions/{SUB}/resourceGroups/sandbox-rg/providers/Microsoft.ContainerService/managedClusters/sandbox-aks/agentPools/{name}?api-version=2025-10-01",
             st.url
         );
-        let body = serde_json::json!({"properties": {"vmSize": "Standard_NC24ads_A100_v4", "count": 1, "mode": "User",
+        let body = serde_json::json!({"properties": {"vmSize": vm_size, "count": 1, "mode": "User",
             "nodeLabels": {"nvidia.com/device-plugin.config": label}}});
         let put = http.put(&url).header("authorization", &bearer).json(&body).send().await.unwrap();
         assert!(put.status().is_success(), "PUT pool: {}", put.text().await.unwrap());

@@ -17,11 +17,28 @@ use crate::common::sandbox::{self, RunningStack};
 use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use crate::common::tools::{self, Tool};
 
-const RELEASE: &str = "nvdp";
-const NS: &str = "nvidia-device-plugin";
-const POOL: &str = "ts";
+pub(crate) const RELEASE: &str = "nvdp";
+pub(crate) const NS: &str = "nvidia-device-plugin";
+pub(crate) const POOL: &str = "ts";
 
 fn config(url: &str, kubeconfig: &Path, helm: &Path, chart: &Path) -> String {
+    pool_config(
+        url,
+        kubeconfig,
+        helm,
+        chart,
+        "time_slicing { replicas = 4 }",
+    )
+}
+
+/// [`config`] with the pool shared as `sharing` (a sharing block) says.
+pub(crate) fn pool_config(
+    url: &str,
+    kubeconfig: &Path,
+    helm: &Path,
+    chart: &Path,
+    sharing: &str,
+) -> String {
     format!(
         r#"{REQUIRED_PROVIDERS}
 provider "fracgpu" {{
@@ -35,7 +52,7 @@ resource "fracgpu_nodepool" "ts" {{
     resource_group = "sandbox-rg"
     cluster_name   = "sandbox-aks"
   }}
-  time_slicing {{ replicas = 4 }}
+  {sharing}
 }}
 resource "fracgpu_device_plugin_config" "this" {{
   delivery       = "nvidia_device_plugin"
@@ -64,15 +81,15 @@ resource "fracgpu_device_plugin_config" "this" {{
 
 /// A sandbox cluster without the GPU operator, the helm that installs the standalone chart, and
 /// the chart (None when a tool or the fixtures are missing, which `tools::require` reports).
-struct Standalone {
-    stack: RunningStack,
-    kc: PathBuf,
-    h: PathBuf,
-    chart: PathBuf,
+pub(crate) struct Standalone {
+    pub(crate) stack: RunningStack,
+    pub(crate) kc: PathBuf,
+    pub(crate) h: PathBuf,
+    pub(crate) chart: PathBuf,
 }
 
 impl Standalone {
-    fn start(helm_tool: Tool, op_time: Duration) -> Option<Standalone> {
+    pub(crate) fn start(helm_tool: Tool, op_time: Duration) -> Option<Standalone> {
         let (Some(h), Some(_), Some(fixtures)) = (
             tools::require(helm_tool),
             tools::require(Tool::Kubectl),
@@ -97,7 +114,7 @@ impl Standalone {
     }
 }
 
-fn helm(helm: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) fn helm(helm: &Path, kubeconfig: &Path, args: &[&str]) -> String {
     let out = Command::new(helm)
         .args(args)
         .args(["-n", NS, "--kubeconfig"])

@@ -111,7 +111,7 @@ fn pools() -> Vec<KarpenterPool> {
             "l4-mps",
             "L4",
             vec![1],
-            SharingMode::Mps { replicas: 4 },
+            SharingMode::mps(4),
             Arc::new(Aws(NodeClass::Existing("default".into()))),
         ),
         base(

@@ -19,6 +19,8 @@ mod device_plugin_config_bad_input;
 mod device_plugin_config_chart;
 mod device_plugin_config_gitops;
 mod device_plugin_config_helm;
+mod device_plugin_config_mps;
+mod device_plugin_config_query;
 mod device_plugin_config_rbac;
 mod device_plugin_config_real;
 mod device_plugin_config_standalone;

@@ -200,6 +200,29 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
             ],
         ),
         (
+            "relaxed MPS on Bottlerocket",
+            format!(
+                "name = \"p\"\n  machine_type = \"g4dn.xlarge\"\n  eks {{\n    cluster_name = \"c\"\n    node_role_arn = \"r\"\n    subnet_ids = [\"s\"]\n    ami_type = \"BOTTLEROCKET_x86_64_NVIDIA\"\n  }}\n  mps {{\n    replicas = 4\n    fail_requests_greater_than_one = false\n  }}"
+            ),
+            vec![
+                "Invalid GPU sharing",
+                "fail_requests_greater_than_one = false",
+                "only the replica count",
+                "AL2023 NVIDIA image",
+            ],
+        ),
+        (
+            "relaxed MPS on GKE",
+            format!(
+                "name = \"p\"\n  machine_type = \"g2-standard-4\"\n  {GKE}\n  mps {{\n    replicas = 4\n    fail_requests_greater_than_one = false\n  }}"
+            ),
+            vec![
+                "Invalid GPU sharing",
+                "fail_requests_greater_than_one = false",
+                "Remove it on GKE",
+            ],
+        ),
+        (
             "EKS without subnets",
             format!(
                 "name = \"p\"\n  machine_type = \"g4dn.xlarge\"\n  eks {{\n    cluster_name = \"c\"\n    node_role_arn = \"r\"\n  }}"

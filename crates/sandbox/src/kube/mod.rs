@@ -374,6 +374,35 @@ impl KubeApi {
             .cloned()
     }
 
+    /// What the kubelet's PodResources API (`List`, pkg/kubelet/apis/podresources/v1) says of a
+    /// node, in its shape: `{"pod_resources": [{"name", "namespace", "containers": [{"name",
+    /// "devices": [{"resource_name", "device_ids"}]}]}]}`, pods by namespace and name.
+    pub fn pod_resources(&self, cloud: &str, cluster: &str, node: &str) -> Value {
+        let held = self
+            .lock()
+            .get(&cluster_key(cloud, cluster))
+            .map(|c| c.pod_resources(node))
+            .unwrap_or_default();
+        let pods: Vec<Value> = held
+            .into_iter()
+            .map(|(pod, containers)| {
+                let (ns, name) = pod.split_once('/').unwrap_or(("", &pod));
+                let mut by_container: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+                for c in containers {
+                    by_container.entry(c.container).or_default().push(
+                        serde_json::json!({"resource_name": c.resource, "device_ids": c.devices}),
+                    );
+                }
+                let containers: Vec<Value> = by_container
+                    .into_iter()
+                    .map(|(n, d)| serde_json::json!({"name": n, "devices": d}))
+                    .collect();
+                serde_json::json!({"name": name, "namespace": ns, "containers": containers})
+            })
+            .collect();
+        serde_json::json!({ "pod_resources": pods })
+    }
+
     /// Why the API server refused each node of a pool that could not register (or be changed),
     /// by node name; empty when every node is as its cloud made it.
     pub fn node_registration_errors(

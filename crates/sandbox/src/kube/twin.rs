@@ -17,7 +17,8 @@
 //!
 //! The node's hardware and state are in [`node`]; the device plugin's config format in
 //! [`device_config`]; the MIG manager in [`mig_manager`] (geometries in [`mig_geometry`]); what a
-//! node advertises and how it shows on the node in [`advertise`]; the names of the labels and
+//! node advertises and how it shows on the node in [`advertise`]; the kubelet's admission of pods
+//! and the devices it hands them in [`kubelet`]; the names of the labels and
 //! annotations involved in [`labels`]. This module only declares them and re-exports what the
 //! store and the remote twin use, so that the parts import one another and never this module.
 
@@ -25,6 +26,7 @@ mod advertise;
 mod bottlerocket;
 mod config_manager;
 mod device_config;
+mod kubelet;
 mod labels;
 mod mig_configs;
 mod mig_geometry;
@@ -36,6 +38,7 @@ mod tests;
 
 pub(crate) use advertise::{Rendered, gke_labels, render};
 pub(crate) use config_manager::PluginInputs;
+pub(crate) use kubelet::{Admission, admit};
 pub(crate) use labels::{
     ERROR_ANNOTATION, GFD_COUNT, GFD_MEMORY, GFD_MIG_CAPABLE, GFD_PRODUCT, MIG_STATE_LABEL,
     READERS_ANNOTATION,
@@ -44,7 +47,7 @@ pub(crate) use mig_configs::{MigConfigs, generated as generated_mig_config};
 pub(crate) use mig_manager::{
     MigManager, mig_capable, mig_config_name, mig_fails, mig_manager_policy,
 };
-pub(crate) use node::{NodeTwin, host_device_plugin, twin_from_labels};
+pub(crate) use node::{ContainerDevices, HeldPod, NodeTwin, host_device_plugin, twin_from_labels};
 pub(crate) use restart::{
     Restarts, config_name, plugin_inputs, readers_summary, restart_marker, restart_step,
 };

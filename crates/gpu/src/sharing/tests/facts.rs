@@ -44,12 +44,7 @@ fn gke_time_sharing_facts() {
 
 #[test]
 fn gke_mps_and_partitions_facts() {
-    let d = validate(&pool(
-        Cloud::Gke,
-        "g2-standard-4",
-        SharingMode::Mps { replicas: 4 },
-    ))
-    .unwrap();
+    let d = validate(&pool(Cloud::Gke, "g2-standard-4", SharingMode::mps(4))).unwrap();
     assert_eq!(
         d.node_selector["cloud.google.com/gke-gpu-sharing-strategy"],
         "mps"
@@ -264,12 +259,7 @@ fn a_pools_own_config_keeps_its_name_whatever_the_settings() {
     };
     let ten = validate(&pool(Cloud::Eks, "g5.xlarge", ts(10))).unwrap();
     let eight = validate(&pool(Cloud::Eks, "g5.xlarge", ts(8))).unwrap();
-    let mps = validate(&pool(
-        Cloud::Eks,
-        "g5.xlarge",
-        SharingMode::Mps { replicas: 4 },
-    ))
-    .unwrap();
+    let mps = validate(&pool(Cloud::Eks, "g5.xlarge", SharingMode::mps(4))).unwrap();
     for d in [&ten, &eight, &mps] {
         assert_eq!(d.node_labels[DEVICE_PLUGIN_CONFIG_LABEL], "fracgpu-gpupool");
     }

@@ -99,7 +99,7 @@ fn bottlerocket_shares_but_not_by_mixed_mig() {
     for sharing in [
         mig("1g.5gb", MigStrategy::Single, None),
         ts(4),
-        SharingMode::Mps { replicas: 2 },
+        SharingMode::mps(2),
         SharingMode::None,
     ] {
         assert!(check_eks_ami_type(&sharing, "BOTTLEROCKET_x86_64_NVIDIA").is_ok());
@@ -123,7 +123,7 @@ fn bottlerocket_shares_but_not_by_mixed_mig() {
 
 #[test]
 fn device_plugin_configs_per_mode() {
-    let named = device_plugin_config(&SharingMode::Mps { replicas: 4 }).unwrap();
+    let named = device_plugin_config(&SharingMode::mps(4)).unwrap();
     assert_eq!(named.name, "mps-4");
     assert_eq!(
         named.config.render().unwrap(),

@@ -135,31 +135,22 @@ static V100: GpuModel = GpuModel {
 #[test]
 fn mps_clients_are_capped_at_16_below_compute_capability_7_5() {
     // The T4 is 7.5 itself, so it gets the full 48.
-    let t4 = validate(&pool(
-        Cloud::Eks,
-        "g4dn.xlarge",
-        SharingMode::Mps { replicas: 17 },
-    ))
-    .unwrap();
+    let t4 = validate(&pool(Cloud::Eks, "g4dn.xlarge", SharingMode::mps(17))).unwrap();
     assert_eq!(
         (t4.slices_per_gpu, t4.memory_per_slice_mib),
         (17, 15360 / 17)
     );
-    let mut old = pool(Cloud::Eks, "g4dn.xlarge", SharingMode::Mps { replicas: 17 });
+    let mut old = pool(Cloud::Eks, "g4dn.xlarge", SharingMode::mps(17));
     old.hardware.gpu = &V100;
     let err = one_error(&old);
     assert_eq!(err.field, Field::MpsReplicas);
     assert!(err.detail.contains("at most 16 clients"), "{}", err.detail);
-    old.sharing = SharingMode::Mps { replicas: 16 };
+    old.sharing = SharingMode::mps(16);
     assert!(validate(&old).is_ok());
     assert!(
-        one_error(&pool(
-            Cloud::Eks,
-            "g4dn.xlarge",
-            SharingMode::Mps { replicas: 49 }
-        ))
-        .detail
-        .contains("2 to 48")
+        one_error(&pool(Cloud::Eks, "g4dn.xlarge", SharingMode::mps(49)))
+            .detail
+            .contains("2 to 48")
     );
 }
 
@@ -328,4 +319,37 @@ fn taints_that_repeat_a_key_and_effect() {
     // Our default beside GKE's spelling repeats the key and effect, on any cloud.
     spec.taints = Some(vec![DEFAULT_GPU_TAINT, GKE_GPU_TAINT]);
     assert_eq!(one_error(&spec).summary, "Conflicting taint");
+}
+
+/// MPS that lets a container take several clients: NVIDIA's device plugin (v0.20.0) on AKS and
+/// EKS; GKE's own plugin and Bottlerocket's host service have no such setting.
+#[test]
+fn relaxed_mps_is_the_nvidia_plugins_alone() {
+    let relaxed = SharingMode::Mps {
+        replicas: 4,
+        fail_requests_greater_than_one: false,
+    };
+    let eks = validate(&pool(Cloud::Eks, "g4dn.xlarge", relaxed.clone())).unwrap();
+    let named = eks.device_plugin_config.unwrap();
+    assert_eq!(named.name, "fracgpu-gpupool");
+    assert_eq!(
+        device_plugin_config(&relaxed).unwrap().name,
+        "mps-4-relaxed"
+    );
+    let text = named.config.render().unwrap();
+    assert!(
+        text.contains(
+            "  mps:\n    renameByDefault: false\n    failRequestsGreaterThanOne: false\n"
+        ),
+        "{text}"
+    );
+    let gke = one_error(&pool(Cloud::Gke, "g2-standard-4", relaxed.clone()));
+    assert_eq!(gke.field, Field::MpsFailRequestsGreaterThanOne);
+    assert!(gke.detail.contains("Remove it on GKE"), "{}", gke.detail);
+    assert!(validate(&pool(Cloud::Gke, "g2-standard-4", SharingMode::mps(4))).is_ok());
+    let err = check_eks_ami_type(&relaxed, "BOTTLEROCKET_x86_64_NVIDIA").unwrap_err();
+    assert_eq!(err.field, Field::MpsFailRequestsGreaterThanOne);
+    assert!(err.detail.contains("mps.replicas"), "{}", err.detail);
+    assert_eq!(crate::bottlerocket::check_sharing(&relaxed), Err(err));
+    assert!(check_eks_ami_type(&relaxed, "AL2023_x86_64_NVIDIA").is_ok());
 }

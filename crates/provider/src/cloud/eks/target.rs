@@ -10,7 +10,7 @@ use gpu::{Cloud, SharingMode};
 use tfplugin::object::{FromValue, Known, ToValue};
 use tfplugin::schema::{Attribute, Block};
 use tfplugin::validators::OneOf;
-use tfplugin::{AttrPath, DecodeError, Diagnostic, Type, Value};
+use tfplugin::{DecodeError, Diagnostic, Type, Value};
 
 use super::config::EksConfig;
 use crate::cloud::error::CloudError;
@@ -307,16 +307,10 @@ impl Target for Eks {
         let Ok(b) = PoolArgs::from_value(block) else {
             return Vec::new();
         };
-        // The one refusal is of a MIG strategy Bottlerocket lacks: on `mig.strategy`.
+        // What Bottlerocket's settings cannot say, on the sharing attribute that says it.
         gpu::check_eks_ami_type(sharing, &b.ami_type())
             .err()
-            .map(|e| {
-                let at = AttrPath::root()
-                    .with_attr("mig")
-                    .with_index(0)
-                    .with_attr("strategy");
-                Diagnostic::error(e.summary, e.detail).at(at)
-            })
+            .map(|e| crate::model::domain_diagnostic(&e, &[]))
             .into_iter()
             .collect()
     }

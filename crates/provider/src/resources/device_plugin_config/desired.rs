@@ -419,16 +419,17 @@ pub(super) fn config_blocks(data: &BTreeMap<String, String>) -> Vec<ConfigArgs> 
                         ..Sharing::default()
                     },
                 )),
-                SharingKind::Mps if s.fail_requests_greater_than_one && !s.rename_by_default => {
-                    spelled(block(
-                        name,
-                        None,
-                        Sharing {
-                            mps: SingleBlock(Some(MpsArgs { replicas })),
-                            ..Sharing::default()
-                        },
-                    ))
-                }
+                SharingKind::Mps if !s.rename_by_default => spelled(block(
+                    name,
+                    None,
+                    Sharing {
+                        mps: SingleBlock(Some(MpsArgs {
+                            replicas,
+                            fail_requests_greater_than_one: Some(s.fail_requests_greater_than_one),
+                        })),
+                        ..Sharing::default()
+                    },
+                )),
                 SharingKind::Mps => block(name, Some(text), Sharing::default()),
             }
         })

@@ -185,3 +185,38 @@ pub(super) fn quoted(names: &[&String]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// A warning for the settings of `desired` that the device plugin release the cluster runs
+/// (`version`, read from `source`) passes over; None when it reads them all or the version says
+/// nothing.
+pub(super) fn ignored_by_plugin(
+    desired: &Desired,
+    version: &str,
+    source: &str,
+) -> Option<Diagnostic> {
+    use gpu::device_plugin::releases::{SHARING_OPTIONS_SINCE, ignored_by, release_of};
+    let release = release_of(version)?;
+    let lines: Vec<String> = desired
+        .configs
+        .iter()
+        .filter_map(|(name, cfg)| {
+            let ignored = ignored_by(cfg, release);
+            (!ignored.is_empty()).then(|| format!("{name:?}: {}", ignored.join(", ")))
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let (a, b, c) = SHARING_OPTIONS_SINCE;
+    Some(Diagnostic::warning(
+        "The device plugin passes over settings of these configs",
+        format!(
+            "The cluster runs device plugin {version} ({source}), which does not read {}. Until \
+            it is v{a}.{b}.{c} or later (GPU operator v26.7.0, or NVIDIA's device plugin chart \
+            0.20.0), shared GPUs are handed out `distributed` and a container asking for more \
+            than one MPS slice is refused. The configs are written as declared and take effect \
+            once the plugin is upgraded; to stop this warning, upgrade it or drop the settings.",
+            lines.join("; ")
+        ),
+    ))
+}

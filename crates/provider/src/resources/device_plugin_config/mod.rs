@@ -11,6 +11,7 @@ mod delivery;
 mod desired;
 mod diagnostics;
 mod import;
+mod listing;
 mod model;
 mod names;
 mod observe;
@@ -40,6 +41,12 @@ use ops::Op;
 use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, TIMEOUTS};
 
 pub use delivery::DEFAULT_VALUES_PATH;
+pub use listing::Listed;
+
+/// The values of `delivery`, in the registry's order.
+pub fn deliveries() -> &'static [&'static str] {
+    delivery::names()
+}
 pub use resource::{DevicePluginConfigResource, TYPE_NAME};
 pub use schema::schema;
 
@@ -280,11 +287,22 @@ impl Resource for DevicePluginConfigResource {
     async fn import_identity(&self, given: &Value, diags: &mut Diagnostics) -> Option<Value> {
         let given = ObjectIdentity::from_value(given).or_report(diags)?;
         let part = |p: Option<String>| p.unwrap_or_default();
-        self.import(
-            &format!("{}/{}", part(given.namespace), part(given.name)),
-            diags,
-        )
-        .await
+        // The identity names the ConfigMap alone: the cluster says which delivery writes it.
+        let namespace = part(given.namespace);
+        let id = self
+            .identity_import_id(&namespace, &part(given.name), diags)
+            .await;
+        let mut st = self.import(&id, diags).await?;
+        // A GitOps delivery's ID leaves the namespace to the read (the object's destination);
+        // the identity names it already, and terraform wants the identity back from the import.
+        if Defaults::from_value(&st).is_ok_and(|d| d.namespace.known().is_none_or(Option::is_none))
+        {
+            merge(
+                &mut st,
+                &Value::object([("namespace", Value::string(&namespace))]),
+            );
+        }
+        Some(st)
     }
 }
 
@@ -444,7 +462,10 @@ mod tests {
                     "mps-4",
                     vec![(
                         "mps",
-                        Value::List(vec![Value::object([("replicas", Value::int(4))])]),
+                        Value::List(vec![Value::object([
+                            ("replicas", Value::int(4)),
+                            ("fail_requests_greater_than_one", Value::Bool(true)),
+                        ])]),
                     )],
                 ),
                 cfg("ts", vec![("time_slicing", ts(10))]),

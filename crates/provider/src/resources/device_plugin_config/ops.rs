@@ -11,7 +11,7 @@ use tfplugin::object::{Decoded, FromValue, MaybeUnknown, merge};
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::delivery::{At, Delivery, Lifecycle, Reload, Takeover, Writing, refuse_dra_stack};
-use super::diagnostics::{kube_diagnostic, warn_unknown_labels};
+use super::diagnostics::{ignored_by_plugin, kube_diagnostic, warn_unknown_labels};
 use super::model::{Args, Defaults, Identity, REIMPORT, Restarted, resolve, stored};
 use super::resource::{DevicePluginConfigResource, TYPE_NAME};
 use super::schema::{DEFAULT_NAMESPACE, TIMEOUTS};
@@ -332,7 +332,13 @@ async fn deliver(
     if life.through_operator() {
         refuse_dra_stack(at.cluster, diags).await?;
     }
-    let operand_ns = match life.write(at, taken, w, diags).await? {
+    let reload = life.write(at, taken, w, diags).await?;
+    if let Some((version, source)) = life.plugin_version(at).await
+        && let Some(warning) = ignored_by_plugin(at.desired, &version, &source)
+    {
+        diags.push(warning);
+    }
+    let operand_ns = match reload {
         Reload::OnSync => return Some(None),
         Reload::Restart(ns) => ns,
     };

@@ -8,6 +8,7 @@
 mod apply;
 pub(crate) mod demand;
 mod jobs;
+mod kubelet;
 mod managed;
 mod nodes;
 mod operands;

@@ -106,6 +106,7 @@ impl Cluster {
         self.sync_generated_mig_configs(&mm);
         // The daemonset controller: the rollouts complete at once.
         self.operand_status();
+        self.kubelets();
     }
 
     /// The MIG managers' own configs (`<node>-mig-config`, see `twin::mig_configs`): written for
@@ -258,12 +259,14 @@ fn pool_twin(p: &PoolNodes, current: &PluginInputs, old: Option<&NodeTwin>) -> N
         user_data: p.os_image.as_ref().and_then(|o| o.user_data.clone()),
         mig_capable: None,
         readers: Default::default(),
+        held: Default::default(),
     };
     if let Some(o) = old {
-        // The pods on an existing node keep what they loaded.
+        // The pods on an existing node keep what they loaded, and the devices they hold.
         t.loaded = o.loaded.clone();
         t.seen_mig_label = o.seen_mig_label.clone();
         t.readers = o.readers.clone();
+        t.held = o.held.clone();
     }
     t
 }

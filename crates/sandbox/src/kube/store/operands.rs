@@ -4,8 +4,10 @@
 //! all three), a pod template mounts the ConfigMap the ClusterPolicy's `devicePlugin.config.name`
 //! names as a volume of that name (at `/available-configs`, beside an emptyDir `config` at
 //! `/config`), and none while no config is named; the operator keeps the templates so, and a
-//! changed template rolls the pods, as any daemonset's does. Their status is the daemonset
-//! controller's, rolled out at once.
+//! changed template rolls the pods, as any daemonset's does. The device plugin's containers run
+//! the image `devicePlugin` names (`<repository>/<image>:<version>`, or `@<version>` for a
+//! `sha256:` digest: api/nvidia/v1 `ImagePath`), so a new version rolls its pods too. Their status
+//! is the daemonset controller's, rolled out at once.
 
 use serde_json::{Value, json};
 
@@ -24,6 +26,18 @@ fn config_volumes(config: &str) -> Vec<Value> {
     ]
 }
 
+/// The image a ClusterPolicy component names; None when it names no full path.
+fn image_path(component: Option<&Value>) -> Option<String> {
+    let s = |k: &str| component?.get(k)?.as_str().filter(|s| !s.is_empty());
+    let (repo, image, version) = (s("repository")?, s("image")?, s("version")?);
+    let sep = if version.starts_with("sha256:") {
+        "@"
+    } else {
+        ":"
+    };
+    Some(format!("{repo}/{image}{sep}{version}"))
+}
+
 impl Cluster {
     /// The operator's part: every operand's pod template mounts the ConfigMap the ClusterPolicy
     /// names now (the ConfigMap volumes of other names, and the emptyDir, replaced).
@@ -32,6 +46,7 @@ impl Cluster {
             return;
         };
         let config = twin::config_name(Some(cp)).to_string();
+        let plugin_image = image_path(cp.pointer("/spec/devicePlugin"));
         for name in [DEVICE_PLUGIN_DS, GFD_DS, MPS_DS] {
             let Some(mut ds) = self.get_ref(kinds::DAEMONSETS, OPERATOR_NS, name).cloned() else {
                 continue;
@@ -45,11 +60,8 @@ impl Cluster {
                 .filter(|v| v.get("configMap").is_none() && v["name"] != "config")
                 .collect();
             volumes.extend(config_volumes(&config));
-            let now = ds.pointer("/spec/template/spec/volumes").cloned();
+            let before = ds.clone();
             let want = (!volumes.is_empty()).then(|| json!(volumes));
-            if now == want {
-                continue;
-            }
             let spec = &mut ds["spec"]["template"]["spec"];
             match want {
                 Some(v) => spec["volumes"] = v,
@@ -59,7 +71,14 @@ impl Cluster {
                     }
                 }
             }
-            self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, name, ds);
+            if let Some(image) = plugin_image.as_ref().filter(|_| name == DEVICE_PLUGIN_DS) {
+                for c in spec["containers"].as_array_mut().into_iter().flatten() {
+                    c["image"] = json!(image);
+                }
+            }
+            if ds != before {
+                self.put_internal(kinds::DAEMONSETS, OPERATOR_NS, name, ds);
+            }
         }
     }
 

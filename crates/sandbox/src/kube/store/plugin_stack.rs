@@ -183,9 +183,15 @@ impl Cluster {
             .map(env)
             .and_then(|e| e.get("MIG_STRATEGY").cloned())
             .unwrap_or_default();
+        let plugin_version = main
+            .and_then(|c| c["image"].as_str())
+            .map(|i| i.rsplit('/').next().unwrap_or(i))
+            .and_then(|i| i.split_once(':'))
+            .map(|(_, tag)| tag.to_string());
         let Some((sc, e)) = sidecar(ds) else {
             return PluginInputs {
                 mig_strategy,
+                plugin_version,
                 ..PluginInputs::default()
             };
         };
@@ -214,6 +220,7 @@ impl Cluster {
             mig_strategy,
             configmap,
             fallbacks,
+            plugin_version,
         }
     }
 

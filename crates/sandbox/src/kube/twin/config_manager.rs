@@ -41,6 +41,10 @@ pub(crate) struct PluginInputs {
     /// `config.fallbackStrategies` (`named`, `single` by default).
     #[serde(default = "operator_fallbacks")]
     pub(crate) fallbacks: Vec<String>,
+    /// The plugin's release, as its image tag says it (ClusterPolicy `spec.devicePlugin.version`,
+    /// or the tag of the chart daemonset's image); None when nothing says.
+    #[serde(default)]
+    pub(crate) plugin_version: Option<String>,
 }
 
 /// No config named, the operator's fallback.
@@ -52,6 +56,7 @@ impl Default for PluginInputs {
             mig_strategy: String::new(),
             configmap: None,
             fallbacks: operator_fallbacks(),
+            plugin_version: None,
         }
     }
 }
@@ -242,6 +247,7 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect::<BTreeMap<_, _>>(),
             ),
+            plugin_version: None,
         }
     }
 

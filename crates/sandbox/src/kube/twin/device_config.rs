@@ -10,6 +10,8 @@ use super::config_manager::Reader;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct DpConfig {
     pub(crate) mig_strategy: Option<String>,
+    /// `flags.plugin.sharedDevicesAllocationPolicy` as written (v0.20.0 and later read it).
+    pub(crate) allocation_policy: Option<String>,
     pub(crate) sharing: Option<Sharing>,
 }
 
@@ -18,6 +20,9 @@ pub(crate) struct Sharing {
     /// "time-slicing" or "mps", as GPU feature discovery labels it.
     pub(crate) strategy: &'static str,
     pub(crate) rename_by_default: bool,
+    /// `failRequestsGreaterThanOne` as written; None when left out (what that means depends on
+    /// the strategy and the plugin's release: the twin's `kubelet` module).
+    pub(crate) fail_requests: Option<bool>,
     pub(crate) resources: Vec<(String, u64)>,
 }
 
@@ -53,13 +58,16 @@ pub(crate) fn parse_config(yaml: &str) -> Result<DpConfig, String> {
     // cmd/nvidia-device-plugin/main.go `validateFlags`): another value stops the plugin. It then
     // only orders which replicas GetPreferredAllocation offers, which the twin, with no kubelet
     // allocating devices to pods, does not model.
+    let mut allocation_policy = None;
     match m
         .get("flags")
         .and_then(|f| f.get("plugin"))
         .and_then(|p| p.get("sharedDevicesAllocationPolicy"))
     {
         None | Some(Value::Null) => {}
-        Some(Value::String(s)) if ["", "distributed", "packed"].contains(&s.as_str()) => {}
+        Some(Value::String(s)) if ["", "distributed", "packed"].contains(&s.as_str()) => {
+            allocation_policy = Some(s.clone()).filter(|s| !s.is_empty());
+        }
         Some(other) => {
             return Err(format!(
                 "unable to validate flags: invalid --shared-devices-allocation-policy option: {}",
@@ -86,6 +94,7 @@ pub(crate) fn parse_config(yaml: &str) -> Result<DpConfig, String> {
     };
     Ok(DpConfig {
         mig_strategy,
+        allocation_policy,
         sharing,
     })
 }
@@ -95,6 +104,15 @@ fn parse_sharing(strategy: &'static str, v: &Value) -> Result<Sharing, String> {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(other) => return Err(format!("renameByDefault must be a boolean, got {other}")),
+    };
+    let fail_requests = match v.get("failRequestsGreaterThanOne") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => {
+            return Err(format!(
+                "failRequestsGreaterThanOne must be a boolean, got {other}"
+            ));
+        }
     };
     let list = v
         .get("resources")
@@ -154,6 +172,7 @@ fn parse_sharing(strategy: &'static str, v: &Value) -> Result<Sharing, String> {
     Ok(Sharing {
         strategy,
         rename_by_default,
+        fail_requests,
         resources,
     })
 }

@@ -40,6 +40,25 @@ pub(crate) struct NodeTwin {
     /// daemon pods linked and what their processes loaded (`config_manager.rs`).
     #[serde(default)]
     pub(crate) readers: Readers,
+    /// The devices the node's kubelet handed the pods it admitted, by pod uid (`kubelet.rs`).
+    #[serde(default)]
+    pub(crate) held: BTreeMap<String, HeldPod>,
+}
+
+/// What one container of an admitted pod holds, as the kubelet's PodResources API lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ContainerDevices {
+    pub(crate) container: String,
+    pub(crate) resource: String,
+    pub(crate) devices: Vec<String>,
+}
+
+/// An admitted pod's devices on its node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HeldPod {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) containers: Vec<ContainerDevices>,
 }
 
 /// Whether a node of this OS image runs the NVIDIA device plugin as a host service.
@@ -95,5 +114,6 @@ pub(crate) fn twin_from_labels(
         user_data: None,
         mig_capable: labels.get(GFD_MIG_CAPABLE).map(|v| v == "true"),
         readers: Readers::default(),
+        held: BTreeMap::new(),
     })
 }

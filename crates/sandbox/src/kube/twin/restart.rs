@@ -127,6 +127,7 @@ pub(crate) fn plugin_inputs(cp: Option<&Value>, configmap: Option<&Value>) -> Pl
         mig_strategy: s("/spec/mig/strategy"),
         configmap,
         fallbacks: operator_fallbacks(),
+        plugin_version: Some(s("/spec/devicePlugin/version")).filter(|v| !v.is_empty()),
     }
 }
 

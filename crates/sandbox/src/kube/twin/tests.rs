@@ -31,6 +31,7 @@ fn twin(cloud: &str) -> NodeTwin {
         mig_capable: None,
         mig_refused: None,
         readers: Readers::default(),
+        held: BTreeMap::new(),
     }
 }
 
@@ -225,6 +226,7 @@ fn mixed_mig_time_sliced_and_config_selection() {
             ("default".to_string(), String::new()),
             ("mig-ts".to_string(), "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-3g.40gb\n      replicas: 3\n".to_string()),
         ])),
+        plugin_version: None,
     };
     // No label and no ClusterPolicy default: the operator's FALLBACK_STRATEGIES=empty links
     // /dev/null, the empty config (a key named "default" is not looked for).

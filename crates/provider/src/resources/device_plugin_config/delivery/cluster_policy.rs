@@ -10,6 +10,7 @@ use tfplugin::object::DecodeError;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::super::diagnostics::{kube_diagnostic, warn_operator_mismatch};
+use super::found::{Found, none_if_missing};
 use super::life::{About, At, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::takeover::{Record, Takeover};
 use crate::cluster::{self as k, Cluster, KubeError, PolicyPointer, helm};
@@ -45,6 +46,29 @@ impl Lifecycle for ClusterPolicy {
                 ClusterPolicy pointer)",
             block: None,
         }
+    }
+
+    /// The ConfigMap the ClusterPolicy points the plugin at, where this provider's field
+    /// manager applied the pointer, or no Helm release made the ClusterPolicy (then the pointer
+    /// was set by hand, and taking it over is this delivery's).
+    async fn discover(c: &Cluster) -> Result<Vec<Found>, KubeError> {
+        let Some(p) = none_if_missing(c.cluster_policy().await.map(Some))? else {
+            return Ok(Vec::new());
+        };
+        let (Some(name), Some(ns)) = (p.name, p.operand_namespace) else {
+            return Ok(Vec::new());
+        };
+        if !p.pointer_ours && p.release.is_some() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Found {
+            import_id: format!("{ns}/{name}"),
+            namespace: ns,
+            name,
+            delivery: Self::about().name,
+            through: format!("the ClusterPolicy {}", k::CLUSTER_POLICY),
+            certain: p.pointer_ours,
+        }])
     }
 
     fn imported(_: &str, _: &str) -> Self {

@@ -14,12 +14,15 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 use super::super::desired::Desired;
 use super::super::diagnostics::{kube_diagnostic, warn_operator_mismatch};
 use super::super::names::{DNS_LABEL_HINT, DNS_LABEL_RE};
+use super::found::Found;
 use super::life::{About, At, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::takeover::Takeover;
-use super::values::{ChartConfig, ValuesTaken, mig_strategy_path, names_stay_strings};
-use crate::cluster::KubeError;
+use super::values::{
+    ChartConfig, DEFAULT_VALUES_PATH, ValuesTaken, mig_strategy_path, names_stay_strings,
+};
 use crate::cluster::gitops::{Held, Holder};
 use crate::cluster::values::value_at;
+use crate::cluster::{Cluster, KubeError};
 
 /// A GitOps delivery's settings: its name and block, and the object they name. Its
 /// [`Lifecycle`] is the same for each (below).
@@ -57,6 +60,32 @@ impl<T: GitopsSettings> Lifecycle for T {
     /// `spec.destination.namespace`, a HelmRelease's `spec.targetNamespace`).
     fn placement(_: &Value) -> Result<Placement, DecodeError> {
         Ok(Placement::AtApply)
+    }
+
+    /// Every object of the kind whose values at the default path have the chart create the
+    /// device plugin's ConfigMap, in the namespace it installs the operator into.
+    async fn discover(c: &Cluster) -> Result<Vec<Found>, KubeError> {
+        let name = T::describe().name;
+        let kind = T::from_import("", "").object().holder.kind;
+        let mut out = Vec::new();
+        for (h, held) in c.list_holders(kind).await? {
+            let cfg = value_at(&held.effective, &format!("{DEFAULT_VALUES_PATH}.config"))
+                .map(ChartConfig::of)
+                .unwrap_or_default();
+            let (Some(cm), true, Some(ns)) = (cfg.name(), cfg.created(), held.operator_namespace)
+            else {
+                continue;
+            };
+            out.push(Found {
+                import_id: format!("{name}:{}/{}/{cm}", h.namespace, h.name),
+                namespace: ns,
+                name: cm,
+                delivery: name,
+                through: format!("the {} {}/{}", kind.noun(), h.namespace, h.name),
+                certain: true,
+            });
+        }
+        Ok(out)
     }
 
     fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {

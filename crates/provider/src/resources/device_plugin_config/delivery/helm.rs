@@ -12,6 +12,7 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::{kube_diagnostic, quoted, warn_operator_mismatch};
+use super::found::{Found, none_if_missing};
 use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::operator::operator_reads;
 use super::release::{ReleaseBlock, helm_path_attribute, release_attributes, release_placement};
@@ -21,7 +22,7 @@ use super::values::{
     values_path_attribute,
 };
 use crate::cluster::helm::{self, ReleaseState};
-use crate::cluster::{chart, values::value_at};
+use crate::cluster::{Cluster, KubeError, chart, values::value_at};
 
 const NAME: &str = "helm";
 
@@ -89,6 +90,30 @@ impl Lifecycle for HelmArgs {
                 import_id: "<namespace>/<release>/<configmap>",
             }),
         }
+    }
+
+    /// The ConfigMap the ClusterPolicy points the plugin at, where the Helm release that made
+    /// the ClusterPolicy set the pointer (helm's annotations name it): a guess, which a GitOps
+    /// object that says the same (a Flux HelmRelease's release) wins over.
+    async fn discover(c: &Cluster) -> Result<Vec<Found>, KubeError> {
+        let Some(p) = none_if_missing(c.cluster_policy().await.map(Some))? else {
+            return Ok(Vec::new());
+        };
+        let (Some(name), Some(ns), Some((release, rns))) = (p.name, p.operand_namespace, p.release)
+        else {
+            return Ok(Vec::new());
+        };
+        if p.pointer_ours {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Found {
+            import_id: format!("{}:{rns}/{release}/{name}", Self::about().name),
+            namespace: ns,
+            name,
+            delivery: Self::about().name,
+            through: format!("the Helm release {rns}/{release}"),
+            certain: false,
+        }])
     }
 
     fn imported(namespace: &str, release: &str) -> Self {

@@ -14,6 +14,7 @@ use tfplugin::schema::Block;
 use tfplugin::{Diagnostics, Value};
 
 use super::super::desired::Desired;
+use super::found::Found;
 use super::takeover::Takeover;
 use super::values::DEFAULT_VALUES_PATH;
 use crate::cluster::{Cluster, KubeError, KubernetesSettings};
@@ -158,6 +159,17 @@ pub(crate) trait Lifecycle: Send + Sync {
         None
     }
 
+    /// The configs this delivery writes on the cluster, as its objects show them (see `found`):
+    /// what `terraform query` lists and an import by identity takes its delivery from. None
+    /// by default.
+    async fn discover(c: &Cluster) -> Result<Vec<Found>, KubeError>
+    where
+        Self: Sized,
+    {
+        let _ = c;
+        Ok(Vec::new())
+    }
+
     /// Plan-time checks of what this delivery does with the configs (false after an error).
     fn check(&self, desired: &Desired, diags: &mut Diagnostics) -> bool {
         let _ = (desired, diags);
@@ -193,6 +205,20 @@ pub(crate) trait Lifecycle: Send + Sync {
         w: &mut Writing,
         diags: &mut Diagnostics,
     ) -> Option<Reload>;
+
+    /// The device plugin release the cluster runs for these configs, as `(version, where it was
+    /// read)`; None where nothing says (a digest, no ClusterPolicy, a read that failed: the
+    /// provider then claims nothing). Through the operator: its ClusterPolicy's.
+    async fn plugin_version(&self, at: &At<'_>) -> Option<(String, String)> {
+        let version = at.cluster.cluster_policy().await.ok()?.plugin_version?;
+        Some((
+            version,
+            format!(
+                "ClusterPolicy {} spec.devicePlugin.version",
+                crate::cluster::CLUSTER_POLICY
+            ),
+        ))
+    }
 
     /// Reads what it delivers, to prove credentials before they are saved.
     async fn prove_access(&self, at: &At<'_>) -> Result<(), KubeError> {

@@ -11,6 +11,7 @@
 mod argocd;
 mod cluster_policy;
 mod flux;
+mod found;
 mod gitops;
 mod helm;
 mod life;
@@ -26,6 +27,7 @@ use tfplugin::object::{DecodeError, Decoded, FromValue, Parts, SingleBlock, ToVa
 use tfplugin::schema::Block;
 use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
+pub(crate) use found::Found;
 pub(super) use life::{At, Lifecycle, Placement, Reload, Writing};
 pub(super) use operator::refuse_dra_stack;
 pub(super) use takeover::Takeover;
@@ -33,6 +35,7 @@ pub use values::DEFAULT_VALUES_PATH;
 #[cfg(test)]
 pub(super) use {argocd::ArgoArgs, flux::FluxArgs, helm::HelmArgs};
 
+use crate::cluster::{Cluster, KubeError};
 use life::About;
 
 /// Declares [`Delivery`], one variant per line (the variant, then the settings type that
@@ -81,6 +84,7 @@ macro_rules! deliveries {
                 imported: |namespace, object| {
                     Delivery::$variant(<$settings>::imported(namespace, object))
                 },
+                discover: |c| <$settings>::discover(c),
             }),+]
         });
     };
@@ -107,6 +111,26 @@ struct Kind {
     imported: fn(&str, &str) -> Delivery,
     /// What its block's model reads, for the test that holds it to the schema.
     shape: fn() -> tfplugin::shape::Shape,
+    /// What it writes on a cluster (see [`Lifecycle::discover`]).
+    discover: Discover,
+}
+
+/// [`Lifecycle::discover`] of one delivery.
+type Discover = for<'a> fn(
+    &'a Cluster,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<Found>, KubeError>> + Send + 'a>,
+>;
+
+/// Every config the cluster's plugins read, in `c`, as the deliveries find them (one per
+/// ConfigMap: see `found`); None after an error about the cluster at large.
+pub(crate) async fn found(c: &Cluster, diags: &mut Diagnostics) -> Option<Vec<Found>> {
+    let mut all = Vec::new();
+    for k in kinds() {
+        let got = (k.discover)(c).await;
+        all.extend(found::kept(k.about.name, got, diags).ok()?);
+    }
+    Some(found::one_per_configmap(all))
 }
 
 /// Every delivery, in the order of the list: the schema's, the checks'.

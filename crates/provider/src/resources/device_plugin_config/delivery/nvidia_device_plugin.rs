@@ -15,12 +15,14 @@ use tfplugin::{AttrPath, Diagnostic, Diagnostics, Value};
 
 use super::super::desired::Desired;
 use super::super::diagnostics::kube_diagnostic;
+use super::found::Found;
 use super::life::{About, At, BlockAbout, ClusterView, Lifecycle, Placement, Reload, Writing};
 use super::release::{ReleaseBlock, helm_path_attribute, release_attributes, release_placement};
 use super::takeover::Takeover;
 use super::values::{self, ValuesTaken};
 use crate::cluster::device_plugin_chart::{self as chart, CHART_NAME};
 use crate::cluster::helm::{self, ReleaseState};
+use crate::cluster::{Cluster, KubeError};
 
 const NAME: &str = "nvidia_device_plugin";
 
@@ -94,6 +96,36 @@ impl Lifecycle for NvidiaDevicePluginArgs {
         }
     }
 
+    /// The ConfigMap each release of the chart mounts for its plugin, where it is one of its
+    /// own (`config.name`); the chart's rendered `config.map` (`<fullname>-configs`) is the
+    /// release's, not a config this delivery could have written.
+    async fn discover(c: &Cluster) -> Result<Vec<Found>, KubeError> {
+        let mut out = Vec::new();
+        for ds in c.daemonsets().await? {
+            let Some((rns, release)) = chart::standalone_release(&ds) else {
+                continue;
+            };
+            let ds_name = ds["metadata"]["name"].as_str().unwrap_or_default();
+            let Some(name) =
+                chart::mounted_configmap(&ds).filter(|n| *n != format!("{ds_name}-configs"))
+            else {
+                continue;
+            };
+            out.push(Found {
+                import_id: format!("{NAME}:{rns}/{release}/{name}"),
+                namespace: ds["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or(&rns)
+                    .to_string(),
+                name,
+                delivery: NAME,
+                through: format!("the device plugin of the Helm release {rns}/{release}"),
+                certain: true,
+            });
+        }
+        Ok(out)
+    }
+
     fn imported(namespace: &str, release: &str) -> Self {
         Self {
             release: release.to_string(),
@@ -160,6 +192,20 @@ impl Lifecycle for NvidiaDevicePluginArgs {
         taken.forget(&changes.released);
         self.check_plugin_reads(at, &deployed, diags).await?;
         Some(Reload::Restart(self.namespace.clone()))
+    }
+
+    /// The image the release's device plugin daemonset runs (its tag defaults to the chart's
+    /// appVersion, `_helpers.tpl` `nvidia-device-plugin.fullimage`).
+    async fn plugin_version(&self, at: &At<'_>) -> Option<(String, String)> {
+        let (rel, rns) = (self.release.as_str(), self.namespace.as_str());
+        let release = match helm::read_release(at.cluster, rns, rel).await.ok()? {
+            ReleaseState::Deployed(r) | ReleaseState::Pending(r) => r,
+            ReleaseState::Missing => return None,
+        };
+        let ds_name = chart::plugin_daemonset(rel, &release.effective_values());
+        let ds = at.cluster.daemonset(rns, &ds_name).await.ok()??;
+        let image = chart::plugin_image(&ds)?;
+        Some((image, format!("the image of the daemonset {rns}/{ds_name}")))
     }
 
     async fn read_back(

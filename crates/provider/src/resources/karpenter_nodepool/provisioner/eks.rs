@@ -122,6 +122,7 @@ fn bottlerocket_settings(
                 .to_string(),
         ));
     }
+    gpu::bottlerocket::check_sharing(sharing).map_err(Problem::Domain)?;
     if let Some((min, what)) = gpu::bottlerocket::min_version(sharing)
         && below(version, min)
     {
