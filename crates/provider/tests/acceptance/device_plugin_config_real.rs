@@ -7,7 +7,7 @@
 
 use super::device_plugin_config::config;
 use crate::common::operator::{Chart, MISSING_KUBECONFIG, OperatorCluster};
-use crate::common::terraform::Workspace;
+use crate::common::terraform::{REQUIRED_PROVIDERS, Workspace};
 use crate::common::tools::Tool;
 use ::sandbox::kube::remote_twin::RemoteTwin;
 use serde_json::{Value, json};
@@ -181,4 +181,163 @@ fn cluster_policy_delivery_lifecycle_on_a_control_plane() {
         .collect();
     assert_eq!(holders, ["helm"], "{policy}");
     assert_eq!(twin.shared_gpus(&op), None, "whole GPUs again");
+}
+
+/// An A10G node as GPU feature discovery labels it, selecting the config `ts`.
+const CHART_NODE: &str = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-chart", "labels": {
+    "kubernetes.io/hostname": "gpu-chart", "nvidia.com/gpu.product": "NVIDIA-A10G",
+    "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "23028", "nvidia.com/mig.capable": "false",
+    "nvidia.com/device-plugin.config": "ts"}}}"#;
+
+/// NVIDIA's standalone device plugin chart on a control plane (no GPU operator), installed by
+/// helm 4, with the twin playing the chart's plugin through the API (it reads what the chart's
+/// daemonset says): the `nvidia_device_plugin` delivery points the release at its ConfigMap and
+/// the node advertises the pool's slices; the plan after is empty; a hand `helm upgrade
+/// --reuse-values --set config.default=...` is drift that apply repairs; destroy gives the
+/// release its values back and the node its whole GPU.
+#[test]
+fn standalone_chart_delivery_lifecycle_on_a_control_plane() {
+    let Some(op) = OperatorCluster::start(Tool::Helm4) else {
+        return;
+    };
+    let chart = op
+        .fixtures
+        .join("charts/nvidia-device-plugin-0.20.0.tgz")
+        .display()
+        .to_string();
+    let ns = "nvidia-device-plugin";
+    op.helm(ns, &["install", "nvdp", &chart, "--create-namespace"]);
+    op.server.kubectl_stdin(&["apply", "-f", "-"], CHART_NODE);
+    let twin = RemoteTwin::new(
+        &op.server.url,
+        Some(&op.server.ca_pem()),
+        op.server.admin_token(),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gpus = || -> Option<String> {
+        let r = rt.block_on(twin.sync_once()).expect("twin sync");
+        assert!(r.refused.is_empty(), "{r:?}");
+        let node: Value = serde_json::from_str(&op.server.kubectl_ok(&[
+            "get",
+            "node",
+            "gpu-chart",
+            "-o",
+            "json",
+        ]))
+        .unwrap();
+        node.pointer("/status/allocatable/nvidia.com~1gpu")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    assert_eq!(
+        gpus().as_deref(),
+        Some("1"),
+        "the chart's plugin, no config: one GPU"
+    );
+
+    let tf = format!(
+        r#"{REQUIRED_PROVIDERS}
+resource "fracgpu_device_plugin_config" "this" {{
+  delivery       = "nvidia_device_plugin"
+  default_config = "all"
+  kubernetes {{
+    config_path = "{kc}"
+  }}
+  config {{ name = "all" }}
+  config {{
+    name = "ts"
+    time_slicing {{ replicas = 4 }}
+  }}
+  nvidia_device_plugin {{
+    release   = "nvdp"
+    namespace = "{ns}"
+    chart     = "{chart}"
+    helm_path = "{helm}"
+  }}
+}}
+"#,
+        kc = op.kc(),
+        helm = op.helm.display(),
+    );
+    let ws = Workspace::new(&tf).env("KUBECONFIG", MISSING_KUBECONFIG);
+    ws.init();
+    ws.apply();
+    assert_eq!(
+        gpus().as_deref(),
+        Some("4"),
+        "the node serves its config's slices"
+    );
+    // The twin's kubelet admits pods by what is left: two slices, then three more find room for
+    // two only.
+    let pod = |name: &str, n: u32| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": "gpu-chart", "containers": [{"name": "m", "image": "example.com/m:1",
+                "resources": {"limits": {"nvidia.com/gpu": n}}}]}})
+        .to_string()
+    };
+    let status = |name: &str| -> Value {
+        rt.block_on(twin.kubelet_once()).expect("kubelet pass");
+        let p: Value = serde_json::from_str(
+            &op.server
+                .kubectl_ok(&["get", "pod", "-n", "default", name, "-o", "json"]),
+        )
+        .unwrap();
+        p["status"].clone()
+    };
+    op.server
+        .kubectl_stdin(&["create", "--validate=false", "-f", "-"], &pod("two", 2));
+    assert_eq!(status("two")["phase"], "Running");
+    op.server
+        .kubectl_stdin(&["create", "--validate=false", "-f", "-"], &pod("three", 3));
+    let three = status("three");
+    assert_eq!(
+        (&three["phase"], &three["reason"]),
+        (&json!("Failed"), &json!("OutOfnvidia.com/gpu")),
+        "{three}"
+    );
+    op.server.kubectl_ok(&[
+        "delete",
+        "pod",
+        "-n",
+        "default",
+        "two",
+        "three",
+        "--wait=false",
+    ]);
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    op.helm(
+        ns,
+        &[
+            "upgrade",
+            "nvdp",
+            &chart,
+            "--reuse-values",
+            "--set",
+            "config.default=ts",
+        ],
+    );
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 2, "a hand helm upgrade is drift:\n{}", plan.text());
+    ws.apply();
+    let (code, plan) = ws.plan_exit_code();
+    assert_eq!(code, 0, "{}", plan.text());
+
+    ws.ok(&["destroy", "-auto-approve", "-no-color"]);
+    let values = op.helm(ns, &["get", "values", "nvdp", "-o", "json"]);
+    assert_eq!(
+        values.trim(),
+        "null",
+        "the release's values are given back: {values}"
+    );
+    assert_eq!(
+        gpus().as_deref(),
+        Some("1"),
+        "the node has its whole GPU back"
+    );
 }

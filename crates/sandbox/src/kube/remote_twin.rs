@@ -29,7 +29,8 @@
 //! affinity names (the daemonset controller leaves that to the scheduler since Kubernetes 1.12,
 //! pkg/controller/daemon/util `ReplaceDaemonSetPodNodeNameNodeAffinity`); it reports the pods bound to
 //! an existing node Running and Ready, as a kubelet does once the containers start (status
-//! subresource); and it ends the pods being deleted there, as a kubelet does once their containers
+//! subresource), or Failed where the kubelet's admission would refuse them for want of room or
+//! by the device plugin's rules (`twin::admit`, as in the store); and it ends the pods being deleted there, as a kubelet does once their containers
 //! stop (a delete with grace period 0: kube-apiserver leaves a bound pod's graceful delete to the
 //! kubelet). Beyond daemonset pods it places only a pod pinned to one node by the
 //! `kubernetes.io/hostname` node selector, and only while that node is not cordoned (the
@@ -40,9 +41,10 @@
 //! which the sandbox's in-process twin follows too).
 //!
 //! How it learns a node's hardware is in `remote_twin/hardware.rs`, the patches it writes to a node
-//! in `remote_twin/node_writes.rs`, and what it reads from listed pods and nodes in
-//! `remote_twin/objects.rs`.
+//! in `remote_twin/node_writes.rs`, what it reads from listed pods and nodes in
+//! `remote_twin/objects.rs`, and its kubelet's admission of pods in `remote_twin/admission.rs`.
 
+mod admission;
 mod hardware;
 mod node_writes;
 mod objects;
@@ -153,6 +155,10 @@ impl State {
         Restarts { plugin, gfd, mps }
     }
 }
+
+/// What the device plugin reads now, its daemonset's pod template, and GFD's and the MPS
+/// daemon's pod templates by the operator's daemonset names.
+type StackReads = (PluginInputs, Option<String>, BTreeMap<String, String>);
 
 /// What one sync read of the GPU stack's objects.
 struct Stack {
@@ -289,7 +295,36 @@ impl RemoteTwin {
                 "/apis/nvidia.com/v1/clusterpolicies/{CLUSTER_POLICY}"
             ))
             .await?;
-        let name = twin::config_name(cp.as_ref()).to_string();
+        let (current, marker, operand_markers) = match &cp {
+            Some(_) => self.read_operands(cp.as_ref()).await?,
+            None => self.read_chart_stack().await?,
+        };
+        let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
+        let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
+        // The ConfigMap the MIG manager reads, where the policy names one. (The configs a
+        // generating manager writes per node are the store's alone, not written here.)
+        let named = match twin::mig_config_name(cp.as_ref()) {
+            Some(n) => {
+                self.get(&format!("/api/v1/namespaces/{OPERATOR_NS}/configmaps/{n}"))
+                    .await?
+            }
+            None => None,
+        };
+        Ok(Stack {
+            current,
+            mm: twin::mig_manager_policy(cp.as_ref(), named.as_ref()),
+            marker,
+            operand_markers,
+            users: gpu_users(&pods),
+            nodes: items(&nodes).to_vec(),
+        })
+    }
+
+    /// The GPU operator's operands: what the device plugin reads (the ConfigMap the
+    /// ClusterPolicy names, in the operator's namespace), its daemonset's pod template, and GFD's
+    /// and the MPS daemon's.
+    async fn read_operands(&self, cp: Option<&Value>) -> Result<StackReads, RemoteError> {
+        let name = twin::config_name(cp).to_string();
         let cm = if name.is_empty() {
             None
         } else {
@@ -315,25 +350,56 @@ impl RemoteTwin {
                 operand_markers.insert(name.to_string(), m);
             }
         }
-        let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
-        let nodes = self.get("/api/v1/nodes").await?.unwrap_or(Value::Null);
-        // The ConfigMap the MIG manager reads, where the policy names one. (The configs a
-        // generating manager writes per node are the store's alone, not written here.)
-        let named = match twin::mig_config_name(cp.as_ref()) {
+        Ok((
+            twin::plugin_inputs(cp, cm.as_ref()),
+            marker,
+            operand_markers,
+        ))
+    }
+
+    /// Without a ClusterPolicy, NVIDIA's standalone chart's daemonsets, wherever they run (the
+    /// first of each role by namespace and name, as the store reads them): what the plugin's
+    /// reads, its pod template, and GFD's and the MPS daemon's under the operator's names.
+    async fn read_chart_stack(&self) -> Result<StackReads, RemoteError> {
+        let all = self
+            .get("/apis/apps/v1/daemonsets")
+            .await?
+            .unwrap_or(Value::Null);
+        let mut plugin = None;
+        let mut operand_markers = BTreeMap::new();
+        for ds in items(&all) {
+            let slot = match twin::chart_role(ds) {
+                Some("plugin") => {
+                    plugin = plugin.or(Some(ds));
+                    continue;
+                }
+                Some("gfd") => GFD_DS,
+                Some("mps") => MPS_DS,
+                _ => continue,
+            };
+            operand_markers
+                .entry(slot.to_string())
+                .or_insert_with(|| twin::restart_marker(ds));
+        }
+        let Some(ds) = plugin else {
+            return Ok((PluginInputs::default(), None, operand_markers));
+        };
+        let ns = ds
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let cm = match twin::chart_configmap(ds) {
             Some(n) => {
-                self.get(&format!("/api/v1/namespaces/{OPERATOR_NS}/configmaps/{n}"))
+                self.get(&format!("/api/v1/namespaces/{ns}/configmaps/{n}"))
                     .await?
             }
             None => None,
         };
-        Ok(Stack {
-            current: twin::plugin_inputs(cp.as_ref(), cm.as_ref()),
-            mm: twin::mig_manager_policy(cp.as_ref(), named.as_ref()),
-            marker,
+        Ok((
+            twin::chart_inputs(ds, cm.as_ref()),
+            Some(twin::restart_marker(ds)),
             operand_markers,
-            users: gpu_users(&pods),
-            nodes: items(&nodes).to_vec(),
-        })
+        ))
     }
 
     /// One node's turn of the GPU stack: the twin learns a new GPU node, its MIG manager may
@@ -460,6 +526,7 @@ impl RemoteTwin {
             .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
             .collect();
         let pods = self.get("/api/v1/pods").await?.unwrap_or(Value::Null);
+        self.give_back_devices(&pods).await;
         for pod in items(&pods) {
             let s = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or_default();
             let (ns, name) = (s("/metadata/namespace"), s("/metadata/name"));
@@ -489,20 +556,33 @@ impl RemoteTwin {
                 let opts = json!({"apiVersion": "v1", "kind": "DeleteOptions",
                     "gracePeriodSeconds": 0, "preconditions": {"uid": uid}});
                 self.write(reqwest::Method::DELETE, &path, opts).await?;
-            } else if !ready(pod) {
-                let now = crate::dates::now_rfc3339_secs();
-                let cond =
-                    |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": now});
-                let status = json!({"status": {"phase": "Running", "startTime": now,
-                    "conditions": [cond("PodScheduled"), cond("Initialized"),
-                        cond("ContainersReady"), cond("Ready")]}});
-                self.patch(&format!("{path}/status"), status).await?;
+            } else if matches!(
+                pod.pointer("/status/phase").and_then(Value::as_str),
+                None | Some("Pending")
+            ) {
+                let node = items(&listed)
+                    .iter()
+                    .find(|n| n.pointer("/metadata/name").and_then(Value::as_str) == Some(bound));
+                let status = self.admit(bound, node, pod).await;
+                self.patch(&format!("{path}/status"), json!({ "status": status }))
+                    .await?;
             } else {
                 continue;
             }
             written.push(format!("{ns}/{name}"));
         }
         Ok(written)
+    }
+
+    /// The kubelet's admission of a pod bound to `bound` (`remote_twin/admission.rs`).
+    async fn admit(&self, bound: &str, node: Option<&Value>, pod: &Value) -> Value {
+        let mut st = self.state.lock().await;
+        admission::admit(st.nodes.get_mut(bound), bound, node, pod)
+    }
+
+    /// The devices of the pods that are gone or ended go back to their nodes.
+    async fn give_back_devices(&self, pods: &Value) {
+        admission::give_back(&mut self.state.lock().await.nodes, pods);
     }
 
     /// A POST or DELETE with a JSON body; a 404 or 409 (the pod went or moved meanwhile) is left

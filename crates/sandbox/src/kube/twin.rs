@@ -24,6 +24,7 @@
 
 mod advertise;
 mod bottlerocket;
+mod chart_stack;
 mod config_manager;
 mod device_config;
 mod kubelet;
@@ -37,6 +38,7 @@ mod restart;
 mod tests;
 
 pub(crate) use advertise::{Rendered, gke_labels, render};
+pub(crate) use chart_stack::{chart_configmap, chart_inputs, chart_role};
 pub(crate) use config_manager::PluginInputs;
 pub(crate) use kubelet::{Admission, admit};
 pub(crate) use labels::{

@@ -1,5 +1,5 @@
 //! The twin nodes' kubelets in the store: each pod bound to a twin node (`spec.nodeName`) that
-//! has no phase yet is admitted or rejected (`crates/sandbox/src/kube/twin/kubelet.rs` says how), and the devices of the
+//! is still Pending is admitted or rejected (`crates/sandbox/src/kube/twin/kubelet.rs` says how), and the devices of the
 //! pods that are gone or ended are given back. A read of the devices is the kubelet's
 //! PodResources `List`, for tests and the inventory.
 
@@ -52,8 +52,12 @@ impl Cluster {
             let Some(node) = pod.pointer("/spec/nodeName").and_then(Value::as_str) else {
                 continue;
             };
-            let phased = pod.pointer("/status/phase").is_some();
-            if phased || !self.twins.contains_key(node) {
+            // The registry makes a pod Pending; the kubelet takes it from there.
+            let pending = matches!(
+                pod.pointer("/status/phase").and_then(Value::as_str),
+                None | Some("Pending")
+            );
+            if !pending || !self.twins.contains_key(node) {
                 continue;
             }
             self.kubelet_admit(node, pod);

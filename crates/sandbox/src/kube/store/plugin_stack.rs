@@ -2,11 +2,8 @@
 //! what their config-managers read when a pod starts: the GPU operator's operands (the
 //! ClusterPolicy names the ConfigMap, of the operator's namespace, and the default), or NVIDIA's
 //! standalone `nvidia-device-plugin` chart, whose DaemonSets carry their config-manager's settings
-//! themselves (chart v0.20.0 templates/daemonset-device-plugin.yml, daemonset-gfd.yml,
-//! daemonset-mps-control-daemon.yml): `DEFAULT_CONFIG` and `FALLBACK_STRATEGIES` in the sidecar's
-//! env, the ConfigMap as the volume mounted at its `CONFIG_FILE_SRCDIR`, and the process it signals
-//! (`PROCESS_TO_SIGNAL`) saying which daemon the DaemonSet runs. A ClusterPolicy wins: where the
-//! operator runs, it owns the nodes' plugin.
+//! themselves (how they say it is the twin's `chart_stack`, which the remote twin reads too). A
+//! ClusterPolicy wins: where the operator runs, it owns the nodes' plugin.
 //!
 //! The chart's pod templates carry a `checksum/config` annotation of the ConfigMap it renders
 //! (templates/_helpers.tpl `nvidia-device-plugin.podAnnotations`), so a changed `config.map`
@@ -19,9 +16,6 @@ use serde_json::Value;
 use super::{CLUSTER_POLICY, Cluster, DEVICE_PLUGIN_DS, GFD_DS, MPS_DS, OPERATOR_NS, key};
 use crate::kube::kinds;
 use crate::kube::twin::{self, PluginInputs};
-
-/// The label every config-manager of NVIDIA's reads a node's config name from.
-const NODE_LABEL: &str = "nvidia.com/device-plugin.config";
 
 /// One daemonset that reads the config: namespace and name.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,60 +47,6 @@ pub(crate) struct Stack {
     pub(crate) chart: bool,
 }
 
-/// A container's env as name -> value (values from elsewhere read as empty).
-fn env(container: &Value) -> BTreeMap<String, String> {
-    container["env"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            let name = e["name"].as_str()?;
-            Some((
-                name.to_string(),
-                e["value"].as_str().unwrap_or("").to_string(),
-            ))
-        })
-        .collect()
-}
-
-/// The config-manager sidecar of a pod template (not its init container) that reads the node
-/// label, and its env.
-fn sidecar(ds: &Value) -> Option<(&Value, BTreeMap<String, String>)> {
-    ds.pointer("/spec/template/spec/containers")?
-        .as_array()?
-        .iter()
-        .filter(|c| c["command"][0] == "config-manager")
-        .map(|c| (c, env(c)))
-        .find(|(_, e)| e.get("NODE_LABEL").map(String::as_str) == Some(NODE_LABEL))
-}
-
-/// Which daemon a chart's daemonset runs, from the process its sidecar signals.
-fn role(ds: &Value) -> Option<&'static str> {
-    let (_, e) = sidecar(ds)?;
-    match e.get("PROCESS_TO_SIGNAL")?.as_str() {
-        "nvidia-device-plugin" => Some("plugin"),
-        "gpu-feature-discovery" => Some("gfd"),
-        p if p.ends_with("mps-control-daemon") => Some("mps"),
-        _ => None,
-    }
-}
-
-/// The ConfigMap a pod template mounts where the sidecar reads its configs.
-fn mounted_configmap(ds: &Value, sidecar: &Value, srcdir: &str) -> Option<String> {
-    let volume = sidecar["volumeMounts"]
-        .as_array()?
-        .iter()
-        .find(|m| m["mountPath"] == srcdir)?["name"]
-        .as_str()?;
-    ds.pointer("/spec/template/spec/volumes")?
-        .as_array()?
-        .iter()
-        .find(|v| v["name"] == volume)?
-        .pointer("/configMap/name")?
-        .as_str()
-        .map(str::to_string)
-}
-
 impl Cluster {
     /// The daemonsets that read the config now.
     pub(crate) fn stack(&self) -> Stack {
@@ -135,7 +75,7 @@ impl Cluster {
                     meta["name"].as_str()?,
                 ))
             };
-            let slot = match role(ds) {
+            let slot = match twin::chart_role(ds) {
                 Some("plugin") => &mut stack.plugin,
                 Some("gfd") => &mut stack.gfd,
                 Some("mps") => &mut stack.mps,
@@ -169,59 +109,10 @@ impl Cluster {
         self.chart_inputs(&op.ns, ds)
     }
 
-    /// The standalone chart's plugin: no sidecar means no config (`config.map` and
-    /// `config.name` unset), the plugin's defaults.
+    /// The standalone chart's plugin, with the ConfigMap it mounts as the store holds it.
     fn chart_inputs(&self, ns: &str, ds: &Value) -> PluginInputs {
-        let main = ds
-            .pointer("/spec/template/spec/containers")
-            .and_then(Value::as_array)
-            .and_then(|cs| {
-                cs.iter()
-                    .find(|c| c["command"][0] == "nvidia-device-plugin")
-            });
-        let mig_strategy = main
-            .map(env)
-            .and_then(|e| e.get("MIG_STRATEGY").cloned())
-            .unwrap_or_default();
-        let plugin_version = main
-            .and_then(|c| c["image"].as_str())
-            .map(|i| i.rsplit('/').next().unwrap_or(i))
-            .and_then(|i| i.split_once(':'))
-            .map(|(_, tag)| tag.to_string());
-        let Some((sc, e)) = sidecar(ds) else {
-            return PluginInputs {
-                mig_strategy,
-                plugin_version,
-                ..PluginInputs::default()
-            };
-        };
-        let srcdir = e.get("CONFIG_FILE_SRCDIR").cloned().unwrap_or_default();
-        let config_name = mounted_configmap(ds, sc, &srcdir).unwrap_or_default();
-        let configmap = self.get_ref(kinds::CONFIGMAPS, ns, &config_name).map(|cm| {
-            cm["data"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        });
-        let fallbacks = e
-            .get("FALLBACK_STRATEGIES")
-            .map(|f| {
-                f.split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        PluginInputs {
-            config_name,
-            config_default: e.get("DEFAULT_CONFIG").cloned().unwrap_or_default(),
-            mig_strategy,
-            configmap,
-            fallbacks,
-            plugin_version,
-        }
+        let cm = twin::chart_configmap(ds).and_then(|n| self.get_ref(kinds::CONFIGMAPS, ns, &n));
+        twin::chart_inputs(ds, cm)
     }
 
     /// The device plugin daemonset's pod template, whichever runs it.
@@ -242,53 +133,5 @@ impl Cluster {
                     .map(|ds| (op.key(), twin::restart_marker(ds)))
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// A daemonset as the chart renders its config parts (trimmed to what is read).
-    fn chart_ds(process: &str, default: &str) -> Value {
-        json!({"metadata": {"namespace": "nvdp", "name": format!("x-{process}")},
-            "spec": {"template": {"spec": {
-                "containers": [
-                    {"name": "sidecar", "command": ["config-manager"], "env": [
-                        {"name": "NODE_LABEL", "value": NODE_LABEL},
-                        {"name": "CONFIG_FILE_SRCDIR", "value": "/available-configs"},
-                        {"name": "DEFAULT_CONFIG", "value": default},
-                        {"name": "FALLBACK_STRATEGIES", "value": "named,single"},
-                        {"name": "PROCESS_TO_SIGNAL", "value": process}],
-                     "volumeMounts": [{"name": "available-configs", "mountPath": "/available-configs"}]},
-                    {"name": "ctr", "command": ["nvidia-device-plugin"], "env": [
-                        {"name": "MIG_STRATEGY", "value": "single"}]}],
-                "volumes": [{"name": "available-configs", "configMap": {"name": "x-configs"}},
-                    {"name": "config", "emptyDir": {}}]}}}})
-    }
-
-    #[test]
-    fn the_chart_daemonsets_say_their_role_and_what_they_read() {
-        let ds = chart_ds("nvidia-device-plugin", "ts-4");
-        assert_eq!(role(&ds), Some("plugin"));
-        assert_eq!(role(&chart_ds("gpu-feature-discovery", "")), Some("gfd"));
-        assert_eq!(
-            role(&chart_ds("/usr/bin/mps-control-daemon", "")),
-            Some("mps")
-        );
-        let (sc, e) = sidecar(&ds).unwrap();
-        assert_eq!(e["DEFAULT_CONFIG"], "ts-4");
-        assert_eq!(
-            mounted_configmap(&ds, sc, "/available-configs").as_deref(),
-            Some("x-configs")
-        );
-        let c = Cluster::without_operator("aks", "c");
-        let inputs = c.chart_inputs("nvdp", &ds);
-        assert_eq!(inputs.config_name, "x-configs");
-        assert_eq!(inputs.config_default, "ts-4");
-        assert_eq!(inputs.mig_strategy, "single");
-        assert_eq!(inputs.fallbacks, vec!["named", "single"]);
-        assert_eq!(inputs.configmap, None, "no ConfigMap made yet");
     }
 }

@@ -37,6 +37,11 @@ pub(super) fn stamp(
                 new["spec"] = json!({"finalizers": ["kubernetes"]});
                 new["status"] = json!({"phase": "Active"});
             }
+            if kind == kinds::PODS {
+                // The pod registry's PrepareForCreate (pkg/registry/core/pod/strategy.go): a
+                // new pod's status is Pending with its QoS class, whatever the client sent.
+                new["status"] = json!({"phase": "Pending", "qosClass": qos_class(new)});
+            }
         }
     }
 }
@@ -81,6 +86,37 @@ fn stamp_update(kind: Kind, o: &Value, new: &mut Value, subresource: Option<&str
             "generation".into(),
             json!(if spec_changed { g + 1 } else { g }),
         );
+    }
+}
+
+/// A pod's QoS class (pkg/apis/core/helper/qos `ComputePodQOS`): `BestEffort` when no container
+/// asks for CPU or memory, `Guaranteed` when every container has both limits and requests equal
+/// to them (requests default from limits before this), `Burstable` otherwise.
+fn qos_class(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["/spec/containers", "/spec/initContainers"]
+        .iter()
+        .filter_map(|p| pod.pointer(p).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let get = |c: &Value, f: &str, r: &str| c.pointer(&format!("/resources/{f}/{r}")).cloned();
+    let any = containers.iter().any(|c| {
+        ["requests", "limits"]
+            .iter()
+            .any(|f| ["cpu", "memory"].iter().any(|r| get(c, f, r).is_some()))
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        ["cpu", "memory"].iter().all(|r| {
+            let limit = get(c, "limits", r);
+            limit.is_some() && get(c, "requests", r) == limit
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
     }
 }
 
