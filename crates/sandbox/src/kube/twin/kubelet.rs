@@ -220,7 +220,12 @@ pub(crate) fn admit(
     if total.is_empty() {
         return Admission::Admit(Vec::new());
     }
-    let cfg = running_config(&t.readers.plugin).unwrap_or_default();
+    // Only NVIDIA's device plugin reads the config (not GKE's, not Bottlerocket's host service).
+    let nvidia = t.cloud != "gke" && !t.host_device_plugin;
+    let cfg = match nvidia {
+        true => running_config(&t.readers.plugin).unwrap_or_default(),
+        false => DpConfig::default(),
+    };
     let rules = shared_rules(&cfg, t.loaded.plugin_version.as_deref());
     let mut taken: Vec<String> = held
         .iter()

@@ -294,3 +294,37 @@ fn gke_math() {
         70
     );
 }
+
+/// The kubelet's admission on a node whose NVIDIA plugin runs strict MPS x4, and on a
+/// Bottlerocket node, whose host plugin reads no such config: two slices are refused on the
+/// one and handed out in order on the other.
+#[test]
+fn the_kubelet_refuses_two_mps_slices_only_where_nvidias_plugin_says_so() {
+    use super::config_manager::Reader;
+    use super::kubelet::{Admission, admit};
+    use serde_json::json;
+    let mut t = twin("aks");
+    t.readers.plugin = Reader {
+        linked: Some("mps".into()),
+        loaded: Some(
+            "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+                .into(),
+        ),
+        ..Reader::default()
+    };
+    let room = BTreeMap::from([("nvidia.com/gpu".to_string(), 4)]);
+    let pod = json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}});
+    match admit("n", &t, &room, &pod, &[]) {
+        Admission::Reject(reason, message) => {
+            assert_eq!(reason, "UnexpectedAdmissionError");
+            assert!(message.contains("found 2"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    t.host_device_plugin = true;
+    match admit("n", &t, &room, &pod, &[]) {
+        Admission::Admit(held) => assert_eq!(held[0].devices, ["GPU-n-0", "GPU-n-1"]),
+        other => panic!("{other:?}"),
+    }
+}
