@@ -20,6 +20,9 @@ pub type Release = (u32, u32, u32);
 /// The first release that reads both settings above.
 pub const SHARING_OPTIONS_SINCE: Release = (0, 20, 0);
 
+/// A release before every one: what it passes over is every setting some release passes over.
+pub const OLDEST: Release = (0, 0, 0);
+
 /// The release a version or image tag names: `v0.18.1`, `0.20.0`, `v0.20.0-ubi9` or an image
 /// `repo/k8s-device-plugin:v0.18.1`. None for a digest or anything else.
 pub fn release_of(version_or_image: &str) -> Option<Release> {
@@ -98,6 +101,7 @@ mod tests {
             ]
         );
         assert!(ignored_by(&relaxed, (0, 20, 0)).is_empty());
+        assert_eq!(ignored_by(&relaxed, OLDEST).len(), 2);
         // MPS's default (refuse) and time-slicing's `false` mean the same on every release.
         let strict = parse(
             "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      \

@@ -42,13 +42,13 @@ use schema::{DEFAULT_NAME, DEFAULT_NAMESPACE, TIMEOUTS};
 
 pub use delivery::DEFAULT_VALUES_PATH;
 pub use listing::Listed;
+pub use resource::{DevicePluginConfigResource, TYPE_NAME};
+pub use schema::schema;
 
 /// The values of `delivery`, in the registry's order.
 pub fn deliveries() -> &'static [&'static str] {
     delivery::names()
 }
-pub use resource::{DevicePluginConfigResource, TYPE_NAME};
-pub use schema::schema;
 
 impl DevicePluginConfigResource {
     /// A client for the cluster the resource's `kubernetes` block names, else the provider's.

@@ -333,11 +333,7 @@ async fn deliver(
         refuse_dra_stack(at.cluster, diags).await?;
     }
     let reload = life.write(at, taken, w, diags).await?;
-    if let Some((version, source)) = life.plugin_version(at).await
-        && let Some(warning) = ignored_by_plugin(at.desired, &version, &source)
-    {
-        diags.push(warning);
-    }
+    warn_ignored_by_plugin(life, at, diags).await;
     let operand_ns = match reload {
         Reload::OnSync => return Some(None),
         Reload::Restart(ns) => ns,
@@ -363,6 +359,22 @@ async fn deliver(
             diags.push(kube_diagnostic("restart the device plugin", d.access, &e));
             None
         }
+    }
+}
+
+/// After a write: warns of the settings of the configs that the device plugin release the
+/// cluster runs passes over. The release is looked up only when a config has such a setting
+/// for some release (most have none, and the standalone chart's takes reading its release).
+async fn warn_ignored_by_plugin(life: &dyn Lifecycle, at: &At<'_>, diags: &mut Diagnostics) {
+    use gpu::device_plugin::releases::{OLDEST, ignored_by};
+    let d = at.desired;
+    if d.configs.values().all(|c| ignored_by(c, OLDEST).is_empty()) {
+        return;
+    }
+    if let Some((version, source)) = life.plugin_version(at).await
+        && let Some(warning) = ignored_by_plugin(d, &version, &source)
+    {
+        diags.push(warning);
     }
 }
 
